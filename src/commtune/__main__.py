@@ -1,0 +1,3 @@
+from commtune.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,502 @@
+"""The ``commtune`` command line. Input is validated here, into typed objects, before anything
+is written; a UsageError anywhere becomes one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from commtune import __version__
+from commtune.errors import UsageError
+
+if TYPE_CHECKING:
+    import optuna
+
+    from commtune.knobs import Knob, Space
+    from commtune.knobs._discovery import KnobStatus
+    from commtune.launch import Installation
+    from commtune.report import UI
+    from commtune.store import Store
+    from commtune.tune import TuneResult
+
+DEMO_ITERATIONS = 1000
+DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _positive(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+        return value
+
+    return parse
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def _add_storage(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--storage",
+        default=os.environ.get("COMMTUNE_STORAGE", "sqlite:///commtune.db"),
+        help="database URL or SQLite file (default: ./commtune.db)",
+    )
+
+
+def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
+    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
+    p.add_argument("--knob", action="append", default=[], metavar="NAME[=V1,V2|...]",
+                   help="tune this knob (optionally only these values); repeatable")
+    p.add_argument("--preset", action="append", default=[], choices=["p2p", "collectives", "progress"],
+                   help="tune a group of knobs; repeatable")
+    p.add_argument("--strategy", default="tpe", help="random | grid | tpe (default tpe)")
+    p.add_argument("--trials", type=_positive(int), default=16 if demo else 20,
+                   help="trials in the study, the reference included")
+    p.add_argument("--repeats", type=_positive(int), default=3, help="runs per trial")
+    p.add_argument("--timeout", type=_positive(float),
+                   help="seconds per run (default: 5x the reference's median, at least 5)")
+    p.add_argument("--reference-timeout", type=_positive(float), default=600.0,
+                   help="seconds per run of the reference (default 600)")
+    p.add_argument("--confirm", type=_nonnegative_int, default=5,
+                   help="runs each of best and default in the acceptance step (0: skip)")
+    p.add_argument("--metric", default=DEMO_METRIC if demo else "wall",
+                   help="'wall' (default) or 'regex:PATTERN' (first group of the last match)")
+    p.add_argument("--seed", type=int, help="seed of the strategy (same seed, same trials)")
+    p.add_argument("--study", help="study name (same name: resume)")
+    p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
+    _add_storage(p)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="commtune", description="Autotuner for MPI run-time parameters.")
+    parser.add_argument("--version", action="version", version=f"commtune {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("tune", help="tune an MPI application: commtune tune [opts] -- mpirun ...")
+    _add_tune_options(p, demo=False)
+    p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
+
+    p = sub.add_parser("demo", help="build the bundled demo app and tune it on 2 ranks")
+    _add_tune_options(p, demo=True)
+    p.add_argument("--np", type=_positive(int), default=2, help="ranks (default 2)")
+
+    p = sub.add_parser("knobs", help="list the knobs of an MPI library")
+    p.add_argument("--mpi", choices=["openmpi", "mpich"])
+    p.add_argument("--preset", choices=["p2p", "collectives", "progress"])
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("export", help="write a study's configuration in a library's format")
+    p.add_argument("study")
+    p.add_argument("--format", choices=["env", "mca", "json"], default="env")
+    p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    p.add_argument("--best", action="store_true",
+                   help="export the best measured configuration even if it was not accepted")
+    _add_storage(p)
+
+    p = sub.add_parser("run", help="run a command with a study's accepted configuration")
+    p.add_argument("--study", required=True)
+    _add_storage(p)
+
+    p = sub.add_parser("studies", help="list the studies in a storage")
+    p.add_argument("--json", action="store_true")
+    _add_storage(p)
+
+    p = sub.add_parser("show", help="show one study and its trials")
+    p.add_argument("study")
+    p.add_argument("--json", action="store_true")
+    _add_storage(p)
+    return parser
+
+
+def _split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1 :]
+    return argv, None
+
+
+# -- tune / demo ------------------------------------------------------------------------------
+def _vendor(name: str | None) -> Any:
+    from commtune.launch import Vendor
+
+    return Vendor(name) if name else None
+
+
+def _default_study_name(command: Sequence[str], library: str, space: Space) -> str:
+    program = next((os.path.basename(a) for a in reversed(command) if os.path.sep in a), None)
+    program = program or os.path.basename(command[0])
+    digest = hashlib.sha256(json.dumps([list(command), space.to_json()]).encode()).hexdigest()
+    return f"{program}-{library}-{digest[:6]}"
+
+
+def _report_inherited_env(ui: UI, knobs: Sequence[Knob]) -> None:
+    from commtune.tune import inherited_mpi_env
+
+    inherited = inherited_mpi_env()
+    if not inherited:
+        return
+    tuned = {k.env for k in knobs}
+    for name, value in inherited.items():
+        how = "overridden (under tuning)" if name in tuned else "kept in the baseline"
+        ui.info(f"environment: {name}={value} {how}")
+
+
+def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.knobs._discovery import installed_knobs
+    from commtune.knobs._select import build_space
+    from commtune.launch import launcher_for, resolve_command
+    from commtune.report import UI
+    from commtune.store import normalize_url
+    from commtune.strategies import get_strategy
+    from commtune.trial import LocalExecutor, Objective
+
+    get_strategy(args.strategy)
+    objective = Objective.parse(args.metric)
+    url = normalize_url(args.storage)
+    ui = UI(json_mode=args.json)
+    if args.replay:
+        return _tune_replay(args, ui, objective, url)
+    if command is None:
+        raise UsageError("missing '--' before the command to tune, e.g. -- mpirun -np 4 ./app")
+    installation = resolve_command(command, _vendor(args.mpi))
+    statuses = installed_knobs(installation)
+    space = build_space(statuses, installation.vendor.value, args.knob, args.preset)
+    launcher = launcher_for(installation)
+    # Everything is valid: from here on, the storage is written.
+    store, platform = _open_store(url, installation)
+    space = _probe(space, launcher, store, platform, ui)
+    ui.info(f"{installation.describe()}; tuning {space.size()} configurations of "
+            f"{', '.join(space.names)}")
+    _report_inherited_env(ui, [d.knob for d in space.dimensions])
+    executor = LocalExecutor(launcher, command, [d.knob for d in space.dimensions], objective)
+    result = _run_study(args, ui, store, space, command, installation.vendor.value, executor,
+                        platform)
+    return _print_result(args, ui, result, space)
+
+
+def _tune_replay(args: argparse.Namespace, ui: UI, objective: Any, url: str) -> int:
+    """Tuning against recorded measurements (``--replay FILE``): strategies without MPI."""
+    from commtune.knobs import load_catalog
+    from commtune.knobs._discovery import KnobStatus
+    from commtune.knobs._select import build_space
+    from commtune.store import Store
+    from commtune.trial import ReplayExecutor
+
+    if not args.mpi:
+        raise UsageError("--replay needs --mpi to name the library of the recorded knobs")
+    executor = ReplayExecutor(args.replay)
+    statuses = {n: KnobStatus(k, True) for n, k in load_catalog(args.mpi).items()}
+    space = build_space(statuses, args.mpi, args.knob, args.preset)
+    store = Store(url)
+    result = _run_study(args, ui, store, space, ["replay", args.replay], args.mpi, executor, None)
+    return _print_result(args, ui, result, space)
+
+
+def _open_store(url: str, installation: Installation) -> tuple[Store, str]:
+    from commtune.platform import Fingerprint
+    from commtune.store import Store
+
+    store = Store(url)
+    return store, store.save_platform(Fingerprint.of(installation))
+
+
+def _probe(space: Space, launcher: Any, store: Store, platform: str, ui: UI) -> Space:
+    from commtune.knobs._probe import probe_space
+
+    with ui.progress("checking knob values", 0) as bar:
+        space, bad = probe_space(space, launcher, store, platform, progress=bar.status)
+    for name, values in bad.items():
+        ui.warn(f"{name}: {', '.join(map(str, values))} abort(s) the library here; left out")
+    return space
+
+
+def _run_study(
+    args: argparse.Namespace,
+    ui: UI,
+    store: Store,
+    space: Space,
+    command: list[str],
+    library: str,
+    executor: Any,
+    platform: str | None,
+) -> TuneResult:
+    from commtune.tune import StudySpec, TuneSettings, tune
+
+    spec = StudySpec(list(command), library, space.to_json(), args.metric, args.repeats)
+    name = args.study or _default_study_name(command, library, space)
+    settings = TuneSettings(
+        study=name,
+        spec=spec,
+        space=space,
+        strategy=args.strategy,
+        trials=args.trials,
+        timeout=args.timeout,
+        reference_timeout=args.reference_timeout,
+        confirm=args.confirm,
+        seed=args.seed,
+        platform=platform,
+    )
+    ui.info(f"study [bold]{name}[/bold] in {store.url} (re-run to resume)")
+    return tune(settings, store.optuna, executor, ui)
+
+
+def _print_result(args: argparse.Namespace, ui: UI, result: TuneResult, space: Space) -> int:
+    from commtune.report._tables import acceptance_lines, result_table
+
+    ui.print(result_table(result, space.defaults()))
+    for line in acceptance_lines(result):
+        ui.info(line)
+    if args.json:
+        print(json.dumps(result.to_json(), separators=(",", ":")))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from commtune import native
+    from commtune.launch import default_installation, find_installation, launcher_for
+
+    vendor = _vendor(args.mpi)
+    installation = find_installation(vendor) if vendor else default_installation()
+    program = native.build(installation, "demo/ct_demo.c")
+    command = launcher_for(installation).command(args.np, [str(program), str(DEMO_ITERATIONS)])
+    if args.study is None:
+        args.study = f"demo-{installation.vendor.value}"
+    args.mpi = installation.vendor.value
+    args.replay = None
+    return cmd_tune(args, command)
+
+
+# -- knobs ------------------------------------------------------------------------------------
+def cmd_knobs(args: argparse.Namespace) -> int:
+    from commtune.knobs._discovery import installed_knobs
+    from commtune.launch import default_installation, find_installation
+    from commtune.report import UI
+    from commtune.report._tables import knobs_table
+
+    vendor = _vendor(args.mpi)
+    installation = find_installation(vendor) if vendor else default_installation()
+    statuses: list[KnobStatus] = list(installed_knobs(installation).values())
+    if args.preset:
+        statuses = [s for s in statuses if args.preset in s.knob.presets]
+    ui = UI(json_mode=args.json)
+    ui.print(knobs_table(statuses, f"knobs of {installation.describe()}"))
+    if args.json:
+        out = [
+            {
+                "name": s.knob.name,
+                "type": s.knob.type.value,
+                "domain": s.knob.domain(),
+                "default": s.knob.default,
+                "step": s.knob.step,
+                "env": s.knob.env,
+                "presets": list(s.knob.presets),
+                "available": s.available,
+                "reason": s.reason,
+                "description": s.knob.description,
+            }
+            for s in statuses
+        ]
+        print(json.dumps({"mpi": installation.vendor.value, "knobs": out}, separators=(",", ":")))
+    return 0
+
+
+# -- studies, show, export, run ---------------------------------------------------------------
+def _load(url: str, name: str) -> tuple[Store, optuna.Study]:
+    import optuna
+
+    from commtune.store import Store
+
+    store = Store(url, create=False)
+    try:
+        study = optuna.load_study(study_name=name, storage=store.optuna)
+    except KeyError:
+        raise UsageError(f"no study named {name!r} in {store.url}") from None
+    if "commtune" not in study.user_attrs:
+        raise UsageError(f"study {name!r} was not made by commtune")
+    return store, study
+
+
+def _study_knobs(study: optuna.Study) -> tuple[str, list[Knob]]:
+    from commtune.knobs import load_catalog
+
+    spec = study.user_attrs["commtune"]
+    catalog = load_catalog(spec["library"])
+    return spec["library"], [catalog[d["knob"]] for d in spec["space"] if d["knob"] in catalog]
+
+
+def _chosen_config(study: optuna.Study, best: bool) -> dict[str, Any] | None:
+    """The accepted configuration; with ``best``, the best measured one. None: the default."""
+    from commtune.tune import best_trials, config_of
+
+    acc = study.user_attrs.get("acceptance")
+    if acc and acc["accepted"]:
+        params: dict[str, Any] = acc["params"]
+        return params
+    if best:
+        top = best_trials(study, 1)
+        return config_of(top[0]) if top else None
+    return None
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from commtune.report._export import render, write_atomic
+
+    _, study = _load(args.storage, args.study)
+    library, knobs = _study_knobs(study)
+    config = _chosen_config(study, args.best)
+    if config is None:
+        raise UsageError(
+            f"study {args.study!r} has no accepted configuration (the default stays); "
+            "--best exports the best measured one anyway"
+        )
+    text = render(args.format, library, knobs, config, args.study)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.knobs import environment
+    from commtune.launch import launcher_for, resolve_command
+
+    if command is None:
+        raise UsageError("missing '--' before the command to run")
+    _, study = _load(args.storage, args.study)
+    library, knobs = _study_knobs(study)
+    installation = resolve_command(command, _vendor(library))
+    config = _chosen_config(study, best=False)
+    if config is None:
+        print(f"commtune: study {args.study} accepted no configuration; running with the "
+              "library defaults", file=sys.stderr)
+    plan = launcher_for(installation).plan(
+        command, environment(knobs, config or {}), remove=[k.env for k in knobs]
+    )
+    sys.stdout.flush()
+    try:
+        os.execvpe(plan.argv[0], plan.argv, plan.env)
+    except OSError as exc:
+        raise UsageError(f"cannot run {plan.argv[0]}: {exc.strerror}") from None
+
+
+def cmd_studies(args: argparse.Namespace) -> int:
+    import optuna
+    from rich.table import Table
+
+    from commtune.report import UI
+    from commtune.store import Store
+
+    store = Store(args.storage, create=False)
+    rows = []
+    for summary in optuna.get_all_study_summaries(store.optuna, include_best_trial=False):
+        attrs = summary.user_attrs
+        spec = attrs.get("commtune", {})
+        acc = attrs.get("acceptance") or {}
+        rows.append(
+            {
+                "study": summary.study_name,
+                "mpi": spec.get("library"),
+                "trials": summary.n_trials,
+                "command": " ".join(spec.get("command", [])),
+                "speedup": acc.get("speedup"),
+                "accepted": bool(acc.get("accepted")),
+            }
+        )
+    ui = UI(json_mode=args.json)
+    table = Table(title=f"studies in {store.url}")
+    for column in ("study", "mpi", "trials", "speedup", "accepted", "command"):
+        table.add_column(column)
+    for r in rows:
+        speedup = "" if r["speedup"] is None else f"{r['speedup']:.2f}x"
+        table.add_row(r["study"], str(r["mpi"]), str(r["trials"]), speedup,
+                      "yes" if r["accepted"] else "no", r["command"])
+    ui.print(table)
+    if args.json:
+        print(json.dumps({"studies": rows}, separators=(",", ":")))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from commtune.report import UI
+    from commtune.report._tables import trials_table
+    from commtune.tune import ROLE, config_of, run_values
+
+    _, study = _load(args.storage, args.study)
+    trials = []
+    for t in study.get_trials(deepcopy=False):
+        note = t.user_attrs.get("fail_reason", "")
+        if "duplicate_of" in t.user_attrs:
+            note = f"same as trial {t.user_attrs['duplicate_of']}"
+        trials.append(
+            {
+                "number": t.number,
+                "role": t.user_attrs.get(ROLE, "?"),
+                "state": t.state.name,
+                "value": t.value,
+                "params": config_of(t),
+                "runs": run_values(t),
+                "note": note,
+            }
+        )
+    ui = UI(json_mode=args.json)
+    ui.print(trials_table(trials, f"study {args.study}"))
+    acc = study.user_attrs.get("acceptance")
+    if args.json:
+        out = {
+            "study": args.study,
+            "spec": study.user_attrs["commtune"],
+            "trials": trials,
+            "acceptance": acc,
+        }
+        print(json.dumps(out, separators=(",", ":")))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    own, command = _split_command(argv)
+    try:
+        args = build_parser().parse_args(own)
+        if command is not None and args.cmd not in ("tune", "run"):
+            raise UsageError(f"commtune {args.cmd} takes no command after '--'")
+        if args.cmd == "tune":
+            return cmd_tune(args, command)
+        if args.cmd == "run":
+            return cmd_run(args, command)
+        handlers = {
+            "demo": cmd_demo,
+            "knobs": cmd_knobs,
+            "export": cmd_export,
+            "studies": cmd_studies,
+            "show": cmd_show,
+        }
+        return handlers[args.cmd](args)
+    except UsageError as exc:
+        print(f"commtune: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("commtune: interrupted; finished trials are saved (re-run to resume)",
+              file=sys.stderr)
+        return 130

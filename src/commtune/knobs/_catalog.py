@@ -1,0 +1,48 @@
+"""The knob catalog: data files per library (``data/<library>.json``) loaded into Knob objects.
+
+The files hold what commtune knows about a knob (type, domain, default, step, presets, how it is
+applied). What the *installed* library has is found by discovery (``_discovery.py``) and merged
+in by :func:`installed_knobs`.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from commtune.knobs._knob import Knob, KnobType
+
+LIBRARIES = ("openmpi", "mpich")
+PRESETS = ("p2p", "collectives", "progress")
+
+
+@cache
+def load_catalog(library: str) -> dict[str, Knob]:
+    """Every knob of ``library`` declared in the catalog, by name."""
+    text = resources.files("commtune.knobs").joinpath("data", f"{library}.json").read_text()
+    data = json.loads(text)
+    prefix = data.get("env_prefix", "")
+    return {
+        entry["name"]: _knob_from_json(entry, library, prefix) for entry in data["knobs"]
+    }
+
+
+def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
+    return Knob(
+        name=entry["name"],
+        library=library,
+        type=KnobType(entry["type"]),
+        default=entry["default"],
+        description=entry["description"],
+        env=entry.get("env", prefix + entry["name"]),
+        presets=tuple(entry.get("presets", ())),
+        low=entry.get("low"),
+        high=entry.get("high"),
+        step=entry.get("step", 1),
+        choices=tuple(entry.get("choices", ())),
+        requires=dict(entry.get("requires", {})),
+        default_space=entry.get("default_space", False),
+        requires_device=entry.get("requires_device"),
+    )

@@ -1,0 +1,195 @@
+"""What the installed MPI library really has: knob names, enumerators and defaults.
+
+Open MPI: ``ompi_info --parsable --all`` lists every MCA variable with its enumerators.
+MPICH: MPI_T, through commtune's helper ``ct_probe cvars`` (its algorithm variables are plain
+ints for MPI_T; the algorithm names appear only in the description, so they are parsed from
+there). UCX variables (read by MPICH's ch4:ucx device) are present when the device is UCX.
+
+Results are cached per installation in the build cache: discovery costs one ``ompi_info`` or
+one MPI launch per machine, not per command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, replace
+
+from commtune import native
+from commtune.errors import UsageError
+from commtune.knobs._catalog import load_catalog
+from commtune.knobs._knob import Knob, KnobType
+from commtune.launch import Installation, Vendor
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One control variable as the installed library reports it."""
+
+    name: str
+    value: str | None
+    enumerators: tuple[str, ...] = ()
+    description: str = ""
+
+
+def parse_ompi_info(text: str) -> dict[str, Variable]:
+    """Variables of ``ompi_info --parsable --all`` output, by name."""
+    values: dict[str, str] = {}
+    enums: dict[str, list[str]] = {}
+    helps: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 6)
+        if len(parts) < 6 or parts[0] != "mca" or parts[3] != "param":
+            continue
+        name, field = parts[4], parts[5]
+        rest = parts[6] if len(parts) > 6 else ""
+        if field == "value":
+            values[name] = rest
+        elif field == "enumerator" and rest.startswith("value:"):
+            enums.setdefault(name, []).append(rest.split(":", 2)[2])
+        elif field == "help":
+            helps[name] = rest
+    return {
+        name: Variable(name, value, tuple(enums.get(name, ())), helps.get(name, ""))
+        for name, value in values.items()
+    }
+
+
+_ALGORITHM_ITEM = re.compile(r"([A-Za-z0-9_]+)\s+-\s+(?:Force|Internal|Use)")
+
+
+def parse_algorithm_names(description: str, known: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Algorithm names listed in an MPICH ``*_ALGORITHM`` CVAR description.
+
+    MPICH joins the lines of its description without a separator, so each name sticks to the
+    last word before it ("...Force Binomial Treenb - Force nonblocking"). A name that is all
+    lower case stands alone; in a glued word only a known name at its end is recognised (the
+    split is ambiguous otherwise, and a wrong name would abort ``MPI_Init``).
+    """
+    names = []
+    for match in _ALGORITHM_ITEM.finditer(description):
+        word = match.group(1)
+        start = match.start(1)
+        glued = start > 0 and description[start - 1].isalnum()
+        if not glued and word.islower() and not word.startswith("algorithm"):
+            names.append(word)
+            continue
+        suffixes = [k for k in known if word.endswith(k)]
+        if suffixes:
+            names.append(max(suffixes, key=len))
+    return tuple(dict.fromkeys(names))
+
+
+def parse_cvar_lines(text: str, known: dict[str, tuple[str, ...]]) -> dict[str, Variable]:
+    """Variables printed by ``ct_probe cvars``; ``known`` gives catalog choices per name."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        entry = json.loads(line)
+        enum = tuple(item[1] for item in entry.get("enum") or ())
+        if not enum and entry["name"].endswith("_ALGORITHM"):
+            enum = parse_algorithm_names(entry["description"], known.get(entry["name"], ()))
+        value = entry.get("value")
+        out[entry["name"]] = Variable(
+            entry["name"], None if value is None else str(value), enum, entry["description"]
+        )
+    return out
+
+
+def _discover_uncached(installation: Installation) -> dict[str, Variable]:
+    if installation.vendor is Vendor.OPENMPI:
+        info = os.path.join(os.path.dirname(installation.launcher), "ompi_info")
+        done = subprocess.run(
+            [info, "--parsable", "--all"], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise UsageError(f"cannot list Open MPI's variables: {info} failed")
+        return parse_ompi_info(done.stdout)
+    probe = native.build(installation, "tools/ct_probe.c")
+    done = subprocess.run(
+        [installation.launcher, "-n", "1", str(probe), "cvars"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    if done.returncode != 0:
+        raise UsageError(f"cannot list MPICH's control variables through MPI_T: {probe} failed")
+    known = {k.name: k.choices for k in load_catalog(installation.vendor.value).values()}
+    return parse_cvar_lines(done.stdout, known)
+
+
+def discover(installation: Installation) -> dict[str, Variable]:
+    """Control variables of the installation, by name (cached per installation)."""
+    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}"
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
+    path = native.cache_dir() / "discovery" / f"{safe}.json"
+    if path.exists():
+        data = json.loads(path.read_text())
+        return {
+            name: Variable(name, v["value"], tuple(v["enumerators"]), v["description"])
+            for name, v in data.items()
+        }
+    found = _discover_uncached(installation)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(
+        json.dumps(
+            {
+                v.name: {
+                    "value": v.value,
+                    "enumerators": list(v.enumerators),
+                    "description": v.description,
+                }
+                for v in found.values()
+            }
+        )
+    )
+    os.replace(tmp, path)
+    return found
+
+
+@dataclass(frozen=True)
+class KnobStatus:
+    """A catalog knob on this installation: present or not, with its domain as installed."""
+
+    knob: Knob
+    available: bool
+    reason: str = ""
+
+
+def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
+    """Every catalog knob of the installation's library, checked against what it really has.
+
+    Categorical domains become the catalog's values that the library lists (Open MPI
+    enumerators, MPICH description), plus values it lists that the catalog does not know.
+    Values that abort ``MPI_Init`` are removed later, by probing (``_probe.py``).
+    """
+    catalog = load_catalog(installation.vendor.value)
+    variables = discover(installation)
+    out = {}
+    for name, knob in catalog.items():
+        if knob.requires_device is not None:
+            ok = knob.requires_device in installation.device
+            reason = "" if ok else f"needs the {knob.requires_device} device"
+            out[name] = KnobStatus(knob, ok, reason)
+            continue
+        var = variables.get(name)
+        if var is None:
+            out[name] = KnobStatus(knob, False, f"{installation.describe()} has no such variable")
+            continue
+        if knob.type is KnobType.CATEGORICAL and var.enumerators:
+            listed = set(var.enumerators)
+            known = [c for c in knob.choices if c in listed or c == knob.default]
+            if installation.vendor is Vendor.MPICH:
+                # MPICH documents values that its version may reject: keep them for probing.
+                known = list(knob.choices)
+            extra = [e for e in var.enumerators if e not in knob.choices]
+            knob = replace(knob, choices=tuple(known + extra))
+        out[name] = KnobStatus(knob, True)
+    return out

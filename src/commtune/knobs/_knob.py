@@ -1,0 +1,255 @@
+"""Knob: one tunable run-time parameter; Space: the knobs under tuning with their domains.
+
+A knob's *value* is what the library reads (an int, a bool or a string). Its *internal* value
+is what the search sees: for ``log2`` knobs the exponent, so samplers treat powers of two as an
+ordered integer range; for every other type the value itself.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from commtune.errors import UsageError
+
+Value = int | bool | str
+
+
+class KnobType(enum.Enum):
+    BOOL = "bool"
+    INT = "int"
+    LOG2 = "log2-int"
+    CATEGORICAL = "categorical"
+
+
+class Apply(enum.Enum):
+    """How a knob reaches the library."""
+
+    ENV = "env"  # an environment variable read at MPI_Init
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One parameter of one MPI library, as declared in ``knobs/data/<library>.json``.
+
+    ``low``/``high`` bound INT knobs (values) and LOG2 knobs (values, powers of two);
+    ``choices`` lists CATEGORICAL values. ``step`` is the AITuning step: the amount one
+    up/down action moves an INT knob (LOG2 knobs step by one power of two).
+    ``requires`` are other variables this knob needs to take effect (Open MPI's algorithm
+    variables need ``coll_tuned_use_dynamic_rules=1``); they are set whenever the knob is.
+    """
+
+    name: str
+    library: str
+    type: KnobType
+    default: Value
+    description: str
+    env: str
+    presets: tuple[str, ...] = ()
+    low: int | None = None
+    high: int | None = None
+    step: int = 1
+    choices: tuple[str, ...] = ()
+    requires: Mapping[str, str] = field(default_factory=dict)
+    apply: Apply = Apply.ENV
+    default_space: bool = False
+    requires_device: str | None = None
+
+    # -- values -------------------------------------------------------------------------------
+    def domain(self) -> list[Value]:
+        """Every value of the knob, in order (the grid of an exhaustive search)."""
+        if self.type is KnobType.BOOL:
+            return [False, True]
+        if self.type is KnobType.CATEGORICAL:
+            return list(self.choices)
+        assert self.low is not None and self.high is not None
+        if self.type is KnobType.LOG2:
+            return [1 << e for e in range(self.low.bit_length() - 1, self.high.bit_length())]
+        return list(range(self.low, self.high + 1, self.step))
+
+    def parse(self, text: str) -> Value:
+        """Parse a value given on the command line or read from a file; UsageError if invalid."""
+        text = text.strip()
+        if text == self.format(self.default):
+            return self.default
+        if self.type is KnobType.BOOL:
+            lowered = text.lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise UsageError(f"knob {self.name}: {text!r} is not a boolean (use 0/1/true/false)")
+        if self.type is KnobType.CATEGORICAL:
+            if text not in self.choices:
+                raise UsageError(
+                    f"knob {self.name}: value {text!r} is outside its domain "
+                    f"({', '.join(self.choices)})"
+                )
+            return text
+        try:
+            number = _parse_size(text)
+        except ValueError:
+            raise UsageError(f"knob {self.name}: {text!r} is not an integer") from None
+        self.check(number)
+        return number
+
+    def check(self, value: Value) -> None:
+        """UsageError unless ``value`` is in the domain (the default always is)."""
+        if value == self.default and type(value) is type(self.default):
+            return
+        if self.type in (KnobType.INT, KnobType.LOG2):
+            assert self.low is not None and self.high is not None
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UsageError(f"knob {self.name}: {value!r} is not an integer")
+            if not self.low <= value <= self.high:
+                raise UsageError(
+                    f"knob {self.name}: value {value} is outside its domain "
+                    f"[{self.low}, {self.high}]"
+                )
+            if self.type is KnobType.LOG2 and value & (value - 1):
+                raise UsageError(f"knob {self.name}: value {value} is not a power of two")
+            if self.type is KnobType.INT and (value - self.low) % self.step:
+                raise UsageError(
+                    f"knob {self.name}: value {value} is not on its step {self.step} from {self.low}"
+                )
+        elif value not in self.domain():
+            raise UsageError(f"knob {self.name}: value {value!r} is outside its domain")
+
+    def format(self, value: Value) -> str:
+        """The value as the library reads it from the environment or a file."""
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        return str(value)
+
+    def to_internal(self, value: Value) -> Value:
+        if self.type is KnobType.LOG2:
+            assert isinstance(value, int)
+            return value.bit_length() - 1
+        return value
+
+    def from_internal(self, internal: Any) -> Value:
+        if self.type is KnobType.LOG2:
+            return 1 << int(internal)
+        if self.type is KnobType.INT:
+            return int(internal)
+        if self.type is KnobType.BOOL:
+            return bool(internal)
+        return str(internal)
+
+    def describe_domain(self) -> str:
+        if self.type is KnobType.BOOL:
+            return "0|1"
+        if self.type is KnobType.CATEGORICAL:
+            return "|".join(self.choices)
+        if self.type is KnobType.LOG2:
+            return f"2^k in [{self.low}, {self.high}]"
+        step = f" step {self.step}" if self.step != 1 else ""
+        return f"[{self.low}, {self.high}]{step}"
+
+
+_SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def _parse_size(text: str) -> int:
+    """An integer, optionally with a binary suffix: ``64k`` = 65536, ``1m`` = 1048576."""
+    lowered = text.lower().removesuffix("b").removesuffix("i")
+    if lowered and lowered[-1] in _SUFFIXES:
+        return int(lowered[:-1]) * _SUFFIXES[lowered[-1]]
+    return int(lowered, 0)
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One knob under tuning; ``values`` restricts it to a list (None: its whole domain)."""
+
+    knob: Knob
+    values: tuple[Value, ...] | None = None
+
+    def candidates(self) -> list[Value]:
+        return list(self.values) if self.values is not None else self.knob.domain()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"knob": self.knob.name, "values": None if self.values is None else list(self.values)}
+
+
+@dataclass(frozen=True)
+class Space:
+    """The knobs under tuning, in a fixed order. Immutable; the study stores ``to_json()``."""
+
+    library: str
+    dimensions: tuple[Dimension, ...]
+
+    def __post_init__(self) -> None:
+        names = [d.knob.name for d in self.dimensions]
+        if len(set(names)) != len(names):
+            raise UsageError(f"a knob is given twice: {', '.join(sorted(names))}")
+
+    @property
+    def names(self) -> list[str]:
+        return [d.knob.name for d in self.dimensions]
+
+    def __getitem__(self, name: str) -> Dimension:
+        for d in self.dimensions:
+            if d.knob.name == name:
+                return d
+        raise KeyError(name)
+
+    def size(self) -> int:
+        total = 1
+        for d in self.dimensions:
+            total *= len(d.candidates())
+        return total
+
+    def defaults(self) -> dict[str, Value]:
+        return {d.knob.name: d.knob.default for d in self.dimensions}
+
+    def validate(self, config: Mapping[str, Value]) -> dict[str, Value]:
+        """A complete configuration of this space with every value in its domain."""
+        unknown = set(config) - set(self.names)
+        if unknown:
+            raise UsageError(f"knob(s) not in the space: {', '.join(sorted(unknown))}")
+        out: dict[str, Value] = {}
+        for d in self.dimensions:
+            value = config.get(d.knob.name, d.knob.default)
+            if d.values is not None and value not in d.values and value != d.knob.default:
+                raise UsageError(f"knob {d.knob.name}: value {value!r} is not among {d.values}")
+            d.knob.check(value)
+            out[d.knob.name] = value
+        return out
+
+    def drop_values(self, bad: Mapping[str, Iterable[Value]]) -> Space:
+        """This space without the values in ``bad`` (values that abort the library)."""
+        dims = []
+        for d in self.dimensions:
+            remove = set(bad.get(d.knob.name, ()))
+            if not remove:
+                dims.append(d)
+                continue
+            kept = tuple(v for v in d.candidates() if v not in remove)
+            if not kept:
+                raise UsageError(f"knob {d.knob.name}: no value of its domain works here")
+            dims.append(replace(d, values=kept))
+        return replace(self, dimensions=tuple(dims))
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [d.to_json() for d in self.dimensions]
+
+
+def environment(knobs: Sequence[Knob], config: Mapping[str, Value]) -> dict[str, str]:
+    """Environment variables that apply ``config``; a knob at its default is still set.
+
+    Setting the default explicitly overrides a value the user may have exported for that knob,
+    so the configuration measured is exactly the one recorded.
+    """
+    env: dict[str, str] = {}
+    for knob in knobs:
+        if knob.name not in config:
+            continue
+        env[knob.env] = knob.format(config[knob.name])
+    for knob in knobs:
+        if knob.name in config and config[knob.name] != knob.default:
+            for name, value in knob.requires.items():
+                env.setdefault(name, value)
+    return env

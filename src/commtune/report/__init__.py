@@ -1,0 +1,5 @@
+"""What users see: terminal output, result tables, export formats."""
+
+from commtune.report._console import UI, Bar
+
+__all__ = ["UI", "Bar"]

@@ -1,0 +1,94 @@
+"""Tables for the terminal (rich) built from plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+from commtune.knobs import Value
+
+if TYPE_CHECKING:
+    from commtune.knobs._discovery import KnobStatus
+    from commtune.tune import TuneResult
+
+
+def format_config(config: Mapping[str, Value], defaults: Mapping[str, Value] | None = None) -> str:
+    """``name=value`` pairs, leaving out knobs at their default."""
+    items = [
+        f"{k}={'1' if v is True else '0' if v is False else v}"
+        for k, v in config.items()
+        if defaults is None or defaults.get(k) != v
+    ]
+    return " ".join(items) or "(defaults)"
+
+
+def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
+    table = Table(title=f"study {result.study}: best configurations")
+    table.add_column("trial", justify="right")
+    table.add_column("configuration (knobs not at default)")
+    table.add_column("median", justify="right")
+    table.add_column("spread", justify="right")
+    table.add_column("speedup", justify="right")
+    table.add_row("ref", "(library defaults)", f"{result.default_value:.4g}", "", "1.00x")
+    for row in result.table:
+        table.add_row(
+            str(row.number),
+            format_config(row.config, defaults),
+            f"{row.value:.4g}",
+            f"{100 * row.spread:.0f}%",
+            f"{row.speedup:.2f}x",
+        )
+    return table
+
+
+def acceptance_lines(result: TuneResult) -> list[str]:
+    acc = result.acceptance
+    if acc is None:
+        return ["no configuration to confirm: the default stays"]
+    if not acc.default_values:
+        return [f"not accepted ({acc.reason}): the default stays"]
+    low, high = acc.ci
+    head = (
+        f"confirmation ({len(acc.default_values)} + {len(acc.best_values)} runs, interleaved): "
+        f"speedup {acc.speedup:.3f}x, 95% CI [{low:.3f}, {high:.3f}], p = {acc.p_value:.3g}"
+    )
+    if acc.accepted:
+        return [head, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]
+    return [head, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
+
+
+def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("knob", "type", "domain", "default", "step", "presets", "available"):
+        table.add_column(column)
+    for s in statuses:
+        k = s.knob
+        table.add_row(
+            k.name,
+            k.type.value,
+            k.describe_domain(),
+            str(k.format(k.default)),
+            str(k.step) if k.type.value == "int" else ("x2" if k.type.value == "log2-int" else ""),
+            ",".join(k.presets),
+            "yes" if s.available else f"no: {s.reason}",
+        )
+    return table
+
+
+def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("trial", "role", "state", "value", "configuration", "note"):
+        table.add_column(column)
+    for t in trials:
+        value = t["value"]
+        table.add_row(
+            str(t["number"]),
+            t["role"],
+            t["state"],
+            "" if value is None else f"{value:.4g}",
+            format_config(t["params"]) if t["role"] != "reference" else "(library defaults)",
+            t.get("note", ""),
+        )
+    return table

@@ -1,0 +1,204 @@
+"""Study storage: one database URL for Optuna's studies and commtune's own tables.
+
+Optuna's tables hold studies and trials (ask/tell, resumable, every finished trial committed).
+commtune's data lives in ``commtune_*`` tables beside them in the same database, with a schema
+version in ``commtune_meta`` and a migration path (``_MIGRATIONS``): platform fingerprints and
+the knob values tested on each platform now; profiles, samples, training sets and models later.
+Values are JSON text, never pickles.
+
+Accepted URLs: ``sqlite:///FILE``, a plain file path (a SQLite file), or a server URL
+(``postgresql://...``, ``mysql://...``) for several workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from commtune.errors import UsageError
+from commtune.platform import Fingerprint
+
+if TYPE_CHECKING:
+    import optuna
+
+SCHEMA_VERSION = 1
+DEFAULT_URL = "sqlite:///commtune.db"
+_SERVER_SCHEMES = ("postgresql", "mysql")
+
+_metadata = sa.MetaData()
+meta_table = sa.Table(
+    "commtune_meta",
+    _metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+platforms_table = sa.Table(
+    "commtune_platforms",
+    _metadata,
+    sa.Column("key", sa.String(32), primary_key=True),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+knob_values_table = sa.Table(
+    "commtune_knob_values",
+    _metadata,
+    sa.Column("platform", sa.String(32), primary_key=True),
+    sa.Column("knob", sa.String(128), primary_key=True),
+    sa.Column("value", sa.String(256), primary_key=True),
+    sa.Column("ok", sa.Boolean, nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("checked", sa.Float, nullable=False),
+)
+
+# version -> function upgrading a database from that version to the next one.
+_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+
+
+def normalize_url(url: str) -> str:
+    """A SQLAlchemy URL for ``url``; UsageError if it is malformed or cannot be a storage."""
+    if not url:
+        raise UsageError("bad storage URL: empty")
+    if "://" not in url:
+        url = "sqlite:///" + os.path.abspath(url)
+    scheme = url.split("://", 1)[0]
+    dialect = scheme.split("+", 1)[0]
+    if dialect == "sqlite":
+        path = url.split(":///", 1)[1] if ":///" in url else ""
+        if not path or path == ":memory:":
+            raise UsageError(f"bad storage URL {url!r}: a SQLite storage needs a file path")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise UsageError(f"bad storage URL {url!r}: directory {parent} does not exist")
+        if os.path.isdir(path):
+            raise UsageError(f"bad storage URL {url!r}: {path} is a directory")
+        return "sqlite:///" + os.path.abspath(path)
+    if dialect in _SERVER_SCHEMES:
+        try:
+            sa.engine.make_url(url)
+        except sa.exc.ArgumentError as exc:
+            raise UsageError(f"bad storage URL {url!r}: {exc}") from None
+        return url
+    raise UsageError(
+        f"bad storage URL {url!r}: use a file path, sqlite:///FILE, postgresql://... or mysql://..."
+    )
+
+
+def sqlite_path(url: str) -> str | None:
+    return url.split(":///", 1)[1] if url.startswith("sqlite:///") else None
+
+
+class Store:
+    """An open storage. ``create=False`` refuses a SQLite file that does not exist yet."""
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        self.url = normalize_url(url)
+        path = sqlite_path(self.url)
+        if path is not None and not create and not os.path.exists(path):
+            raise UsageError(f"no storage at {path} (run 'commtune tune' first)")
+        if path is not None and os.path.exists(path):
+            with open(path, "rb") as f:
+                head = f.read(16)
+            if head and not head.startswith(b"SQLite format 3"):
+                raise UsageError(f"bad storage: {path} is not a SQLite database")
+        self.engine = sa.create_engine(self.url)
+        self._optuna: optuna.storages.RDBStorage | None = None
+        self._init_schema()
+
+    @property
+    def optuna(self) -> optuna.storages.RDBStorage:
+        if self._optuna is None:
+            import optuna
+
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
+            try:
+                self._optuna = optuna.storages.RDBStorage(
+                    self.url, engine_kwargs={"connect_args": {"timeout": 60}}
+                    if self.url.startswith("sqlite") else {}
+                )
+            except Exception as exc:  # Optuna raises several types for a broken database
+                raise UsageError(f"cannot open storage {self.url}: {exc}") from None
+        return self._optuna
+
+    def _init_schema(self) -> None:
+        try:
+            with self.engine.begin() as conn:
+                _metadata.create_all(conn)
+                row = conn.execute(
+                    sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+                ).first()
+                version = int(row[0]) if row else None
+                if version is None:
+                    conn.execute(
+                        meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION))
+                    )
+                    return
+                if version > SCHEMA_VERSION:
+                    raise UsageError(
+                        f"storage {self.url} has schema {version}, newer than this commtune "
+                        f"({SCHEMA_VERSION}): upgrade commtune"
+                    )
+                while version < SCHEMA_VERSION:
+                    _MIGRATIONS[version](conn)
+                    version += 1
+                conn.execute(
+                    meta_table.update()
+                    .where(meta_table.c.key == "schema_version")
+                    .values(value=str(version))
+                )
+        except sa.exc.SQLAlchemyError as exc:
+            raise UsageError(f"cannot open storage {self.url}: {exc.__class__.__name__}") from None
+
+    # -- platforms ----------------------------------------------------------------------------
+    def save_platform(self, fingerprint: Fingerprint) -> str:
+        key = fingerprint.key
+        with self.engine.begin() as conn:
+            exists = conn.execute(
+                sa.select(platforms_table.c.key).where(platforms_table.c.key == key)
+            ).first()
+            if not exists:
+                conn.execute(
+                    platforms_table.insert().values(
+                        key=key, data=json.dumps(fingerprint.to_json()), created=time.time()
+                    )
+                )
+        return key
+
+    def platform(self, key: str) -> Fingerprint | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(platforms_table.c.data).where(platforms_table.c.key == key)
+            ).first()
+        return Fingerprint(**json.loads(row[0])) if row else None
+
+    # -- knob values tested on a platform -----------------------------------------------------
+    def knob_values(self, platform: str, knob: str) -> dict[Any, tuple[bool, str]]:
+        """value -> (works, reason) for the values of ``knob`` tested on ``platform``."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(knob_values_table).where(
+                    (knob_values_table.c.platform == platform) & (knob_values_table.c.knob == knob)
+                )
+            ).all()
+        return {json.loads(r.value): (r.ok, r.reason) for r in rows}
+
+    def record_knob_value(self, platform: str, knob: str, value: Any, ok: bool, reason: str) -> None:
+        with self.engine.begin() as conn:
+            key = json.dumps(value)
+            conn.execute(
+                knob_values_table.delete().where(
+                    (knob_values_table.c.platform == platform)
+                    & (knob_values_table.c.knob == knob)
+                    & (knob_values_table.c.value == key)
+                )
+            )
+            conn.execute(
+                knob_values_table.insert().values(
+                    platform=platform, knob=knob, value=key, ok=ok, reason=reason,
+                    checked=time.time(),
+                )
+            )

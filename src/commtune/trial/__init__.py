@@ -1,0 +1,16 @@
+"""Trials: run a configuration, time it, classify failures, kill what a run leaves behind."""
+
+from commtune.trial._executor import Executor, LocalExecutor, ReplayExecutor, RunRecord
+from commtune.trial._objective import Objective
+from commtune.trial._process import ProcessResult, clean_shm, run_process
+
+__all__ = [
+    "Executor",
+    "LocalExecutor",
+    "Objective",
+    "ProcessResult",
+    "ReplayExecutor",
+    "RunRecord",
+    "clean_shm",
+    "run_process",
+]

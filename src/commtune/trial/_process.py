@@ -1,0 +1,191 @@
+"""Run one launch, with a timeout, and leave nothing of it behind.
+
+Open MPI gives each rank its own process group, so killing the launcher's group is not enough.
+This module makes the tuner a *child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``): every
+process a run starts stays a descendant of the tuner even when its parent dies, and can be
+found from ``/proc``. Stopping a run: SIGTERM to the launcher (it forwards it to its ranks),
+a short grace period, then SIGKILL to every remaining descendant. Launchers get
+``PR_SET_PDEATHSIG`` so a run dies with the tuner, even on ``kill -9``. Shared-memory segments
+that a killed run leaves in ``/dev/shm`` are removed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_libc = ctypes.CDLL(None, use_errno=True)
+_subreaper_set = False
+
+SHM_DIR = Path("/dev/shm")
+SHM_PATTERNS = ("vader_segment.*", "sm_segment.*", "ucx_shm_posix_*", "mpich_shar_tmp*")
+STDERR_TAIL = 2000
+GRACE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """How one launch ended."""
+
+    wall: float
+    returncode: int | None  # None when killed on timeout
+    timed_out: bool
+    stdout: str
+    stderr_tail: str
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned descendants (idempotent); without it strays could not be found."""
+    global _subreaper_set
+    if not _subreaper_set:
+        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        _subreaper_set = True
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _parents() -> dict[int, int]:
+    """pid -> ppid of every process."""
+    out = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # The command name may contain spaces and parentheses: split after the last ')'.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        out[int(entry.name)] = int(fields[1])
+    return out
+
+
+def descendants(root: int) -> list[int]:
+    """Every live descendant of ``root`` (not ``root`` itself)."""
+    parents = _parents()
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _signal_all(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _reap_strays(keep: set[int]) -> None:
+    """Kill and reap descendants of the tuner that are not in ``keep`` (orphans of a run)."""
+    for _ in range(20):
+        strays = [p for p in descendants(os.getpid()) if p not in keep]
+        if not strays:
+            return
+        _signal_all(strays, signal.SIGKILL)
+        for pid in strays:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass  # not our child: its own parent reaps it
+        time.sleep(0.05)
+
+
+def _mapped_shm() -> set[str]:
+    """Files in /dev/shm that some live process still maps."""
+    mapped = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/maps") as f:
+                for line in f:
+                    if "/dev/shm/" in line:
+                        mapped.add(line.split(None, 5)[-1].strip().removesuffix(" (deleted)"))
+        except OSError:
+            continue
+    return mapped
+
+
+def clean_shm(since: float) -> list[str]:
+    """Remove MPI shared-memory segments modified after ``since`` that nothing maps any more."""
+    removed: list[str] = []
+    if not SHM_DIR.is_dir():
+        return removed
+    mapped = _mapped_shm()
+    for pattern in SHM_PATTERNS:
+        for path in SHM_DIR.glob(pattern):
+            try:
+                if path.stat().st_mtime >= since and str(path) not in mapped:
+                    path.unlink()
+                    removed.append(str(path))
+            except OSError:
+                continue
+    return removed
+
+
+def run_process(
+    argv: list[str], env: dict[str, str], timeout: float, cwd: str | None = None
+) -> ProcessResult:
+    """Run ``argv`` to completion or until ``timeout`` seconds; kill everything it started."""
+    become_subreaper()
+    keep = set(descendants(os.getpid()))
+    start_wall = time.time()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=cwd,
+            preexec_fn=_die_with_parent,
+        )
+        timed_out = False
+        try:
+            returncode: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            returncode = None
+            stop(proc)
+        wall = time.perf_counter() - t0
+        # Anything the run left behind (daemons, orphaned ranks) goes too.
+        _reap_strays(keep)
+        if timed_out or returncode != 0:
+            clean_shm(start_wall - 1)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
+    return ProcessResult(wall, returncode, timed_out, stdout, stderr[-STDERR_TAIL:])
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the launcher, wait a little, then SIGKILL it and every descendant."""
+    tree = descendants(proc.pid)
+    _signal_all([proc.pid], signal.SIGTERM)
+    try:
+        proc.wait(timeout=GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        pass
+    _signal_all([proc.pid, *tree, *descendants(proc.pid)], signal.SIGKILL)
+    proc.wait()

@@ -1,0 +1,473 @@
+"""The tuning loop: reference, batches of proposals with interleaved repeats, acceptance.
+
+Flow (each step commits to the storage before the next starts, so ``kill -9`` loses no
+finished trial):
+
+1. open or resume the study; trials a killed tuner left RUNNING become FAIL ("interrupted");
+2. the reference: the library's defaults (no knob set), run ``repeats`` times; if it fails the
+   command itself is broken and tuning stops;
+3. batches: the strategy proposes ``batch_size`` configurations; repeat r of every one runs
+   before repeat r+1 of any (interleaving); a failed run fails its trial and skips its remaining
+   repeats; a configuration already measured is answered from its earlier trial, not rerun;
+4. acceptance: the best configuration and the default run again, interleaved, ``confirm``
+   times each; accepted only if faster beyond noise (:func:`commtune.stats.compare`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from commtune import stats
+from commtune.errors import UsageError
+from commtune.knobs import Space, Value
+from commtune.report import UI, Bar
+from commtune.strategies import distributions, get_strategy
+from commtune.trial import Executor, RunRecord
+
+if TYPE_CHECKING:
+    import optuna
+
+ROLE = "role"
+REFERENCE = "reference"
+SEARCH = "search"
+DUPLICATE = "duplicate"
+MIN_TIMEOUT = 5.0
+MPI_ENV_PREFIXES = ("OMPI_MCA_", "OMPI_", "MPIR_CVAR_", "MPICH_", "HYDRA_", "UCX_", "PMIX_MCA_")
+
+
+class ReferenceFailed(UsageError):
+    """The library's default configuration failed: the command itself is broken."""
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """What defines a study; a resumed study must be given the same."""
+
+    command: list[str]
+    library: str
+    space: list[dict[str, Any]]
+    metric: str
+    repeats: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TuneSettings:
+    study: str
+    spec: StudySpec
+    space: Space
+    strategy: str = "tpe"
+    trials: int = 20
+    timeout: float | None = None
+    reference_timeout: float = 600.0
+    confirm: int = 5
+    seed: int | None = None
+    platform: str | None = None
+
+
+@dataclass
+class Acceptance:
+    trial: int
+    params: dict[str, Value]
+    default_values: list[float]
+    best_values: list[float]
+    speedup: float
+    ci: tuple[float, float]
+    p_value: float
+    accepted: bool
+    measured_trials: int
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ci"] = list(self.ci)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Acceptance:
+        values = dict(data)
+        values["ci"] = tuple(values["ci"])
+        return cls(**values)
+
+
+@dataclass
+class Row:
+    """One configuration in the result table."""
+
+    number: int
+    config: dict[str, Value]
+    value: float
+    spread: float
+    speedup: float
+
+
+@dataclass
+class TuneResult:
+    study: str
+    trials: int
+    failed_trials: int
+    default_value: float
+    best: Row | None
+    acceptance: Acceptance | None
+    table: list[Row] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        acc = self.acceptance
+        speedup = acc.speedup if acc else (self.best.speedup if self.best else 1.0)
+        return {
+            "study": self.study,
+            "trials": self.trials,
+            "failed_trials": self.failed_trials,
+            "best_params": self.best.config if self.best else {},
+            "best_value": self.best.value if self.best else self.default_value,
+            "default_value": self.default_value,
+            "speedup": speedup,
+            "speedup_ci": list(acc.ci) if acc else None,
+            "accepted": bool(acc and acc.accepted),
+        }
+
+
+# -- study bookkeeping ------------------------------------------------------------------------
+def open_study(storage: optuna.storages.BaseStorage, settings: TuneSettings) -> optuna.Study:
+    """Create the study, or load it and check it was created for the same command and space."""
+    import optuna
+
+    try:
+        study = optuna.load_study(study_name=settings.study, storage=storage)
+    except KeyError:
+        study = optuna.create_study(
+            study_name=settings.study, storage=storage, direction="minimize"
+        )
+        study.set_user_attr("commtune", settings.spec.to_json())
+        if settings.platform:
+            study.set_user_attr("platform", settings.platform)
+        return study
+    stored = study.user_attrs.get("commtune")
+    if stored is None:
+        raise UsageError(f"study {settings.study!r} was not made by commtune")
+    if stored != settings.spec.to_json():
+        diff = [k for k, v in settings.spec.to_json().items() if stored.get(k) != v]
+        raise UsageError(
+            f"study {settings.study!r} exists with a different {', '.join(diff)}; "
+            "use another --study name"
+        )
+    return study
+
+
+def recover(study: optuna.Study) -> int:
+    """Mark trials left RUNNING by a killed tuner as failed; returns how many."""
+    from optuna.trial import TrialState
+
+    storage = study._storage
+    n = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        storage.set_trial_user_attr(trial._trial_id, "fail_reason", "interrupted")
+        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+        n += 1
+    return n
+
+
+def measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """Trials that ran (reference and search), finished or failed; duplicates excluded."""
+    from optuna.trial import TrialState
+
+    return [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.state in (TrialState.COMPLETE, TrialState.FAIL)
+        and t.user_attrs.get(ROLE) in (REFERENCE, SEARCH)
+    ]
+
+
+def reference_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+    from optuna.trial import TrialState
+
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if t.user_attrs.get(ROLE) == REFERENCE:
+            return t
+    return None
+
+
+def run_values(trial: optuna.trial.FrozenTrial) -> list[float]:
+    return [r["value"] for r in trial.user_attrs.get("runs", []) if r["value"] is not None]
+
+
+def run_walls(trial: optuna.trial.FrozenTrial) -> list[float]:
+    return [r["wall"] for r in trial.user_attrs.get("runs", []) if r["value"] is not None]
+
+
+def config_of(trial: optuna.trial.FrozenTrial) -> dict[str, Value]:
+    config: dict[str, Value] = trial.user_attrs.get("config", {})
+    return config
+
+
+def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """MPI-related variables in the user's environment (they stay part of the baseline)."""
+    env = os.environ if env is None else env
+    return {k: v for k, v in sorted(env.items()) if k.startswith(MPI_ENV_PREFIXES)}
+
+
+# -- running ----------------------------------------------------------------------------------
+class _Live:
+    """A trial being measured in the current batch."""
+
+    def __init__(self, trial: optuna.Trial, config: dict[str, Value] | None) -> None:
+        self.trial = trial
+        self.config = config
+        self.runs: list[RunRecord] = []
+        self.failure: str | None = None
+
+    def record(self, run: RunRecord) -> None:
+        self.runs.append(run)
+        self.trial.set_user_attr("runs", [r.to_json() for r in self.runs])
+        if run.failure is not None:
+            self.failure = run.failure
+            self.trial.set_user_attr("fail_reason", run.failure)
+
+
+def _run_interleaved(
+    batch: list[_Live],
+    repeats: int,
+    executor: Executor,
+    timeout: float,
+    bar: Bar,
+    on_run: Callable[[_Live, RunRecord], None] | None = None,
+) -> None:
+    for _ in range(repeats):
+        for live in batch:
+            if live.failure is not None:
+                continue
+            run = executor.run(live.config, timeout)
+            live.record(run)
+            if on_run:
+                on_run(live, run)
+            bar.advance(status=_status_line(live, run))
+
+
+def _status_line(live: _Live, run: RunRecord) -> str:
+    if run.failure:
+        return f"[red]trial {live.trial.number} failed: {run.failure}[/red]"
+    return f"trial {live.trial.number}: {run.value:.4g}"
+
+
+def _tell(study: optuna.Study, live: _Live) -> None:
+    from optuna.trial import TrialState
+
+    if live.failure is not None:
+        study.tell(live.trial, state=TrialState.FAIL)
+    else:
+        values = [r.value for r in live.runs if r.value is not None]
+        study.tell(live.trial, stats.median(values))
+
+
+def run_reference(
+    study: optuna.Study, settings: TuneSettings, executor: Executor, ui: UI
+) -> optuna.trial.FrozenTrial:
+    ref = reference_trial(study)
+    if ref is not None:
+        return ref
+    trial = study.ask()
+    trial.set_user_attr(ROLE, REFERENCE)
+    trial.set_user_attr("config", {})
+    live = _Live(trial, None)
+    with ui.progress("reference (library defaults)", settings.spec.repeats) as bar:
+        try:
+            _run_interleaved([live], settings.spec.repeats, executor, settings.reference_timeout, bar)
+        except BaseException:
+            live.failure = live.failure or "interrupted"
+            trial.set_user_attr("fail_reason", live.failure)
+            _tell(study, live)
+            raise
+    _tell(study, live)
+    if live.failure is not None:
+        tail = live.runs[-1].stderr_tail.strip().splitlines() if live.runs else []
+        detail = f": {tail[-1]}" if tail else ""
+        raise ReferenceFailed(
+            f"the reference run (library defaults) failed with {live.failure}{detail}; "
+            "the command itself does not work"
+        )
+    ref = reference_trial(study)
+    assert ref is not None
+    return ref
+
+
+def search(
+    study: optuna.Study,
+    settings: TuneSettings,
+    executor: Executor,
+    timeout: float,
+    ui: UI,
+) -> None:
+    import optuna
+
+    strategy = get_strategy(settings.strategy)
+    space = settings.space
+    dists = distributions(space)
+    repeats = settings.spec.repeats
+    done = measured(study)
+    remaining = settings.trials - len(done)
+    if remaining <= 0:
+        return
+    known: dict[str, int] = {}
+    for t in study.get_trials(deepcopy=False):
+        if t.user_attrs.get(ROLE) == SEARCH and t.state.name == "COMPLETE":
+            known.setdefault(_key(config_of(t)), t.number)
+    duplicates_in_a_row = 0
+    with ui.progress(f"{settings.strategy} search", remaining * repeats) as bar:
+        while remaining > 0:
+            if strategy.exhausted(space, len(known)):
+                ui.info(f"all {space.size()} configurations of the space are measured")
+                break
+            n_trials = len(study.trials)
+            sampler = strategy.sampler(space, settings.seed, n_trials)
+            study = optuna.load_study(study_name=study.study_name, storage=study._storage,
+                                      sampler=sampler)
+            batch: list[_Live] = []
+            while len(batch) < min(strategy.batch_size, remaining):
+                trial = study.ask(fixed_distributions=dists)
+                config = {
+                    d.knob.name: d.knob.from_internal(trial.params[d.knob.name])
+                    for d in space.dimensions
+                }
+                trial.set_user_attr("config", config)
+                key = _key(config)
+                earlier = known.get(key)
+                if earlier is None and key not in {_key(b.config or {}) for b in batch}:
+                    trial.set_user_attr(ROLE, SEARCH)
+                    batch.append(_Live(trial, config))
+                    duplicates_in_a_row = 0
+                    continue
+                # Proposed again: answer from the earlier measurement, run nothing.
+                trial.set_user_attr(ROLE, DUPLICATE)
+                if earlier is not None:
+                    trial.set_user_attr("duplicate_of", earlier)
+                    study.tell(trial, study.trials[earlier].value)
+                else:
+                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                duplicates_in_a_row += 1
+                if duplicates_in_a_row >= 200:
+                    break
+            if not batch:
+                ui.info("the strategy proposes only configurations already measured; stopping")
+                break
+            try:
+                _run_interleaved(batch, repeats, executor, timeout, bar)
+            except BaseException:
+                for live in batch:
+                    if live.failure is None and len(live.runs) < repeats:
+                        live.failure = "interrupted"
+                        live.trial.set_user_attr("fail_reason", "interrupted")
+                    _tell(study, live)
+                raise
+            for live in batch:
+                _tell(study, live)
+                if live.failure is None:
+                    known[_key(live.config or {})] = live.trial.number
+                else:
+                    bar.advance(repeats - len(live.runs))
+            remaining -= len(batch)
+
+
+def _key(config: Mapping[str, Value]) -> str:
+    return json.dumps(dict(config), sort_keys=True)
+
+
+def best_trials(study: optuna.Study, limit: int = 5) -> list[optuna.trial.FrozenTrial]:
+    from optuna.trial import TrialState
+
+    done = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if t.user_attrs.get(ROLE) == SEARCH
+    ]
+    return sorted(done, key=lambda t: t.value)[:limit]
+
+
+def confirm(
+    study: optuna.Study,
+    settings: TuneSettings,
+    executor: Executor,
+    timeout: float,
+    ui: UI,
+) -> Acceptance | None:
+    """Run the best configuration and the default again, interleaved; accept if faster."""
+    best = best_trials(study, 1)
+    ref = reference_trial(study)
+    if not best or ref is None or settings.confirm <= 0:
+        return None
+    top = best[0]
+    n_measured = len(measured(study))
+    stored = study.user_attrs.get("acceptance")
+    if stored and stored["trial"] == top.number and stored["measured_trials"] == n_measured:
+        return Acceptance.from_json(stored)
+    config = config_of(top)
+    if top.value >= ref.value:
+        acc = Acceptance(top.number, config, [], [], ref.value / top.value, (0.0, 0.0), 1.0,
+                         False, n_measured, "no configuration beat the default in the search")
+        study.set_user_attr("acceptance", acc.to_json())
+        return acc
+    default_values: list[float] = []
+    best_values: list[float] = []
+    failure = ""
+    with ui.progress("confirming best vs default", 2 * settings.confirm) as bar:
+        for i in range(settings.confirm):
+            order: list[dict[str, Value] | None] = [None, config] if i % 2 == 0 else [config, None]
+            for which in order:
+                run = executor.run(which, timeout)
+                bar.advance()
+                if run.value is None:
+                    if which is not None:
+                        failure = f"the best configuration failed when run again: {run.failure}"
+                    continue
+                (default_values if which is None else best_values).append(run.value)
+            if failure:
+                break
+    if failure or len(default_values) < 2 or len(best_values) < 2:
+        acc = Acceptance(top.number, config, default_values, best_values, 1.0, (0.0, 0.0), 1.0,
+                         False, n_measured, failure or "too few successful runs to compare")
+    else:
+        cmp = stats.compare(default_values, best_values)
+        reason = "" if cmp.faster else "not faster beyond noise"
+        acc = Acceptance(top.number, config, default_values, best_values, cmp.speedup,
+                         (cmp.ci_low, cmp.ci_high), cmp.p_value, cmp.faster, n_measured, reason)
+    study.set_user_attr("acceptance", acc.to_json())
+    return acc
+
+
+def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
+    from optuna.trial import TrialState
+
+    ref = reference_trial(study)
+    if ref is None:
+        raise UsageError(f"study {study.study_name!r} has no reference trial yet")
+    ran = measured(study)
+    failed = sum(1 for t in ran if t.state is TrialState.FAIL)
+    rows = [
+        Row(t.number, config_of(t), t.value, stats.spread(run_values(t)), ref.value / t.value)
+        for t in best_trials(study, 5)
+    ]
+    return TuneResult(
+        study.study_name, len(ran), failed, ref.value, rows[0] if rows else None, acceptance, rows
+    )
+
+
+def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: UI) -> TuneResult:
+    """Run (or resume) a study to its budget, confirm the best, and return the result."""
+    study = open_study(storage, settings)
+    interrupted = recover(study)
+    if interrupted:
+        ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
+    ref = run_reference(study, settings, executor, ui)
+    timeout = settings.timeout or max(MIN_TIMEOUT, 5 * stats.median(run_walls(ref)))
+    ui.info(
+        f"reference: {ref.value:.4g} (median of {len(run_values(ref))}); run timeout {timeout:.1f} s"
+    )
+    search(study, settings, executor, timeout, ui)
+    acceptance = confirm(study, settings, executor, timeout, ui)
+    return summarize(study, acceptance)
