@@ -316,8 +316,10 @@ def search(
         return
     known: dict[str, int] = {}
     for t in study.get_trials(deepcopy=False):
-        if t.user_attrs.get(ROLE) == SEARCH and t.state.name == "COMPLETE":
-            known.setdefault(_key(config_of(t)), t.number)
+        # A configuration that failed is not run again either, unless it was interrupted.
+        if t.user_attrs.get(ROLE) == SEARCH and t.state.name in ("COMPLETE", "FAIL"):
+            if t.user_attrs.get("fail_reason") != "interrupted":
+                known.setdefault(_key(config_of(t)), t.number)
     duplicates_in_a_row = 0
     with ui.progress(f"{settings.strategy} search", remaining * repeats) as bar:
         while remaining > 0:
@@ -329,7 +331,8 @@ def search(
             study = optuna.load_study(study_name=study.study_name, storage=study._storage,
                                       sampler=sampler)
             batch: list[_Live] = []
-            while len(batch) < min(strategy.batch_size, remaining):
+            size = min(strategy.batch_size, remaining, space.size() - len(known))
+            while len(batch) < size:
                 trial = study.ask(fixed_distributions=dists)
                 config = {
                     d.knob.name: d.knob.from_internal(trial.params[d.knob.name])
@@ -347,7 +350,11 @@ def search(
                 trial.set_user_attr(ROLE, DUPLICATE)
                 if earlier is not None:
                     trial.set_user_attr("duplicate_of", earlier)
-                    study.tell(trial, study.trials[earlier].value)
+                    first = study.trials[earlier]
+                    if first.state.name == "COMPLETE":
+                        study.tell(trial, first.value)
+                    else:
+                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 else:
                     study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                 duplicates_in_a_row += 1
@@ -367,9 +374,8 @@ def search(
                 raise
             for live in batch:
                 _tell(study, live)
-                if live.failure is None:
-                    known[_key(live.config or {})] = live.trial.number
-                else:
+                known[_key(live.config or {})] = live.trial.number
+                if live.failure is not None:
                     bar.advance(repeats - len(live.runs))
             remaining -= len(batch)
 

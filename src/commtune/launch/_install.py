@@ -69,7 +69,7 @@ def _output(argv: list[str], timeout: float = 30) -> str:
 def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
     """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher."""
     text = _output([path, "--version"])
-    match = re.search(r"\(Open MPI\) (\S+)", text)
+    match = re.search(r"\((?:Open MPI|OpenRTE)\) (\S+)", text)
     if match:
         return Vendor.OPENMPI, match.group(1), _openmpi_device(path)
     if "HYDRA" in text or "MPICH" in text:

@@ -28,8 +28,14 @@ class GridStrategy(Strategy):
     def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
         import optuna
 
+        class _Grid(optuna.samplers.GridSampler):  # type: ignore[misc]
+            # Optuna's GridSampler calls study.stop() once the grid is done, which only works
+            # inside study.optimize(); the tuner stops by itself (Strategy.exhausted).
+            def after_trial(self, *args: object, **kwargs: object) -> None:
+                return None
+
         # GridSampler skips grid points already in the study, so resuming continues the grid.
-        return optuna.samplers.GridSampler(grid(space), seed=seed)
+        return _Grid(grid(space), seed=seed)
 
 
 class TPEStrategy(Strategy):
@@ -46,5 +52,4 @@ class TPEStrategy(Strategy):
             n_startup_trials=min(8, max(3, space.size() // 4)),
             multivariate=True,
             constant_liar=True,
-            warn_independent_sampling=False,
         )

@@ -1,0 +1,79 @@
+"""Shared fixtures: real MPI installations, the demo app built with each, temporary storages."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from commtune import native
+from commtune.cli import main
+from commtune.errors import UsageError
+from commtune.launch import Vendor, find_installation, launcher_for
+
+
+def _installed(vendor: Vendor) -> bool:
+    try:
+        find_installation(vendor)
+    except UsageError:
+        return False
+    return True
+
+
+HAVE = {v: _installed(v) for v in Vendor}
+needs_openmpi = pytest.mark.skipif(not HAVE[Vendor.OPENMPI], reason="Open MPI not installed")
+needs_mpich = pytest.mark.skipif(not HAVE[Vendor.MPICH], reason="MPICH not installed")
+VENDORS = [
+    pytest.param(Vendor.OPENMPI, marks=needs_openmpi, id="openmpi"),
+    pytest.param(Vendor.MPICH, marks=needs_mpich, id="mpich"),
+]
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'study.db'}"
+
+
+def demo_command(vendor: Vendor, iterations: int = 300, ranks: int = 2) -> list[str]:
+    installation = find_installation(vendor)
+    program = native.build(installation, "demo/ct_demo.c")
+    return launcher_for(installation).command(ranks, [str(program), str(iterations)])
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def last_json(out: str) -> dict:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def commtune_subprocess(args: list[str], **kwargs: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "commtune", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def shm_segments() -> set[str]:
+    return set(glob.glob("/dev/shm/vader_segment.*"))
+
+
+def processes_named(name: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+requires_pgrep = pytest.mark.skipif(shutil.which("pgrep") is None, reason="needs pgrep")
+os.environ.setdefault("COLUMNS", "160")

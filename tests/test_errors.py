@@ -1,0 +1,113 @@
+"""Bad input: one line on stderr naming the problem, exit status 2, nothing written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import needs_mpich, needs_openmpi, run_cli
+
+TRUE_OMPI = ["--", "mpirun", "--allow-run-as-root", "-np", "1", "true"]
+
+
+def check_error(args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "never.db"
+    code, out, err = run_cli([*args[:1], "--storage", str(db), *args[1:]], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("commtune: error:") and needle in lines[0], lines[0]
+    assert "Traceback" not in err and out == ""
+    assert not db.exists()
+
+
+@needs_openmpi
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["tune", "--knob", "btl_vader_eagerlimit", *TRUE_OMPI], "unknown knob 'btl_vader_eagerlimit'"),
+        (["tune", "--knob", "btl_vader_eager_limit=3", *TRUE_OMPI], "outside its domain"),
+        (["tune", "--knob", "btl_vader_single_copy_mechanism=fast", *TRUE_OMPI], "outside its domain"),
+        (["tune", "mpirun", "-np", "2", "./app"], "unrecognized arguments"),
+        (["tune"], "missing '--'"),
+        (["tune", "--", "no-such-launcher", "-np", "2"], "command not found: no-such-launcher"),
+        (["tune", "--strategy", "annealing", *TRUE_OMPI], "unknown strategy 'annealing'"),
+        (["tune", "--metric", "regex:no group", *TRUE_OMPI], "needs a group"),
+        (["tune", "--trials", "0", *TRUE_OMPI], "must be positive"),
+        (["tune", "--preset", "io", *TRUE_OMPI], "invalid choice"),
+    ],
+)
+def test_tune_input_errors(args: list[str], needle: str, tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    check_error(args, needle, tmp_path, capsys)
+
+
+@needs_openmpi
+@needs_mpich
+def test_vendor_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    check_error(["tune", "--mpi", "mpich", *TRUE_OMPI], "does not match the launcher", tmp_path, capsys)
+
+
+@needs_mpich
+def test_knob_of_the_other_library(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["tune", "--knob", "btl_vader_eager_limit", "--", "mpiexec.mpich", "-n", "1", "true"]
+    check_error(args, "unknown knob 'btl_vader_eager_limit' for mpich", tmp_path, capsys)
+
+
+@pytest.mark.parametrize(
+    ("url", "needle"),
+    [
+        ("foo://host/db", "bad storage URL 'foo://host/db'"),
+        ("/no/such/dir/x.db", "directory /no/such/dir does not exist"),
+        ("sqlite://", "bad storage URL"),
+    ],
+)
+def test_bad_storage_url(url: str, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["tune", "--storage", url, *TRUE_OMPI], capsys)
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_not_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("hello")
+    code, _, err = run_cli(["studies", "--storage", str(bogus)], capsys)
+    assert code == 2 and "not a SQLite database" in err
+    assert bogus.read_text() == "hello"
+
+
+def test_missing_storage_and_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(["show", "x", "--storage", str(tmp_path / "none.db")], capsys)
+    assert code == 2 and "no storage at" in err
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_no_mpi_found(tmp_path: Path) -> None:
+    script = tmp_path / "app.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    script.chmod(0o755)
+    env = dict(os.environ, PATH=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-m", "commtune", "tune", "--storage", str(tmp_path / "s.db"), "--",
+         str(script)], capture_output=True, text=True, env=env, check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "commtune: error: no MPI found: neither Open MPI nor MPICH is installed (no mpirun/mpiexec)"
+    )
+    assert not (tmp_path / "s.db").exists()
+
+
+@needs_openmpi
+def test_reference_failure_stops_with_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "s.db"
+    args = ["tune", "--storage", str(db), "--knob", "btl_vader_eager_limit", "--",
+            "mpirun", "--allow-run-as-root", "-np", "1", "false"]
+    code, _, err = run_cli(args, capsys)
+    assert code == 2
+    assert "the reference run (library defaults) failed with exit status 1" in err

@@ -1,0 +1,145 @@
+"""Knob types, domains, the --knob syntax, catalogs and discovery parsers."""
+
+from __future__ import annotations
+
+import pytest
+
+from commtune.errors import UsageError
+from commtune.knobs import KnobType, Space, environment, load_catalog
+from commtune.knobs._discovery import (
+    KnobStatus,
+    parse_algorithm_names,
+    parse_cvar_lines,
+    parse_ompi_info,
+)
+from commtune.knobs._select import build_space, parse_knob_spec
+
+
+def statuses(library: str) -> dict[str, KnobStatus]:
+    return {n: KnobStatus(k, True) for n, k in load_catalog(library).items()}
+
+
+def test_catalogs_cover_the_required_knobs() -> None:
+    ompi = load_catalog("openmpi")
+    for op in ("allreduce", "bcast", "reduce", "allgather", "alltoall"):
+        knob = ompi[f"coll_tuned_{op}_algorithm"]
+        assert knob.requires == {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
+        assert "collectives" in knob.presets
+        assert load_catalog("mpich")[f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM"].default == "auto"
+    assert ompi["btl_vader_eager_limit"].type is KnobType.LOG2
+    assert ompi["btl_vader_eager_limit"].env == "OMPI_MCA_btl_vader_eager_limit"
+    mpich = load_catalog("mpich")
+    for name in ("MPIR_CVAR_ASYNC_PROGRESS", "MPIR_CVAR_POLLS_BEFORE_YIELD", "UCX_RNDV_THRESH"):
+        assert name in mpich
+    assert mpich["MPIR_CVAR_POLLS_BEFORE_YIELD"].step == 500
+
+
+def test_log2_domain_and_internal_values() -> None:
+    knob = load_catalog("openmpi")["btl_vader_eager_limit"]
+    assert knob.domain() == [1024 << i for i in range(8)]
+    assert knob.to_internal(4096) == 12 and knob.from_internal(12) == 4096
+    assert knob.parse("64k") == 65536
+    with pytest.raises(UsageError, match="outside its domain"):
+        knob.parse("4m")
+    with pytest.raises(UsageError, match="not a power of two"):
+        knob.parse("5000")
+
+
+def test_default_outside_numeric_domain_is_accepted() -> None:
+    knob = load_catalog("mpich")["UCX_RNDV_THRESH"]
+    assert knob.parse("auto") == "auto"
+    knob.check("auto")
+    with pytest.raises(UsageError):
+        knob.parse("automatic")
+
+
+def test_knob_spec_lists_and_commas() -> None:
+    st = statuses("mpich")
+    dim = parse_knob_spec(st, "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=nb,smp", "mpich")
+    assert dim.values == ("nb", "smp")
+    # A value containing a comma is one value; '|' separates several of them.
+    assert parse_knob_spec(st, "UCX_TLS=sm,self", "mpich").values == ("sm,self",)
+    assert parse_knob_spec(st, "UCX_TLS=sm,self|tcp,self", "mpich").values == (
+        "sm,self",
+        "tcp,self",
+    )
+    assert parse_knob_spec(st, "UCX_RNDV_THRESH=8k|64k", "mpich").values == (8192, 65536)
+    with pytest.raises(UsageError, match="unknown knob 'NOPE'"):
+        parse_knob_spec(st, "NOPE", "mpich")
+    with pytest.raises(UsageError, match="outside its domain"):
+        parse_knob_spec(st, "UCX_TLS=sm", "mpich")
+
+
+def test_presets_and_default_space() -> None:
+    st = statuses("openmpi")
+    space = build_space(st, "openmpi", presets=["collectives"])
+    assert "coll_tuned_allreduce_algorithm" in space.names
+    assert "coll_tuned_use_dynamic_rules" not in space.names  # set by itself, not tuned
+    default = build_space(st, "openmpi")
+    assert set(default.names) == {
+        "btl_vader_eager_limit",
+        "btl_vader_single_copy_mechanism",
+        "coll_tuned_allreduce_algorithm",
+    }
+    with pytest.raises(UsageError, match="unknown preset"):
+        build_space(st, "openmpi", presets=["io"])
+
+
+def test_environment_sets_requirements_only_when_needed() -> None:
+    cat = load_catalog("openmpi")
+    knobs = [cat["coll_tuned_allreduce_algorithm"], cat["btl_vader_eager_limit"]]
+    env = environment(knobs, {"coll_tuned_allreduce_algorithm": "ring", "btl_vader_eager_limit": 4096})
+    assert env == {
+        "OMPI_MCA_coll_tuned_allreduce_algorithm": "ring",
+        "OMPI_MCA_btl_vader_eager_limit": "4096",
+        "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+    }
+    env = environment(knobs, {"coll_tuned_allreduce_algorithm": "ignore"})
+    assert "OMPI_MCA_coll_tuned_use_dynamic_rules" not in env
+
+
+def test_space_drop_values_and_size() -> None:
+    st = statuses("mpich")
+    space = build_space(st, "mpich", ["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "MPIR_CVAR_ASYNC_PROGRESS"])
+    assert space.size() == 6 * 2
+    smaller = space.drop_values({"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": ["ring"]})
+    assert "ring" not in smaller["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"].candidates()
+    assert smaller.size() == 5 * 2
+    with pytest.raises(UsageError, match="given twice"):
+        Space("mpich", (space.dimensions[0], space.dimensions[0]))
+
+
+OMPI_INFO = """\
+mca:btl:vader:param:btl_vader_single_copy_mechanism:value:cma
+mca:btl:vader:param:btl_vader_single_copy_mechanism:help:Single copy mechanism
+mca:btl:vader:param:btl_vader_single_copy_mechanism:enumerator:value:1:cma
+mca:btl:vader:param:btl_vader_single_copy_mechanism:enumerator:value:4:emulated
+mca:btl:vader:param:btl_vader_single_copy_mechanism:enumerator:value:3:none
+mca:btl:vader:param:btl_vader_eager_limit:value:4096
+"""
+
+
+def test_parse_ompi_info() -> None:
+    found = parse_ompi_info(OMPI_INFO)
+    assert found["btl_vader_single_copy_mechanism"].enumerators == ("cma", "emulated", "none")
+    assert found["btl_vader_eager_limit"].value == "4096"
+
+
+def test_parse_mpich_algorithm_descriptions() -> None:
+    # As MPICH 4.0.2 prints it: lines joined without a separator.
+    desc = (
+        "Variable to select bcast algorithmauto - Internal algorithm selection (can be overridden"
+        " with MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)binomial                                -"
+        " Force Binomial Treenb                                      - Force nonblocking algorithm"
+        "smp                                     - Force smp algorithm"
+    )
+    known = ("auto", "binomial", "nb", "smp")
+    assert parse_algorithm_names(desc, known) == ("auto", "binomial", "nb", "smp")
+    # Without knowing the names, a glued word is not guessed at.
+    assert parse_algorithm_names(desc) == ("binomial",)
+    line = (
+        '{"name":"MPIR_CVAR_BCAST_INTRA_ALGORITHM","datatype":"int","value":0,"enum":null,'
+        '"description":' + __import__("json").dumps(desc) + "}"
+    )
+    parsed = parse_cvar_lines(line, {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": known})
+    assert parsed["MPIR_CVAR_BCAST_INTRA_ALGORITHM"].enumerators == known

@@ -1,0 +1,164 @@
+"""Strategies against recorded measurements (the replay launcher): no MPI needed.
+
+The shared case every strategy passes: the budget is respected, proposals stay in the domain,
+the same seed gives the same trials in a fresh process, failed trials are recorded and the
+study goes on, and a resumed study keeps its trials and repeats no configuration.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import optuna
+import pytest
+
+from commtune.store import Store
+from commtune.strategies import STRATEGIES
+
+from .conftest import commtune_subprocess, last_json, run_cli
+
+ALGOS = ["auto", "nb", "smp", "recursive_doubling", "reduce_scatter_allgather", "ring"]
+KNOBS = ["--knob", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "--knob", "MPIR_CVAR_ASYNC_PROGRESS"]
+
+
+def surface(algo: str, progress: bool) -> float | None:
+    if algo == "ring":
+        return None  # this configuration crashes
+    base = {"auto": 1.0, "nb": 0.9, "smp": 1.4, "recursive_doubling": 0.7,
+            "reduce_scatter_allgather": 0.8}[algo]
+    return base * (1.3 if progress else 1.0)
+
+
+@pytest.fixture
+def replay_file(tmp_path: Path) -> Path:
+    trials = []
+    for algo, progress in itertools.product(ALGOS, [False, True]):
+        value = surface(algo, progress)
+        values = [None] if value is None else [value * f for f in (1.0, 1.02, 0.98)]
+        trials.append({"params": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algo,
+                                  "MPIR_CVAR_ASYNC_PROGRESS": progress}, "values": values})
+    path = tmp_path / "replay.json"
+    path.write_text(json.dumps({"default": [1.0, 1.01, 0.99], "trials": trials}))
+    return path
+
+
+def tune_args(replay: Path, storage: str, strategy: str, trials: int, seed: int = 7) -> list[str]:
+    return ["tune", "--mpi", "mpich", "--replay", str(replay), *KNOBS, "--strategy", strategy,
+            "--trials", str(trials), "--seed", str(seed), "--storage", storage,
+            "--study", "s", "--confirm", "3", "--json"]
+
+
+def trials_of(storage: str) -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name="s", storage=Store(storage).optuna).get_trials()
+
+
+def search_configs(storage: str) -> list[str]:
+    return [json.dumps(t.user_attrs["config"], sort_keys=True) for t in trials_of(storage)
+            if t.user_attrs.get("role") == "search"]
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_shared_strategy_case(
+    strategy: str, replay_file: Path, storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(tune_args(replay_file, storage, strategy, 8), capsys)
+    assert code == 0
+    result = last_json(out)
+    assert result["trials"] == 8  # the budget, reference included
+    trials = trials_of(storage)
+    searched = [t for t in trials if t.user_attrs.get("role") == "search"]
+    assert len(searched) == 7
+    for t in searched:
+        cfg = t.user_attrs["config"]
+        assert cfg["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] in ALGOS
+        assert cfg["MPIR_CVAR_ASYNC_PROGRESS"] in (False, True)
+        if cfg["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] == "ring":
+            assert t.state.name == "FAIL" and "exit status" in t.user_attrs["fail_reason"]
+    assert result["failed_trials"] == sum(t.state.name == "FAIL" for t in searched)
+    assert len(set(search_configs(storage))) == 7  # no configuration measured twice
+    assert result["best_value"] == min(t.value for t in searched if t.value is not None)
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_same_seed_same_trials_in_a_fresh_process(
+    strategy: str, replay_file: Path, tmp_path: Path
+) -> None:
+    runs = []
+    for i in range(2):
+        storage = f"sqlite:///{tmp_path / f'seed{i}.db'}"
+        proc = commtune_subprocess(tune_args(replay_file, storage, strategy, 6))
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        runs.append(search_configs(storage))
+    assert runs[0] == runs[1]
+
+
+def test_grid_measures_every_configuration_once(
+    replay_file: Path, storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(tune_args(replay_file, storage, "grid", 40), capsys)
+    assert code == 0
+    assert last_json(out)["trials"] == 13  # 12 configurations + the reference
+    assert len(set(search_configs(storage))) == 12
+    best = last_json(out)["best_params"]
+    assert best == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling",
+                    "MPIR_CVAR_ASYNC_PROGRESS": False}
+    assert last_json(out)["accepted"] is True
+
+
+@pytest.mark.parametrize("strategy", ["random", "tpe"])
+def test_resume_keeps_trials_and_does_not_repeat(
+    strategy: str, replay_file: Path, storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(tune_args(replay_file, storage, strategy, 5), capsys)[0] == 0
+    before = {t.number: (t.state, t.value, t.user_attrs["config"]) for t in trials_of(storage)}
+    assert run_cli(tune_args(replay_file, storage, strategy, 10), capsys)[0] == 0
+    after = {t.number: (t.state, t.value, t.user_attrs["config"]) for t in trials_of(storage)}
+    assert all(after[n] == v for n, v in before.items())
+    configs = search_configs(storage)
+    assert len(configs) == 9 and len(set(configs)) == 9
+
+
+def test_export_and_show_of_an_accepted_study(
+    replay_file: Path, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(tune_args(replay_file, storage, "grid", 40), capsys)[0] == 0
+    code, out, _ = run_cli(["export", "s", "--storage", storage, "--format", "env"], capsys)
+    assert code == 0
+    assert "export MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recursive_doubling" in out
+    assert "export MPIR_CVAR_ASYNC_PROGRESS=0" in out
+    target = tmp_path / "out.json"
+    code, _, _ = run_cli(["export", "s", "--storage", storage, "--format", "json", "-o",
+                          str(target)], capsys)
+    assert code == 0 and json.loads(target.read_text())["params"]["MPIR_CVAR_ASYNC_PROGRESS"] is False
+    code, _, err = run_cli(["export", "s", "--storage", storage, "--format", "mca"], capsys)
+    assert code == 2 and "Open MPI" in err
+    code, out, _ = run_cli(["show", "s", "--storage", storage, "--json"], capsys)
+    shown = last_json(out)
+    assert code == 0 and len(shown["trials"]) == len(trials_of(storage))
+    assert shown["trials"][0]["role"] == "reference"
+    code, out, _ = run_cli(["studies", "--storage", storage, "--json"], capsys)
+    assert code == 0 and last_json(out)["studies"][0]["accepted"] is True
+
+
+def test_not_faster_beyond_noise_keeps_the_default(
+    tmp_path: Path, storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    noisy = [1.0, 0.7, 1.3, 0.9, 1.1]
+    trials = [{"params": {"MPIR_CVAR_ASYNC_PROGRESS": p}, "values": [0.95, 1.25, 0.8, 1.05, 1.2]}
+              for p in (False, True)]
+    path = tmp_path / "noise.json"
+    path.write_text(json.dumps({"default": noisy, "trials": trials}))
+    args = ["tune", "--mpi", "mpich", "--replay", str(path), "--knob", "MPIR_CVAR_ASYNC_PROGRESS",
+            "--trials", "3", "--storage", storage, "--study", "n", "--json"]
+    code, out, _ = run_cli(args, capsys)
+    assert code == 0 and last_json(out)["accepted"] is False
+    code, _, err = run_cli(["export", "n", "--storage", storage], capsys)
+    assert code == 2 and "default stays" in err
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__]))
