@@ -71,7 +71,7 @@ def shm_segments() -> set[str]:
 
 
 def processes_named(name: str) -> list[int]:
-    out = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True, check=False).stdout
     return [int(p) for p in out.split()]
 
 

@@ -34,7 +34,9 @@ KNOB = {
 
 
 def pgrep(pattern: str) -> list[str]:
-    out = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["pgrep", "-af", pattern], capture_output=True, text=True, check=False
+    ).stdout
     return [line for line in out.splitlines() if "pgrep" not in line]
 
 
@@ -43,14 +45,42 @@ def test_short_study_on_the_demo_app(
     vendor: Vendor, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     command = demo_command(vendor)
-    args = ["tune", "--knob", KNOB[vendor], "--strategy", "grid", "--trials", "6", "--repeats",
-            "2", "--confirm", "3", "--metric", r"regex:time ([0-9.]+) s", "--study", "e2e",
-            "--storage", storage, "--json", "--", *command]
+    args = [
+        "tune",
+        "--knob",
+        KNOB[vendor],
+        "--strategy",
+        "grid",
+        "--trials",
+        "6",
+        "--repeats",
+        "2",
+        "--confirm",
+        "3",
+        "--metric",
+        r"regex:time ([0-9.]+) s",
+        "--study",
+        "e2e",
+        "--storage",
+        storage,
+        "--json",
+        "--",
+        *command,
+    ]
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     result = last_json(out)
-    assert set(result) >= {"study", "trials", "failed_trials", "best_params", "best_value",
-                           "default_value", "speedup", "speedup_ci", "accepted"}
+    assert set(result) >= {
+        "study",
+        "trials",
+        "failed_trials",
+        "best_params",
+        "best_value",
+        "default_value",
+        "speedup",
+        "speedup_ci",
+        "accepted",
+    }
     assert result["failed_trials"] == 0
     study = optuna.load_study(study_name="e2e", storage=Store(storage).optuna)
     ref = study.trials[0]
@@ -79,18 +109,60 @@ def test_short_study_on_the_demo_app(
 def test_run_applies_the_accepted_configuration(storage: str, tmp_path: Path) -> None:
     # An accepted study made by hand through the replay launcher, then `commtune run`.
     replay = tmp_path / "r.json"
-    replay.write_text(json.dumps({"default": [1.0, 1.02, 0.98], "trials": [
-        {"params": {"btl_vader_single_copy_mechanism": v}, "values": [x, x * 1.01, x * 0.99]}
-        for v, x in (("cma", 1.0), ("emulated", 0.9), ("none", 0.5))]}))
-    subprocess.run(["commtune", "tune", "--mpi", "openmpi", "--replay", str(replay), "--knob",
-                    "btl_vader_single_copy_mechanism=cma,emulated,none", "--strategy", "grid",
-                    "--study", "r",
-                    "--storage", storage], check=True, capture_output=True)
+    replay.write_text(
+        json.dumps(
+            {
+                "default": [1.0, 1.02, 0.98],
+                "trials": [
+                    {
+                        "params": {"btl_vader_single_copy_mechanism": v},
+                        "values": [x, x * 1.01, x * 0.99],
+                    }
+                    for v, x in (("cma", 1.0), ("emulated", 0.9), ("none", 0.5))
+                ],
+            }
+        )
+    )
+    subprocess.run(
+        [
+            "commtune",
+            "tune",
+            "--mpi",
+            "openmpi",
+            "--replay",
+            str(replay),
+            "--knob",
+            "btl_vader_single_copy_mechanism=cma,emulated,none",
+            "--strategy",
+            "grid",
+            "--study",
+            "r",
+            "--storage",
+            storage,
+        ],
+        check=True,
+        capture_output=True,
+    )
     done = subprocess.run(
-        ["commtune", "run", "--study", "r", "--storage", storage, "--", "mpirun",
-         "--allow-run-as-root", "-np", "1", "sh", "-c",
-         "echo mech=$OMPI_MCA_btl_vader_single_copy_mechanism"],
-        capture_output=True, text=True, check=False,
+        [
+            "commtune",
+            "run",
+            "--study",
+            "r",
+            "--storage",
+            storage,
+            "--",
+            "mpirun",
+            "--allow-run-as-root",
+            "-np",
+            "1",
+            "sh",
+            "-c",
+            "echo mech=$OMPI_MCA_btl_vader_single_copy_mechanism",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
         env=dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="cma"),
     )
     assert done.returncode == 0, done.stderr
@@ -99,7 +171,11 @@ def test_run_applies_the_accepted_configuration(storage: str, tmp_path: Path) ->
 
 HANG = {
     Vendor.OPENMPI: ("btl_vader_eager_limit=4096,8192", "OMPI_MCA_btl_vader_eager_limit", "8192"),
-    Vendor.MPICH: ("MPIR_CVAR_POLLS_BEFORE_YIELD=1000,1500", "MPIR_CVAR_POLLS_BEFORE_YIELD", "1500"),
+    Vendor.MPICH: (
+        "MPIR_CVAR_POLLS_BEFORE_YIELD=1000,1500",
+        "MPIR_CVAR_POLLS_BEFORE_YIELD",
+        "1500",
+    ),
 }
 
 
@@ -111,9 +187,29 @@ def test_hanging_configuration_is_killed_and_recorded(
     launch = demo_command(vendor)[:-2]  # the launcher and its options, without the program
     script = f'if [ "${env_name}" = "{bad}" ]; then exec sleep 317; fi; true'
     before = shm_segments()
-    args = ["tune", "--knob", knob, "--strategy", "grid", "--repeats", "2", "--timeout", "3",
-            "--confirm", "0", "--study", "hang", "--storage", storage, "--json", "--", *launch,
-            "sh", "-c", script]
+    args = [
+        "tune",
+        "--knob",
+        knob,
+        "--strategy",
+        "grid",
+        "--repeats",
+        "2",
+        "--timeout",
+        "3",
+        "--confirm",
+        "0",
+        "--study",
+        "hang",
+        "--storage",
+        storage,
+        "--json",
+        "--",
+        *launch,
+        "sh",
+        "-c",
+        script,
+    ]
     t0 = time.monotonic()
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
@@ -132,8 +228,26 @@ def test_hanging_configuration_is_killed_and_recorded(
 @needs_openmpi
 def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     command = demo_command(Vendor.OPENMPI, iterations=400)
-    args = ["tune", "--strategy", "random", "--seed", "3", "--trials", "10", "--repeats", "1",
-            "--confirm", "0", "--study", "k", "--storage", storage, "--json", "--", *command]
+    args = [
+        "tune",
+        "--strategy",
+        "random",
+        "--seed",
+        "3",
+        "--trials",
+        "10",
+        "--repeats",
+        "1",
+        "--confirm",
+        "0",
+        "--study",
+        "k",
+        "--storage",
+        storage,
+        "--json",
+        "--",
+        *command,
+    ]
     proc = commtune_subprocess(args)
     store = Store(storage)
     deadline = time.monotonic() + 120
@@ -153,8 +267,11 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     time.sleep(1.0)
     assert pgrep("ct_demo") == []  # the run died with the tuner (PDEATHSIG)
     study = optuna.load_study(study_name="k", storage=store.optuna)
-    before = {t.number: (t.value, t.user_attrs["config"]) for t in study.get_trials()
-              if t.state.name == "COMPLETE"}
+    before = {
+        t.number: (t.value, t.user_attrs["config"])
+        for t in study.get_trials()
+        if t.state.name == "COMPLETE"
+    }
     assert len(before) >= 4
     done = subprocess.run(["commtune", *args], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
@@ -162,11 +279,16 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     study = optuna.load_study(study_name="k", storage=store.optuna)
     after = {t.number: (t.value, t.user_attrs["config"]) for t in study.get_trials()}
     assert all(after[n] == v for n, v in before.items())  # finished trials intact
-    interrupted = [t for t in study.get_trials() if t.user_attrs.get("fail_reason") == "interrupted"]
+    interrupted = [
+        t for t in study.get_trials() if t.user_attrs.get("fail_reason") == "interrupted"
+    ]
     assert result["trials"] == 10
     assert result["failed_trials"] == len(interrupted)
-    searched = [json.dumps(t.user_attrs["config"], sort_keys=True) for t in study.get_trials()
-                if t.user_attrs.get("role") == "search" and t.state.name == "COMPLETE"]
+    searched = [
+        json.dumps(t.user_attrs["config"], sort_keys=True)
+        for t in study.get_trials()
+        if t.user_attrs.get("role") == "search" and t.state.name == "COMPLETE"
+    ]
     assert len(searched) == len(set(searched))
 
 

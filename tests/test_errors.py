@@ -14,7 +14,9 @@ from .conftest import needs_mpich, needs_openmpi, run_cli
 TRUE_OMPI = ["--", "mpirun", "--allow-run-as-root", "-np", "1", "true"]
 
 
-def check_error(args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def check_error(
+    args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "never.db"
     code, out, err = run_cli([*args[:1], "--storage", str(db), *args[1:]], capsys)
     assert code == 2
@@ -29,9 +31,15 @@ def check_error(args: list[str], needle: str, tmp_path: Path, capsys: pytest.Cap
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["tune", "--knob", "btl_vader_eagerlimit", *TRUE_OMPI], "unknown knob 'btl_vader_eagerlimit'"),
+        (
+            ["tune", "--knob", "btl_vader_eagerlimit", *TRUE_OMPI],
+            "unknown knob 'btl_vader_eagerlimit'",
+        ),
         (["tune", "--knob", "btl_vader_eager_limit=3", *TRUE_OMPI], "outside its domain"),
-        (["tune", "--knob", "btl_vader_single_copy_mechanism=fast", *TRUE_OMPI], "outside its domain"),
+        (
+            ["tune", "--knob", "btl_vader_single_copy_mechanism=fast", *TRUE_OMPI],
+            "outside its domain",
+        ),
         (["tune", "mpirun", "-np", "2", "./app"], "unrecognized arguments"),
         (["tune"], "missing '--'"),
         (["tune", "--", "no-such-launcher", "-np", "2"], "command not found: no-such-launcher"),
@@ -41,15 +49,18 @@ def check_error(args: list[str], needle: str, tmp_path: Path, capsys: pytest.Cap
         (["tune", "--preset", "io", *TRUE_OMPI], "invalid choice"),
     ],
 )
-def test_tune_input_errors(args: list[str], needle: str, tmp_path: Path,
-                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_tune_input_errors(
+    args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     check_error(args, needle, tmp_path, capsys)
 
 
 @needs_openmpi
 @needs_mpich
 def test_vendor_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    check_error(["tune", "--mpi", "mpich", *TRUE_OMPI], "does not match the launcher", tmp_path, capsys)
+    check_error(
+        ["tune", "--mpi", "mpich", *TRUE_OMPI], "does not match the launcher", tmp_path, capsys
+    )
 
 
 @needs_mpich
@@ -91,8 +102,20 @@ def test_no_mpi_found(tmp_path: Path) -> None:
     script.chmod(0o755)
     env = dict(os.environ, PATH=str(tmp_path))
     done = subprocess.run(
-        [sys.executable, "-m", "commtune", "tune", "--storage", str(tmp_path / "s.db"), "--",
-         str(script)], capture_output=True, text=True, env=env, check=False,
+        [
+            sys.executable,
+            "-m",
+            "commtune",
+            "tune",
+            "--storage",
+            str(tmp_path / "s.db"),
+            "--",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
     assert done.returncode == 2
     assert done.stderr.strip() == (
@@ -106,8 +129,19 @@ def test_reference_failure_stops_with_a_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "s.db"
-    args = ["tune", "--storage", str(db), "--knob", "btl_vader_eager_limit", "--",
-            "mpirun", "--allow-run-as-root", "-np", "1", "false"]
+    args = [
+        "tune",
+        "--storage",
+        str(db),
+        "--knob",
+        "btl_vader_eager_limit",
+        "--",
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        "1",
+        "false",
+    ]
     code, _, err = run_cli(args, capsys)
     assert code == 2
     assert "the reference run (library defaults) failed with exit status 1" in err

@@ -88,7 +88,9 @@ def test_presets_and_default_space() -> None:
 def test_environment_sets_requirements_only_when_needed() -> None:
     cat = load_catalog("openmpi")
     knobs = [cat["coll_tuned_allreduce_algorithm"], cat["btl_vader_eager_limit"]]
-    env = environment(knobs, {"coll_tuned_allreduce_algorithm": "ring", "btl_vader_eager_limit": 4096})
+    env = environment(
+        knobs, {"coll_tuned_allreduce_algorithm": "ring", "btl_vader_eager_limit": 4096}
+    )
     assert env == {
         "OMPI_MCA_coll_tuned_allreduce_algorithm": "ring",
         "OMPI_MCA_btl_vader_eager_limit": "4096",
@@ -100,7 +102,9 @@ def test_environment_sets_requirements_only_when_needed() -> None:
 
 def test_space_drop_values_and_size() -> None:
     st = statuses("mpich")
-    space = build_space(st, "mpich", ["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "MPIR_CVAR_ASYNC_PROGRESS"])
+    space = build_space(
+        st, "mpich", ["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "MPIR_CVAR_ASYNC_PROGRESS"]
+    )
     assert space.size() == 6 * 2
     smaller = space.drop_values({"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": ["ring"]})
     assert "ring" not in smaller["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"].candidates()

@@ -21,7 +21,14 @@ def test_openmpi_forwards_non_mca_variables_with_x() -> None:
         base_env={"PATH": "/usr/bin", "OMPI_MCA_btl_vader_eager_limit": "1"},
     )
     assert plan.argv == [
-        "mpirun", "-x", "UCX_TLS", "-x", "LD_PRELOAD=/lib/libcommtune.so", "-np", "4", "./app",
+        "mpirun",
+        "-x",
+        "UCX_TLS",
+        "-x",
+        "LD_PRELOAD=/lib/libcommtune.so",
+        "-np",
+        "4",
+        "./app",
     ]
     assert plan.env["OMPI_MCA_btl_vader_eager_limit"] == "8192"
     assert "LD_PRELOAD" not in plan.env  # the ranks get it, mpirun itself does not

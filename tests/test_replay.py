@@ -27,8 +27,13 @@ KNOBS = ["--knob", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "--knob", "MPIR_CVAR_A
 def surface(algo: str, progress: bool) -> float | None:
     if algo == "ring":
         return None  # this configuration crashes
-    base = {"auto": 1.0, "nb": 0.9, "smp": 1.4, "recursive_doubling": 0.7,
-            "reduce_scatter_allgather": 0.8}[algo]
+    base = {
+        "auto": 1.0,
+        "nb": 0.9,
+        "smp": 1.4,
+        "recursive_doubling": 0.7,
+        "reduce_scatter_allgather": 0.8,
+    }[algo]
     return base * (1.3 if progress else 1.0)
 
 
@@ -38,17 +43,42 @@ def replay_file(tmp_path: Path) -> Path:
     for algo, progress in itertools.product(ALGOS, [False, True]):
         value = surface(algo, progress)
         values = [None] if value is None else [value * f for f in (1.0, 1.02, 0.98)]
-        trials.append({"params": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algo,
-                                  "MPIR_CVAR_ASYNC_PROGRESS": progress}, "values": values})
+        trials.append(
+            {
+                "params": {
+                    "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": algo,
+                    "MPIR_CVAR_ASYNC_PROGRESS": progress,
+                },
+                "values": values,
+            }
+        )
     path = tmp_path / "replay.json"
     path.write_text(json.dumps({"default": [1.0, 1.01, 0.99], "trials": trials}))
     return path
 
 
 def tune_args(replay: Path, storage: str, strategy: str, trials: int, seed: int = 7) -> list[str]:
-    return ["tune", "--mpi", "mpich", "--replay", str(replay), *KNOBS, "--strategy", strategy,
-            "--trials", str(trials), "--seed", str(seed), "--storage", storage,
-            "--study", "s", "--confirm", "3", "--json"]
+    return [
+        "tune",
+        "--mpi",
+        "mpich",
+        "--replay",
+        str(replay),
+        *KNOBS,
+        "--strategy",
+        strategy,
+        "--trials",
+        str(trials),
+        "--seed",
+        str(seed),
+        "--storage",
+        storage,
+        "--study",
+        "s",
+        "--confirm",
+        "3",
+        "--json",
+    ]
 
 
 def trials_of(storage: str) -> list[optuna.trial.FrozenTrial]:
@@ -56,8 +86,11 @@ def trials_of(storage: str) -> list[optuna.trial.FrozenTrial]:
 
 
 def search_configs(storage: str) -> list[str]:
-    return [json.dumps(t.user_attrs["config"], sort_keys=True) for t in trials_of(storage)
-            if t.user_attrs.get("role") == "search"]
+    return [
+        json.dumps(t.user_attrs["config"], sort_keys=True)
+        for t in trials_of(storage)
+        if t.user_attrs.get("role") == "search"
+    ]
 
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
@@ -104,8 +137,10 @@ def test_grid_measures_every_configuration_once(
     assert last_json(out)["trials"] == 13  # 12 configurations + the reference
     assert len(set(search_configs(storage))) == 12
     best = last_json(out)["best_params"]
-    assert best == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling",
-                    "MPIR_CVAR_ASYNC_PROGRESS": False}
+    assert best == {
+        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling",
+        "MPIR_CVAR_ASYNC_PROGRESS": False,
+    }
     assert last_json(out)["accepted"] is True
 
 
@@ -131,9 +166,12 @@ def test_export_and_show_of_an_accepted_study(
     assert "export MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recursive_doubling" in out
     assert "export MPIR_CVAR_ASYNC_PROGRESS=0" in out
     target = tmp_path / "out.json"
-    code, _, _ = run_cli(["export", "s", "--storage", storage, "--format", "json", "-o",
-                          str(target)], capsys)
-    assert code == 0 and json.loads(target.read_text())["params"]["MPIR_CVAR_ASYNC_PROGRESS"] is False
+    code, _, _ = run_cli(
+        ["export", "s", "--storage", storage, "--format", "json", "-o", str(target)], capsys
+    )
+    assert (
+        code == 0 and json.loads(target.read_text())["params"]["MPIR_CVAR_ASYNC_PROGRESS"] is False
+    )
     code, _, err = run_cli(["export", "s", "--storage", storage, "--format", "mca"], capsys)
     assert code == 2 and "Open MPI" in err
     code, out, _ = run_cli(["show", "s", "--storage", storage, "--json"], capsys)
@@ -148,12 +186,28 @@ def test_not_faster_beyond_noise_keeps_the_default(
     tmp_path: Path, storage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     noisy = [1.0, 0.7, 1.3, 0.9, 1.1]
-    trials = [{"params": {"MPIR_CVAR_ASYNC_PROGRESS": p}, "values": [0.95, 1.25, 0.8, 1.05, 1.2]}
-              for p in (False, True)]
+    trials = [
+        {"params": {"MPIR_CVAR_ASYNC_PROGRESS": p}, "values": [0.95, 1.25, 0.8, 1.05, 1.2]}
+        for p in (False, True)
+    ]
     path = tmp_path / "noise.json"
     path.write_text(json.dumps({"default": noisy, "trials": trials}))
-    args = ["tune", "--mpi", "mpich", "--replay", str(path), "--knob", "MPIR_CVAR_ASYNC_PROGRESS",
-            "--trials", "3", "--storage", storage, "--study", "n", "--json"]
+    args = [
+        "tune",
+        "--mpi",
+        "mpich",
+        "--replay",
+        str(path),
+        "--knob",
+        "MPIR_CVAR_ASYNC_PROGRESS",
+        "--trials",
+        "3",
+        "--storage",
+        storage,
+        "--study",
+        "n",
+        "--json",
+    ]
     code, out, _ = run_cli(args, capsys)
     assert code == 0 and last_json(out)["accepted"] is False
     code, _, err = run_cli(["export", "n", "--storage", storage], capsys)

@@ -18,15 +18,13 @@ static const int reduce_doubles[] = {1, 8 << 10, 64 << 10};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int iters = argc > 1 ? atoi(argv[1]) : 1000;
-    if (iters <= 0)
-        iters = 1000;
+    if (iters <= 0) iters = 1000;
 
     int max_halo = halo_bytes[COUNT(halo_bytes) - 1];
     int max_reduce = reduce_doubles[COUNT(reduce_doubles) - 1];

@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void json_string(const char *s)
-{
+static void json_string(const char *s) {
     putchar('"');
     for (; s && *s; ++s) {
         unsigned char c = (unsigned char)*s;
@@ -27,8 +26,7 @@ static void json_string(const char *s)
     putchar('"');
 }
 
-static const char *type_name(MPI_Datatype t)
-{
+static const char *type_name(MPI_Datatype t) {
     if (t == MPI_INT) return "int";
     if (t == MPI_UNSIGNED) return "unsigned";
     if (t == MPI_UNSIGNED_LONG) return "unsigned_long";
@@ -39,8 +37,7 @@ static const char *type_name(MPI_Datatype t)
     return "other";
 }
 
-static void print_value(int idx, MPI_Datatype t)
-{
+static void print_value(int idx, MPI_Datatype t) {
     MPI_T_cvar_handle h;
     int count = 0;
     if (MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) != MPI_SUCCESS) {
@@ -79,11 +76,9 @@ static void print_value(int idx, MPI_Datatype t)
     MPI_T_cvar_handle_free(&h);
 }
 
-static int list_cvars(void)
-{
+static int list_cvars(void) {
     int provided, n = 0;
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
-        return 1;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return 1;
     MPI_T_cvar_get_num(&n);
     for (int i = 0; i < n; ++i) {
         char name[256], desc[4096];
@@ -125,8 +120,7 @@ static int list_cvars(void)
     return 0;
 }
 
-static int exercise_collectives(void)
-{
+static int exercise_collectives(void) {
     enum { N = 4096 };
     static double a[N], b[N * 4];
     int size;
@@ -145,15 +139,13 @@ static int exercise_collectives(void)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "init";
     MPI_Init(&argc, &argv);
     int rank, rc = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (strcmp(mode, "cvars") == 0) {
-        if (rank == 0)
-            rc = list_cvars();
+        if (rank == 0) rc = list_cvars();
     } else {
         rc = exercise_collectives();
     }

@@ -66,22 +66,50 @@ def _add_storage(p: argparse.ArgumentParser) -> None:
 
 def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
-    p.add_argument("--knob", action="append", default=[], metavar="NAME[=V1,V2|...]",
-                   help="tune this knob (optionally only these values); repeatable")
-    p.add_argument("--preset", action="append", default=[], choices=["p2p", "collectives", "progress"],
-                   help="tune a group of knobs; repeatable")
+    p.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME[=V1,V2|...]",
+        help="tune this knob (optionally only these values); repeatable",
+    )
+    p.add_argument(
+        "--preset",
+        action="append",
+        default=[],
+        choices=["p2p", "collectives", "progress"],
+        help="tune a group of knobs; repeatable",
+    )
     p.add_argument("--strategy", default="tpe", help="random | grid | tpe (default tpe)")
-    p.add_argument("--trials", type=_positive(int), default=16 if demo else 20,
-                   help="trials in the study, the reference included")
+    p.add_argument(
+        "--trials",
+        type=_positive(int),
+        default=16 if demo else 20,
+        help="trials in the study, the reference included",
+    )
     p.add_argument("--repeats", type=_positive(int), default=3, help="runs per trial")
-    p.add_argument("--timeout", type=_positive(float),
-                   help="seconds per run (default: 5x the reference's median, at least 5)")
-    p.add_argument("--reference-timeout", type=_positive(float), default=600.0,
-                   help="seconds per run of the reference (default 600)")
-    p.add_argument("--confirm", type=_nonnegative_int, default=5,
-                   help="runs each of best and default in the acceptance step (0: skip)")
-    p.add_argument("--metric", default=DEMO_METRIC if demo else "wall",
-                   help="'wall' (default) or 'regex:PATTERN' (first group of the last match)")
+    p.add_argument(
+        "--timeout",
+        type=_positive(float),
+        help="seconds per run (default: 5x the reference's median, at least 5)",
+    )
+    p.add_argument(
+        "--reference-timeout",
+        type=_positive(float),
+        default=600.0,
+        help="seconds per run of the reference (default 600)",
+    )
+    p.add_argument(
+        "--confirm",
+        type=_nonnegative_int,
+        default=5,
+        help="runs each of best and default in the acceptance step (0: skip)",
+    )
+    p.add_argument(
+        "--metric",
+        default=DEMO_METRIC if demo else "wall",
+        help="'wall' (default) or 'regex:PATTERN' (first group of the last match)",
+    )
     p.add_argument("--seed", type=int, help="seed of the strategy (same seed, same trials)")
     p.add_argument("--study", help="study name (same name: resume)")
     p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
@@ -110,8 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("study")
     p.add_argument("--format", choices=["env", "mca", "json"], default="env")
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
-    p.add_argument("--best", action="store_true",
-                   help="export the best measured configuration even if it was not accepted")
+    p.add_argument(
+        "--best",
+        action="store_true",
+        help="export the best measured configuration even if it was not accepted",
+    )
     _add_storage(p)
 
     p = sub.add_parser("run", help="run a command with a study's accepted configuration")
@@ -186,12 +217,15 @@ def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
     # Everything is valid: from here on, the storage is written.
     store, platform = _open_store(url, installation)
     space = _probe(space, launcher, store, platform, ui)
-    ui.info(f"{installation.describe()}; tuning {space.size()} configurations of "
-            f"{', '.join(space.names)}")
+    ui.info(
+        f"{installation.describe()}; tuning {space.size()} configurations of "
+        f"{', '.join(space.names)}"
+    )
     _report_inherited_env(ui, [d.knob for d in space.dimensions])
     executor = LocalExecutor(launcher, command, [d.knob for d in space.dimensions], objective)
-    result = _run_study(args, ui, store, space, command, installation.vendor.value, executor,
-                        platform)
+    result = _run_study(
+        args, ui, store, space, command, installation.vendor.value, executor, platform
+    )
     return _print_result(args, ui, result, space)
 
 
@@ -389,8 +423,11 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
     installation = resolve_command(command, _vendor(library))
     config = _chosen_config(study, best=False)
     if config is None:
-        print(f"commtune: study {args.study} accepted no configuration; running with the "
-              "library defaults", file=sys.stderr)
+        print(
+            f"commtune: study {args.study} accepted no configuration; running with the "
+            "library defaults",
+            file=sys.stderr,
+        )
     plan = launcher_for(installation).plan(
         command, environment(knobs, config or {}), remove=[k.env for k in knobs]
     )
@@ -430,8 +467,14 @@ def cmd_studies(args: argparse.Namespace) -> int:
         table.add_column(column)
     for r in rows:
         speedup = "" if r["speedup"] is None else f"{r['speedup']:.2f}x"
-        table.add_row(r["study"], str(r["mpi"]), str(r["trials"]), speedup,
-                      "yes" if r["accepted"] else "no", r["command"])
+        table.add_row(
+            r["study"],
+            str(r["mpi"]),
+            str(r["trials"]),
+            speedup,
+            "yes" if r["accepted"] else "no",
+            r["command"],
+        )
     ui.print(table)
     if args.json:
         print(json.dumps({"studies": rows}, separators=(",", ":")))
@@ -497,6 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"commtune: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("commtune: interrupted; finished trials are saved (re-run to resume)",
-              file=sys.stderr)
+        print(
+            "commtune: interrupted; finished trials are saved (re-run to resume)", file=sys.stderr
+        )
         return 130

@@ -202,6 +202,12 @@ def run_walls(trial: optuna.trial.FrozenTrial) -> list[float]:
     return [r["wall"] for r in trial.user_attrs.get("runs", []) if r["value"] is not None]
 
 
+def value_of(trial: optuna.trial.FrozenTrial) -> float:
+    """The objective of a finished trial (median of its runs)."""
+    assert trial.value is not None, f"trial {trial.number} has no value"
+    return float(trial.value)
+
+
 def config_of(trial: optuna.trial.FrozenTrial) -> dict[str, Value]:
     config: dict[str, Value] = trial.user_attrs.get("config", {})
     return config
@@ -278,7 +284,9 @@ def run_reference(
     live = _Live(trial, None)
     with ui.progress("reference (library defaults)", settings.spec.repeats) as bar:
         try:
-            _run_interleaved([live], settings.spec.repeats, executor, settings.reference_timeout, bar)
+            _run_interleaved(
+                [live], settings.spec.repeats, executor, settings.reference_timeout, bar
+            )
         except BaseException:
             live.failure = live.failure or "interrupted"
             trial.set_user_attr("fail_reason", live.failure)
@@ -317,9 +325,12 @@ def search(
     known: dict[str, int] = {}
     for t in study.get_trials(deepcopy=False):
         # A configuration that failed is not run again either, unless it was interrupted.
-        if t.user_attrs.get(ROLE) == SEARCH and t.state.name in ("COMPLETE", "FAIL"):
-            if t.user_attrs.get("fail_reason") != "interrupted":
-                known.setdefault(_key(config_of(t)), t.number)
+        if (
+            t.user_attrs.get(ROLE) == SEARCH
+            and t.state.name in ("COMPLETE", "FAIL")
+            and t.user_attrs.get("fail_reason") != "interrupted"
+        ):
+            known.setdefault(_key(config_of(t)), t.number)
     duplicates_in_a_row = 0
     with ui.progress(f"{settings.strategy} search", remaining * repeats) as bar:
         while remaining > 0:
@@ -328,8 +339,9 @@ def search(
                 break
             n_trials = len(study.trials)
             sampler = strategy.sampler(space, settings.seed, n_trials)
-            study = optuna.load_study(study_name=study.study_name, storage=study._storage,
-                                      sampler=sampler)
+            study = optuna.load_study(
+                study_name=study.study_name, storage=study._storage, sampler=sampler
+            )
             batch: list[_Live] = []
             size = min(strategy.batch_size, remaining, space.size() - len(known))
             while len(batch) < size:
@@ -392,7 +404,7 @@ def best_trials(study: optuna.Study, limit: int = 5) -> list[optuna.trial.Frozen
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if t.user_attrs.get(ROLE) == SEARCH
     ]
-    return sorted(done, key=lambda t: t.value)[:limit]
+    return sorted(done, key=value_of)[:limit]
 
 
 def confirm(
@@ -413,9 +425,19 @@ def confirm(
     if stored and stored["trial"] == top.number and stored["measured_trials"] == n_measured:
         return Acceptance.from_json(stored)
     config = config_of(top)
-    if top.value >= ref.value:
-        acc = Acceptance(top.number, config, [], [], ref.value / top.value, (0.0, 0.0), 1.0,
-                         False, n_measured, "no configuration beat the default in the search")
+    if value_of(top) >= value_of(ref):
+        acc = Acceptance(
+            top.number,
+            config,
+            [],
+            [],
+            value_of(ref) / value_of(top),
+            (0.0, 0.0),
+            1.0,
+            False,
+            n_measured,
+            "no configuration beat the default in the search",
+        )
         study.set_user_attr("acceptance", acc.to_json())
         return acc
     default_values: list[float] = []
@@ -435,13 +457,33 @@ def confirm(
             if failure:
                 break
     if failure or len(default_values) < 2 or len(best_values) < 2:
-        acc = Acceptance(top.number, config, default_values, best_values, 1.0, (0.0, 0.0), 1.0,
-                         False, n_measured, failure or "too few successful runs to compare")
+        acc = Acceptance(
+            top.number,
+            config,
+            default_values,
+            best_values,
+            1.0,
+            (0.0, 0.0),
+            1.0,
+            False,
+            n_measured,
+            failure or "too few successful runs to compare",
+        )
     else:
         cmp = stats.compare(default_values, best_values)
         reason = "" if cmp.faster else "not faster beyond noise"
-        acc = Acceptance(top.number, config, default_values, best_values, cmp.speedup,
-                         (cmp.ci_low, cmp.ci_high), cmp.p_value, cmp.faster, n_measured, reason)
+        acc = Acceptance(
+            top.number,
+            config,
+            default_values,
+            best_values,
+            cmp.speedup,
+            (cmp.ci_low, cmp.ci_high),
+            cmp.p_value,
+            cmp.faster,
+            n_measured,
+            reason,
+        )
     study.set_user_attr("acceptance", acc.to_json())
     return acc
 
@@ -455,11 +497,23 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
     ran = measured(study)
     failed = sum(1 for t in ran if t.state is TrialState.FAIL)
     rows = [
-        Row(t.number, config_of(t), t.value, stats.spread(run_values(t)), ref.value / t.value)
+        Row(
+            t.number,
+            config_of(t),
+            value_of(t),
+            stats.spread(run_values(t)),
+            value_of(ref) / value_of(t),
+        )
         for t in best_trials(study, 5)
     ]
     return TuneResult(
-        study.study_name, len(ran), failed, ref.value, rows[0] if rows else None, acceptance, rows
+        study.study_name,
+        len(ran),
+        failed,
+        value_of(ref),
+        rows[0] if rows else None,
+        acceptance,
+        rows,
     )
 
 
@@ -472,7 +526,8 @@ def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: UI) -> Tu
     ref = run_reference(study, settings, executor, ui)
     timeout = settings.timeout or max(MIN_TIMEOUT, 5 * stats.median(run_walls(ref)))
     ui.info(
-        f"reference: {ref.value:.4g} (median of {len(run_values(ref))}); run timeout {timeout:.1f} s"
+        f"reference: {value_of(ref):.4g} (median of {len(run_values(ref))}); "
+        f"run timeout {timeout:.1f} s"
     )
     search(study, settings, executor, timeout, ui)
     acceptance = confirm(study, settings, executor, timeout, ui)

@@ -24,9 +24,7 @@ def load_catalog(library: str) -> dict[str, Knob]:
     text = resources.files("commtune.knobs").joinpath("data", f"{library}.json").read_text()
     data = json.loads(text)
     prefix = data.get("env_prefix", "")
-    return {
-        entry["name"]: _knob_from_json(entry, library, prefix) for entry in data["knobs"]
-    }
+    return {entry["name"]: _knob_from_json(entry, library, prefix) for entry in data["knobs"]}
 
 
 def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:

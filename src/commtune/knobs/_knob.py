@@ -112,7 +112,8 @@ class Knob:
                 raise UsageError(f"knob {self.name}: value {value} is not a power of two")
             if self.type is KnobType.INT and (value - self.low) % self.step:
                 raise UsageError(
-                    f"knob {self.name}: value {value} is not on its step {self.step} from {self.low}"
+                    f"knob {self.name}: value {value} is not on its step {self.step} "
+                    f"from {self.low}"
                 )
         elif value not in self.domain():
             raise UsageError(f"knob {self.name}: value {value!r} is outside its domain")
@@ -171,7 +172,10 @@ class Dimension:
         return list(self.values) if self.values is not None else self.knob.domain()
 
     def to_json(self) -> dict[str, Any]:
-        return {"knob": self.knob.name, "values": None if self.values is None else list(self.values)}
+        return {
+            "knob": self.knob.name,
+            "values": None if self.values is None else list(self.values),
+        }
 
 
 @dataclass(frozen=True)

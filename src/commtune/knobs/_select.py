@@ -69,4 +69,3 @@ def build_space(
             if s.knob.default_space and s.available
         }
     return Space(library, tuple(dims.values()))
-

@@ -8,7 +8,7 @@ from commtune.launch._install import (
     find_installation,
     resolve_command,
 )
-from commtune.launch._launcher import LaunchPlan, Launcher, launcher_for
+from commtune.launch._launcher import Launcher, LaunchPlan, launcher_for
 
 __all__ = [
     "LAUNCHER_NAMES",

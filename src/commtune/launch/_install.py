@@ -58,7 +58,12 @@ class Installation:
 def _output(argv: list[str], timeout: float = 30) -> str:
     try:
         done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
@@ -123,7 +128,8 @@ def find_installation(vendor: Vendor) -> Installation:
                 return Installation(vendor, found[1], found[2], path, cc)
         raise UsageError(f"no MPI found: {vendor.title} has a launcher ({path}) but no mpicc")
     raise UsageError(
-        f"no MPI found: {vendor.title} is not installed (looked for {', '.join(_LAUNCHERS[vendor])})"
+        f"no MPI found: {vendor.title} is not installed "
+        f"(looked for {', '.join(_LAUNCHERS[vendor])})"
     )
 
 

@@ -29,8 +29,12 @@ def render(
             lines.append(f"{name.removeprefix('OMPI_MCA_')} = {value}")
         return "\n".join(lines) + "\n"
     if fmt == "json":
-        return json.dumps({"study": study, "mpi": library, "params": dict(config), "env": env},
-                          indent=2) + "\n"
+        return (
+            json.dumps(
+                {"study": study, "mpi": library, "params": dict(config), "env": env}, indent=2
+            )
+            + "\n"
+        )
     raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
 
 

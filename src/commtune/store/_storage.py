@@ -117,8 +117,10 @@ class Store:
             optuna.logging.set_verbosity(optuna.logging.WARNING)
             try:
                 self._optuna = optuna.storages.RDBStorage(
-                    self.url, engine_kwargs={"connect_args": {"timeout": 60}}
-                    if self.url.startswith("sqlite") else {}
+                    self.url,
+                    engine_kwargs={"connect_args": {"timeout": 60}}
+                    if self.url.startswith("sqlite")
+                    else {},
                 )
             except Exception as exc:  # Optuna raises several types for a broken database
                 raise UsageError(f"cannot open storage {self.url}: {exc}") from None
@@ -186,7 +188,9 @@ class Store:
             ).all()
         return {json.loads(r.value): (r.ok, r.reason) for r in rows}
 
-    def record_knob_value(self, platform: str, knob: str, value: Any, ok: bool, reason: str) -> None:
+    def record_knob_value(
+        self, platform: str, knob: str, value: Any, ok: bool, reason: str
+    ) -> None:
         with self.engine.begin() as conn:
             key = json.dumps(value)
             conn.execute(
@@ -198,7 +202,11 @@ class Store:
             )
             conn.execute(
                 knob_values_table.insert().values(
-                    platform=platform, knob=knob, value=key, ok=ok, reason=reason,
+                    platform=platform,
+                    knob=knob,
+                    value=key,
+                    ok=ok,
+                    reason=reason,
                     checked=time.time(),
                 )
             )

@@ -28,7 +28,7 @@ class GridStrategy(Strategy):
     def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
         import optuna
 
-        class _Grid(optuna.samplers.GridSampler):  # type: ignore[misc]
+        class _Grid(optuna.samplers.GridSampler):
             # Optuna's GridSampler calls study.stop() once the grid is done, which only works
             # inside study.optimize(); the tuner stops by itself (Strategy.exhausted).
             def after_trial(self, *args: object, **kwargs: object) -> None:

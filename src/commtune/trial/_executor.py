@@ -104,7 +104,7 @@ class ReplayExecutor(Executor):
     def __init__(self, path: str | Path) -> None:
         try:
             data = json.loads(Path(path).read_text())
-            self.default = [v for v in data["default"]]
+            self.default = list(data["default"])
             self.table = {
                 self.key(entry["params"]): list(entry["values"]) for entry in data["trials"]
             }

@@ -26,7 +26,9 @@ class Objective:
             except re.error as exc:
                 raise UsageError(f"--metric: bad regular expression: {exc}") from None
             if pattern.groups < 1:
-                raise UsageError("--metric: the regular expression needs a group, e.g. 'time (\\S+)'")
+                raise UsageError(
+                    "--metric: the regular expression needs a group, e.g. 'time (\\S+)'"
+                )
             return cls(spec, pattern)
         raise UsageError(f"--metric: {spec!r} is neither 'wall' nor 'regex:PATTERN'")
 

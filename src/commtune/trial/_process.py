@@ -11,7 +11,9 @@ that a killed run leaves in ``/dev/shm`` are removed.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -24,7 +26,6 @@ from pathlib import Path
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
-_subreaper_set = False
 
 SHM_DIR = Path("/dev/shm")
 SHM_PATTERNS = ("vader_segment.*", "sm_segment.*", "ucx_shm_posix_*", "mpich_shar_tmp*")
@@ -43,12 +44,10 @@ class ProcessResult:
     stderr_tail: str
 
 
+@functools.cache
 def become_subreaper() -> None:
-    """Adopt orphaned descendants (idempotent); without it strays could not be found."""
-    global _subreaper_set
-    if not _subreaper_set:
-        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        _subreaper_set = True
+    """Adopt orphaned descendants (once); without it strays could not be found."""
+    _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -88,10 +87,8 @@ def descendants(root: int) -> list[int]:
 
 def _signal_all(pids: Iterable[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def _reap_strays(keep: set[int]) -> None:
@@ -102,10 +99,8 @@ def _reap_strays(keep: set[int]) -> None:
             return
         _signal_all(strays, signal.SIGKILL)
         for pid in strays:
-            try:
+            with contextlib.suppress(ChildProcessError):  # not our child: its parent reaps it
                 os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass  # not our child: its own parent reaps it
         time.sleep(0.05)
 
 
@@ -158,7 +153,8 @@ def run_process(
             stderr=err,
             env=env,
             cwd=cwd,
-            preexec_fn=_die_with_parent,
+            # Safe here: commtune starts no threads (its progress bar refreshes on demand).
+            preexec_fn=_die_with_parent,  # noqa: PLW1509
         )
         timed_out = False
         try:
@@ -183,9 +179,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the launcher, wait a little, then SIGKILL it and every descendant."""
     tree = descendants(proc.pid)
     _signal_all([proc.pid], signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
     _signal_all([proc.pid, *tree, *descendants(proc.pid)], signal.SIGKILL)
     proc.wait()
