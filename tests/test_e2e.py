@@ -277,7 +277,7 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     study = optuna.load_study(study_name="k", storage=store.optuna)
-    after = {t.number: (t.value, t.user_attrs["config"]) for t in study.get_trials()}
+    after = {t.number: (t.value, t.user_attrs.get("config")) for t in study.get_trials()}
     assert all(after[n] == v for n, v in before.items())  # finished trials intact
     interrupted = [
         t for t in study.get_trials() if t.user_attrs.get("fail_reason") == "interrupted"
