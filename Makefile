@@ -1,34 +1,46 @@
 # The two set-up commands of the README: `make demo` and `make test`. Each one installs what it
-# needs on a fresh Debian 12 machine (as root) before it runs.
+# needs on a fresh Debian 12 machine (as root): MPI libraries and build tools with apt, the
+# package with its test extras in a virtual environment (.venv).
 PYTHON ?= python3
-APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfortran clang-format
-STAMP = .setup.stamp
+VENV = .venv
+BIN = $(CURDIR)/$(VENV)/bin
+APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfortran \
+	clang-format procps python3-venv python3-pip
+STAMP = $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck unit bench clean
+export PATH := $(BIN):$(PATH)
+
+.PHONY: setup demo test lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	  if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi; \
 	fi
-	$(PYTHON) -m pip install -q -e '.[test]'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 demo: $(STAMP)
-	commtune demo
+	$(BIN)/commtune demo
 
 lint: $(STAMP)
-	ruff check .
-	ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	clang-format --dry-run --Werror native/*/*.c
 
 typecheck: $(STAMP)
-	mypy
+	$(BIN)/mypy
 
 test: lint typecheck
-	$(PYTHON) -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/tune_demo.py --mpi openmpi
+	$(BIN)/python benchmarks/tune_demo.py --mpi mpich
 
 clean:
-	rm -rf $(STAMP) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -43,7 +43,7 @@ METRIC = r"regex:time ([0-9.]+) s"
 
 def commtune(args: list[str]) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "commtune", *args, "--json"],
+        [sys.executable, "-m", "commtune", args[0], "--json", *args[1:]],
         capture_output=True,
         text=True,
         check=False,
@@ -66,7 +66,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     db = out / f"tune_demo_{args.mpi}.db"
-    db.unlink(missing_ok=True)
+    # An existing database is resumed: delete benchmarks/out/ to measure again from scratch.
     storage = f"sqlite:///{db.resolve()}"
     installation = find_installation(Vendor(args.mpi))
     program = native.build(installation, "demo/ct_demo.c")

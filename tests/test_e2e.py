@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -125,6 +126,8 @@ def test_run_applies_the_accepted_configuration(storage: str, tmp_path: Path) ->
     )
     subprocess.run(
         [
+            sys.executable,
+            "-m",
             "commtune",
             "tune",
             "--mpi",
@@ -145,6 +148,8 @@ def test_run_applies_the_accepted_configuration(storage: str, tmp_path: Path) ->
     )
     done = subprocess.run(
         [
+            sys.executable,
+            "-m",
             "commtune",
             "run",
             "--study",
@@ -273,7 +278,9 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
         if t.state.name == "COMPLETE"
     }
     assert len(before) >= 4
-    done = subprocess.run(["commtune", *args], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "commtune", *args], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     study = optuna.load_study(study_name="k", storage=store.optuna)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from commtune.errors import UsageError
 from commtune.knobs import Space, Value
 from commtune.report import UI, Bar
 from commtune.strategies import distributions, get_strategy
-from commtune.trial import Executor, RunRecord
+from commtune.trial import Executor, RunRecord, clean_shm
 
 if TYPE_CHECKING:
     import optuna
@@ -520,6 +521,9 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
 def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: UI) -> TuneResult:
     """Run (or resume) a study to its budget, confirm the best, and return the result."""
     study = open_study(storage, settings)
+    stale = clean_shm(until=time.time() - 60)  # left by killed jobs, e.g. an earlier tuner
+    if stale:
+        ui.info(f"removed {len(stale)} stale MPI shared-memory segment(s) from /dev/shm")
     interrupted = recover(study)
     if interrupted:
         ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")

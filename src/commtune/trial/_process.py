@@ -120,8 +120,9 @@ def _mapped_shm() -> set[str]:
     return mapped
 
 
-def clean_shm(since: float) -> list[str]:
-    """Remove MPI shared-memory segments modified after ``since`` that nothing maps any more."""
+def clean_shm(since: float = 0.0, until: float | None = None) -> list[str]:
+    """Remove MPI shared-memory segments that nothing maps any more, last modified in
+    [``since``, ``until``] (``until``: leave alone segments of jobs starting right now)."""
     removed: list[str] = []
     if not SHM_DIR.is_dir():
         return removed
@@ -129,7 +130,10 @@ def clean_shm(since: float) -> list[str]:
     for pattern in SHM_PATTERNS:
         for path in SHM_DIR.glob(pattern):
             try:
-                if path.stat().st_mtime >= since and str(path) not in mapped:
+                mtime = path.stat().st_mtime
+                if until is not None and mtime > until:
+                    continue
+                if mtime >= since and str(path) not in mapped:
                     path.unlink()
                     removed.append(str(path))
             except OSError:
