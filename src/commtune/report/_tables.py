@@ -27,7 +27,7 @@ def format_config(config: Mapping[str, Value], defaults: Mapping[str, Value] | N
 def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
     table = Table(title=f"study {result.study}: best configurations")
     table.add_column("trial", justify="right")
-    table.add_column("configuration (knobs not at default)")
+    table.add_column("configuration (knobs not at default)", overflow="fold")
     table.add_column("median", justify="right")
     table.add_column("spread", justify="right")
     table.add_column("speedup", justify="right")
@@ -61,8 +61,9 @@ def acceptance_lines(result: TuneResult) -> list[str]:
 
 def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
     table = Table(title=title)
-    for column in ("knob", "type", "domain", "default", "step", "presets", "available"):
-        table.add_column(column)
+    table.add_column("knob", overflow="fold")
+    for column in ("type", "domain", "default", "step", "presets", "available"):
+        table.add_column(column, overflow="fold")
     for s in statuses:
         k = s.knob
         table.add_row(
@@ -80,7 +81,7 @@ def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
 def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
     table = Table(title=title)
     for column in ("trial", "role", "state", "value", "configuration", "note"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for t in trials:
         value = t["value"]
         table.add_row(
