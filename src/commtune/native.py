@@ -8,6 +8,7 @@ changed source or MPI rebuilds by itself.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import subprocess
@@ -35,12 +36,16 @@ def source_path(relative: str) -> Path:
     return path
 
 
+@functools.cache
+def _wrapper_expansion(mpicc: str) -> str:
+    """What the compiler wrapper runs (part of the cache key: another MPI, another build)."""
+    return subprocess.run([mpicc, "-show"], capture_output=True, text=True, check=False).stdout
+
+
 def build(installation: Installation, relative: str, flags: tuple[str, ...] = ("-O2",)) -> Path:
     """Path of the executable built from ``native/<relative>`` with the installation's mpicc."""
     source = source_path(relative)
-    wrapper = subprocess.run(
-        [installation.mpicc, "-show"], capture_output=True, text=True, check=False
-    ).stdout
+    wrapper = _wrapper_expansion(installation.mpicc)
     key = hashlib.sha256(
         "\0".join([source.read_text(), installation.mpicc, wrapper, " ".join(flags)]).encode()
     ).hexdigest()[:16]

@@ -263,14 +263,16 @@ def _status_line(live: _Live, run: RunRecord) -> str:
     return f"trial {live.trial.number}: {run.value:.4g}"
 
 
-def _tell(study: optuna.Study, live: _Live) -> None:
+def _tell(study: optuna.Study, live: _Live) -> float | None:
+    """Finish the trial in the storage; returns its value (None if it failed)."""
     from optuna.trial import TrialState
 
     if live.failure is not None:
         study.tell(live.trial, state=TrialState.FAIL)
-    else:
-        values = [r.value for r in live.runs if r.value is not None]
-        study.tell(live.trial, stats.median(values))
+        return None
+    value = stats.median([r.value for r in live.runs if r.value is not None])
+    study.tell(live.trial, value)
+    return value
 
 
 def run_reference(
@@ -323,7 +325,8 @@ def search(
     remaining = settings.trials - len(done)
     if remaining <= 0:
         return
-    known: dict[str, int] = {}
+    # configuration -> (trial number, its value; None if it failed)
+    known: dict[str, tuple[int, float | None]] = {}
     for t in study.get_trials(deepcopy=False):
         # A configuration that failed is not run again either, unless it was interrupted.
         if (
@@ -331,19 +334,17 @@ def search(
             and t.state.name in ("COMPLETE", "FAIL")
             and t.user_attrs.get("fail_reason") != "interrupted"
         ):
-            known.setdefault(_key(config_of(t)), t.number)
+            known.setdefault(_key(config_of(t)), (t.number, t.value))
     duplicates_in_a_row = 0
     with ui.progress(f"{settings.strategy} search", remaining * repeats) as bar:
         while remaining > 0:
             if strategy.exhausted(space, len(known)):
                 ui.info(f"all {space.size()} configurations of the space are measured")
                 break
-            n_trials = len(study.trials)
-            sampler = strategy.sampler(space, settings.seed, n_trials)
-            study = optuna.load_study(
-                study_name=study.study_name, storage=study._storage, sampler=sampler
-            )
+            n_trials = len(study.get_trials(deepcopy=False))
+            study.sampler = strategy.sampler(space, settings.seed, n_trials)
             batch: list[_Live] = []
+            in_batch: set[str] = set()
             size = min(strategy.batch_size, remaining, space.size() - len(known))
             while len(batch) < size:
                 trial = study.ask(fixed_distributions=dists)
@@ -354,18 +355,19 @@ def search(
                 trial.set_user_attr("config", config)
                 key = _key(config)
                 earlier = known.get(key)
-                if earlier is None and key not in {_key(b.config or {}) for b in batch}:
+                if earlier is None and key not in in_batch:
                     trial.set_user_attr(ROLE, SEARCH)
                     batch.append(_Live(trial, config))
+                    in_batch.add(key)
                     duplicates_in_a_row = 0
                     continue
                 # Proposed again: answer from the earlier measurement, run nothing.
                 trial.set_user_attr(ROLE, DUPLICATE)
                 if earlier is not None:
-                    trial.set_user_attr("duplicate_of", earlier)
-                    first = study.trials[earlier]
-                    if first.state.name == "COMPLETE":
-                        study.tell(trial, first.value)
+                    number, value = earlier
+                    trial.set_user_attr("duplicate_of", number)
+                    if value is not None:
+                        study.tell(trial, value)
                     else:
                         study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 else:
@@ -386,8 +388,8 @@ def search(
                     _tell(study, live)
                 raise
             for live in batch:
-                _tell(study, live)
-                known[_key(live.config or {})] = live.trial.number
+                value = _tell(study, live)
+                known[_key(live.config or {})] = (live.trial.number, value)
                 if live.failure is not None:
                     bar.advance(repeats - len(live.runs))
             remaining -= len(batch)

@@ -185,10 +185,11 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
             continue
         if knob.type is KnobType.CATEGORICAL and var.enumerators:
             listed = set(var.enumerators)
-            known = [c for c in knob.choices if c in listed or c == knob.default]
             if installation.vendor is Vendor.MPICH:
                 # MPICH documents values that its version may reject: keep them for probing.
                 known = list(knob.choices)
+            else:
+                known = [c for c in knob.choices if c in listed or c == knob.default]
             extra = [e for e in var.enumerators if e not in knob.choices]
             knob = replace(knob, choices=tuple(known + extra))
         out[name] = KnobStatus(knob, True)
