@@ -1,0 +1,167 @@
+/* libcommtune's core: what the generated wrappers call, and what the modules share.
+ *
+ * A wrapper asks ct_enter() whether to measure (not inside another wrapped call of this thread,
+ * not before MPI_Init or after MPI_Finalize), times the PMPI call with a cycle counter and hands
+ * the result to ct_leave(), which adds it to this thread's table. Each thread has its own table
+ * (no atomics on the fast path); the tables are summed at MPI_Finalize. Nothing here may change
+ * what the application computes or abort it: on an internal error libcommtune warns once and
+ * passes calls through.
+ */
+#ifndef CT_CORE_H
+#define CT_CORE_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#define CT_EXPORT __attribute__((visibility("default")))
+#define CT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+enum ct_class {
+    CT_CLASS_SEND,
+    CT_CLASS_RECV,
+    CT_CLASS_WAIT,
+    CT_CLASS_COLL,
+    CT_CLASS_RMA,
+    CT_CLASS_IO,
+    CT_CLASS_INIT,
+    CT_CLASS_FINALIZE,
+    CT_NUM_CLASSES
+};
+
+enum ct_op {
+#define CT_OP(name, klass) CT_OP_##name,
+#include "ct_ops.h"
+#undef CT_OP
+    CT_NUM_OPS
+};
+
+/* Size classes: 0 bytes, then [2^(k-1), 2^k - 1] for k = 1..64. */
+#define CT_SIZE_CLASSES 65
+
+typedef struct {
+    uint64_t calls, bytes, ticks;
+    uint64_t sizes[CT_SIZE_CLASSES];
+} ct_opstat;
+
+typedef struct ct_table {
+    ct_opstat ops[CT_NUM_OPS];
+    struct ct_table *next;
+} ct_table;
+
+extern const char *const ct_op_names[CT_NUM_OPS];
+extern const int ct_op_classes[CT_NUM_OPS];
+extern const char *const ct_class_names[CT_NUM_CLASSES];
+
+extern CT_TLS int ct_depth;
+extern CT_TLS ct_table *ct_tls;
+extern int ct_on;
+extern uint64_t ct_next_sample;
+
+/* ---- time ---- */
+static inline uint64_t ct_now(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+double ct_seconds(uint64_t ticks);
+
+/* ---- the wrappers' fast path ---- */
+ct_table *ct_thread_table(void);
+void ct_sample_pvars(uint64_t now);
+
+static inline int ct_enter(void) {
+    if (ct_depth || !__atomic_load_n(&ct_on, __ATOMIC_RELAXED))
+        return 0;
+    ct_depth = 1;
+    return 1;
+}
+
+static inline void ct_leave(int op, uint64_t bytes, uint64_t t0, uint64_t t1) {
+    ct_table *t = ct_tls;
+    if (CT_UNLIKELY(t == NULL))
+        t = ct_thread_table();
+    if (t != NULL) {
+        ct_opstat *s = &t->ops[op];
+        s->calls++;
+        s->bytes += bytes;
+        s->ticks += t1 - t0;
+        s->sizes[bytes ? 64 - __builtin_clzll(bytes) : 0]++;
+    }
+    if (CT_UNLIKELY(t1 >= __atomic_load_n(&ct_next_sample, __ATOMIC_RELAXED)))
+        ct_sample_pvars(t1);
+    ct_depth = 0;
+}
+
+int ct_init_enter(void);
+void ct_init_leave(int op, int rc, int provided, uint64_t t0);
+void ct_finalize_enter(int op);
+
+/* ---- bytes of a call (mpi.protos expressions) ---- */
+uint64_t ct_bytes(int count, MPI_Datatype type);
+uint64_t ct_vbytes(const int counts[], MPI_Datatype type, MPI_Comm comm);
+uint64_t ct_wbytes(const int counts[], const MPI_Datatype types[], MPI_Comm comm);
+uint64_t ct_wbytes_f(const int counts[], const MPI_Fint types[], MPI_Comm comm);
+int ct_size(MPI_Comm comm);
+int ct_rank(MPI_Comm comm);
+int ct_is_root(int root, MPI_Comm comm);
+
+/* ---- Fortran ---- */
+int ct_fortran_resolve(void **slot, const char *symbol);
+int ct_fortran_in_place(const void *buf);
+
+/* ---- shared between modules ---- */
+void ct_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+typedef struct {
+    int disabled;
+    int debug;
+    int pvars;
+    double pvar_interval;
+    const char *profile;
+    const char *cvars;      /* "name=value;..." to read back */
+    const char *cvar_write; /* "name=value;..." to write through MPI_T, then read back */
+} ct_config_t;
+extern ct_config_t ct_config;
+void ct_config_load(void);
+void ct_config_dump(FILE *out);
+
+/* MPI_T: ct_mpit.c */
+void ct_mpit_before_init(void);
+void ct_mpit_after_init(MPI_Comm world);
+void ct_mpit_sample(void);
+void ct_mpit_finalize(void);
+int ct_mpit_write_cvars_json(FILE *out);
+size_t ct_mpit_pvar_lines(char **out);
+size_t ct_user_lines(char **out);
+
+/* The profile: ct_profile.c */
+typedef struct {
+    uint64_t init_enter, init_leave, finalize_enter;
+    double ticks_per_second;
+    int provided;
+    MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD */
+} ct_run_t;
+extern ct_run_t ct_run;
+void ct_profile_write(void);
+void ct_sum_tables(ct_opstat *out);
+
+/* A growable text buffer for the lines the ranks send to rank 0. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed;
+} ct_buf;
+void ct_buf_printf(ct_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
