@@ -27,8 +27,7 @@ static inline int commtune_pvar_register(const char *name) {
 
 /* Record one value of a registered variable; ignored for id -1. */
 static inline void commtune_pvar_record(int id, double value) {
-    if (commtune_pvar_record_impl && id >= 0)
-        commtune_pvar_record_impl(id, value);
+    if (commtune_pvar_record_impl && id >= 0) commtune_pvar_record_impl(id, value);
 }
 
 #ifdef __cplusplus

@@ -27,8 +27,7 @@ static const char *setting(const char *name) {
 
 static int flag(const char *name, int fallback) {
     const char *value = setting(name);
-    if (value == NULL)
-        return fallback;
+    if (value == NULL) return fallback;
     return !(strcmp(value, "0") == 0 || strcmp(value, "no") == 0 || strcmp(value, "false") == 0);
 }
 

@@ -22,7 +22,7 @@ const int ct_op_classes[CT_NUM_OPS] = {
 #undef CT_OP
 };
 const char *const ct_class_names[CT_NUM_CLASSES] = {"send", "recv", "wait", "coll",
-                                                     "rma",  "io",   "init", "finalize"};
+                                                    "rma",  "io",   "init", "finalize"};
 
 CT_TLS int ct_depth;
 CT_TLS ct_table *ct_tls;
@@ -36,8 +36,7 @@ static int initialised; /* MPI_Init seen: a second one is the application's erro
 
 void ct_warn(const char *fmt, ...) {
     static int warned;
-    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-        return;
+    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
     char text[512];
     va_list ap;
     va_start(ap, fmt);
@@ -106,12 +105,10 @@ double ct_seconds(uint64_t ticks) {
 
 /* ---- MPI_Init and MPI_Finalize ---- */
 int ct_init_enter(void) {
-    if (ct_depth || initialised)
-        return 0;
+    if (ct_depth || initialised) return 0;
     initialised = 1;
     ct_config_load();
-    if (ct_config.disabled)
-        return 0;
+    if (ct_config.disabled) return 0;
     ct_depth = 1;
     calibration_seconds = monotonic();
     calibration_ticks = ct_now();
@@ -140,15 +137,13 @@ void ct_init_leave(int op, int rc, int provided, uint64_t t0) {
             ct_run.comm = MPI_COMM_NULL;
             ct_warn("cannot duplicate MPI_COMM_WORLD: no profile");
         }
-        if (ct_config.debug && ct_rank(MPI_COMM_WORLD) == 0)
-            ct_config_dump(stderr);
+        if (ct_config.debug && ct_rank(MPI_COMM_WORLD) == 0) ct_config_dump(stderr);
     }
     ct_depth = 0;
 }
 
 void ct_finalize_enter(int op) {
-    if (ct_depth)
-        return;
+    if (ct_depth) return;
     ct_depth = 1;
     if (__atomic_exchange_n(&ct_on, 0, __ATOMIC_ACQ_REL)) {
         ct_run.finalize_enter = ct_now();
@@ -170,10 +165,8 @@ void ct_finalize_enter(int op) {
 /* ---- bytes ---- */
 uint64_t ct_bytes(int count, MPI_Datatype type) {
     int size = 0;
-    if (count <= 0 || type == MPI_DATATYPE_NULL)
-        return 0;
-    if (PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0)
-        return 0;
+    if (count <= 0 || type == MPI_DATATYPE_NULL) return 0;
+    if (PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
     return (uint64_t)count * (uint64_t)size;
 }
 
@@ -224,8 +217,7 @@ uint64_t ct_wbytes_f(const int counts[], const MPI_Fint types[], MPI_Comm comm) 
 
 /* ---- Fortran ---- */
 int ct_fortran_resolve(void **slot, const char *symbol) {
-    if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) != NULL)
-        return 1;
+    if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) != NULL) return 1;
     void *found = dlsym(RTLD_NEXT, symbol);
     if (found == NULL) {
         fprintf(stderr, "commtune: the MPI library has no Fortran entry point %s\n", symbol);
@@ -247,13 +239,12 @@ int ct_fortran_in_place(const void *buf) {
 
 /* ---- text buffers ---- */
 void ct_buf_printf(ct_buf *b, const char *fmt, ...) {
-    if (b->failed)
-        return;
+    if (b->failed) return;
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt,
-                          ap);
+        int n =
+            vsnprintf(b->data ? b->data + b->len : NULL, b->data ? b->cap - b->len : 0, fmt, ap);
         va_end(ap);
         if (n < 0) {
             b->failed = 1;

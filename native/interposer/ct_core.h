@@ -81,16 +81,14 @@ ct_table *ct_thread_table(void);
 void ct_sample_pvars(uint64_t now);
 
 static inline int ct_enter(void) {
-    if (ct_depth || !__atomic_load_n(&ct_on, __ATOMIC_RELAXED))
-        return 0;
+    if (ct_depth || !__atomic_load_n(&ct_on, __ATOMIC_RELAXED)) return 0;
     ct_depth = 1;
     return 1;
 }
 
 static inline void ct_leave(int op, uint64_t bytes, uint64_t t0, uint64_t t1) {
     ct_table *t = ct_tls;
-    if (CT_UNLIKELY(t == NULL))
-        t = ct_thread_table();
+    if (CT_UNLIKELY(t == NULL)) t = ct_thread_table();
     if (t != NULL) {
         ct_opstat *s = &t->ops[op];
         s->calls++;
@@ -98,8 +96,7 @@ static inline void ct_leave(int op, uint64_t bytes, uint64_t t0, uint64_t t1) {
         s->ticks += t1 - t0;
         s->sizes[bytes ? 64 - __builtin_clzll(bytes) : 0]++;
     }
-    if (CT_UNLIKELY(t1 >= __atomic_load_n(&ct_next_sample, __ATOMIC_RELAXED)))
-        ct_sample_pvars(t1);
+    if (CT_UNLIKELY(t1 >= __atomic_load_n(&ct_next_sample, __ATOMIC_RELAXED))) ct_sample_pvars(t1);
     ct_depth = 0;
 }
 

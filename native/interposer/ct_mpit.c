@@ -8,8 +8,9 @@
  * after it (Open MPI registers most variables only during MPI_Init), and again after MPI_Init if
  * the library reset the early write.
  *
- * PVARs: one session; every scalar numeric variable that is unbound or bound to a communicator
- * (bound to MPI_COMM_WORLD) is started, read at MPI_Init, every COMMTUNE_PVAR_INTERVAL seconds
+ * PVARs: one session; every numeric variable that is unbound or bound to a communicator (bound
+ * to MPI_COMM_WORLD; an array, e.g. one value per peer, counts as the sum of its elements) is
+ * started, read at MPI_Init, every COMMTUNE_PVAR_INTERVAL seconds
  * from inside a wrapped call (no thread of ours; a try-lock keeps one reader at a time) and at
  * MPI_Finalize.
  */
@@ -27,11 +28,11 @@
 typedef struct {
     char *name;
     char *intended;
-    int write;               /* write through MPI_T, not only read back */
-    int written;             /* 1 before MPI_Init, 2 after it */
-    char refused[96];        /* why the last write failed */
-    char actual[NAME_LEN];   /* value read back, as text (enum item name when there is one) */
-    const char *status;      /* applied, differs, unknown, unreadable */
+    int write;             /* write through MPI_T, not only read back */
+    int written;           /* 1 before MPI_Init, 2 after it */
+    char refused[96];      /* why the last write failed */
+    char actual[NAME_LEN]; /* value read back, as text (enum item name when there is one) */
+    const char *status;    /* applied, differs, unknown, unreadable */
 } cvar_check;
 
 static cvar_check *checks;
@@ -83,8 +84,7 @@ static void add_checks(const char *list, int write) {
             char *value = trimmed_copy(eq + 1, len - (size_t)(eq - p) - 1);
             cvar_check *found = NULL;
             for (int i = 0; name && i < n_checks; ++i)
-                if (strcmp(checks[i].name, name) == 0)
-                    found = &checks[i];
+                if (strcmp(checks[i].name, name) == 0) found = &checks[i];
             if (found == NULL && name && value) {
                 cvar_check *grown = realloc(checks, sizeof *checks * (size_t)(n_checks + 1));
                 if (grown != NULL) {
@@ -122,8 +122,7 @@ static int lookup(const char *name, cvar_info *info) {
     char found[NAME_LEN];
     int name_len = sizeof found, desc_len = 0, verbosity = 0;
     int rc = MPI_T_cvar_get_index(name, &info->index);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    if (rc != MPI_SUCCESS) return rc;
     return MPI_T_cvar_get_info(info->index, found, &name_len, &verbosity, &info->type,
                                &info->enumtype, NULL, &desc_len, &info->bind, &info->scope);
 }
@@ -136,12 +135,10 @@ static int alloc_handle(const cvar_info *info, MPI_T_cvar_handle *handle, int *c
     return MPI_T_cvar_handle_alloc(info->index, object, handle, count);
 }
 
-static int is_signed(MPI_Datatype t) {
-    return t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG;
-}
+static int is_signed(MPI_Datatype t) { return t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG; }
 
 static int is_integer(MPI_Datatype t) {
-    return is_signed(t) || t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG ||
+    return is_signed(t) || t == MPI_C_BOOL || t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG ||
            t == MPI_UNSIGNED_LONG_LONG || t == MPI_COUNT;
 }
 
@@ -149,6 +146,8 @@ static int is_integer(MPI_Datatype t) {
 static int read_number(MPI_Datatype t, const void *raw, double *out) {
     if (t == MPI_INT)
         *out = *(const int *)raw;
+    else if (t == MPI_C_BOOL)
+        *out = *(const _Bool *)raw;
     else if (t == MPI_UNSIGNED)
         *out = *(const unsigned *)raw;
     else if (t == MPI_LONG)
@@ -168,9 +167,20 @@ static int read_number(MPI_Datatype t, const void *raw, double *out) {
     return 0;
 }
 
+static size_t type_size(MPI_Datatype t) {
+    if (t == MPI_C_BOOL) return sizeof(_Bool);
+    if (t == MPI_INT || t == MPI_UNSIGNED) return sizeof(int);
+    if (t == MPI_LONG || t == MPI_UNSIGNED_LONG) return sizeof(long);
+    if (t == MPI_COUNT) return sizeof(MPI_Count);
+    if (t == MPI_DOUBLE) return sizeof(double);
+    return sizeof(long long);
+}
+
 static void store_number(MPI_Datatype t, long long v, double d, void *raw) {
     if (t == MPI_INT)
         *(int *)raw = (int)v;
+    else if (t == MPI_C_BOOL)
+        *(_Bool *)raw = v != 0;
     else if (t == MPI_UNSIGNED)
         *(unsigned *)raw = (unsigned)v;
     else if (t == MPI_LONG)
@@ -195,8 +205,7 @@ static int enum_name(MPI_T_enum e, long long value, char *name, int size) {
     for (int i = 0; i < items; ++i) {
         int v = 0;
         len = size;
-        if (MPI_T_enum_get_item(e, i, &v, name, &len) == MPI_SUCCESS && v == value)
-            return 0;
+        if (MPI_T_enum_get_item(e, i, &v, name, &len) == MPI_SUCCESS && v == value) return 0;
     }
     return -1;
 }
@@ -223,8 +232,7 @@ static int intended_number(const char *text, MPI_T_enum e, long long *value, dou
     char *end = NULL;
     *value = strtoll(text, &end, 0);
     *real = (double)*value;
-    if (end != text && *end == '\0')
-        return 0;
+    if (end != text && *end == '\0') return 0;
     *real = strtod(text, &end);
     if (end != text && *end == '\0') {
         *value = (long long)*real;
@@ -254,8 +262,7 @@ static int try_write(cvar_check *c) {
     MPI_T_cvar_handle handle;
     int count = 0;
     int rc = lookup(c->name, &info);
-    if (rc == MPI_SUCCESS)
-        rc = alloc_handle(&info, &handle, &count);
+    if (rc == MPI_SUCCESS) rc = alloc_handle(&info, &handle, &count);
     if (rc != MPI_SUCCESS) {
         snprintf(c->refused, sizeof c->refused, "%s", error_name(rc));
         return rc;
@@ -347,7 +354,7 @@ static void read_back(cvar_check *c) {
 typedef struct {
     MPI_T_pvar_handle handle;
     MPI_Datatype type;
-    int var_class;
+    int var_class, count;
     char name[NAME_LEN];
     uint64_t samples;
     double min, max, mean, m2, last;
@@ -356,6 +363,8 @@ typedef struct {
 static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
 static pvar_t *pvars;
 static int n_pvars, pvars_skipped;
+static void *pvar_buffer; /* room for the largest variable */
+static size_t pvar_buffer_size;
 static uint64_t interval_ticks;
 static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -387,19 +396,17 @@ static const char *class_name(int c) {
 static void open_pvars(void) {
     static MPI_Comm world = MPI_COMM_WORLD;
     int n = 0;
-    if (MPI_T_pvar_get_num(&n) != MPI_SUCCESS || n <= 0)
-        return;
+    if (MPI_T_pvar_get_num(&n) != MPI_SUCCESS || n <= 0) return;
     if (MPI_T_pvar_session_create(&session) != MPI_SUCCESS) {
         session = MPI_T_PVAR_SESSION_NULL;
         return;
     }
     pvars = calloc((size_t)n, sizeof *pvars);
-    if (pvars == NULL)
-        return;
+    if (pvars == NULL) return;
     for (int i = 0; i < n; ++i) {
         pvar_t *p = &pvars[n_pvars];
-        int name_len = sizeof p->name, desc_len = 0, verbosity, bind, readonly, continuous,
-            atomic, count = 0;
+        int name_len = sizeof p->name, desc_len = 0, verbosity, bind, readonly, continuous, atomic,
+            count = 0;
         MPI_T_enum enumtype;
         if (MPI_T_pvar_get_info(i, p->name, &name_len, &verbosity, &p->var_class, &p->type,
                                 &enumtype, NULL, &desc_len, &bind, &readonly, &continuous,
@@ -414,13 +421,24 @@ static void open_pvars(void) {
             ++pvars_skipped;
             continue;
         }
-        if (count != 1) {
+        size_t need = (size_t)(count > 0 ? count : 1) * sizeof(long long);
+        if (count < 1 || count > 65536) {
             MPI_T_pvar_handle_free(session, &p->handle);
             ++pvars_skipped;
             continue;
         }
-        if (!continuous)
-            MPI_T_pvar_start(session, p->handle);
+        if (need > pvar_buffer_size) {
+            void *grown = realloc(pvar_buffer, need);
+            if (grown == NULL) {
+                MPI_T_pvar_handle_free(session, &p->handle);
+                ++pvars_skipped;
+                continue;
+            }
+            pvar_buffer = grown;
+            pvar_buffer_size = need;
+        }
+        p->count = count;
+        if (!continuous) MPI_T_pvar_start(session, p->handle);
         ++n_pvars;
     }
 }
@@ -428,15 +446,14 @@ static void open_pvars(void) {
 static void sample_all(void) {
     for (int i = 0; i < n_pvars; ++i) {
         pvar_t *p = &pvars[i];
-        union {
-            long long ll;
-            double d;
-            MPI_Count c;
-        } raw = {0};
-        double v = 0;
-        if (MPI_T_pvar_read(session, p->handle, &raw) != MPI_SUCCESS ||
-            read_number(p->type, &raw, &v) != 0)
-            continue;
+        double v = 0, element = 0;
+        int ok = MPI_T_pvar_read(session, p->handle, pvar_buffer) == MPI_SUCCESS;
+        for (int k = 0; ok && k < p->count; ++k) {
+            ok = read_number(p->type, (char *)pvar_buffer + (size_t)k * type_size(p->type),
+                             &element) == 0;
+            v += element;
+        }
+        if (!ok) continue;
         /* Welford's running mean and sum of squared deviations. */
         p->samples++;
         double delta = v - p->mean;
@@ -449,8 +466,7 @@ static void sample_all(void) {
 }
 
 void ct_sample_pvars(uint64_t now) {
-    if (pthread_mutex_trylock(&sample_lock) != 0)
-        return;
+    if (pthread_mutex_trylock(&sample_lock) != 0) return;
     if (now >= ct_next_sample && n_pvars > 0) {
         sample_all();
         __atomic_store_n(&ct_next_sample, now + interval_ticks, __ATOMIC_RELAXED);
@@ -460,8 +476,7 @@ void ct_sample_pvars(uint64_t now) {
 
 void ct_mpit_sample(void) {
     pthread_mutex_lock(&sample_lock);
-    if (n_pvars > 0)
-        sample_all();
+    if (n_pvars > 0) sample_all();
     pthread_mutex_unlock(&sample_lock);
 }
 
@@ -477,14 +492,12 @@ void ct_mpit_before_init(void) {
     }
     mpit_up = 1;
     for (int i = 0; i < n_checks; ++i)
-        if (checks[i].write && try_write(&checks[i]) == MPI_SUCCESS)
-            checks[i].written = 1;
+        if (checks[i].write && try_write(&checks[i]) == MPI_SUCCESS) checks[i].written = 1;
 }
 
 void ct_mpit_after_init(MPI_Comm world) {
     (void)world;
-    if (!mpit_up)
-        return;
+    if (!mpit_up) return;
     for (int i = 0; i < n_checks; ++i) {
         cvar_check *c = &checks[i];
         read_back(c);
@@ -532,8 +545,8 @@ int ct_mpit_write_cvars_json(FILE *out) {
         fputs(", \"intended\": ", out);
         ct_json_string(out, c->intended);
         fputs(", \"actual\": ", out);
-        if (c->status != NULL && (strcmp(c->status, "applied") == 0 ||
-                                  strcmp(c->status, "differs") == 0))
+        if (c->status != NULL &&
+            (strcmp(c->status, "applied") == 0 || strcmp(c->status, "differs") == 0))
             ct_json_string(out, c->actual);
         else
             fputs("null", out);
@@ -559,8 +572,7 @@ size_t ct_mpit_pvar_lines(char **out) {
     pthread_mutex_lock(&sample_lock);
     for (int i = 0; i < n_pvars; ++i) {
         const pvar_t *p = &pvars[i];
-        if (p->samples == 0)
-            continue;
+        if (p->samples == 0) continue;
         ct_buf_printf(&b, "%s\t%s\t%llu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n", p->name,
                       class_name(p->var_class), (unsigned long long)p->samples, p->min, p->max,
                       p->mean, p->m2, p->last);

@@ -55,8 +55,7 @@ static void stats(FILE *out, const double *values, int n, int stride) {
     double sum = 0, sq = 0;
     for (int i = 0; i < n; ++i) {
         double v = values[(size_t)i * (size_t)stride];
-        if (sorted != NULL)
-            sorted[i] = v;
+        if (sorted != NULL) sorted[i] = v;
         sum += v;
     }
     double mean = n > 0 ? sum / n : 0;
@@ -72,7 +71,7 @@ static void stats(FILE *out, const double *values, int n, int stride) {
         hi = sorted[n - 1];
     }
     free(sorted);
-    const char *keys[] = {"{\"sum\": ", ", \"min\": ", ", \"max\": ",
+    const char *keys[] = {"{\"sum\": ",   ", \"min\": ",    ", \"max\": ",
                           ", \"mean\": ", ", \"median\": ", ", \"std\": "};
     double vals[] = {sum, lo, hi, mean, median, n > 0 ? sqrt(sq / n) : 0};
     for (int k = 0; k < 6; ++k) {
@@ -93,8 +92,7 @@ static int merge_lines(const char *text, size_t len, int rank, int size, merged 
     const char *p = text, *end = text + len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (nl == NULL)
-            break;
+        if (nl == NULL) break;
         char line[1024];
         size_t l = (size_t)(nl - p) < sizeof line - 1 ? (size_t)(nl - p) : sizeof line - 1;
         memcpy(line, p, l);
@@ -102,8 +100,7 @@ static int merge_lines(const char *text, size_t len, int rank, int size, merged 
         p = nl + 1;
         merged m = {0};
         char *tab = strchr(line, '\t');
-        if (tab == NULL)
-            continue;
+        if (tab == NULL) continue;
         *tab = '\0';
         snprintf(m.name, sizeof m.name, "%.255s", line);
         if (sscanf(tab + 1, "%31s %lf %lf %lf %lf %lf %lf", m.klass, &m.samples, &m.min, &m.max,
@@ -118,8 +115,7 @@ static int merge_lines(const char *text, size_t len, int rank, int size, merged 
             double *xs = malloc(sizeof(double) * (size_t)size);
             if (grown == NULL || xs == NULL) {
                 free(xs);
-                if (grown != NULL)
-                    *all = grown;
+                if (grown != NULL) *all = grown;
                 return -1;
             }
             *all = grown;
@@ -151,8 +147,7 @@ static void write_variables(FILE *out, merged *vars, int n, int user, int size) 
     fputc('[', out);
     for (int i = 0; i < n; ++i) {
         const merged *v = &vars[i];
-        if ((strcmp(v->klass, "user") == 0) != user)
-            continue;
+        if ((strcmp(v->klass, "user") == 0) != user) continue;
         fputs(first ? "\n    {\"name\": " : ",\n    {\"name\": ", out);
         first = 0;
         ct_json_string(out, v->name);
@@ -178,8 +173,7 @@ static void write_variables(FILE *out, merged *vars, int n, int user, int size) 
             double *finals = malloc(sizeof(double) * (size_t)size);
             int k = 0;
             for (int r = 0; finals != NULL && r < size; ++r)
-                if (!isnan(v->xs[r]))
-                    finals[k++] = v->xs[r];
+                if (!isnan(v->xs[r])) finals[k++] = v->xs[r];
             fputs(", \"final\": ", out);
             stats(out, finals ? finals : &v->xsum, finals ? k : 1, 1);
             free(finals);
@@ -210,8 +204,7 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
     int len = 0;
     PMPI_Get_library_version(library, &len);
     char *nl = strchr(library, '\n');
-    if (nl != NULL)
-        *nl = '\0';
+    if (nl != NULL) *nl = '\0';
     fprintf(out, "{\n  \"format\": \"commtune-profile\",\n  \"version\": 1,\n");
     fprintf(out, "  \"vendor\": \"%s\",\n  \"library\": ", CT_VENDOR);
     ct_json_string(out, library);
@@ -233,10 +226,8 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
         for (int op = 0; op < CT_NUM_OPS; ++op) {
             int k = ct_op_classes[op];
             double bytes = row[op * PER_OP + 1], seconds = row[op * PER_OP + 2];
-            if (k == CT_CLASS_SEND || k == CT_CLASS_RECV || k == CT_CLASS_WAIT)
-                p2p_time += seconds;
-            if (k == CT_CLASS_SEND)
-                p2p_bytes += bytes;
+            if (k == CT_CLASS_SEND || k == CT_CLASS_RECV || k == CT_CLASS_WAIT) p2p_time += seconds;
+            if (k == CT_CLASS_SEND) p2p_bytes += bytes;
             if (k == CT_CLASS_COLL) {
                 coll_time += seconds;
                 coll_bytes += bytes;
@@ -262,8 +253,7 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
         double calls = 0;
         for (int r = 0; r < size; ++r)
             calls += all[(size_t)r * (size_t)n + (size_t)op * PER_OP];
-        if (calls == 0)
-            continue;
+        if (calls == 0) continue;
         fprintf(out, "%s\n    \"%s\": {\"class\": \"%s\",\n      \"calls\": ", first ? "" : ",",
                 ct_op_names[op], ct_class_names[ct_op_classes[op]]);
         first = 0;
@@ -276,8 +266,7 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
         int first_size = 1;
         for (int k = 0; k < CT_SIZE_CLASSES; ++k) {
             uint64_t count = hist[op * CT_SIZE_CLASSES + k];
-            if (count == 0)
-                continue;
+            if (count == 0) continue;
             uint64_t lo = k ? 1ull << (k - 1) : 0;
             uint64_t hi = k == 0 ? 0 : k == 64 ? UINT64_MAX : (1ull << k) - 1;
             fprintf(out, "%s{\"min\": %llu, \"max\": %llu, \"calls\": %llu}",
@@ -357,10 +346,8 @@ void ct_profile_write(void) {
     if (text == NULL)
         text_len = 0;
     else {
-        if (pl)
-            memcpy(text, pv, pl);
-        if (ul)
-            memcpy(text + pl, uv, ul);
+        if (pl) memcpy(text, pv, pl);
+        if (ul) memcpy(text + pl, uv, ul);
     }
     int rc = PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
     if (rc == MPI_SUCCESS && ok)
@@ -381,8 +368,7 @@ void ct_profile_write(void) {
     if (rc == MPI_SUCCESS && ok)
         rc = PMPI_Gatherv(text, text_len, MPI_CHAR, texts, lengths, offsets, MPI_CHAR, 0, comm);
     if (rc != MPI_SUCCESS || !ok) {
-        if (rank == 0)
-            fprintf(stderr, "commtune: cannot collect the profile: none written\n");
+        if (rank == 0) fprintf(stderr, "commtune: cannot collect the profile: none written\n");
     } else if (rank == 0) {
         for (int r = 0; texts != NULL && r < size; ++r)
             merge_lines(texts + offsets[r], (size_t)lengths[r], r, size, &vars, &n_vars);

@@ -21,12 +21,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 CT_EXPORT int commtune_pvar_register_impl(const char *name) {
     int id = -1;
-    if (name == NULL || *name == '\0')
-        return -1;
+    if (name == NULL || *name == '\0') return -1;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_vars && id < 0; ++i)
-        if (strncmp(vars[i].name, name, USER_NAME_LEN - 1) == 0)
-            id = i;
+        if (strncmp(vars[i].name, name, USER_NAME_LEN - 1) == 0) id = i;
     if (id < 0 && n_vars < MAX_USER_VARS) {
         id = n_vars++;
         /* Tabs and newlines would break the lines sent to rank 0. */
@@ -42,8 +40,7 @@ CT_EXPORT int commtune_pvar_register_impl(const char *name) {
 }
 
 CT_EXPORT void commtune_pvar_record_impl(int id, double value) {
-    if (id < 0 || id >= MAX_USER_VARS)
-        return;
+    if (id < 0 || id >= MAX_USER_VARS) return;
     pthread_mutex_lock(&lock);
     if (id < n_vars) {
         user_var *v = &vars[id];

@@ -43,7 +43,9 @@ class Param:
 
     @property
     def declaration(self) -> str:
-        return f"{self.ctype}{self.name}" if self.ctype.endswith("*") else f"{self.ctype} {self.name}"
+        return (
+            f"{self.ctype}{self.name}" if self.ctype.endswith("*") else f"{self.ctype} {self.name}"
+        )
 
     @property
     def base(self) -> str:
@@ -236,7 +238,7 @@ def fortran_source(calls: list[Call]) -> str:
     body = "\n".join(fortran_wrapper(c) for c in calls)
     return (
         f"{HEADER}/* clang-format off */\n"
-        "/* gfortran's names: lower case and one trailing underscore; hidden string lengths last. */\n"
+        "/* gfortran's names: lower case, one trailing underscore; string lengths last. */\n"
         '#include "ct_core.h"\n\n'
         "#include <stddef.h>\n\n"
         "#define CT_IN_PLACE(buf) ct_fortran_in_place(buf)\n\n"

@@ -2,6 +2,8 @@
  *
  *   ct_probe cvars   rank 0 prints every MPI_T control variable as one JSON object per line
  *                    (name, datatype, enum values, scope, current value, description).
+ *   ct_probe pvars   rank 0 prints every MPI_T performance variable the same way (name, class,
+ *                    datatype, binding, read-only, continuous, description).
  *   ct_probe init    MPI_Init, one small call of each collective commtune tunes, MPI_Finalize;
  *                    exits 0 only if all of it worked (used to test knob values that abort init).
  */
@@ -34,7 +36,83 @@ static const char *type_name(MPI_Datatype t) {
     if (t == MPI_COUNT) return "count";
     if (t == MPI_CHAR) return "char";
     if (t == MPI_DOUBLE) return "double";
+    if (t == MPI_C_BOOL) return "bool";
     return "other";
+}
+
+static const char *scope_name(int scope) {
+    switch (scope) {
+    case MPI_T_SCOPE_CONSTANT:
+        return "constant";
+    case MPI_T_SCOPE_READONLY:
+        return "readonly";
+    case MPI_T_SCOPE_LOCAL:
+        return "local";
+    case MPI_T_SCOPE_GROUP:
+        return "group";
+    case MPI_T_SCOPE_GROUP_EQ:
+        return "group_eq";
+    case MPI_T_SCOPE_ALL:
+        return "all";
+    case MPI_T_SCOPE_ALL_EQ:
+        return "all_eq";
+    default:
+        return "unknown";
+    }
+}
+
+static const char *bind_name(int bind) {
+    switch (bind) {
+    case MPI_T_BIND_NO_OBJECT:
+        return "none";
+    case MPI_T_BIND_MPI_COMM:
+        return "communicator";
+    case MPI_T_BIND_MPI_DATATYPE:
+        return "datatype";
+    case MPI_T_BIND_MPI_ERRHANDLER:
+        return "errhandler";
+    case MPI_T_BIND_MPI_FILE:
+        return "file";
+    case MPI_T_BIND_MPI_GROUP:
+        return "group";
+    case MPI_T_BIND_MPI_OP:
+        return "op";
+    case MPI_T_BIND_MPI_REQUEST:
+        return "request";
+    case MPI_T_BIND_MPI_WIN:
+        return "window";
+    case MPI_T_BIND_MPI_MESSAGE:
+        return "message";
+    case MPI_T_BIND_MPI_INFO:
+        return "info";
+    default:
+        return "other";
+    }
+}
+
+static const char *class_name(int c) {
+    switch (c) {
+    case MPI_T_PVAR_CLASS_STATE:
+        return "state";
+    case MPI_T_PVAR_CLASS_LEVEL:
+        return "level";
+    case MPI_T_PVAR_CLASS_SIZE:
+        return "size";
+    case MPI_T_PVAR_CLASS_PERCENTAGE:
+        return "percentage";
+    case MPI_T_PVAR_CLASS_HIGHWATERMARK:
+        return "highwatermark";
+    case MPI_T_PVAR_CLASS_LOWWATERMARK:
+        return "lowwatermark";
+    case MPI_T_PVAR_CLASS_COUNTER:
+        return "counter";
+    case MPI_T_PVAR_CLASS_AGGREGATE:
+        return "aggregate";
+    case MPI_T_PVAR_CLASS_TIMER:
+        return "timer";
+    default:
+        return "generic";
+    }
 }
 
 static void print_value(int idx, MPI_Datatype t) {
@@ -51,6 +129,12 @@ static void print_value(int idx, MPI_Datatype t) {
         else
             fputs("null", stdout);
         free(buf);
+    } else if (count == 1 && t == MPI_C_BOOL) {
+        _Bool v = 0;
+        if (MPI_T_cvar_read(h, &v) == MPI_SUCCESS)
+            fputs(v ? "true" : "false", stdout);
+        else
+            fputs("null", stdout);
     } else if (count == 1 && (t == MPI_INT || t == MPI_UNSIGNED)) {
         int v = 0;
         if (MPI_T_cvar_read(h, &v) == MPI_SUCCESS)
@@ -90,7 +174,9 @@ static int list_cvars(void) {
             continue;
         fputs("{\"name\":", stdout);
         json_string(name);
-        printf(",\"datatype\":\"%s\",\"scope\":%d,\"value\":", type_name(dt), scope);
+        printf(",\"datatype\":\"%s\",\"scope\":\"%s\",\"bind\":\"%s\",\"verbosity\":%d,"
+               "\"value\":",
+               type_name(dt), scope_name(scope), bind_name(bind), verbosity);
         print_value(i, dt);
         fputs(",\"enum\":", stdout);
         if (en == MPI_T_ENUM_NULL) {
@@ -113,6 +199,32 @@ static int list_cvars(void) {
             putchar(']');
         }
         fputs(",\"description\":", stdout);
+        json_string(desc);
+        fputs("}\n", stdout);
+    }
+    MPI_T_finalize();
+    return 0;
+}
+
+static int list_pvars(void) {
+    int provided, n = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return 1;
+    MPI_T_pvar_get_num(&n);
+    for (int i = 0; i < n; ++i) {
+        char name[256], desc[4096];
+        int name_len = sizeof name, desc_len = sizeof desc, verbosity, var_class, bind, readonly,
+            continuous, atomic;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        if (MPI_T_pvar_get_info(i, name, &name_len, &verbosity, &var_class, &dt, &en, desc,
+                                &desc_len, &bind, &readonly, &continuous, &atomic) != MPI_SUCCESS)
+            continue;
+        fputs("{\"name\":", stdout);
+        json_string(name);
+        printf(",\"class\":\"%s\",\"datatype\":\"%s\",\"bind\":\"%s\",\"verbosity\":%d,"
+               "\"readonly\":%s,\"continuous\":%s,\"description\":",
+               class_name(var_class), type_name(dt), bind_name(bind), verbosity,
+               readonly ? "true" : "false", continuous ? "true" : "false");
         json_string(desc);
         fputs("}\n", stdout);
     }
@@ -146,6 +258,8 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (strcmp(mode, "cvars") == 0) {
         if (rank == 0) rc = list_cvars();
+    } else if (strcmp(mode, "pvars") == 0) {
+        if (rank == 0) rc = list_pvars();
     } else {
         rc = exercise_collectives();
     }

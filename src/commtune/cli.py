@@ -108,7 +108,13 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--metric",
         default=DEMO_METRIC if demo else "wall",
-        help="'wall' (default) or 'regex:PATTERN' (first group of the last match)",
+        help="'wall' (default), 'regex:PATTERN' (first group of the last match) or "
+        "'profile:FIELD' (a field of the interposer's profile, e.g. profile:mpi_time)",
+    )
+    p.add_argument(
+        "--no-interposer",
+        action="store_true",
+        help="do not preload libcommtune (no profiles, no check that knobs took)",
     )
     p.add_argument("--seed", type=int, help="seed of the strategy (same seed, same trials)")
     p.add_argument("--study", help="study name (same name: resume)")
@@ -157,6 +163,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("study")
     p.add_argument("--json", action="store_true")
     _add_storage(p)
+
+    p = sub.add_parser("lib", help="print the path of libcommtune (built if needed) for LD_PRELOAD")
+    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
+    p.add_argument("--header", action="store_true", help="print the path of commtune.h instead")
+
+    p = sub.add_parser("profile", help="run once with libcommtune: commtune profile -- mpirun ...")
+    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
+    p.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="apply this knob value and check that it took; repeatable",
+    )
+    p.add_argument(
+        "--pvar-interval",
+        type=_positive(float),
+        default=0.1,
+        help="seconds between samples of performance variables (default 0.1)",
+    )
+    p.add_argument(
+        "--timeout", type=_positive(float), default=3600.0, help="seconds (default 3600)"
+    )
+    p.add_argument("-o", "--output", help="also write the profile JSON to this file")
+    p.add_argument("--json", action="store_true", help="print the profile JSON")
+
+    p = sub.add_parser("cvars", help="list the MPI_T control (or performance) variables")
+    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
+    p.add_argument("--pvars", action="store_true", help="performance variables instead")
+    p.add_argument("--filter", metavar="REGEX", help="only names matching REGEX")
+    p.add_argument("--json", action="store_true")
     return parser
 
 
@@ -204,6 +241,8 @@ def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
 
     get_strategy(args.strategy)
     objective = Objective.parse(args.metric)
+    if objective.needs_profile and (args.no_interposer or args.replay):
+        raise UsageError(f"--metric {args.metric} needs the interposer (libcommtune)")
     url = normalize_url(args.storage)
     ui = UI(json_mode=args.json)
     if args.replay:
@@ -221,12 +260,54 @@ def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
         f"{installation.describe()}; tuning {space.size()} configurations of "
         f"{', '.join(space.names)}"
     )
-    _report_inherited_env(ui, [d.knob for d in space.dimensions])
-    executor = LocalExecutor(launcher, command, [d.knob for d in space.dimensions], objective)
+    knobs = [d.knob for d in space.dimensions]
+    _report_inherited_env(ui, knobs)
+    profiling, intents = (None, None) if args.no_interposer else _profiling(installation, knobs)
+    executor = LocalExecutor(
+        launcher, command, knobs, objective, profiling=profiling, intents=intents
+    )
     result = _run_study(
-        args, ui, store, space, command, installation.vendor.value, executor, platform
+        args,
+        ui,
+        store,
+        space,
+        command,
+        installation.vendor.value,
+        executor,
+        platform,
+        _run_observer(store, ui) if profiling else None,
     )
     return _print_result(args, ui, result, space)
+
+
+def _profiling(installation: Installation, knobs: Sequence[Knob], interval: float = 0.1) -> Any:
+    """libcommtune for the installation, and the MPI_T check of each configuration."""
+    from commtune import native
+    from commtune.knobs._discovery import discover
+    from commtune.profile import Profiling, intended_cvars
+
+    profiling = Profiling(native.build_interposer(installation), interval)
+    enumerators = {n: v.enumerators for n, v in discover(installation).items()}
+
+    def intents(config: Any) -> Any:
+        return intended_cvars(knobs, config, installation.vendor, enumerators)
+
+    return profiling, intents
+
+
+def _run_observer(store: Store, ui: UI) -> Any:
+    """Stores every run's profile; warns once per knob that the library did not take."""
+    warned: set[str] = set()
+
+    def on_run(trial: Any, index: int, run: Any) -> None:
+        if run.profile is not None:
+            store.save_profile(trial.study.study_name, trial.number, index, run.profile.data)
+        for knob, reason in run.not_applied.items():
+            if knob not in warned:
+                warned.add(knob)
+                ui.warn(f"{knob} not applied (trial {trial.number}): {reason}")
+
+    return on_run
 
 
 def _tune_replay(args: argparse.Namespace, ui: UI, objective: Any, url: str) -> int:
@@ -274,6 +355,7 @@ def _run_study(
     library: str,
     executor: Any,
     platform: str | None,
+    on_run: Any = None,
 ) -> TuneResult:
     from commtune.tune import StudySpec, TuneSettings, tune
 
@@ -290,6 +372,7 @@ def _run_study(
         confirm=args.confirm,
         seed=args.seed,
         platform=platform,
+        on_run=on_run,
     )
     ui.info(f"study [bold]{name}[/bold] in {store.url} (re-run to resume)")
     return tune(settings, store.optuna, executor, ui)
@@ -301,6 +384,8 @@ def _print_result(args: argparse.Namespace, ui: UI, result: TuneResult, space: S
     ui.print(result_table(result, space.defaults()))
     for line in acceptance_lines(result):
         ui.info(line)
+    for knob, reason in result.not_applied.items():
+        ui.warn(f"knob {knob} was not applied in some trials: {reason}")
     if args.json:
         print(json.dumps(result.to_json(), separators=(",", ":")))
     return 0
@@ -352,6 +437,123 @@ def cmd_knobs(args: argparse.Namespace) -> int:
             for s in statuses
         ]
         print(json.dumps({"mpi": installation.vendor.value, "knobs": out}, separators=(",", ":")))
+    return 0
+
+
+# -- interposer: lib, profile, cvars ------------------------------------------------------------
+def _installation(mpi: str | None) -> Installation:
+    from commtune.launch import default_installation, find_installation
+
+    vendor = _vendor(mpi)
+    return find_installation(vendor) if vendor else default_installation()
+
+
+def cmd_lib(args: argparse.Namespace) -> int:
+    from commtune import native
+
+    if args.header:
+        print(native.interposer_dir() / "commtune.h")
+        return 0
+    print(native.build_interposer(_installation(args.mpi)))
+    return 0
+
+
+def _profile_config(
+    installation: Installation, specs: list[str]
+) -> tuple[list[Knob], dict[str, Any]]:
+    """``--knob NAME=VALUE`` of ``commtune profile``: one value each, validated."""
+    from commtune.knobs._discovery import installed_knobs
+    from commtune.knobs._select import build_space
+
+    if not specs:
+        return [], {}
+    for spec in specs:
+        if "=" not in spec:
+            raise UsageError(f"--knob {spec}: commtune profile needs NAME=VALUE")
+    space = build_space(installed_knobs(installation), installation.vendor.value, specs, [])
+    config = {}
+    for dim in space.dimensions:
+        values = dim.candidates()
+        if len(values) != 1:
+            raise UsageError(f"--knob {dim.knob.name}: commtune profile takes one value")
+        config[dim.knob.name] = values[0]
+    return [d.knob for d in space.dimensions], config
+
+
+def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.launch import launcher_for, resolve_command
+    from commtune.report import UI
+    from commtune.report import _profile_tables as tables
+    from commtune.trial import LocalExecutor, Objective
+
+    if not command:
+        raise UsageError("missing '--' before the command to profile, e.g. -- mpirun -np 4 ./app")
+    installation = resolve_command(command, _vendor(args.mpi))
+    knobs, config = _profile_config(installation, args.knob)
+    profiling, intents = _profiling(installation, knobs, args.pvar_interval)
+    executor = LocalExecutor(
+        launcher_for(installation),
+        command,
+        knobs,
+        Objective.parse("wall"),
+        profiling=profiling,
+        intents=intents,
+    )
+    ui = UI(json_mode=args.json)
+    ui.info(f"{installation.describe()}; profiling with {profiling.library}")
+    run = executor.run(config or None, args.timeout)
+    if run.failure is not None:
+        said = [line for line in run.stderr_tail.splitlines() if any(c.isalnum() for c in line)]
+        raise UsageError(f"the command failed ({run.failure}) {said[-1] if said else ''}".rstrip())
+    if run.profile is None:
+        raise UsageError(
+            "no profile written: did every rank call MPI_Finalize, and is the program "
+            "dynamically linked against this MPI?"
+        )
+    profile = run.profile
+    if args.output:
+        from commtune.report._export import write_atomic
+
+        write_atomic(args.output, json.dumps(profile.data, indent=1) + "\n")
+    ui.print(tables.summary_table(profile))
+    ui.print(tables.operations_table(profile))
+    ui.print(tables.features_table(profile))
+    if profile.pvars:
+        ui.print(tables.variables_table("performance variables (MPI_T)", profile.pvars))
+    if profile.user:
+        ui.print(tables.variables_table("user-defined variables", profile.user))
+    if profile.cvars:
+        ui.print(tables.cvars_table(profile))
+    for knob, reason in run.not_applied.items():
+        ui.warn(f"{knob} not applied: {reason}")
+    if args.json:
+        print(json.dumps(profile.data, separators=(",", ":")))
+    return 0
+
+
+def cmd_cvars(args: argparse.Namespace) -> int:
+    import re
+
+    from commtune.knobs._discovery import list_mpit
+    from commtune.report import UI
+    from commtune.report._profile_tables import mpit_table
+
+    pattern = None
+    if args.filter:
+        try:
+            pattern = re.compile(args.filter)
+        except re.error as exc:
+            raise UsageError(f"--filter: bad regular expression: {exc}") from None
+    installation = _installation(args.mpi)
+    rows = list_mpit(installation, performance=args.pvars)
+    if pattern is not None:
+        rows = [r for r in rows if pattern.search(str(r["name"]))]
+    ui = UI(json_mode=args.json)
+    ui.print(mpit_table(rows, args.pvars))
+    ui.info(f"{len(rows)} variables of {installation.describe()}")
+    if args.json:
+        kind = "pvars" if args.pvars else "cvars"
+        print(json.dumps({"mpi": installation.vendor.value, kind: rows}, separators=(",", ":")))
     return 0
 
 
@@ -522,18 +724,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     own, command = _split_command(argv)
     try:
         args = build_parser().parse_args(own)
-        if command is not None and args.cmd not in ("tune", "run"):
+        if command is not None and args.cmd not in ("tune", "run", "profile"):
             raise UsageError(f"commtune {args.cmd} takes no command after '--'")
         if args.cmd == "tune":
             return cmd_tune(args, command)
         if args.cmd == "run":
             return cmd_run(args, command)
+        if args.cmd == "profile":
+            return cmd_profile(args, command)
         handlers = {
             "demo": cmd_demo,
             "knobs": cmd_knobs,
             "export": cmd_export,
             "studies": cmd_studies,
             "show": cmd_show,
+            "lib": cmd_lib,
+            "cvars": cmd_cvars,
         }
         return handlers[args.cmd](args)
     except UsageError as exc:

@@ -45,26 +45,59 @@ def _wrapper_expansion(mpicc: str) -> str:
 def build(installation: Installation, relative: str, flags: tuple[str, ...] = ("-O2",)) -> Path:
     """Path of the executable built from ``native/<relative>`` with the installation's mpicc."""
     source = source_path(relative)
+    return _compile(installation, source.stem, [source], [], flags)
+
+
+INTERPOSER_FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden")
+INTERPOSER_LIBS = ("-ldl", "-lpthread", "-lm")
+
+
+def interposer_dir() -> Path:
+    return source_path("interposer/mpi.protos").parent
+
+
+def build_interposer(installation: Installation) -> Path:
+    """Path of ``libcommtune.so`` for this installation (LD_PRELOAD it into every rank)."""
+    folder = interposer_dir()
+    sources = sorted(folder.glob("ct_*.c"))
+    headers = sorted(folder.glob("*.h"))
+    return _compile(
+        installation, "libcommtune.so", sources, headers, INTERPOSER_FLAGS, INTERPOSER_LIBS
+    )
+
+
+def _compile(
+    installation: Installation,
+    name: str,
+    sources: list[Path],
+    headers: list[Path],
+    flags: tuple[str, ...],
+    libs: tuple[str, ...] = (),
+) -> Path:
+    """Compile ``sources`` into ``name`` in the cache; rebuilt when any input text changes."""
     wrapper = _wrapper_expansion(installation.mpicc)
+    texts = [p.read_text() for p in sources + headers]
     key = hashlib.sha256(
-        "\0".join([source.read_text(), installation.mpicc, wrapper, " ".join(flags)]).encode()
+        "\0".join([*texts, installation.mpicc, wrapper, " ".join(flags + libs)]).encode()
     ).hexdigest()[:16]
     out_dir = cache_dir() / "native" / f"{installation.vendor.value}-{key}"
-    target = out_dir / source.stem
+    target = out_dir / name
     if target.exists():
         return target
     out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{source.stem}.")
+    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.")
     os.close(fd)
     done = subprocess.run(
-        [installation.mpicc, *flags, "-o", tmp, str(source)],
+        [installation.mpicc, *flags, "-o", tmp, *map(str, sources), *libs],
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
         os.unlink(tmp)
-        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise UsageError(f"cannot build {relative} with {installation.mpicc}: {last}")
+        errors = [line for line in done.stderr.splitlines() if "error" in line]
+        last = (errors or done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise UsageError(f"cannot build {name} with {installation.mpicc}: {last}")
+    os.chmod(tmp, 0o755)
     os.replace(tmp, target)
     return target

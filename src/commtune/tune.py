@@ -36,6 +36,7 @@ ROLE = "role"
 REFERENCE = "reference"
 SEARCH = "search"
 DUPLICATE = "duplicate"
+NOT_APPLIED = "not_applied"  # trial attribute: knob -> why libcommtune saw it did not take
 MIN_TIMEOUT = 5.0
 MPI_ENV_PREFIXES = ("OMPI_MCA_", "OMPI_", "MPIR_CVAR_", "MPICH_", "HYDRA_", "UCX_", "PMIX_MCA_")
 
@@ -70,6 +71,8 @@ class TuneSettings:
     confirm: int = 5
     seed: int | None = None
     platform: str | None = None
+    # Called after every recorded run of a trial (run index from 0): stores profiles, warns.
+    on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None
 
 
 @dataclass
@@ -117,6 +120,7 @@ class TuneResult:
     best: Row | None
     acceptance: Acceptance | None
     table: list[Row] = field(default_factory=list)
+    not_applied: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance
@@ -131,6 +135,7 @@ class TuneResult:
             "speedup": speedup,
             "speedup_ci": list(acc.ci) if acc else None,
             "accepted": bool(acc and acc.accepted),
+            "not_applied": self.not_applied,
         }
 
 
@@ -224,18 +229,32 @@ def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 class _Live:
     """A trial being measured in the current batch."""
 
-    def __init__(self, trial: optuna.Trial, config: dict[str, Value] | None) -> None:
+    def __init__(
+        self,
+        trial: optuna.Trial,
+        config: dict[str, Value] | None,
+        on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None,
+    ) -> None:
         self.trial = trial
         self.config = config
+        self.on_run = on_run
         self.runs: list[RunRecord] = []
         self.failure: str | None = None
+        self.not_applied: dict[str, str] = {}
 
     def record(self, run: RunRecord) -> None:
         self.runs.append(run)
         self.trial.set_user_attr("runs", [r.to_json() for r in self.runs])
+        if run.not_applied.keys() - self.not_applied.keys():
+            self.not_applied = {**run.not_applied, **self.not_applied}
+            self.trial.set_user_attr(NOT_APPLIED, self.not_applied)
+        if run.profile is not None and len(self.runs) == 1:
+            self.trial.set_user_attr("features", run.profile.features)
         if run.failure is not None:
             self.failure = run.failure
             self.trial.set_user_attr("fail_reason", run.failure)
+        if self.on_run is not None:
+            self.on_run(self.trial, len(self.runs) - 1, run)
 
 
 def _run_interleaved(
@@ -284,7 +303,7 @@ def run_reference(
     trial = study.ask()
     trial.set_user_attr(ROLE, REFERENCE)
     trial.set_user_attr("config", {})
-    live = _Live(trial, None)
+    live = _Live(trial, None, settings.on_run)
     with ui.progress("reference (library defaults)", settings.spec.repeats) as bar:
         try:
             _run_interleaved(
@@ -357,7 +376,7 @@ def search(
                 earlier = known.get(key)
                 if earlier is None and key not in in_batch:
                     trial.set_user_attr(ROLE, SEARCH)
-                    batch.append(_Live(trial, config))
+                    batch.append(_Live(trial, config, settings.on_run))
                     in_batch.add(key)
                     duplicates_in_a_row = 0
                     continue
@@ -509,6 +528,10 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
         )
         for t in best_trials(study, 5)
     ]
+    missing: dict[str, str] = {}
+    for t in ran:
+        for knob, reason in t.user_attrs.get(NOT_APPLIED, {}).items():
+            missing.setdefault(knob, reason)
     return TuneResult(
         study.study_name,
         len(ran),
@@ -517,6 +540,7 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
         rows[0] if rows else None,
         acceptance,
         rows,
+        missing,
     )
 
 

@@ -194,3 +194,20 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
             knob = replace(knob, choices=tuple(known + extra))
         out[name] = KnobStatus(knob, True)
     return out
+
+
+def list_mpit(installation: Installation, performance: bool = False) -> list[dict[str, object]]:
+    """Every MPI_T control (or performance) variable of the installation, as ``ct_probe``
+    prints it after MPI_Init: name, datatype, scope or class, binding, value, enum items,
+    description."""
+    from commtune.launch import launcher_for
+
+    probe = native.build(installation, "tools/ct_probe.c")
+    mode = "pvars" if performance else "cvars"
+    argv = launcher_for(installation).command(1, [str(probe), mode])
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
+    )
+    if done.returncode != 0:
+        raise UsageError(f"cannot list the MPI_T variables of {installation.describe()}")
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

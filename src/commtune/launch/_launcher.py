@@ -74,6 +74,8 @@ class Launcher(abc.ABC):
         is_launcher = bool(argv) and os.path.basename(argv[0]) in LAUNCHER_NAMES
         to_ranks = {k: v for k, v in variables.items() if not self.forwarded(k)}
         if preload:
+            if env.get("LD_PRELOAD"):  # keep the user's own preloads, after ours
+                preload = f"{preload}:{env['LD_PRELOAD']}"
             if is_launcher:
                 to_ranks["LD_PRELOAD"] = preload
             else:  # a wrapper script: only the environment reaches the ranks

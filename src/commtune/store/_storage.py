@@ -3,7 +3,8 @@
 Optuna's tables hold studies and trials (ask/tell, resumable, every finished trial committed).
 commtune's data lives in ``commtune_*`` tables beside them in the same database, with a schema
 version in ``commtune_meta`` and a migration path (``_MIGRATIONS``): platform fingerprints and
-the knob values tested on each platform now; profiles, samples, training sets and models later.
+the knob values tested on each platform, the interposer's profile of every run; samples,
+training sets and models later.
 Values are JSON text, never pickles.
 
 Accepted URLs: ``sqlite:///FILE``, a plain file path (a SQLite file), or a server URL
@@ -26,7 +27,7 @@ from commtune.platform import Fingerprint
 if TYPE_CHECKING:
     import optuna
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DEFAULT_URL = "sqlite:///commtune.db"
 _SERVER_SCHEMES = ("postgresql", "mysql")
 
@@ -55,8 +56,23 @@ knob_values_table = sa.Table(
     sa.Column("checked", sa.Float, nullable=False),
 )
 
+profiles_table = sa.Table(
+    "commtune_profiles",
+    _metadata,
+    sa.Column("study", sa.String(512), primary_key=True),
+    sa.Column("trial", sa.Integer, primary_key=True),
+    sa.Column("run", sa.Integer, primary_key=True),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+
+def _add_profiles(conn: sa.Connection) -> None:
+    profiles_table.create(conn, checkfirst=True)
+
+
 # version -> function upgrading a database from that version to the next one.
-_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: _add_profiles}
 
 
 def normalize_url(url: str) -> str:
@@ -210,3 +226,28 @@ class Store:
                     checked=time.time(),
                 )
             )
+
+    # -- profiles of runs ---------------------------------------------------------------------
+    def save_profile(self, study: str, trial: int, run: int, data: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                profiles_table.delete().where(
+                    (profiles_table.c.study == study)
+                    & (profiles_table.c.trial == trial)
+                    & (profiles_table.c.run == run)
+                )
+            )
+            conn.execute(
+                profiles_table.insert().values(
+                    study=study, trial=trial, run=run, data=json.dumps(data), created=time.time()
+                )
+            )
+
+    def profiles(self, study: str, trial: int | None = None) -> list[tuple[int, int, Any]]:
+        """(trial, run, profile JSON) of a study's runs, in order."""
+        query = sa.select(profiles_table).where(profiles_table.c.study == study)
+        if trial is not None:
+            query = query.where(profiles_table.c.trial == trial)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(profiles_table.c.trial, profiles_table.c.run))
+            return [(r.trial, r.run, json.loads(r.data)) for r in rows]

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from commtune.errors import UsageError
 from commtune.knobs import Knob, Value, environment
 from commtune.launch import Launcher
+from commtune.profile import CvarIntent, Profile, Profiling, not_applied
 from commtune.trial._objective import Objective
 from commtune.trial._process import run_process
 
@@ -29,13 +30,19 @@ class RunRecord:
     returncode: int | None
     failure: str | None = None
     stderr_tail: str = ""
+    not_applied: dict[str, str] = field(default_factory=dict)  # knob -> why it did not take
+    profile: Profile | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record without its profile (profiles are stored apart, they are large)."""
+        data = asdict(self)
+        del data["profile"]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
-        return cls(**data)
+        names = {f.name for f in fields(cls)} - {"profile"}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 def _failure(returncode: int | None, timed_out: bool, timeout: float) -> str | None:
@@ -66,31 +73,62 @@ class LocalExecutor(Executor):
         knobs: Sequence[Knob],
         objective: Objective,
         base_env: Mapping[str, str] | None = None,
+        profiling: Profiling | None = None,
+        intents: Callable[[Mapping[str, Value]], dict[str, CvarIntent]] | None = None,
     ) -> None:
+        """``profiling``: preload libcommtune into every run and read its profile back;
+        ``intents``: the MPI_T variables (and values) proving that a configuration took."""
+        if objective.needs_profile and profiling is None:
+            raise UsageError(f"--metric {objective.spec} needs the interposer (libcommtune)")
         self.launcher = launcher
         self.command = list(command)
         self.knobs = list(knobs)
         self.objective = objective
         self.base_env = base_env
+        self.profiling = profiling
+        self.intents = intents
 
     def variables(self, config: Mapping[str, Value] | None) -> dict[str, str]:
         return environment(self.knobs, config or {})
 
     def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
+        if self.profiling is None:
+            return self._run(config, timeout, {}, None, {})
+        intents = self.intents(config or {}) if self.intents and config else {}
+        with self.profiling.target() as path:
+            checks = {name: intent.value for name, intent in intents.items()}
+            extra = self.profiling.variables(path, checks)
+            return self._run(config, timeout, extra, path, intents)
+
+    def _run(
+        self,
+        config: Mapping[str, Value] | None,
+        timeout: float,
+        extra: Mapping[str, str],
+        profile_path: Path | None,
+        intents: Mapping[str, CvarIntent],
+    ) -> RunRecord:
         plan = self.launcher.plan(
             self.command,
-            self.variables(config),
+            {**self.variables(config), **extra},
             remove=[k.env for k in self.knobs],
+            preload=str(self.profiling.library) if self.profiling else None,
             base_env=self.base_env,
         )
         result = run_process(plan.argv, plan.env, timeout)
+        profile = Profiling.read(profile_path) if profile_path is not None else None
         failure = _failure(result.returncode, result.timed_out, timeout)
         value = None
         if failure is None:
-            value = self.objective.extract(result.wall, result.stdout)
-            if value is None:
+            value = self.objective.extract(result.wall, result.stdout, profile)
+            if value is None and self.objective.needs_profile and profile is None:
+                failure = "no profile written (did every rank call MPI_Finalize?)"
+            elif value is None:
                 failure = f"metric {self.objective.spec!r} not found in the output"
-        return RunRecord(value, result.wall, result.returncode, failure, result.stderr_tail)
+        missing = not_applied(profile, intents) if profile is not None else {}
+        return RunRecord(
+            value, result.wall, result.returncode, failure, result.stderr_tail, missing, profile
+        )
 
 
 class ReplayExecutor(Executor):

@@ -1,20 +1,32 @@
-"""The objective of a run: its wall time, or a number the application prints."""
+"""The objective of a run: its wall time, a number the application prints, or a profile field."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from commtune.errors import UsageError
+
+if TYPE_CHECKING:
+    from commtune.profile import Profile
 
 
 @dataclass(frozen=True)
 class Objective:
     """``wall`` (seconds of the whole launch) or ``regex:PATTERN``: the first group of the last
-    match of PATTERN in stdout, as a float (e.g. ``regex:time ([0-9.]+) s``). Lower is better."""
+    match of PATTERN in stdout, as a float (e.g. ``regex:time ([0-9.]+) s``), or
+    ``profile:FIELD``: a field of libcommtune's profile (``profile:mpi_time``,
+    ``profile:operations.MPI_Allreduce.time.max``; a statistics object means its mean).
+    Lower is better."""
 
     spec: str
     pattern: re.Pattern[str] | None = None
+    field: str | None = None
+
+    @property
+    def needs_profile(self) -> bool:
+        return self.field is not None
 
     @classmethod
     def parse(cls, spec: str) -> Objective:
@@ -30,10 +42,28 @@ class Objective:
                     "--metric: the regular expression needs a group, e.g. 'time (\\S+)'"
                 )
             return cls(spec, pattern)
-        raise UsageError(f"--metric: {spec!r} is neither 'wall' nor 'regex:PATTERN'")
+        if spec.startswith("profile:"):
+            path = spec.removeprefix("profile:")
+            if not re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*", path):
+                raise UsageError(
+                    f"--metric: {spec!r}: expected profile:FIELD, e.g. profile:mpi_time"
+                )
+            return cls(spec, field=path)
+        raise UsageError(
+            f"--metric: {spec!r} is neither 'wall', 'regex:PATTERN' nor 'profile:FIELD'"
+        )
 
-    def extract(self, wall: float, stdout: str) -> float | None:
+    def extract(self, wall: float, stdout: str, profile: Profile | None = None) -> float | None:
         """The objective value of one run, or None if the output does not contain it."""
+        if self.field is not None:
+            if profile is None:
+                return None
+            from commtune.profile import ProfileError
+
+            try:
+                return profile.field(self.field)
+            except ProfileError:
+                return None
         if self.pattern is None:
             return wall
         matches = list(self.pattern.finditer(stdout))

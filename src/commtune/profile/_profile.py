@@ -1,0 +1,120 @@
+"""A profile written by libcommtune at MPI_Finalize (rank 0), as a typed view of its JSON.
+
+Statistics over ranks are objects ``{"sum", "min", "max", "mean", "median", "std"}``; a field
+path that ends at one (``mpi_time``, ``operations.MPI_Allreduce.time``) means its ``mean`` unless
+the path names the statistic (``mpi_time.max``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commtune.errors import UsageError
+
+FORMAT = "commtune-profile"
+STATISTICS = ("sum", "min", "max", "mean", "median", "std")
+FEATURES = ("p2p_time_share", "p2p_bytes", "coll_time_share", "coll_bytes", "comm_size")
+
+
+class ProfileError(UsageError):
+    """A profile that is missing, malformed, or lacks a requested field."""
+
+
+@dataclass(frozen=True)
+class CvarCheck:
+    """One control variable read back after MPI_Init.
+
+    ``status``: ``applied`` (reads back the intended value), ``differs``, ``unknown`` (the
+    library has no such MPI_T variable) or ``unreadable``. ``write``: None when only checked,
+    else when the MPI_T write happened or why the library refused it.
+    """
+
+    name: str
+    intended: str
+    actual: str | None
+    status: str
+    write: str | None
+
+    @property
+    def applied(self) -> bool:
+        return self.status == "applied"
+
+    @property
+    def reason(self) -> str:
+        if self.status == "differs":
+            return f"reads back {self.actual!r}, not {self.intended!r}"
+        if self.status == "unknown":
+            return "the library has no such MPI_T variable"
+        return self.status
+
+
+@dataclass(frozen=True)
+class Profile:
+    data: Mapping[str, Any]
+
+    @classmethod
+    def from_json(cls, data: Any) -> Profile:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ProfileError('not a commtune profile (no "format": "commtune-profile")')
+        for key in ("ranks", "features", "operations", "cvars"):
+            if key not in data:
+                raise ProfileError(f"malformed commtune profile: no {key!r}")
+        return cls(data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Profile:
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as exc:
+            raise ProfileError(f"cannot read profile {path}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise ProfileError(f"malformed profile {path}: {exc}") from None
+        return cls.from_json(data)
+
+    @property
+    def ranks(self) -> int:
+        return int(self.data["ranks"])
+
+    @property
+    def features(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.data["features"].items()}
+
+    @property
+    def operations(self) -> Mapping[str, Any]:
+        ops: Mapping[str, Any] = self.data["operations"]
+        return ops
+
+    @property
+    def cvars(self) -> list[CvarCheck]:
+        return [CvarCheck(**c) for c in self.data["cvars"]]
+
+    @property
+    def pvars(self) -> list[dict[str, Any]]:
+        return list(self.data.get("pvars", []))
+
+    @property
+    def user(self) -> list[dict[str, Any]]:
+        return list(self.data.get("user", []))
+
+    def field(self, path: str) -> float:
+        """The number at a dotted path; a statistics object gives its mean."""
+        node: Any = self.data
+        for part in path.split("."):
+            if isinstance(node, Mapping) and part in node:
+                node = node[part]
+            else:
+                raise ProfileError(f"the profile has no field {path!r}")
+        if isinstance(node, Mapping) and "mean" in node:
+            node = node["mean"]
+        if isinstance(node, bool) or not isinstance(node, int | float):
+            raise ProfileError(f"profile field {path!r} is not a number")
+        return float(node)
+
+    def top_operations(self, limit: int = 10) -> list[tuple[str, Mapping[str, Any]]]:
+        """Operations by total time over ranks, longest first."""
+        ranked = sorted(self.operations.items(), key=lambda kv: -kv[1]["time"]["sum"])
+        return ranked[:limit]
