@@ -30,7 +30,8 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	clang-format --dry-run --Werror native/*/*.c
+	clang-format --dry-run --Werror native/*/*.c native/*/*.h tests/programs/*.c
+	$(BIN)/python native/interposer/generate.py --check
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,0 +1,364 @@
+"""libcommtune under real mpirun/mpiexec: exact counts in the profile, Fortran, threads, MPI_T
+write and read-back, user-defined variables, a program without MPI_Finalize, and tuning on a
+profile field. Programs are in tests/programs; Open MPI runs 4 ranks, MPICH 2 (it busy-waits
+when oversubscribed)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from commtune import native
+from commtune.launch import Installation, Vendor, find_installation, launcher_for
+from commtune.profile import CvarIntent, Profile, intended_cvars, not_applied
+from commtune.store import Store
+
+from .conftest import VENDORS, last_json, run_cli
+
+PROGRAMS = Path(__file__).parent / "programs"
+RANKS = {Vendor.OPENMPI: 4, Vendor.MPICH: 2}
+FORTRAN = {
+    Vendor.OPENMPI: ("mpifort.openmpi", "mpif90.openmpi"),
+    Vendor.MPICH: ("mpif90.mpich", "mpifort.mpich"),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[Vendor, str], Path]:
+    """Test programs compiled with each installed MPI's wrappers (C with commtune.h)."""
+    out: dict[tuple[Vendor, str], Path] = {}
+    folder = tmp_path_factory.mktemp("programs")
+    for vendor in Vendor:
+        try:
+            installation = find_installation(vendor)
+        except Exception:
+            continue
+        for name in ("counts", "threads", "nofinalize"):
+            target = folder / f"{name}-{vendor.value}"
+            include = f"-I{native.interposer_dir()}"
+            source = str(PROGRAMS / f"{name}.c")
+            cmd = [installation.mpicc, "-O1", include, "-o", str(target), source, "-lpthread"]
+            subprocess.run(cmd, check=True)
+            out[vendor, name] = target
+        fortran = next((shutil.which(f) for f in FORTRAN[vendor] if shutil.which(f)), None)
+        if fortran:
+            target = folder / f"fcounts-{vendor.value}"
+            subprocess.run([fortran, "-o", str(target), str(PROGRAMS / "counts.f90")], check=True)
+            out[vendor, "fcounts"] = target
+    return out
+
+
+def _command(vendor: Vendor, program: Path, *args: str) -> list[str]:
+    installation = find_installation(vendor)
+    return launcher_for(installation).command(RANKS[vendor], [str(program), *args])
+
+
+def _run_preloaded(
+    installation: Installation, command: list[str], tmp_path: Path, **env: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run with libcommtune preloaded and COMMTUNE_* variables set by hand."""
+    profile = tmp_path / "profile.json"
+    variables = {"COMMTUNE_PROFILE": str(profile), **env}
+    plan = launcher_for(installation).plan(
+        command, variables, preload=str(native.build_interposer(installation))
+    )
+    done = subprocess.run(
+        plan.argv, env=plan.env, capture_output=True, text=True, timeout=120, check=False
+    )
+    return done, profile
+
+
+def _stats(op: dict, key: str) -> tuple[float, float, float]:
+    return op[key]["sum"], op[key]["min"], op[key]["max"]
+
+
+def test_generated_wrappers_are_current() -> None:
+    script = native.interposer_dir() / "generate.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_generator_rejects_a_malformed_line() -> None:
+    sys.path.insert(0, str(native.interposer_dir()))
+    try:
+        import generate  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    calls = generate.parse("send | int MPI_Send(const void *buf, int count) | ct_bytes(count, 0)")
+    assert calls[0].name == "MPI_Send" and [p.name for p in calls[0].params] == ["buf", "count"]
+    with pytest.raises(ValueError, match=r"mpi\.protos:1"):
+        generate.parse("bogus | int MPI_Send(void) | 0")
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_exact_counts_bytes_and_features(
+    vendor: Vendor, built: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    n = RANKS[vendor]
+    command = _command(vendor, built[vendor, "counts"], str(tmp_path / "io.dat"))
+    code, out, err = run_cli(["profile", "--json", "--", *command], capsys)
+    assert code == 0, err
+    p = last_json(out)
+    ops = p["operations"]
+    assert p["ranks"] == n
+    assert _stats(ops["MPI_Allreduce"], "calls") == (100 * n, 100, 100)
+    assert _stats(ops["MPI_Allreduce"], "bytes") == (800 * n, 800, 800)
+    assert ops["MPI_Allreduce"]["sizes"] == [{"min": 8, "max": 15, "calls": 100 * n}]
+    assert _stats(ops["MPI_Send"], "calls") == (50 * n, 50, 50)
+    assert ops["MPI_Send"]["bytes"]["sum"] == 50 * 1024 * n
+    assert ops["MPI_Send"]["sizes"] == [{"min": 1024, "max": 2047, "calls": 50 * n}]
+    assert ops["MPI_Recv"]["calls"]["sum"] == 50 * n
+    assert ops["MPI_Bcast"]["bytes"]["sum"] == 10 * 16 * n
+    assert ops["MPI_Isend"]["bytes"]["sum"] == 20 * 65536 * n
+    assert ops["MPI_Waitall"]["calls"]["sum"] == 20 * n
+    assert ops["MPI_Alltoallv"]["bytes"]["sum"] == 16 * 8 * n * n
+    assert ops["MPI_Put"]["bytes"]["sum"] == 8 * n
+    assert ops["MPI_Win_fence"]["calls"]["sum"] == 3 * n
+    assert ops["MPI_File_write_at_all"]["bytes"]["sum"] == 1024 * n
+    assert ops["MPI_Init"]["calls"]["sum"] == n and "MPI_Barrier" not in ops
+    assert ops["MPI_Send"]["class"] == "send" and ops["MPI_Allreduce"]["class"] == "coll"
+    f = p["features"]
+    assert f["comm_size"] == n
+    assert f["p2p_bytes"] == 50 * 1024 + 20 * 65536
+    assert f["coll_bytes"] == 800 + 160 + 16 * 8 * n
+    assert 0 < f["p2p_time_share"] < 1 and 0 < f["coll_time_share"] < 1
+    assert f["p2p_time_share"] + f["coll_time_share"] <= 1 + 1e-9
+    assert 0 < p["mpi_time"]["mean"] < p["wall_time"]["mean"]
+    (step,) = p["user"]
+    assert step["name"] == "step"
+    assert (step["samples"], step["min"], step["max"], step["mean"], step["sum"]) == (
+        10 * n,
+        1,
+        10,
+        5.5,
+        55 * n,
+    )
+    assert step["std"] == pytest.approx(2.8722813232690143)
+    assert "operations by time" in err  # the summary table
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_fortran_program_counts_once(
+    vendor: Vendor, built: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if (vendor, "fcounts") not in built:
+        pytest.skip("no Fortran compiler wrapper")
+    n = RANKS[vendor]
+    code, out, err = run_cli(
+        ["profile", "--json", "--", *_command(vendor, built[vendor, "fcounts"])], capsys
+    )
+    assert code == 0, err
+    ops = last_json(out)["operations"]
+    # Open MPI's mpi_allreduce_ calls PMPI_Allreduce, MPICH's calls MPI_Allreduce: both once.
+    assert _stats(ops["MPI_Allreduce"], "calls") == (100 * n, 100, 100)
+    assert ops["MPI_Allreduce"]["bytes"]["sum"] == 800 * n
+    assert ops["MPI_Send"]["calls"]["sum"] == 50 * n
+    assert ops["MPI_Send"]["bytes"]["sum"] == 50 * 1024 * n
+    assert ops["MPI_Recv"]["calls"]["sum"] == 50 * n
+    assert ops["MPI_Barrier"]["calls"]["sum"] == 5 * n
+    assert ops["MPI_Init"]["calls"]["sum"] == n
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_thread_multiple_program(
+    vendor: Vendor, built: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    installation = find_installation(vendor)
+    command = launcher_for(installation).command(2, [str(built[vendor, "threads"])])
+    code, out, err = run_cli(["profile", "--json", "--", *command], capsys)
+    assert code == 0, err
+    p = last_json(out)
+    assert p["thread_level"] == "multiple"
+    # 4 threads x 25 sends on rank 0, as many receives on rank 1.
+    assert _stats(p["operations"]["MPI_Send"], "calls") == (100, 0, 100)
+    assert _stats(p["operations"]["MPI_Recv"], "calls") == (100, 0, 100)
+    assert p["operations"]["MPI_Init_thread"]["calls"]["sum"] == 2
+
+
+WRITES = {
+    # (variable, value, expected status, expected write): one the library takes, one it refuses.
+    Vendor.OPENMPI: [
+        ("coll_tuned_allreduce_algorithm", "3", "applied", "MPI_Init"),
+        ("btl_vader_eager_limit", "8192", "differs", "refused"),
+    ],
+    Vendor.MPICH: [
+        ("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "3", "applied", "before MPI_Init"),
+        ("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "no_such_algorithm", "differs", "refused"),
+    ],
+}
+EXPECTED_ACTUAL = {"coll_tuned_allreduce_algorithm": "recursive_doubling"}
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_cvar_write_read_back_and_refusal(vendor: Vendor, built: dict, tmp_path: Path) -> None:
+    installation = find_installation(vendor)
+    writes = WRITES[vendor]
+    done, path = _run_preloaded(
+        installation,
+        _command(vendor, built[vendor, "counts"]),
+        tmp_path,
+        COMMTUNE_CVAR_WRITE=";".join(f"{name}={value}" for name, value, _, _ in writes),
+        COMMTUNE_CVARS="btl_vader_eagr_limit=4096",  # misspelt: never silent
+    )
+    assert done.returncode == 0, done.stderr
+    checks = {c.name: c for c in Profile.load(path).cvars}
+    for name, value, status, write in writes:
+        assert checks[name].intended == value
+        assert checks[name].status == status, checks[name]
+        assert write in (checks[name].write or ""), checks[name]
+    applied = writes[0][0]
+    assert checks[applied].actual == EXPECTED_ACTUAL.get(applied, writes[0][1])
+    assert checks["btl_vader_eagr_limit"].status == "unknown"
+    assert checks["btl_vader_eagr_limit"].write is None
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_program_without_finalize_neither_hangs_nor_crashes(
+    vendor: Vendor, built: dict, tmp_path: Path
+) -> None:
+    installation = find_installation(vendor)
+    command = launcher_for(installation).command(2, [str(built[vendor, "nofinalize"])])
+    done, path = _run_preloaded(installation, command, tmp_path)  # 120 s timeout raises
+    assert "leaving without MPI_Finalize" in done.stdout
+    assert "Segmentation" not in done.stderr and "commtune:" not in done.stderr
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_disabled_passes_through(vendor: Vendor, built: dict, tmp_path: Path) -> None:
+    installation = find_installation(vendor)
+    done, path = _run_preloaded(
+        installation, _command(vendor, built[vendor, "counts"]), tmp_path, COMMTUNE_DISABLE="1"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "counts done" in done.stdout and not path.exists()
+
+
+def test_lib_is_built_once_per_installation(capsys: pytest.CaptureFixture[str]) -> None:
+    paths = []
+    for vendor in [v for v in Vendor if shutil.which(find_installation(v).mpicc)]:
+        code, out, _ = run_cli(["lib", "--mpi", vendor.value], capsys)
+        assert code == 0
+        again = run_cli(["lib", "--mpi", vendor.value], capsys)[1]
+        assert out == again and out.strip().endswith("libcommtune.so")
+        assert os.path.exists(out.strip())
+        paths.append(out.strip())
+    assert len(set(paths)) == len(paths)  # side by side
+    code, out, _ = run_cli(["lib", "--header"], capsys)
+    assert Path(out.strip()).read_text().count("commtune_pvar_register") >= 2
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_cvars_listing(vendor: Vendor, capsys: pytest.CaptureFixture[str]) -> None:
+    pattern = "allreduce" if vendor is Vendor.OPENMPI else "ALLREDUCE_INTRA_ALGORITHM"
+    code, out, _ = run_cli(["cvars", "--mpi", vendor.value, "--filter", pattern, "--json"], capsys)
+    assert code == 0
+    rows = {r["name"]: r for r in last_json(out)["cvars"]}
+    name = (
+        "coll_tuned_allreduce_algorithm"
+        if vendor is Vendor.OPENMPI
+        else "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"
+    )
+    assert rows[name]["scope"] in ("all", "all_eq", "local")
+    assert rows[name]["description"]
+    if vendor is Vendor.OPENMPI:
+        assert [3, "recursive_doubling"] in rows[name]["enum"]
+    code, out, _ = run_cli(["cvars", "--mpi", vendor.value, "--pvars", "--json"], capsys)
+    assert code == 0 and isinstance(last_json(out)["pvars"], list)
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_tune_on_a_profile_field_stores_every_profile(
+    vendor: Vendor, built: dict, storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    knob = (
+        "coll_tuned_allreduce_algorithm=ignore,recursive_doubling"
+        if vendor is Vendor.OPENMPI
+        else "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=auto,recursive_doubling"
+    )
+    args = ["tune", "--strategy", "grid", "--knob", knob, "--trials", "3", "--repeats", "2"]
+    args += ["--confirm", "0", "--metric", "profile:operations.MPI_Allreduce.time.max"]
+    args += ["--study", "p", "--storage", storage, "--json", "--"]
+    code, out, err = run_cli([*args, *_command(vendor, built[vendor, "counts"])], capsys)
+    assert code == 0, err
+    result = last_json(out)
+    assert result["trials"] == 3 and result["failed_trials"] == 0
+    assert result["not_applied"] == {}
+    profiles = Store(storage).profiles("p")
+    assert [(t, r) for t, r, _ in profiles] == [(t, r) for t in range(3) for r in range(2)]
+    for _, _, data in profiles:
+        assert data["operations"]["MPI_Allreduce"]["calls"]["sum"] == 100 * RANKS[vendor]
+    # Each searched configuration was read back through MPI_T as intended; the reference
+    # (library defaults) sets nothing to check.
+    for trial, _, data in profiles:
+        statuses = {c["name"]: c["status"] for c in data["cvars"]}
+        assert (trial == 0) == (not statuses), statuses
+        assert set(statuses.values()) <= {"applied"}, statuses
+
+
+def test_not_applied_names_the_knob_and_the_reason() -> None:
+    from commtune.knobs import load_catalog
+
+    knobs = [
+        load_catalog("openmpi")[n]
+        for n in ("coll_tuned_allreduce_algorithm", "btl_vader_eager_limit")
+    ]
+    config = {"coll_tuned_allreduce_algorithm": "ring", "btl_vader_eager_limit": 8192}
+    intents = intended_cvars(knobs, config, Vendor.OPENMPI)
+    assert intents == {
+        "coll_tuned_allreduce_algorithm": CvarIntent("coll_tuned_allreduce_algorithm", "ring"),
+        "btl_vader_eager_limit": CvarIntent("btl_vader_eager_limit", "8192"),
+        "coll_tuned_use_dynamic_rules": CvarIntent("coll_tuned_allreduce_algorithm", "1"),
+    }
+    cvars = [
+        {"name": "coll_tuned_allreduce_algorithm", "intended": "ring", "actual": "ring",
+         "status": "applied", "write": None},
+        {"name": "btl_vader_eager_limit", "intended": "8192", "actual": "4096",
+         "status": "differs", "write": None},
+        {"name": "coll_tuned_use_dynamic_rules", "intended": "1", "actual": None,
+         "status": "unknown", "write": None},
+    ]  # fmt: skip
+    profile = Profile.from_json(
+        {"format": "commtune-profile", "ranks": 2, "features": {}, "operations": {}, "cvars": cvars}
+    )
+    assert not_applied(profile, intents) == {
+        "btl_vader_eager_limit": "btl_vader_eager_limit: reads back '4096', not '8192'",
+        "coll_tuned_allreduce_algorithm": "coll_tuned_use_dynamic_rules: "
+        "the library has no such MPI_T variable",
+    }
+    mpich = load_catalog("mpich")["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"]
+    names = {mpich.name: ("auto", "nb", "smp", "recursive_doubling")}
+    assert intended_cvars([mpich], {mpich.name: "recursive_doubling"}, Vendor.MPICH, names) == {
+        mpich.name: CvarIntent(mpich.name, "3")
+    }
+
+
+def test_profile_metric_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    from commtune.trial import Objective
+
+    profile = Profile.from_json(
+        {
+            "format": "commtune-profile",
+            "ranks": 2,
+            "features": {},
+            "operations": {},
+            "cvars": [],
+            "mpi_time": {"sum": 4, "min": 1, "max": 3, "mean": 2, "median": 2, "std": 1},
+        }
+    )
+    assert Objective.parse("profile:mpi_time").extract(9.0, "", profile) == 2
+    assert Objective.parse("profile:mpi_time.max").extract(9.0, "", profile) == 3
+    assert Objective.parse("profile:nothing").extract(9.0, "", profile) is None
+    code, _, err = run_cli(["tune", "--metric", "profile:", "--", "true"], capsys)
+    assert code == 2 and "profile:FIELD" in err
+    code, _, err = run_cli(
+        ["tune", "--no-interposer", "--metric", "profile:mpi_time", "--", "true"], capsys
+    )
+    assert code == 2 and "needs the interposer" in err
