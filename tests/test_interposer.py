@@ -219,6 +219,38 @@ def test_cvar_write_read_back_and_refusal(vendor: Vendor, built: dict, tmp_path:
     assert checks["btl_vader_eagr_limit"].write is None
 
 
+RUNTIME_WRITES = {
+    Vendor.OPENMPI: [
+        ("coll_tuned_allreduce_algorithm=ring", 0),
+        ("btl_vader_eager_limit=8192", -1),
+    ],
+    # MPICH 4.0 has no MPI_T enum for its algorithms: the number (3: recursive_doubling).
+    Vendor.MPICH: [("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=3", 0), ("nope=1", -1)],
+}
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_cvar_write_at_run_time(vendor: Vendor, built: dict, tmp_path: Path) -> None:
+    installation = find_installation(vendor)
+    for setting, expected in RUNTIME_WRITES[vendor]:
+        done, _ = _run_preloaded(
+            installation, _command(vendor, built[vendor, "counts"]), tmp_path, COUNTS_WRITE=setting
+        )
+        assert done.returncode == 0, done.stderr
+        assert f"write {setting} rc {expected}" in done.stdout
+    # Without libcommtune the header's calls are harmless no-ops.
+    plan = launcher_for(installation).plan(_command(vendor, built[vendor, "counts"]), {})
+    plain = subprocess.run(
+        plan.argv,
+        env={**plan.env, "COUNTS_WRITE": RUNTIME_WRITES[vendor][0][0]},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert plain.returncode == 0 and "rc -1" in plain.stdout and "counts done" in plain.stdout
+
+
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_program_without_finalize_neither_hangs_nor_crashes(
     vendor: Vendor, built: dict, tmp_path: Path
@@ -301,6 +333,14 @@ def test_tune_on_a_profile_field_stores_every_profile(
         statuses = {c["name"]: c["status"] for c in data["cvars"]}
         assert (trial == 0) == (not statuses), statuses
         assert set(statuses.values()) <= {"applied"}, statuses
+    # AITuning's relative variables: each search trial against the reference's profile.
+    import optuna
+
+    study = optuna.load_study(study_name="p", storage=Store(storage).optuna)
+    for t in study.trials[1:]:
+        relative = t.user_attrs["relative"]
+        assert relative["operations.MPI_Allreduce.time"] > 0 and "wall_time" in relative
+        assert relative["user.step"] == 1.0
 
 
 def test_not_applied_names_the_knob_and_the_reason() -> None:

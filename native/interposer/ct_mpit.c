@@ -533,6 +533,19 @@ void ct_mpit_finalize(void) {
     }
 }
 
+/* ---- writes at run time (commtune.h), for runtime rules ---- */
+CT_EXPORT int commtune_cvar_write_impl(const char *name, const char *value) {
+    if (!mpit_up || name == NULL || value == NULL) return -1;
+    cvar_check c;
+    memset(&c, 0, sizeof c);
+    c.name = (char *)name;
+    c.intended = (char *)value;
+    int rc = try_write(&c);
+    if (rc != MPI_SUCCESS && ct_config.debug)
+        fprintf(stderr, "commtune: cannot write %s=%s: %s\n", name, value, c.refused);
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
 /* ---- reporting ---- */
 void ct_json_string(FILE *out, const char *s);
 

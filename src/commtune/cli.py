@@ -296,12 +296,33 @@ def _profiling(installation: Installation, knobs: Sequence[Knob], interval: floa
 
 
 def _run_observer(store: Store, ui: UI) -> Any:
-    """Stores every run's profile; warns once per knob that the library did not take."""
+    """Stores every run's profile and, for a trial's first run, its variables relative to the
+    reference trial (AITuning); warns once per knob that the library did not take."""
+    from commtune.profile import Profile, ProfileError, relative_to
+    from commtune.tune import REFERENCE, ROLE
+
     warned: set[str] = set()
+    reference: dict[str, Profile] = {}
+
+    def reference_profile(study: Any) -> Profile | None:
+        if "profile" not in reference:
+            trials = [
+                t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(ROLE) == REFERENCE
+            ]
+            stored = store.profiles(study.study_name, trials[0].number) if trials else []
+            try:
+                if stored:
+                    reference["profile"] = Profile.from_json(stored[0][2])
+            except ProfileError:
+                return None
+        return reference.get("profile")
 
     def on_run(trial: Any, index: int, run: Any) -> None:
         if run.profile is not None:
             store.save_profile(trial.study.study_name, trial.number, index, run.profile.data)
+            ref = reference_profile(trial.study)
+            if index == 0 and ref is not None and trial.user_attrs.get(ROLE) != REFERENCE:
+                trial.set_user_attr("relative", relative_to(run.profile, ref))
         for knob, reason in run.not_applied.items():
             if knob not in warned:
                 warned.add(knob)

@@ -4,11 +4,10 @@
 #include <stdio.h>
 
 int main(int argc, char **argv) {
-  int rank;
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (rank == 0)
-    printf("leaving without MPI_Finalize\n");
-  return 0;
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) printf("leaving without MPI_Finalize\n");
+    return 0;
 }

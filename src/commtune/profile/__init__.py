@@ -2,7 +2,7 @@
 setting a run up to write one (``libcommtune`` preloaded, variables to check)."""
 
 from commtune.profile._checks import CvarIntent, intended_cvars, not_applied
-from commtune.profile._profile import CvarCheck, Profile, ProfileError
+from commtune.profile._profile import CvarCheck, Profile, ProfileError, relative_to
 from commtune.profile._setup import Profiling
 
 __all__ = [
@@ -13,4 +13,5 @@ __all__ = [
     "Profiling",
     "intended_cvars",
     "not_applied",
+    "relative_to",
 ]

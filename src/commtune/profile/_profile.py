@@ -118,3 +118,36 @@ class Profile:
         """Operations by total time over ranks, longest first."""
         ranked = sorted(self.operations.items(), key=lambda kv: -kv[1]["time"]["sum"])
         return ranked[:limit]
+
+
+def _ratio(value: float, reference: float) -> float | None:
+    return value / reference if reference else None
+
+
+def relative_to(profile: Profile, reference: Profile) -> dict[str, float]:
+    """AITuning's "relative" variables: this run's numbers over the reference run's (the study's
+    library-defaults trial), for times, operations present in both, PVARs and user variables.
+    A ratio whose reference is zero is left out."""
+    pairs: dict[str, tuple[float, float]] = {}
+    for key in ("wall_time", "mpi_time", "comm_time"):
+        if key in profile.data and key in reference.data:
+            pairs[key] = (profile.field(key), reference.field(key))
+    ref_ops = reference.operations
+    for name, op in profile.operations.items():
+        if name in ref_ops:
+            pairs[f"operations.{name}.time"] = (op["time"]["mean"], ref_ops[name]["time"]["mean"])
+    for kind, rows, ref_rows in (
+        ("pvars", profile.pvars, reference.pvars),
+        ("user", profile.user, reference.user),
+    ):
+        ref_by_name = {r["name"]: r for r in ref_rows}
+        for row in rows:
+            ref = ref_by_name.get(row["name"])
+            if ref is not None:
+                pairs[f"{kind}.{row['name']}"] = (row["mean"], ref["mean"])
+    out = {}
+    for key, (value, ref_value) in pairs.items():
+        ratio = _ratio(value, ref_value)
+        if ratio is not None:
+            out[key] = ratio
+    return out
