@@ -286,7 +286,9 @@ def _profiling(installation: Installation, knobs: Sequence[Knob], interval: floa
     from commtune.knobs._discovery import discover
     from commtune.profile import Profiling, intended_cvars
 
-    profiling = Profiling(native.build_interposer(installation), interval)
+    # Multi-node runs: COMMTUNE_PROFILE_DIR must be a directory rank 0's node can write.
+    directory = os.environ.get("COMMTUNE_PROFILE_DIR") or None
+    profiling = Profiling(native.build_interposer(installation), interval, directory)
     enumerators = {n: v.enumerators for n, v in discover(installation).items()}
 
     def intents(config: Any) -> Any:
