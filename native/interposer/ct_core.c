@@ -119,13 +119,12 @@ int ct_init_enter(void) {
 
 void ct_init_leave(int op, int rc, int provided, uint64_t t0) {
     uint64_t t1 = ct_now();
-    ct_run.init_leave = t1;
     if (rc == MPI_SUCCESS) {
         calibrate();
         ct_run.provided = provided;
         if (PMPI_Comm_dup(MPI_COMM_WORLD, &ct_run.comm) == MPI_SUCCESS) {
             PMPI_Comm_set_errhandler(ct_run.comm, MPI_ERRORS_RETURN);
-            ct_mpit_after_init(MPI_COMM_WORLD);
+            ct_mpit_after_init();
             ct_table *t = ct_tls ? ct_tls : ct_thread_table();
             if (t != NULL) {
                 t->ops[op].calls++;

@@ -118,6 +118,8 @@ int ct_fortran_resolve(void **slot, const char *symbol);
 int ct_fortran_in_place(const void *buf);
 
 /* ---- shared between modules ---- */
+#include "../include/ct_mpit_text.h"
+
 void ct_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 typedef struct {
@@ -135,7 +137,7 @@ void ct_config_dump(FILE *out);
 
 /* MPI_T: ct_mpit.c */
 void ct_mpit_before_init(void);
-void ct_mpit_after_init(MPI_Comm world);
+void ct_mpit_after_init(void);
 void ct_mpit_sample(void);
 void ct_mpit_finalize(void);
 int ct_mpit_write_cvars_json(FILE *out);
@@ -144,7 +146,7 @@ size_t ct_user_lines(char **out);
 
 /* The profile: ct_profile.c */
 typedef struct {
-    uint64_t init_enter, init_leave, finalize_enter;
+    uint64_t init_enter, finalize_enter;
     double ticks_per_second;
     int provided;
     MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD */

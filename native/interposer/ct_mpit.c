@@ -127,74 +127,147 @@ static int lookup(const char *name, cvar_info *info) {
                                &info->enumtype, NULL, &desc_len, &info->bind, &info->scope);
 }
 
+/* Variables bound to a communicator are read for the application's MPI_COMM_WORLD. */
+static MPI_Comm bound_world = MPI_COMM_WORLD;
+
 static int alloc_handle(const cvar_info *info, MPI_T_cvar_handle *handle, int *count) {
-    static MPI_Comm world = MPI_COMM_WORLD;
-    void *object = info->bind == MPI_T_BIND_MPI_COMM ? (void *)&world : NULL;
+    void *object = info->bind == MPI_T_BIND_MPI_COMM ? (void *)&bound_world : NULL;
     if (info->bind != MPI_T_BIND_NO_OBJECT && info->bind != MPI_T_BIND_MPI_COMM)
         return MPI_T_ERR_INVALID_HANDLE;
     return MPI_T_cvar_handle_alloc(info->index, object, handle, count);
 }
 
-static int is_signed(MPI_Datatype t) { return t == MPI_INT || t == MPI_LONG || t == MPI_LONG_LONG; }
+/* The C type behind an MPI_T variable's datatype: one lookup, then switches over the kind. */
+typedef enum {
+    K_NONE,
+    K_BOOL,
+    K_INT,
+    K_UNSIGNED,
+    K_LONG,
+    K_ULONG,
+    K_LLONG,
+    K_ULLONG,
+    K_COUNT,
+    K_DOUBLE
+} kind_t;
+
+typedef union {
+    _Bool b;
+    int i;
+    unsigned u;
+    long l;
+    unsigned long ul;
+    long long ll;
+    unsigned long long ull;
+    MPI_Count c;
+    double d;
+} scalar_t;
+
+static kind_t kind_of(MPI_Datatype t) {
+    const struct {
+        MPI_Datatype type;
+        kind_t kind;
+    } table[] = {{MPI_C_BOOL, K_BOOL},
+                 {MPI_INT, K_INT},
+                 {MPI_UNSIGNED, K_UNSIGNED},
+                 {MPI_LONG, K_LONG},
+                 {MPI_UNSIGNED_LONG, K_ULONG},
+                 {MPI_LONG_LONG, K_LLONG},
+                 {MPI_UNSIGNED_LONG_LONG, K_ULLONG},
+                 {MPI_COUNT, K_COUNT},
+                 {MPI_DOUBLE, K_DOUBLE}};
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i)
+        if (table[i].type == t) return table[i].kind;
+    return K_NONE;
+}
 
 static int is_integer(MPI_Datatype t) {
-    return is_signed(t) || t == MPI_C_BOOL || t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG ||
-           t == MPI_UNSIGNED_LONG_LONG || t == MPI_COUNT;
+    kind_t k = kind_of(t);
+    return k != K_NONE && k != K_DOUBLE;
 }
 
-/* A scalar read into one number; 0 on success. */
-static int read_number(MPI_Datatype t, const void *raw, double *out) {
-    if (t == MPI_INT)
-        *out = *(const int *)raw;
-    else if (t == MPI_C_BOOL)
-        *out = *(const _Bool *)raw;
-    else if (t == MPI_UNSIGNED)
-        *out = *(const unsigned *)raw;
-    else if (t == MPI_LONG)
-        *out = (double)*(const long *)raw;
-    else if (t == MPI_UNSIGNED_LONG)
-        *out = (double)*(const unsigned long *)raw;
-    else if (t == MPI_LONG_LONG)
-        *out = (double)*(const long long *)raw;
-    else if (t == MPI_UNSIGNED_LONG_LONG)
-        *out = (double)*(const unsigned long long *)raw;
-    else if (t == MPI_COUNT)
-        *out = (double)*(const MPI_Count *)raw;
-    else if (t == MPI_DOUBLE)
-        *out = *(const double *)raw;
-    else
+static size_t kind_size(kind_t k) {
+    const size_t sizes[] = {0,
+                            sizeof(_Bool),
+                            sizeof(int),
+                            sizeof(unsigned),
+                            sizeof(long),
+                            sizeof(unsigned long),
+                            sizeof(long long),
+                            sizeof(unsigned long long),
+                            sizeof(MPI_Count),
+                            sizeof(double)};
+    return sizes[k];
+}
+
+/* The scalar at raw as one number; 0 on success. */
+static int read_number(kind_t k, const void *raw, double *out) {
+    const scalar_t *v = raw;
+    switch (k) {
+    case K_BOOL:
+        *out = v->b;
+        return 0;
+    case K_INT:
+        *out = v->i;
+        return 0;
+    case K_UNSIGNED:
+        *out = v->u;
+        return 0;
+    case K_LONG:
+        *out = (double)v->l;
+        return 0;
+    case K_ULONG:
+        *out = (double)v->ul;
+        return 0;
+    case K_LLONG:
+        *out = (double)v->ll;
+        return 0;
+    case K_ULLONG:
+        *out = (double)v->ull;
+        return 0;
+    case K_COUNT:
+        *out = (double)v->c;
+        return 0;
+    case K_DOUBLE:
+        *out = v->d;
+        return 0;
+    default:
         return -1;
-    return 0;
+    }
 }
 
-static size_t type_size(MPI_Datatype t) {
-    if (t == MPI_C_BOOL) return sizeof(_Bool);
-    if (t == MPI_INT || t == MPI_UNSIGNED) return sizeof(int);
-    if (t == MPI_LONG || t == MPI_UNSIGNED_LONG) return sizeof(long);
-    if (t == MPI_COUNT) return sizeof(MPI_Count);
-    if (t == MPI_DOUBLE) return sizeof(double);
-    return sizeof(long long);
-}
-
-static void store_number(MPI_Datatype t, long long v, double d, void *raw) {
-    if (t == MPI_INT)
-        *(int *)raw = (int)v;
-    else if (t == MPI_C_BOOL)
-        *(_Bool *)raw = v != 0;
-    else if (t == MPI_UNSIGNED)
-        *(unsigned *)raw = (unsigned)v;
-    else if (t == MPI_LONG)
-        *(long *)raw = (long)v;
-    else if (t == MPI_UNSIGNED_LONG)
-        *(unsigned long *)raw = (unsigned long)v;
-    else if (t == MPI_LONG_LONG)
-        *(long long *)raw = v;
-    else if (t == MPI_UNSIGNED_LONG_LONG)
-        *(unsigned long long *)raw = (unsigned long long)v;
-    else if (t == MPI_COUNT)
-        *(MPI_Count *)raw = (MPI_Count)v;
-    else if (t == MPI_DOUBLE)
-        *(double *)raw = d;
+static void store_number(kind_t k, long long n, double d, scalar_t *v) {
+    switch (k) {
+    case K_BOOL:
+        v->b = n != 0;
+        break;
+    case K_INT:
+        v->i = (int)n;
+        break;
+    case K_UNSIGNED:
+        v->u = (unsigned)n;
+        break;
+    case K_LONG:
+        v->l = (long)n;
+        break;
+    case K_ULONG:
+        v->ul = (unsigned long)n;
+        break;
+    case K_LLONG:
+        v->ll = n;
+        break;
+    case K_ULLONG:
+        v->ull = (unsigned long long)n;
+        break;
+    case K_COUNT:
+        v->c = (MPI_Count)n;
+        break;
+    case K_DOUBLE:
+        v->d = d;
+        break;
+    default:
+        break;
+    }
 }
 
 /* The item of an enum with this value (name) or this name (value). */
@@ -277,17 +350,13 @@ static int try_write(cvar_check *c) {
     } else {
         long long value = 0;
         double real = 0;
-        union {
-            long long ll;
-            double d;
-            MPI_Count c;
-        } raw = {0};
+        scalar_t raw = {0};
         if (count != 1 || intended_number(c->intended, info.enumtype, &value, &real) != 0) {
             snprintf(c->refused, sizeof c->refused, "refused: not a value of this variable");
             MPI_T_cvar_handle_free(&handle);
             return MPI_T_ERR_INVALID;
         }
-        store_number(info.type, value, real, &raw);
+        store_number(kind_of(info.type), value, real, &raw);
         rc = MPI_T_cvar_write(handle, &raw);
     }
     MPI_T_cvar_handle_free(&handle);
@@ -325,15 +394,11 @@ static void read_back(cvar_check *c) {
         }
         free(text);
     } else if (count == 1) {
-        union {
-            long long ll;
-            double d;
-            MPI_Count c;
-        } raw = {0};
+        scalar_t raw = {0};
         double value = 0, real = 0;
         long long want = 0;
         if (MPI_T_cvar_read(handle, &raw) == MPI_SUCCESS &&
-            read_number(info.type, &raw, &value) == 0) {
+            read_number(kind_of(info.type), &raw, &value) == 0) {
             char item[NAME_LEN];
             if (enum_name(info.enumtype, (long long)value, item, sizeof item) == 0)
                 snprintf(c->actual, sizeof c->actual, "%s", item);
@@ -353,7 +418,7 @@ static void read_back(cvar_check *c) {
 /* ---- performance variables ---- */
 typedef struct {
     MPI_T_pvar_handle handle;
-    MPI_Datatype type;
+    kind_t kind;
     int var_class, count;
     char name[NAME_LEN];
     uint64_t samples;
@@ -362,39 +427,46 @@ typedef struct {
 
 static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
 static pvar_t *pvars;
-static int n_pvars, pvars_skipped;
+static int n_pvars;
 static void *pvar_buffer; /* room for the largest variable */
 static size_t pvar_buffer_size;
 static uint64_t interval_ticks;
 static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *class_name(int c) {
-    switch (c) {
-    case MPI_T_PVAR_CLASS_STATE:
-        return "state";
-    case MPI_T_PVAR_CLASS_LEVEL:
-        return "level";
-    case MPI_T_PVAR_CLASS_SIZE:
-        return "size";
-    case MPI_T_PVAR_CLASS_PERCENTAGE:
-        return "percentage";
-    case MPI_T_PVAR_CLASS_HIGHWATERMARK:
-        return "highwatermark";
-    case MPI_T_PVAR_CLASS_LOWWATERMARK:
-        return "lowwatermark";
-    case MPI_T_PVAR_CLASS_COUNTER:
-        return "counter";
-    case MPI_T_PVAR_CLASS_AGGREGATE:
-        return "aggregate";
-    case MPI_T_PVAR_CLASS_TIMER:
-        return "timer";
-    default:
-        return "generic";
+/* Variable i into p, started; 0 if it is one we can sample (numeric, unbound or bound to a
+ * communicator, at most 65536 elements). */
+static int open_pvar(int i, pvar_t *p) {
+    int name_len = sizeof p->name, desc_len = 0, verbosity, bind, readonly, continuous, atomic;
+    MPI_Datatype type;
+    MPI_T_enum enumtype;
+    if (MPI_T_pvar_get_info(i, p->name, &name_len, &verbosity, &p->var_class, &type, &enumtype,
+                            NULL, &desc_len, &bind, &readonly, &continuous,
+                            &atomic) != MPI_SUCCESS ||
+        (bind != MPI_T_BIND_NO_OBJECT && bind != MPI_T_BIND_MPI_COMM) ||
+        (p->kind = kind_of(type)) == K_NONE)
+        return -1;
+    void *object = bind == MPI_T_BIND_MPI_COMM ? (void *)&bound_world : NULL;
+    if (MPI_T_pvar_handle_alloc(session, i, object, &p->handle, &p->count) != MPI_SUCCESS)
+        return -1;
+    size_t need = (size_t)p->count * kind_size(p->kind);
+    if (p->count < 1 || p->count > 65536) {
+        MPI_T_pvar_handle_free(session, &p->handle);
+        return -1;
     }
+    if (need > pvar_buffer_size) {
+        void *grown = realloc(pvar_buffer, need);
+        if (grown == NULL) {
+            MPI_T_pvar_handle_free(session, &p->handle);
+            return -1;
+        }
+        pvar_buffer = grown;
+        pvar_buffer_size = need;
+    }
+    if (!continuous) MPI_T_pvar_start(session, p->handle);
+    return 0;
 }
 
 static void open_pvars(void) {
-    static MPI_Comm world = MPI_COMM_WORLD;
     int n = 0;
     if (MPI_T_pvar_get_num(&n) != MPI_SUCCESS || n <= 0) return;
     if (MPI_T_pvar_session_create(&session) != MPI_SUCCESS) {
@@ -402,45 +474,8 @@ static void open_pvars(void) {
         return;
     }
     pvars = calloc((size_t)n, sizeof *pvars);
-    if (pvars == NULL) return;
-    for (int i = 0; i < n; ++i) {
-        pvar_t *p = &pvars[n_pvars];
-        int name_len = sizeof p->name, desc_len = 0, verbosity, bind, readonly, continuous, atomic,
-            count = 0;
-        MPI_T_enum enumtype;
-        if (MPI_T_pvar_get_info(i, p->name, &name_len, &verbosity, &p->var_class, &p->type,
-                                &enumtype, NULL, &desc_len, &bind, &readonly, &continuous,
-                                &atomic) != MPI_SUCCESS ||
-            (bind != MPI_T_BIND_NO_OBJECT && bind != MPI_T_BIND_MPI_COMM) ||
-            (!is_integer(p->type) && p->type != MPI_DOUBLE)) {
-            ++pvars_skipped;
-            continue;
-        }
-        void *object = bind == MPI_T_BIND_MPI_COMM ? (void *)&world : NULL;
-        if (MPI_T_pvar_handle_alloc(session, i, object, &p->handle, &count) != MPI_SUCCESS) {
-            ++pvars_skipped;
-            continue;
-        }
-        size_t need = (size_t)(count > 0 ? count : 1) * sizeof(long long);
-        if (count < 1 || count > 65536) {
-            MPI_T_pvar_handle_free(session, &p->handle);
-            ++pvars_skipped;
-            continue;
-        }
-        if (need > pvar_buffer_size) {
-            void *grown = realloc(pvar_buffer, need);
-            if (grown == NULL) {
-                MPI_T_pvar_handle_free(session, &p->handle);
-                ++pvars_skipped;
-                continue;
-            }
-            pvar_buffer = grown;
-            pvar_buffer_size = need;
-        }
-        p->count = count;
-        if (!continuous) MPI_T_pvar_start(session, p->handle);
-        ++n_pvars;
-    }
+    for (int i = 0; pvars != NULL && i < n; ++i)
+        if (open_pvar(i, &pvars[n_pvars]) == 0) ++n_pvars;
 }
 
 static void sample_all(void) {
@@ -449,7 +484,7 @@ static void sample_all(void) {
         double v = 0, element = 0;
         int ok = MPI_T_pvar_read(session, p->handle, pvar_buffer) == MPI_SUCCESS;
         for (int k = 0; ok && k < p->count; ++k) {
-            ok = read_number(p->type, (char *)pvar_buffer + (size_t)k * type_size(p->type),
+            ok = read_number(p->kind, (char *)pvar_buffer + (size_t)k * kind_size(p->kind),
                              &element) == 0;
             v += element;
         }
@@ -495,8 +530,7 @@ void ct_mpit_before_init(void) {
         if (checks[i].write && try_write(&checks[i]) == MPI_SUCCESS) checks[i].written = 1;
 }
 
-void ct_mpit_after_init(MPI_Comm world) {
-    (void)world;
+void ct_mpit_after_init(void) {
     if (!mpit_up) return;
     for (int i = 0; i < n_checks; ++i) {
         cvar_check *c = &checks[i];
@@ -547,8 +581,6 @@ CT_EXPORT int commtune_cvar_write_impl(const char *name, const char *value) {
 }
 
 /* ---- reporting ---- */
-void ct_json_string(FILE *out, const char *s);
-
 int ct_mpit_write_cvars_json(FILE *out) {
     fputc('[', out);
     for (int i = 0; i < n_checks; ++i) {
@@ -587,8 +619,8 @@ size_t ct_mpit_pvar_lines(char **out) {
         const pvar_t *p = &pvars[i];
         if (p->samples == 0) continue;
         ct_buf_printf(&b, "%s\t%s\t%llu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n", p->name,
-                      class_name(p->var_class), (unsigned long long)p->samples, p->min, p->max,
-                      p->mean, p->m2, p->last);
+                      ct_pvar_class_name(p->var_class), (unsigned long long)p->samples, p->min,
+                      p->max, p->mean, p->m2, p->last);
     }
     pthread_mutex_unlock(&sample_lock);
     *out = b.failed ? NULL : b.data;

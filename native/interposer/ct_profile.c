@@ -19,22 +19,6 @@
 
 enum { PER_OP = 3, WALL = 0, MPI_TIME = 1, COMM_TIME = 2, EXTRA = 3 };
 
-void ct_json_string(FILE *out, const char *s) {
-    fputc('"', out);
-    for (; s != NULL && *s; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", out);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 static void number(FILE *out, double v) {
     if (!isfinite(v))
         fputs("null", out);

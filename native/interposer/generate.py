@@ -224,27 +224,27 @@ def fortran_wrapper(call: Call) -> str:
     return "\n".join(line for line in lines if line) + "\n"
 
 
-def c_source(calls: list[Call]) -> str:
-    body = "\n".join(c_wrapper(c) for c in calls)
+def _source(preamble: str, in_place: str, wrappers: list[str]) -> str:
+    """A generated C file: header, ct_core.h, the CT_IN_PLACE test its expressions use."""
     return (
         f"{HEADER}/* clang-format off */\n"
-        '#include "ct_core.h"\n\n'
-        "#define CT_IN_PLACE(buf) ((const void *)(buf) == (const void *)MPI_IN_PLACE)\n\n"
-        f"{body}"
+        f'#include "ct_core.h"\n\n{preamble}'
+        f"#define CT_IN_PLACE(buf) {in_place}\n\n" + "\n".join(wrappers)
     )
+
+
+def c_source(calls: list[Call]) -> str:
+    in_place = "((const void *)(buf) == (const void *)MPI_IN_PLACE)"
+    return _source("", in_place, [c_wrapper(c) for c in calls])
 
 
 def fortran_source(calls: list[Call]) -> str:
-    body = "\n".join(fortran_wrapper(c) for c in calls)
-    return (
-        f"{HEADER}/* clang-format off */\n"
+    preamble = (
         "/* gfortran's names: lower case, one trailing underscore; string lengths last. */\n"
-        '#include "ct_core.h"\n\n'
         "#include <stddef.h>\n\n"
-        "#define CT_IN_PLACE(buf) ct_fortran_in_place(buf)\n\n"
         '_Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint is not an int");\n\n'
-        f"{body}"
     )
+    return _source(preamble, "ct_fortran_in_place(buf)", [fortran_wrapper(c) for c in calls])
 
 
 def outputs(protos: Path) -> dict[Path, str]:

@@ -7,26 +7,12 @@
  *   ct_probe init    MPI_Init, one small call of each collective commtune tunes, MPI_Finalize;
  *                    exits 0 only if all of it worked (used to test knob values that abort init).
  */
+#include "../include/ct_mpit_text.h"
+
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void json_string(const char *s) {
-    putchar('"');
-    for (; s && *s; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c == '\n')
-            fputs("\\n", stdout);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
 
 static const char *type_name(MPI_Datatype t) {
     if (t == MPI_INT) return "int";
@@ -90,31 +76,6 @@ static const char *bind_name(int bind) {
     }
 }
 
-static const char *class_name(int c) {
-    switch (c) {
-    case MPI_T_PVAR_CLASS_STATE:
-        return "state";
-    case MPI_T_PVAR_CLASS_LEVEL:
-        return "level";
-    case MPI_T_PVAR_CLASS_SIZE:
-        return "size";
-    case MPI_T_PVAR_CLASS_PERCENTAGE:
-        return "percentage";
-    case MPI_T_PVAR_CLASS_HIGHWATERMARK:
-        return "highwatermark";
-    case MPI_T_PVAR_CLASS_LOWWATERMARK:
-        return "lowwatermark";
-    case MPI_T_PVAR_CLASS_COUNTER:
-        return "counter";
-    case MPI_T_PVAR_CLASS_AGGREGATE:
-        return "aggregate";
-    case MPI_T_PVAR_CLASS_TIMER:
-        return "timer";
-    default:
-        return "generic";
-    }
-}
-
 static void print_value(int idx, MPI_Datatype t) {
     MPI_T_cvar_handle h;
     int count = 0;
@@ -125,7 +86,7 @@ static void print_value(int idx, MPI_Datatype t) {
     if (t == MPI_CHAR) {
         char *buf = calloc((size_t)count + 2, 1);
         if (buf && count >= 0 && MPI_T_cvar_read(h, buf) == MPI_SUCCESS)
-            json_string(buf);
+            ct_json_string(stdout, buf);
         else
             fputs("null", stdout);
         free(buf);
@@ -173,7 +134,7 @@ static int list_cvars(void) {
                                 &scope) != MPI_SUCCESS)
             continue;
         fputs("{\"name\":", stdout);
-        json_string(name);
+        ct_json_string(stdout, name);
         printf(",\"datatype\":\"%s\",\"scope\":\"%s\",\"bind\":\"%s\",\"verbosity\":%d,"
                "\"value\":",
                type_name(dt), scope_name(scope), bind_name(bind), verbosity);
@@ -193,13 +154,13 @@ static int list_cvars(void) {
                 int item_len = sizeof item;
                 MPI_T_enum_get_item(en, k, &value, item, &item_len);
                 printf("%s[%d,", k ? "," : "", value);
-                json_string(item);
+                ct_json_string(stdout, item);
                 putchar(']');
             }
             putchar(']');
         }
         fputs(",\"description\":", stdout);
-        json_string(desc);
+        ct_json_string(stdout, desc);
         fputs("}\n", stdout);
     }
     MPI_T_finalize();
@@ -220,12 +181,12 @@ static int list_pvars(void) {
                                 &desc_len, &bind, &readonly, &continuous, &atomic) != MPI_SUCCESS)
             continue;
         fputs("{\"name\":", stdout);
-        json_string(name);
+        ct_json_string(stdout, name);
         printf(",\"class\":\"%s\",\"datatype\":\"%s\",\"bind\":\"%s\",\"verbosity\":%d,"
                "\"readonly\":%s,\"continuous\":%s,\"description\":",
-               class_name(var_class), type_name(dt), bind_name(bind), verbosity,
+               ct_pvar_class_name(var_class), type_name(dt), bind_name(bind), verbosity,
                readonly ? "true" : "false", continuous ? "true" : "false");
-        json_string(desc);
+        ct_json_string(stdout, desc);
         fputs("}\n", stdout);
     }
     MPI_T_finalize();

@@ -64,8 +64,12 @@ def _add_storage(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
+def _add_mpi(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
+
+
+def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
+    _add_mpi(p)
     p.add_argument(
         "--knob",
         action="append",
@@ -136,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--np", type=_positive(int), default=2, help="ranks (default 2)")
 
     p = sub.add_parser("knobs", help="list the knobs of an MPI library")
-    p.add_argument("--mpi", choices=["openmpi", "mpich"])
+    _add_mpi(p)
     p.add_argument("--preset", choices=["p2p", "collectives", "progress"])
     p.add_argument("--json", action="store_true")
 
@@ -165,11 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_storage(p)
 
     p = sub.add_parser("lib", help="print the path of libcommtune (built if needed) for LD_PRELOAD")
-    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
+    _add_mpi(p)
     p.add_argument("--header", action="store_true", help="print the path of commtune.h instead")
 
     p = sub.add_parser("profile", help="run once with libcommtune: commtune profile -- mpirun ...")
-    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
+    _add_mpi(p)
     p.add_argument(
         "--knob",
         action="append",
@@ -190,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the profile JSON")
 
     p = sub.add_parser("cvars", help="list the MPI_T control (or performance) variables")
-    p.add_argument("--mpi", choices=["openmpi", "mpich"], help="MPI library (default: detected)")
+    _add_mpi(p)
     p.add_argument("--pvars", action="store_true", help="performance variables instead")
     p.add_argument("--filter", metavar="REGEX", help="only names matching REGEX")
     p.add_argument("--json", action="store_true")
@@ -304,27 +308,27 @@ def _run_observer(store: Store, ui: UI) -> Any:
     from commtune.tune import REFERENCE, ROLE
 
     warned: set[str] = set()
-    reference: dict[str, Profile] = {}
+    reference: list[Profile | None] = []  # looked up once: [] not yet, [None] there is none
 
     def reference_profile(study: Any) -> Profile | None:
-        if "profile" not in reference:
+        if not reference:
             trials = [
                 t for t in study.get_trials(deepcopy=False) if t.user_attrs.get(ROLE) == REFERENCE
             ]
             stored = store.profiles(study.study_name, trials[0].number) if trials else []
             try:
-                if stored:
-                    reference["profile"] = Profile.from_json(stored[0][2])
+                reference.append(Profile.from_json(stored[0][2]) if stored else None)
             except ProfileError:
-                return None
-        return reference.get("profile")
+                reference.append(None)
+        return reference[0]
 
     def on_run(trial: Any, index: int, run: Any) -> None:
         if run.profile is not None:
             store.save_profile(trial.study.study_name, trial.number, index, run.profile.data)
-            ref = reference_profile(trial.study)
-            if index == 0 and ref is not None and trial.user_attrs.get(ROLE) != REFERENCE:
-                trial.set_user_attr("relative", relative_to(run.profile, ref))
+            if index == 0 and trial.user_attrs.get(ROLE) != REFERENCE:
+                ref = reference_profile(trial.study)
+                if ref is not None:
+                    trial.set_user_attr("relative", relative_to(run.profile, ref))
         for knob, reason in run.not_applied.items():
             if knob not in warned:
                 warned.add(knob)
@@ -416,10 +420,9 @@ def _print_result(args: argparse.Namespace, ui: UI, result: TuneResult, space: S
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from commtune import native
-    from commtune.launch import default_installation, find_installation, launcher_for
+    from commtune.launch import launcher_for
 
-    vendor = _vendor(args.mpi)
-    installation = find_installation(vendor) if vendor else default_installation()
+    installation = _installation(args.mpi)
     program = native.build(installation, "demo/ct_demo.c")
     command = launcher_for(installation).command(args.np, [str(program), str(DEMO_ITERATIONS)])
     if args.study is None:
@@ -432,12 +435,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # -- knobs ------------------------------------------------------------------------------------
 def cmd_knobs(args: argparse.Namespace) -> int:
     from commtune.knobs._discovery import installed_knobs
-    from commtune.launch import default_installation, find_installation
     from commtune.report import UI
     from commtune.report._tables import knobs_table
 
-    vendor = _vendor(args.mpi)
-    installation = find_installation(vendor) if vendor else default_installation()
+    installation = _installation(args.mpi)
     statuses: list[KnobStatus] = list(installed_knobs(installation).values())
     if args.preset:
         statuses = [s for s in statuses if args.preset in s.knob.presets]

@@ -45,7 +45,12 @@ def _wrapper_expansion(mpicc: str) -> str:
 def build(installation: Installation, relative: str, flags: tuple[str, ...] = ("-O2",)) -> Path:
     """Path of the executable built from ``native/<relative>`` with the installation's mpicc."""
     source = source_path(relative)
-    return _compile(installation, source.stem, [source], [], flags)
+    return _compile(installation, source.stem, [source], _shared_headers(), flags)
+
+
+def _shared_headers() -> list[Path]:
+    """Headers every program may include (``native/include``): part of each cache key."""
+    return sorted((source_path("include/ct_mpit_text.h").parent).glob("*.h"))
 
 
 INTERPOSER_FLAGS = ("-O2", "-fPIC", "-shared", "-fvisibility=hidden")
@@ -60,7 +65,7 @@ def build_interposer(installation: Installation) -> Path:
     """Path of ``libcommtune.so`` for this installation (LD_PRELOAD it into every rank)."""
     folder = interposer_dir()
     sources = sorted(folder.glob("ct_*.c"))
-    headers = sorted(folder.glob("*.h"))
+    headers = sorted(folder.glob("*.h")) + _shared_headers()
     return _compile(
         installation, "libcommtune.so", sources, headers, INTERPOSER_FLAGS, INTERPOSER_LIBS
     )

@@ -11,6 +11,7 @@ one MPI launch per machine, not per command.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -109,21 +110,11 @@ def _discover_uncached(installation: Installation) -> dict[str, Variable]:
         if done.returncode != 0:
             raise UsageError(f"cannot list Open MPI's variables: {info} failed")
         return parse_ompi_info(done.stdout)
-    probe = native.build(installation, "tools/ct_probe.c")
-    done = subprocess.run(
-        [installation.launcher, "-n", "1", str(probe), "cvars"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    if done.returncode != 0:
-        raise UsageError(f"cannot list MPICH's control variables through MPI_T: {probe} failed")
     known = {k.name: k.choices for k in load_catalog(installation.vendor.value).values()}
-    return parse_cvar_lines(done.stdout, known)
+    return parse_cvar_lines(_probe_output(installation, "cvars"), known)
 
 
+@functools.cache
 def discover(installation: Installation) -> dict[str, Variable]:
     """Control variables of the installation, by name (cached per installation)."""
     key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}"
@@ -196,18 +187,23 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
     return out
 
 
-def list_mpit(installation: Installation, performance: bool = False) -> list[dict[str, object]]:
-    """Every MPI_T control (or performance) variable of the installation, as ``ct_probe``
-    prints it after MPI_Init: name, datatype, scope or class, binding, value, enum items,
-    description."""
+def _probe_output(installation: Installation, mode: str) -> str:
+    """What ``ct_probe MODE`` (cvars | pvars) prints on one rank of the installation."""
     from commtune.launch import launcher_for
 
     probe = native.build(installation, "tools/ct_probe.c")
-    mode = "pvars" if performance else "cvars"
     argv = launcher_for(installation).command(1, [str(probe), mode])
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
     )
     if done.returncode != 0:
         raise UsageError(f"cannot list the MPI_T variables of {installation.describe()}")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return done.stdout
+
+
+def list_mpit(installation: Installation, performance: bool = False) -> list[dict[str, object]]:
+    """Every MPI_T control (or performance) variable of the installation, as ``ct_probe``
+    prints it after MPI_Init: name, datatype, scope or class, binding, value, enum items,
+    description."""
+    text = _probe_output(installation, "pvars" if performance else "cvars")
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
