@@ -56,6 +56,23 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "KI": 1 << 10, "M": 1 << 20, "MI": 1 << 20, "G": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """A message size: bytes, or with a K/M/G suffix (binary: 64K = 65536)."""
+    t = text.strip().upper().removesuffix("B")
+    digits = t.rstrip("KMGI")
+    unit = t[len(digits) :]
+    try:
+        value = float(digits) * _SIZE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 4096, 64K, 1M)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return int(value)
+
+
 def _add_storage(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--storage",
@@ -192,6 +209,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", help="also write the profile JSON to this file")
     p.add_argument("--json", action="store_true", help="print the profile JSON")
+
+    p = sub.add_parser("sample", help="sample the platform: thresholds, collective rules, plots")
+    _add_mpi(p)
+    _add_storage(p)
+    p.add_argument("--np", type=_positive(int), default=2, help="ranks (default 2)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (< 60 s)")
+    p.add_argument("--refresh", action="store_true", help="sample again even if stored")
+    p.add_argument(
+        "--ops",
+        default=",".join(("pingpong", "allreduce", "bcast", "reduce", "allgather", "alltoall")),
+        help="operations to sample (comma list; default all six)",
+    )
+    p.add_argument(
+        "-o", "--output-dir", default="commtune-platform", help="where files and plots go"
+    )
+    p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="time the selection file against the forced choices (alternating launches)",
+    )
+    p.add_argument(
+        "--predict",
+        type=_size,
+        metavar="SIZE",
+        help="predict the time of every sampled operation at SIZE bytes (e.g. 48K)",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
 
     p = sub.add_parser("cvars", help="list the MPI_T control (or performance) variables")
     _add_mpi(p)
@@ -581,6 +626,68 @@ def cmd_cvars(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- platform sampling ------------------------------------------------------------------------
+def cmd_sample(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from commtune.report import UI
+    from commtune.report._sample_tables import checks_table, predict_table, sample_tables
+    from commtune.sample import sample_platform, verify
+    from commtune.store import Store
+
+    installation = _installation(args.mpi)
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    store = Store(args.storage)
+    ui = UI(json_mode=args.json)
+    result = sample_platform(
+        installation,
+        store,
+        ui,
+        ranks=args.np,
+        quick=args.quick,
+        refresh=args.refresh,
+        output_dir=Path(args.output_dir),
+        operations=ops,
+        plots=not args.no_plots,
+    )
+    for table in sample_tables(result):
+        ui.print(table)
+    out = result.to_json()
+    if args.predict is not None:
+        rows = predict_rows(result.profile, args.predict)
+        ui.print(predict_table(rows, args.predict))
+        out["predict"] = rows
+    if args.verify:
+        checks = verify(installation, result.profile, result.outputs, ui)
+        ui.print(checks_table(checks))
+        out["verify"] = [c.to_json() for c in checks]
+    if args.json:
+        print(json.dumps(out, separators=(",", ":")))
+    return 0
+
+
+def predict_rows(profile: Any, size: int) -> list[dict[str, Any]]:
+    """Predicted time of each sampled operation at ``size``: chosen method and every method."""
+    from commtune.sample._curves import method_at
+
+    rows = []
+    for fam in profile.families:
+        segs = fam.segments(profile.vendor)
+        if not segs:
+            continue
+        chosen = method_at(segs, size)
+        rows.append(
+            {
+                "op": fam.op,
+                "family": fam.name,
+                "chosen": chosen,
+                "time_ns": profile.predict_time(fam.op, size, chosen),
+                "methods": {m: c.predict(size) for m, c in sorted(fam.curves.items())},
+            }
+        )
+    return rows
+
+
 # -- studies, show, export, run ---------------------------------------------------------------
 def _load(url: str, name: str) -> tuple[Store, optuna.Study]:
     import optuna
@@ -619,6 +726,12 @@ def _chosen_config(study: optuna.Study, best: bool) -> dict[str, Any] | None:
     return None
 
 
+def _accepted_env(study: optuna.Study) -> dict[str, str]:
+    """Variables the accepted configuration needs beyond its knobs (a selection file)."""
+    acc = study.user_attrs.get("acceptance") or {}
+    return dict(acc.get("env") or {}) if acc.get("accepted") else {}
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from commtune.report._export import render, write_atomic
 
@@ -630,7 +743,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             f"study {args.study!r} has no accepted configuration (the default stays); "
             "--best exports the best measured one anyway"
         )
-    text = render(args.format, library, knobs, config, args.study)
+    text = render(args.format, library, knobs, config, args.study, _accepted_env(study))
     if args.output:
         write_atomic(args.output, text)
     else:
@@ -654,8 +767,9 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
             "library defaults",
             file=sys.stderr,
         )
+    extra = _accepted_env(study) if config is not None else {}
     plan = launcher_for(installation).plan(
-        command, environment(knobs, config or {}), remove=[k.env for k in knobs]
+        command, {**environment(knobs, config or {}), **extra}, remove=[k.env for k in knobs]
     )
     sys.stdout.flush()
     try:
@@ -764,6 +878,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "show": cmd_show,
             "lib": cmd_lib,
             "cvars": cmd_cvars,
+            "sample": cmd_sample,
         }
         return handlers[args.cmd](args)
     except UsageError as exc:

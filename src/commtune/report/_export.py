@@ -14,9 +14,15 @@ FORMATS = ("env", "mca", "json")
 
 
 def render(
-    fmt: str, library: str, knobs: list[Knob], config: Mapping[str, Value], study: str
+    fmt: str,
+    library: str,
+    knobs: list[Knob],
+    config: Mapping[str, Value],
+    study: str,
+    extra: Mapping[str, str] | None = None,
 ) -> str:
-    env = environment(knobs, config)
+    """``extra``: variables beyond the knobs (those that load a collective selection file)."""
+    env = {**environment(knobs, config), **(extra or {})}
     if fmt == "env":
         lines = [f"# commtune study {study} ({library})"]
         lines += [f"export {name}={_shell_quote(value)}" for name, value in env.items()]

@@ -3,8 +3,8 @@
 Optuna's tables hold studies and trials (ask/tell, resumable, every finished trial committed).
 commtune's data lives in ``commtune_*`` tables beside them in the same database, with a schema
 version in ``commtune_meta`` and a migration path (``_MIGRATIONS``): platform fingerprints and
-the knob values tested on each platform, the interposer's profile of every run; samples,
-training sets and models later.
+the knob values tested on each platform, the interposer's profile of every run, the sampled
+platform profile of each fingerprint; training sets and models later.
 Values are JSON text, never pickles.
 
 Accepted URLs: ``sqlite:///FILE``, a plain file path (a SQLite file), or a server URL
@@ -27,7 +27,7 @@ from commtune.platform import Fingerprint
 if TYPE_CHECKING:
     import optuna
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_URL = "sqlite:///commtune.db"
 _SERVER_SCHEMES = ("postgresql", "mysql")
 
@@ -67,12 +67,25 @@ profiles_table = sa.Table(
 )
 
 
+samples_table = sa.Table(
+    "commtune_samples",
+    _metadata,
+    sa.Column("platform", sa.String(32), primary_key=True),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+
 def _add_profiles(conn: sa.Connection) -> None:
     profiles_table.create(conn, checkfirst=True)
 
 
+def _add_samples(conn: sa.Connection) -> None:
+    samples_table.create(conn, checkfirst=True)
+
+
 # version -> function upgrading a database from that version to the next one.
-_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: _add_profiles}
+_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: _add_profiles, 2: _add_samples}
 
 
 def normalize_url(url: str) -> str:
@@ -251,3 +264,21 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(profiles_table.c.trial, profiles_table.c.run))
             return [(r.trial, r.run, json.loads(r.data)) for r in rows]
+
+    # -- platform samples ---------------------------------------------------------------------
+    def save_sample(self, platform: str, data: Any) -> None:
+        """Store (replace) the platform profile of fingerprint key ``platform``."""
+        with self.engine.begin() as conn:
+            conn.execute(samples_table.delete().where(samples_table.c.platform == platform))
+            conn.execute(
+                samples_table.insert().values(
+                    platform=platform, data=json.dumps(data), created=time.time()
+                )
+            )
+
+    def sample(self, platform: str) -> Any | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(samples_table.c.data).where(samples_table.c.platform == platform)
+            ).first()
+        return json.loads(row[0]) if row else None

@@ -1,0 +1,213 @@
+/* ct_sample: the platform sampler (NewMadeleine-style sampling of the real hardware).
+ *
+ *   ct_sample [-q] [-s SIZES] [-w CVAR -v V1,V2,...] OP...
+ *
+ * OP is pingpong (ranks 0 and 1; the others wait), allreduce, bcast, reduce, allgather or
+ * alltoall. SIZES is a comma list of byte counts (default: 1 B to 4 MiB, powers of two and their
+ * midpoints). With -w, the integer control variable CVAR is written through MPI_T before each
+ * value's measurements, and every value is measured on a fresh communicator (Open MPI's
+ * coll_tuned reads its forced algorithm when a communicator is created; MPICH reads the variable
+ * on the next call), so one launch measures every algorithm.
+ *
+ * Per (value, op, size): a warm-up block, then BLOCKS timed blocks; the iteration count of a
+ * block is calibrated so that it lasts about TARGET seconds. A block's time is the maximum over
+ * the ranks; the statistic is the median over blocks with the quartiles as spread.
+ * Output, rank 0, one line each (JSON Lines):
+ *   {"op":"allreduce","value":2,"size":1024,"median_ns":...,"q1_ns":...,"q3_ns":...,"iters":N}
+ * and {"error":"..."} for a value the library refused.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum op { PINGPONG, ALLREDUCE, BCAST, REDUCE, ALLGATHER, ALLTOALL, N_OPS };
+static const char *const op_names[N_OPS] = {"pingpong", "allreduce", "bcast",
+                                            "reduce",   "allgather", "alltoall"};
+
+#define MAX_SIZES 64
+#define MAX_VALUES 32
+#define MAX_BLOCKS 15
+
+static int blocks = MAX_BLOCKS;
+static double target = 4e-3; /* seconds per block */
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(const double *sorted, int n, double q) {
+    double pos = q * (n - 1);
+    int lo = (int)pos;
+    int hi = lo + 1 < n ? lo + 1 : lo;
+    return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+}
+
+/* One block of `iterations` calls of `op` with `size` bytes; seconds per call, max over ranks. */
+static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long iterations) {
+    int rank, ranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    int per_rank = size / ranks > 0 ? size / ranks : 1; /* gather/alltoall: size is the total */
+    int doubles = size / (int)sizeof(double) > 0 ? size / (int)sizeof(double) : 1;
+    MPI_Barrier(comm);
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < iterations; ++i) {
+        switch (op) {
+        case PINGPONG:
+            if (rank == 0) {
+                MPI_Send(a, size, MPI_BYTE, 1, 0, comm);
+                MPI_Recv(a, size, MPI_BYTE, 1, 0, comm, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                MPI_Recv(a, size, MPI_BYTE, 0, 0, comm, MPI_STATUS_IGNORE);
+                MPI_Send(a, size, MPI_BYTE, 0, 0, comm);
+            }
+            break;
+        case ALLREDUCE:
+            MPI_Allreduce(a, b, doubles, MPI_DOUBLE, MPI_SUM, comm);
+            break;
+        case BCAST:
+            MPI_Bcast(a, size, MPI_BYTE, 0, comm);
+            break;
+        case REDUCE:
+            MPI_Reduce(a, b, doubles, MPI_DOUBLE, MPI_SUM, 0, comm);
+            break;
+        case ALLGATHER:
+            MPI_Allgather(a, per_rank, MPI_BYTE, b, per_rank, MPI_BYTE, comm);
+            break;
+        case ALLTOALL:
+            MPI_Alltoall(a, per_rank, MPI_BYTE, b, per_rank, MPI_BYTE, comm);
+            break;
+        default:
+            break;
+        }
+    }
+    double mine = MPI_Wtime() - t0, slowest = 0.0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    /* ping-pong: one-way time, as the paper's curves */
+    return slowest / (double)iterations / (op == PINGPONG ? 2.0 : 1.0);
+}
+
+static void measure(enum op op, MPI_Comm comm, char *a, char *b, int size, int value) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    /* warm-up and calibration: grow the count until a block lasts about target/4 */
+    long iterations = 1;
+    double t = block(op, comm, a, b, size, iterations);
+    while (t * (double)iterations < target / 4 && iterations < (1L << 24)) {
+        iterations *= 4;
+        t = block(op, comm, a, b, size, iterations);
+    }
+    long n = (long)(target / (t > 0 ? t : 1e-9));
+    if (n < 1) n = 1;
+    MPI_Bcast(&n, 1, MPI_LONG, 0, comm); /* every rank runs the same count */
+    double samples[MAX_BLOCKS];
+    for (int k = 0; k < blocks; ++k)
+        samples[k] = block(op, comm, a, b, size, n) * 1e9;
+    if (rank == 0) {
+        qsort(samples, (size_t)blocks, sizeof *samples, by_value);
+        printf("{\"op\":\"%s\",\"value\":%d,\"size\":%d,\"median_ns\":%.2f,\"q1_ns\":%.2f,"
+               "\"q3_ns\":%.2f,\"iters\":%ld}\n",
+               op_names[op], value, size, quantile(samples, blocks, 0.5),
+               quantile(samples, blocks, 0.25), quantile(samples, blocks, 0.75), n);
+        fflush(stdout);
+    }
+}
+
+static int parse_list(const char *text, long *out, int max) {
+    int n = 0;
+    char *copy = strdup(text), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && n < max; tok = strtok_r(NULL, ",", &save))
+        out[n++] = strtol(tok, NULL, 10);
+    free(copy);
+    return n;
+}
+
+/* Write integer control variable `name` through MPI_T; 0 on success. */
+static int cvar_write(const char *name, int value) {
+    int index, count, err;
+    MPI_T_cvar_handle handle;
+    if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) return 1;
+    if (MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) != MPI_SUCCESS) return 2;
+    err = MPI_T_cvar_write(handle, &value);
+    MPI_T_cvar_handle_free(&handle);
+    return err == MPI_SUCCESS ? 0 : 3;
+}
+
+int main(int argc, char **argv) {
+    long sizes[MAX_SIZES], values[MAX_VALUES];
+    int n_sizes = 0, n_values = 0, rank, ranks, provided, quick = 0;
+    const char *cvar = NULL;
+    int ops[N_OPS], n_ops = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "-q")) {
+            quick = 1;
+        } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+            n_sizes = parse_list(argv[++i], sizes, MAX_SIZES);
+        } else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+            cvar = argv[++i];
+        } else if (!strcmp(argv[i], "-v") && i + 1 < argc) {
+            n_values = parse_list(argv[++i], values, MAX_VALUES);
+        } else {
+            int k = 0;
+            while (k < N_OPS && strcmp(argv[i], op_names[k]))
+                ++k;
+            if (k == N_OPS || n_ops == N_OPS) {
+                if (rank == 0) fprintf(stderr, "ct_sample: unknown operation '%s'\n", argv[i]);
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
+            ops[n_ops++] = k;
+        }
+    }
+    if (n_ops == 0 || (cvar && n_values == 0) || (ops[0] == PINGPONG && ranks < 2)) {
+        if (rank == 0)
+            fprintf(stderr, "usage: ct_sample [-q] [-s SIZES] [-w CVAR -v V1,V2,...] OP...\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (quick) {
+        blocks = 7;
+        target = 1e-3;
+    }
+    if (n_sizes == 0) /* 1 B .. 4 MiB: powers of two and their midpoints */
+        for (long s = 1; s <= 4L << 20 && n_sizes < MAX_SIZES; s *= 2) {
+            sizes[n_sizes++] = s;
+            if (s >= 4 && s < 4L << 20) sizes[n_sizes++] = s + s / 2;
+        }
+    long largest = 0;
+    for (int i = 0; i < n_sizes; ++i)
+        largest = sizes[i] > largest ? sizes[i] : largest;
+    char *a = calloc((size_t)largest + 64, 1), *b = calloc((size_t)largest * 2 + 64, 1);
+    if (!cvar) {
+        values[0] = -1;
+        n_values = 1;
+    }
+    for (int v = 0; v < n_values; ++v) {
+        if (cvar) {
+            int err = cvar_write(cvar, (int)values[v]);
+            if (err) {
+                if (rank == 0)
+                    printf("{\"error\":\"cannot write %s=%ld through MPI_T (step %d)\","
+                           "\"value\":%ld}\n",
+                           cvar, values[v], err, values[v]);
+                continue;
+            }
+        }
+        MPI_Comm comm; /* fresh: Open MPI binds collective algorithms at creation */
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        for (int o = 0; o < n_ops; ++o)
+            for (int i = 0; i < n_sizes; ++i)
+                measure((enum op)ops[o], comm, a, b, (int)sizes[i], (int)values[v]);
+        MPI_Comm_free(&comm);
+    }
+    free(a);
+    free(b);
+    MPI_T_finalize();
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,101 @@
+"""Terminal tables of ``commtune sample``: choices per size range, files, predictions, checks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from commtune.sample import Check, SampleResult
+
+
+def _size(size: float | None) -> str:
+    if size is None:
+        return "∞"
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size:.0f} B"
+
+
+def _time(ns: float) -> str:
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3g} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.3g} µs"
+    return f"{ns:.3g} ns"
+
+
+def sample_tables(result: SampleResult) -> list[Table]:
+    profile = result.profile
+    fp = profile.fingerprint
+    head = Table(
+        title=f"platform {fp.key}: {fp.mpi_vendor} {fp.mpi_version} ({fp.mpi_device}), "
+        f"{profile.ranks} ranks, {'quick' if profile.quick else 'full'} sample"
+        f"{' (stored, reused)' if result.reused else f' in {profile.wall_seconds:.0f} s'}"
+    )
+    for column in ("operation", "from", "to", "method", "vs default at midpoint"):
+        head.add_column(column)
+    for fam in profile.families:
+        segs = fam.segments(profile.vendor)
+        default = fam.curves.get(fam.default)
+        for seg in segs:
+            mid = seg.low * 2 if seg.high is None else (max(seg.low, 1) * seg.high) ** 0.5
+            gain = ""
+            if default is not None and seg.method in fam.curves:
+                ratio = default.predict(mid) / fam.curves[seg.method].predict(mid)
+                gain = f"{ratio:.2f}x"
+            head.add_row(
+                f"{fam.op} ({fam.name})", _size(seg.low), _size(seg.high), seg.method, gain
+            )
+        for method, reason in fam.failed.items():
+            head.add_row(f"{fam.op} ({fam.name})", "", "", f"[red]{method} failed[/red]", reason)
+    tables = [head]
+    config = profile.config()
+    files = Table(title="configuration and files")
+    files.add_column("what")
+    files.add_column("value")
+    threshold = profile.eager_threshold()
+    if threshold is not None:
+        files.add_row("eager/rendezvous threshold", _size(threshold))
+    for knob, value in config.items():
+        files.add_row(knob, str(value))
+    for what, path in result.outputs.files.items():
+        files.add_row(what, path)
+    files.add_row("study (commtune run --study / export)", result.study)
+    tables.append(files)
+    return tables
+
+
+def predict_table(rows: Sequence[dict[str, Any]], size: int) -> Table:
+    table = Table(title=f"predicted time at {_size(size)} (log-log interpolation)")
+    for column in ("operation", "chosen", "time", "other methods"):
+        table.add_column(column)
+    for row in rows:
+        others = ", ".join(
+            f"{m} {_time(t)}" for m, t in row["methods"].items() if m != row["chosen"]
+        )
+        table.add_row(
+            f"{row['op']} ({row['family']})", row["chosen"], _time(row["time_ns"]), others
+        )
+    return table
+
+
+def checks_table(checks: Sequence[Check]) -> Table:
+    table = Table(title="selection file vs forced choice (medians of alternating launches)")
+    for column in ("operation", "size", "chosen", "with file", "forced", "ratio", "vs best"):
+        table.add_column(column)
+    for c in checks:
+        colour = "green" if c.ratio <= 1.1 else "yellow"
+        table.add_row(
+            c.op,
+            _size(c.size),
+            c.method,
+            _time(c.with_file),
+            _time(c.forced),
+            f"[{colour}]{c.ratio:.3f}[/{colour}]",
+            f"{c.vs_best:.3f}",
+        )
+    return table

@@ -1,0 +1,234 @@
+"""Sampling a platform once and reusing it: the entry points behind ``commtune sample``."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from commtune.errors import UsageError
+from commtune.launch import Installation, Vendor
+from commtune.platform import Fingerprint
+from commtune.report import UI
+from commtune.sample import _rules
+from commtune.sample._families import ALGORITHM, OPERATIONS, families
+from commtune.sample._outputs import Outputs, rules_env, write_outputs
+from commtune.sample._profile import PlatformProfile
+from commtune.sample._sampler import Sampler, sizes_for
+
+if TYPE_CHECKING:
+    from commtune.store import Store
+
+PLATFORM_STUDY = "platform"
+
+
+def fingerprint_for(installation: Installation, ranks: int) -> Fingerprint:
+    """The sample's key: the machine, the MPI and the ranks per node it was sampled with."""
+    return Fingerprint.of(installation, ranks_per_node=ranks)
+
+
+def load_profile(store: Store, fingerprint: Fingerprint) -> PlatformProfile | None:
+    data = store.sample(fingerprint.key)
+    return PlatformProfile.from_json(data) if data is not None else None
+
+
+def _enumerators(installation: Installation) -> dict[str, tuple[str, ...]]:
+    from commtune.knobs._discovery import discover
+
+    return {name: var.enumerators for name, var in discover(installation).items()}
+
+
+@dataclass
+class SampleResult:
+    profile: PlatformProfile
+    reused: bool
+    outputs: Outputs
+    study: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.profile.summary(),
+            "reused": self.reused,
+            "study": self.study,
+            **self.outputs.to_json(),
+        }
+
+
+def sample_platform(
+    installation: Installation,
+    store: Store,
+    ui: UI,
+    *,
+    ranks: int = 2,
+    quick: bool = False,
+    refresh: bool = False,
+    output_dir: Path = Path("commtune-platform"),
+    operations: Sequence[str] = OPERATIONS,
+    plots: bool = True,
+) -> SampleResult:
+    """The platform profile for this fingerprint: the stored one unless ``refresh`` (or it is a
+    quick one and a full one is asked for), else sampled now and stored. Writes the outputs
+    and the study ``platform-<key>`` that ``run``/``export`` accept."""
+    unknown = sorted(set(operations) - set(OPERATIONS))
+    if unknown:
+        raise UsageError(f"unknown operation {unknown[0]!r} (known: {', '.join(OPERATIONS)})")
+    fingerprint = fingerprint_for(installation, ranks)
+    store.save_platform(fingerprint)
+    profile = None if refresh else load_profile(store, fingerprint)
+    if profile is not None and profile.quick and not quick:
+        ui.info("stored platform profile is a quick one; sampling in full")
+        profile = None
+    reused = profile is not None
+    if profile is None:
+        fams = families(installation, _enumerators(installation), tuple(operations))
+        with ui.progress(f"sampling {installation.vendor.value}", total=0) as bar:
+            sampler = Sampler(installation, ranks, quick, bar=bar)
+            bar.grow(sampler.steps(fams))
+            profile = sampler.sample(fams, fingerprint)
+        store.save_sample(fingerprint.key, profile.to_json())
+    else:
+        ui.info(
+            f"reusing the platform profile {fingerprint.key} (sampled "
+            f"{'quick' if profile.quick else 'full'}; --refresh samples again)"
+        )
+    builtin = None
+    if installation.vendor is Vendor.MPICH and profile.algorithm_segments():
+        from commtune import native
+
+        binary = native.build(installation, "bench/ct_sample.c")
+        builtin = _rules.mpich_builtin(_rules.library_path(binary))
+    outputs = write_outputs(profile, output_dir, builtin, plots=plots)
+    for warning in outputs.warnings:
+        ui.warn(warning)
+    study = save_study(store, profile, outputs)
+    return SampleResult(profile, reused, outputs, study)
+
+
+def save_study(store: Store, profile: PlatformProfile, outputs: Outputs) -> str:
+    """A study holding the sampled configuration as its accepted one (with the variables that
+    load the selection file), so ``commtune run --study`` and ``export`` take it as is."""
+    import optuna
+
+    name = f"{PLATFORM_STUDY}-{profile.vendor}-{profile.fingerprint.key}"
+    config = profile.config()
+    try:
+        optuna.delete_study(study_name=name, storage=store.optuna)
+    except KeyError:
+        pass
+    study = optuna.create_study(study_name=name, storage=store.optuna, direction="minimize")
+    study.set_user_attr(
+        "commtune",
+        {
+            "command": ["commtune", "sample", "--np", str(profile.ranks)],
+            "library": profile.vendor,
+            "space": [{"knob": k, "values": None} for k in config],
+            "metric": "platform sample",
+            "repeats": 0,
+        },
+    )
+    study.set_user_attr("platform", profile.fingerprint.key)
+    study.set_user_attr(
+        "acceptance",
+        {
+            "accepted": True,
+            "params": config,
+            "env": outputs.env,
+            "speedup": None,
+            "reason": "sampled platform profile",
+        },
+    )
+    return name
+
+
+# -- verification by timing -------------------------------------------------------------------
+@dataclass
+class Check:
+    op: str
+    size: int
+    method: str
+    with_file: float  # ns, median over repeats
+    forced: float  # ns, the chosen algorithm forced, median over repeats
+    best_forced: float  # ns, the best of all algorithms measured again (same launches)
+
+    @property
+    def ratio(self) -> float:
+        return self.with_file / self.forced
+
+    @property
+    def vs_best(self) -> float:
+        return self.with_file / self.best_forced
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "size": self.size,
+            "method": self.method,
+            "with_file_ns": self.with_file,
+            "forced_ns": self.forced,
+            "best_forced_ns": self.best_forced,
+            "ratio": self.ratio,
+            "vs_best": self.vs_best,
+        }
+
+
+def verify(
+    installation: Installation,
+    profile: PlatformProfile,
+    outputs: Outputs,
+    ui: UI,
+    repeats: int = 3,
+) -> list[Check]:
+    """At every sampled size: the collective with the selection file loaded, against the
+    chosen algorithm forced (and every algorithm, for the best), in alternating launches."""
+    if "rules" not in outputs.files:
+        return []
+    env_file = rules_env(profile.vendor, outputs.files["rules"])
+    fams = [f for f in profile.families if f.name == ALGORITHM]
+    with_file: dict[tuple[str, int], list[float]] = {}
+    forced: dict[tuple[str, int, str], list[float]] = {}
+    with ui.progress("verifying the selection file", total=2 * repeats * len(fams)) as bar:
+        sampler = Sampler(installation, profile.ranks, profile.quick, bar=bar)
+        for _ in range(repeats):
+            for fam in fams:
+                bar.status(f"{fam.op}: with file")
+                run = sampler.launch(fam.op, {**fam.env, **env_file})
+                bar.advance()
+                for row in run.rows:
+                    with_file.setdefault((fam.op, int(row["size"])), []).append(row["median_ns"])
+                bar.status(f"{fam.op}: forced")
+                names = {v: m for m, v in fam.values.items() if m in fam.curves}
+                run = sampler.launch(fam.op, dict(fam.env), (fam.knob, sorted(names)))
+                bar.advance()
+                for row in run.rows:
+                    key = (fam.op, int(row["size"]), names[int(row["value"])])
+                    forced.setdefault(key, []).append(row["median_ns"])
+    checks = []
+    segs = profile.algorithm_segments()
+    from commtune.sample._curves import method_at
+
+    for fam in fams:
+        candidates = {c.method for c in fam.candidates(profile.vendor)}
+        for size in sizes_for(fam.op, profile.quick):
+            if (fam.op, size) not in with_file:
+                continue
+            chosen = method_at(segs[fam.op], size)
+            times = {
+                m: statistics.median(v)
+                for (op, s, m), v in forced.items()
+                if op == fam.op and s == size and m in candidates
+            }
+            if chosen not in times:
+                continue
+            checks.append(
+                Check(
+                    fam.op,
+                    size,
+                    chosen,
+                    statistics.median(with_file[(fam.op, size)]),
+                    times[chosen],
+                    min(times.values()),
+                )
+            )
+    return checks

@@ -1,0 +1,117 @@
+"""What is sampled on each MPI: families of methods, each family the values of one knob.
+
+A family's curves are compared with each other: eager forced against rendezvous forced (the
+eager-limit knob at the two ends of its domain), each single-copy mechanism, each algorithm
+of a collective. Launch-time families need one launch per method (environment variables);
+algorithm families switch the algorithm through MPI_T inside one launch (``runtime``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from commtune.knobs import Knob, load_catalog
+from commtune.launch import Installation, Vendor
+
+PINGPONG = "pingpong"
+COLLECTIVES = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
+OPERATIONS = (PINGPONG, *COLLECTIVES)
+
+SINGLE_COPY = "single_copy"
+PROTOCOL = "protocol"
+ALGORITHM = "algorithm"
+EAGER, RENDEZVOUS = "eager", "rendezvous"
+
+# Smallest message each operation is sampled at: reductions work on doubles; gather and
+# all-to-all split the buffer between the ranks.
+MIN_SIZE = {"allreduce": 8, "reduce": 8, "allgather": 4, "alltoall": 4}
+
+
+@dataclass(frozen=True)
+class Family:
+    op: str
+    name: str
+    knob: Knob
+    default: str  # the library's own choice, preferred on ties
+    methods: dict[str, dict[str, str]] = field(default_factory=dict)  # method -> environment
+    runtime: dict[str, int] = field(default_factory=dict)  # method -> MPI_T value
+    env: dict[str, str] = field(default_factory=dict)  # common to every launch
+
+    @property
+    def key(self) -> str:
+        return f"{self.op}/{self.name}"
+
+
+_P2P = {
+    # vendor: (single-copy knob, protocol knob)
+    Vendor.OPENMPI: ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit"),
+    Vendor.MPICH: ("UCX_RNDV_SCHEME", "UCX_RNDV_THRESH"),
+}
+
+
+def _algorithm_knob(vendor: Vendor, op: str) -> str:
+    if vendor is Vendor.OPENMPI:
+        return f"coll_tuned_{op}_algorithm"
+    return f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM"
+
+
+def _usable(knob: Knob, installation: Installation) -> bool:
+    return knob.requires_device is None or knob.requires_device in installation.device
+
+
+def families(
+    installation: Installation,
+    enumerators: dict[str, tuple[str, ...]],
+    operations: tuple[str, ...] = OPERATIONS,
+) -> list[Family]:
+    """The families to sample, in order (single-copy before protocol: the protocol curves are
+    measured with the chosen mechanism). ``enumerators``: algorithm names per knob, in the
+    library's numbering (from discovery)."""
+    vendor = installation.vendor
+    catalog = load_catalog(vendor.value)
+    out: list[Family] = []
+    if PINGPONG in operations:
+        copy_name, protocol_name = _P2P[vendor]
+        copy, protocol = catalog[copy_name], catalog[protocol_name]
+        if _usable(copy, installation) and _usable(protocol, installation):
+            out.append(
+                Family(
+                    PINGPONG,
+                    SINGLE_COPY,
+                    copy,
+                    str(copy.default),
+                    methods={str(c): {copy.env: copy.format(c)} for c in copy.domain()},
+                )
+            )
+            low, high = protocol.domain()[0], protocol.domain()[-1]
+            out.append(
+                Family(
+                    PINGPONG,
+                    PROTOCOL,
+                    protocol,
+                    EAGER,
+                    methods={
+                        EAGER: {protocol.env: protocol.format(high)},
+                        RENDEZVOUS: {protocol.env: protocol.format(low)},
+                    },
+                )
+            )
+    for op in COLLECTIVES:
+        if op not in operations:
+            continue
+        knob = catalog.get(_algorithm_knob(vendor, op))
+        names = enumerators.get(knob.name, ()) if knob else ()
+        if knob is None or not names:
+            continue
+        env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"} if vendor is Vendor.OPENMPI else {}
+        out.append(
+            Family(
+                op,
+                ALGORITHM,
+                knob,
+                names[0],  # "ignore" / "auto": the library's own decision
+                runtime={name: i for i, name in enumerate(names)},
+                env=env,
+            )
+        )
+    return out

@@ -1,0 +1,173 @@
+"""What sampling hands back: the selection file of the library, an env file, PNG plots.
+
+Every file is validated before it is moved into place (atomically); a collective whose rules
+fail validation is left to the library's own decision, with a warning, rather than written
+wrong.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from commtune.knobs import environment, load_catalog
+from commtune.report._export import write_atomic
+from commtune.sample import _rules
+from commtune.sample._curves import Segment
+from commtune.sample._families import ALGORITHM
+from commtune.sample._profile import FamilyCurves, PlatformProfile
+
+
+@dataclass
+class Outputs:
+    files: dict[str, str] = field(default_factory=dict)  # what -> path
+    env: dict[str, str] = field(default_factory=dict)  # variables that load the rules
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {"files": self.files, "env": self.env, "warnings": self.warnings}
+
+
+def _header(profile: PlatformProfile) -> str:
+    fp = profile.fingerprint
+    return (
+        f"commtune platform {fp.key}: {fp.mpi_vendor} {fp.mpi_version} ({fp.mpi_device}), "
+        f"{fp.cpu_model}, {fp.cores} cores\n"
+        f"sampled with {profile.ranks} ranks ({'quick' if profile.quick else 'full'})"
+    )
+
+
+def selection_file(
+    profile: PlatformProfile,
+    segs: dict[str, list[Segment]],
+    mpich_builtin: tuple[dict[str, object], set[str]] | None = None,
+) -> tuple[str, list[str]]:
+    """The library's selection file text for ``segs`` (collective -> ranges), validated;
+    collectives that cannot be expressed are dropped with a warning."""
+    warnings: list[str] = []
+    algorithms = {f.op: f for f in profile.families if f.name == ALGORITHM}
+    if profile.vendor == "openmpi":
+        values = {op: algorithms[op].values for op in segs}
+        text = _rules.ompi_rules(
+            _rules.ompi_choices(segs, values), profile.ranks, _header(profile)
+        )
+        _rules.validate_ompi_rules(text, {op: len(algorithms[op].values) for op in segs})
+        return text, warnings
+    assert mpich_builtin is not None
+    base, known = mpich_builtin
+    usable: dict[str, list[Segment]] = {}
+    for op, ranges in segs.items():
+        try:
+            _rules.mpich_tree(base, {op: ranges}, profile.ranks, known)
+            usable[op] = ranges
+        except _rules.RulesError as exc:
+            warnings.append(f"{exc}; {op} keeps MPICH's own selection")
+    import json
+
+    text = json.dumps(_rules.mpich_tree(base, usable, profile.ranks, known), indent=1) + "\n"
+    _rules.validate_mpich_tree(text, base, known)
+    return text, warnings
+
+
+def rules_env(vendor: str, path: str) -> dict[str, str]:
+    if vendor == "openmpi":
+        return {**_rules.OMPI_ENV, "OMPI_MCA_coll_tuned_dynamic_rules_filename": path}
+    return {_rules.MPICH_ENV: path}
+
+
+def write_outputs(
+    profile: PlatformProfile,
+    directory: Path,
+    mpich_builtin: tuple[dict[str, object], set[str]] | None = None,
+    plots: bool = True,
+) -> Outputs:
+    directory.mkdir(parents=True, exist_ok=True)
+    out = Outputs()
+    vendor = profile.vendor
+    segs = profile.algorithm_segments()
+    segs = {op: s for op, s in segs.items() if s}
+    if segs:
+        text, out.warnings = selection_file(profile, segs, mpich_builtin)
+        name = "coll-rules.conf" if vendor == "openmpi" else "coll-selection.json"
+        path = directory / f"{vendor}-{name}"
+        write_atomic(str(path), text)
+        out.files["rules"] = str(path.resolve())
+        out.env = rules_env(vendor, out.files["rules"])
+    catalog = load_catalog(vendor)
+    config = profile.config()
+    env = {**environment([catalog[k] for k in config], config), **out.env}
+    lines = [f"# {line}" for line in _header(profile).splitlines()]
+    lines += [f"export {k}={v}" for k, v in env.items()]
+    env_path = directory / f"{vendor}-platform.env"
+    write_atomic(str(env_path), "\n".join(lines) + "\n")
+    out.files["env"] = str(env_path.resolve())
+    if plots:
+        for fam in profile.families:
+            if len(fam.curves) >= 1:
+                png = directory / f"{vendor}-{fam.op}-{fam.name}.png"
+                plot_family(fam, profile, png)
+                out.files[f"plot:{fam.key}"] = str(png.resolve())
+    return out
+
+
+def plot_family(fam: FamilyCurves, profile: PlatformProfile, path: Path) -> None:
+    """Time against size (log-log) for every method, the chosen ranges shaded below and the
+    thresholds between them as vertical lines; a second panel: each curve relative to the
+    fastest at each size, which is where the crossings are easy to see."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(8, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+    )
+    best: dict[int, float] = {}
+    for c in fam.curves.values():
+        for s, t in zip(c.sizes, c.times, strict=True):
+            best[s] = min(best.get(s, float("inf")), t)
+    for method, c in sorted(fam.curves.items()):
+        style = "--" if method == fam.default else "-"
+        (line,) = top.plot(c.sizes, [t / 1e3 for t in c.times], style, marker=".", label=method)
+        if c.q1 and c.q3:
+            top.fill_between(
+                c.sizes, [t / 1e3 for t in c.q1], [t / 1e3 for t in c.q3], alpha=0.15,
+                color=line.get_color(),
+            )  # fmt: skip
+        bottom.plot(c.sizes, [t / best[s] for s, t in zip(c.sizes, c.times, strict=True)],
+                    style, marker=".", color=line.get_color())  # fmt: skip
+    for seg in fam.segments(profile.vendor)[1:]:
+        for ax in (top, bottom):
+            ax.axvline(seg.low, color="black", linewidth=0.8, linestyle=":")
+        top.annotate(
+            f"{_size_text(seg.low)}\n→ {seg.method}",
+            (seg.low, top.get_ylim()[1]),
+            textcoords="offset points",
+            xytext=(3, -24),
+            fontsize=7,
+        )
+    top.set_xscale("log", base=2)
+    top.set_yscale("log")
+    top.set_ylabel("time per operation (µs)")
+    top.legend(fontsize=7, ncol=2)
+    top.set_title(
+        f"{fam.op} — {fam.name} ({profile.fingerprint.mpi_vendor} "
+        f"{profile.fingerprint.mpi_version}, {profile.ranks} ranks)"
+    )
+    bottom.set_yscale("log")
+    bottom.set_ylabel("time / fastest")
+    bottom.set_xlabel("message size (bytes)")
+    bottom.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def _size_text(size: float) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size:.0f} B"

@@ -1,0 +1,248 @@
+"""The platform profile: every sampled curve of one platform, and what follows from them.
+
+Stored whole (JSON) in the study storage under the platform fingerprint's key; the
+thresholds, choices and configuration are recomputed from the curves, so a profile written
+by an older commtune still gives today's decisions.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from commtune.errors import UsageError
+from commtune.knobs import Knob, KnobType, Value, load_catalog
+from commtune.platform import Fingerprint
+from commtune.sample._curves import (
+    TIE,
+    Crossing,
+    Curve,
+    Segment,
+    crossings,
+    geometric_mean_ratio,
+    method_at,
+    segments,
+)
+from commtune.sample._families import ALGORITHM, EAGER, PROTOCOL, RENDEZVOUS, SINGLE_COPY
+
+FORMAT = "commtune-platform"
+VERSION = 1
+
+
+@dataclass
+class FamilyCurves:
+    """The sampled curves of one family (see :mod:`._families`)."""
+
+    op: str
+    name: str
+    knob: str
+    default: str
+    env: dict[str, str]  # the environment the curves were measured under
+    curves: dict[str, Curve]
+    failed: dict[str, str] = field(default_factory=dict)  # method -> why it could not run
+    values: dict[str, int] = field(default_factory=dict)  # algorithm -> the library's number
+
+    @property
+    def key(self) -> str:
+        return f"{self.op}/{self.name}"
+
+    def candidates(self, vendor: str) -> list[Curve]:
+        """Curves a choice may pick. MPICH's ``auto`` has no name in a selection file, so an
+        algorithm family there chooses among the named algorithms only. The protocol curves
+        are compared above the smallest eager limit only: below it both runs send eagerly
+        and differ by fragment size, not protocol."""
+        if self.name == ALGORITHM and vendor == "mpich":
+            return [c for m, c in self.curves.items() if m != self.default]
+        if self.name == PROTOCOL:
+            low = min(v for v in load_catalog(vendor)[self.knob].domain() if isinstance(v, int))
+            return [c.restricted(low) for c in self.curves.values()]
+        return list(self.curves.values())
+
+    def segments(self, vendor: str) -> list[Segment]:
+        curves = self.candidates(vendor)
+        prefer = self.default if self.default in self.curves else None
+        return segments(curves, prefer) if curves else []
+
+    def crossings(self) -> list[Crossing]:
+        names = sorted(self.curves)
+        out: list[Crossing] = []
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                out += crossings(self.curves[a], self.curves[b])
+        return sorted(out, key=lambda c: c.size)
+
+    def best_overall(self) -> str | None:
+        """For a knob that takes one value for every size (the single-copy mechanism): the
+        method with the smallest geometric-mean slowdown against the per-size best; the
+        default when it is within noise of that."""
+        if not self.curves:
+            return None
+        best: dict[int, float] = {}
+        for c in self.curves.values():
+            for s, t in zip(c.sizes, c.times, strict=True):
+                best[s] = min(best.get(s, math.inf), t)
+        ratios = {m: geometric_mean_ratio(c, best) for m, c in self.curves.items()}
+        winner = min(ratios, key=lambda m: ratios[m])
+        if self.default in ratios and ratios[self.default] <= ratios[winner] * (1 + TIE):
+            return self.default
+        return winner
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "family": self.name,
+            "knob": self.knob,
+            "default": self.default,
+            "env": self.env,
+            "curves": {m: c.to_json() for m, c in self.curves.items()},
+            "failed": self.failed,
+            "values": self.values,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FamilyCurves:
+        return cls(
+            data["op"],
+            data["family"],
+            data["knob"],
+            data["default"],
+            dict(data["env"]),
+            {m: Curve.from_json(m, c) for m, c in data["curves"].items()},
+            dict(data.get("failed", {})),
+            {m: int(v) for m, v in data.get("values", {}).items()},
+        )
+
+
+def nearest_value(knob: Knob, size: float) -> Value:
+    """The knob's domain value closest to ``size`` (in log space for power-of-two knobs)."""
+    domain = [v for v in knob.domain() if isinstance(v, int) and not isinstance(v, bool)]
+    if knob.type is KnobType.LOG2:
+        return min(domain, key=lambda v: abs(math.log(v) - math.log(max(size, 1))))
+    return min(domain, key=lambda v: abs(v - size))
+
+
+@dataclass
+class PlatformProfile:
+    fingerprint: Fingerprint
+    ranks: int
+    quick: bool
+    families: list[FamilyCurves]
+    wall_seconds: float = 0.0
+    created: float = field(default_factory=time.time)
+
+    @property
+    def vendor(self) -> str:
+        return self.fingerprint.mpi_vendor
+
+    def family(self, op: str, name: str) -> FamilyCurves | None:
+        return next((f for f in self.families if f.op == op and f.name == name), None)
+
+    # -- decisions ----------------------------------------------------------------------------
+    def config(self) -> dict[str, Value]:
+        """Knob values that follow from the samples: the single-copy mechanism, and the eager
+        limit at the eager/rendezvous threshold (nearest value of the knob's domain)."""
+        catalog = load_catalog(self.vendor)
+        out: dict[str, Value] = {}
+        copy = self.family("pingpong", SINGLE_COPY)
+        if copy is not None and (chosen := copy.best_overall()) is not None:
+            out[copy.knob] = catalog[copy.knob].to_internal(chosen)
+        threshold = self.eager_threshold()
+        protocol = self.family("pingpong", PROTOCOL)
+        if protocol is not None and threshold is not None:
+            out[protocol.knob] = nearest_value(catalog[protocol.knob], threshold)
+        return out
+
+    def eager_threshold(self) -> float | None:
+        """Size from which rendezvous beats eager: the end of the eager range (the sampled
+        range's ends when one protocol wins everywhere)."""
+        protocol = self.family("pingpong", PROTOCOL)
+        if protocol is None or len(protocol.curves) < 2:
+            return None
+        segs = protocol.segments(self.vendor)
+        for seg in segs:
+            if seg.method == RENDEZVOUS:
+                return seg.low
+        if all(s.method == EAGER for s in segs):
+            return float(max(protocol.curves[EAGER].sizes))
+        return None
+
+    def algorithm_segments(self) -> dict[str, list[Segment]]:
+        """Collective -> its chosen algorithm per size range."""
+        return {f.op: f.segments(self.vendor) for f in self.families if f.name == ALGORITHM}
+
+    def predict_time(self, op: str, size: float, method: str | None = None) -> float:
+        """Predicted time (ns) of ``op`` on ``size`` bytes with ``method`` (default: the chosen
+        one at that size), by log-log interpolation between the samples."""
+        fams = [f for f in self.families if f.op == op]
+        if not fams:
+            raise UsageError(f"no samples of {op!r} on this platform")
+        if method is None:
+            fam = next((f for f in fams if f.name in (PROTOCOL, ALGORITHM)), fams[0])
+            segs = fam.segments(self.vendor)
+            if not segs:
+                raise UsageError(f"no usable samples of {op!r} on this platform")
+            return fam.curves[method_at(segs, size)].predict(size)
+        for fam in fams:
+            if method in fam.curves:
+                return fam.curves[method].predict(size)
+        known = sorted(m for f in fams for m in f.curves)
+        raise UsageError(f"no method {method!r} sampled for {op} (known: {', '.join(known)})")
+
+    # -- storage ------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "fingerprint": self.fingerprint.to_json(),
+            "ranks": self.ranks,
+            "quick": self.quick,
+            "wall_seconds": self.wall_seconds,
+            "created": self.created,
+            "families": [f.to_json() for f in self.families],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PlatformProfile:
+        if data.get("format") != FORMAT or data.get("version") != VERSION:
+            raise UsageError("stored platform profile has an unknown format; sample with --refresh")
+        return cls(
+            Fingerprint(**data["fingerprint"]),
+            int(data["ranks"]),
+            bool(data["quick"]),
+            [FamilyCurves.from_json(f) for f in data["families"]],
+            float(data.get("wall_seconds", 0.0)),
+            float(data.get("created", 0.0)),
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """What ``--json`` reports: thresholds, the chosen method per size, the configuration."""
+        fams = []
+        for f in self.families:
+            fams.append(
+                {
+                    "op": f.op,
+                    "family": f.name,
+                    "knob": f.knob,
+                    "methods": sorted(f.curves),
+                    "failed": f.failed,
+                    "crossings": [c.to_json() for c in f.crossings()],
+                    "segments": [s.to_json() for s in f.segments(self.vendor)],
+                    "chosen_per_size": {
+                        str(s): method_at(f.segments(self.vendor), s)
+                        for s in sorted({s for c in f.curves.values() for s in c.sizes})
+                    },
+                }
+            )
+        return {
+            "platform": self.fingerprint.key,
+            "fingerprint": self.fingerprint.to_json(),
+            "ranks": self.ranks,
+            "quick": self.quick,
+            "wall_seconds": round(self.wall_seconds, 2),
+            "eager_threshold": self.eager_threshold(),
+            "config": self.config(),
+            "families": fams,
+        }

@@ -1,0 +1,186 @@
+"""Running the sampler program (``native/bench/ct_sample.c``) under each method.
+
+One launch per launch-time method (eager limit, single-copy mechanism); one launch per
+collective for all its algorithms, switched through MPI_T inside the run. A launch that
+crashes or hangs is killed with its process tree and recorded as failed; the other methods go
+on. A collective whose all-in-one launch fails is retried one algorithm per launch, so one
+broken algorithm costs only its own curve.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from commtune import native
+from commtune.errors import UsageError
+from commtune.launch import Installation, launcher_for
+from commtune.platform import Fingerprint
+from commtune.report import Bar
+from commtune.sample._curves import Curve
+from commtune.sample._families import MIN_SIZE, PROTOCOL, SINGLE_COPY, Family
+from commtune.sample._profile import FamilyCurves, PlatformProfile
+from commtune.trial import run_process
+
+MAX_SIZE = 4 << 20
+
+
+def sizes_for(op: str, quick: bool) -> list[int]:
+    """1 B to 4 MiB: powers of two, and their midpoints unless ``quick``."""
+    out: list[int] = []
+    size = 1
+    while size <= MAX_SIZE:
+        out.append(size)
+        if not quick and 4 <= size < MAX_SIZE:
+            out.append(size + size // 2)
+        size *= 2
+    return [s for s in out if s >= MIN_SIZE.get(op, 1)]
+
+
+@dataclass
+class Launch:
+    """What one launch measured: (method value or -1, size) -> row, or why it failed."""
+
+    rows: list[dict[str, float]]
+    error: str | None
+
+
+def parse_output(stdout: str) -> tuple[list[dict[str, float]], list[str]]:
+    """Rows and per-value errors from ct_sample's JSON lines (other lines are ignored)."""
+    rows, errors = [], []
+    for line in stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "error" in row:
+            errors.append(str(row["error"]))
+        elif {"op", "size", "median_ns"} <= row.keys():
+            rows.append(row)
+    return rows, errors
+
+
+def curve_of(method: str, rows: Sequence[dict[str, float]]) -> Curve:
+    rows = sorted(rows, key=lambda r: r["size"])
+    return Curve(
+        method,
+        tuple(int(r["size"]) for r in rows),
+        tuple(float(r["median_ns"]) for r in rows),
+        tuple(float(r["q1_ns"]) for r in rows),
+        tuple(float(r["q3_ns"]) for r in rows),
+    )
+
+
+class Sampler:
+    def __init__(
+        self,
+        installation: Installation,
+        ranks: int,
+        quick: bool,
+        timeout: float | None = None,
+        bar: Bar | None = None,
+    ) -> None:
+        if ranks < 2:
+            raise UsageError("sampling needs at least 2 ranks (--np)")
+        self.installation = installation
+        self.ranks = ranks
+        self.quick = quick
+        self.timeout = timeout if timeout is not None else (120.0 if quick else 900.0)
+        self.binary = native.build(installation, "bench/ct_sample.c")
+        self.launcher = launcher_for(installation)
+        self.bar = bar or Bar(None, None)
+        self._remove: list[str] = []
+
+    def launch(
+        self,
+        op: str,
+        env: dict[str, str],
+        runtime: tuple[str, Sequence[int]] | None = None,
+        sizes: Sequence[int] | None = None,
+    ) -> Launch:
+        program = [str(self.binary)]
+        if self.quick:
+            program.append("-q")
+        program += ["-s", ",".join(map(str, sizes or sizes_for(op, self.quick)))]
+        if runtime is not None:
+            program += ["-w", runtime[0], "-v", ",".join(map(str, runtime[1]))]
+        program.append(op)
+        plan = self.launcher.plan(
+            self.launcher.command(self.ranks, program), env, remove=self._remove
+        )
+        result = run_process(plan.argv, plan.env, self.timeout)
+        rows, errors = parse_output(result.stdout)
+        if result.timed_out:
+            return Launch(rows, f"timed out after {self.timeout:.0f} s")
+        if result.returncode != 0:
+            tail = result.stderr_tail.strip().splitlines()
+            return Launch(rows, f"exit {result.returncode}: {tail[-1] if tail else 'no output'}")
+        return Launch(rows, "; ".join(errors) or None)
+
+    def steps(self, fams: Sequence[Family]) -> int:
+        return sum(len(f.methods) if f.methods else 1 for f in fams)
+
+    def sample(self, fams: Sequence[Family], fingerprint: Fingerprint) -> PlatformProfile:
+        t0 = time.perf_counter()
+        # The knobs being sampled are set by each launch; the user's own exports would blur it.
+        self._remove = sorted({f.knob.env for f in fams})
+        done: list[FamilyCurves] = []
+        chosen_copy: dict[str, str] = {}
+        for fam in fams:
+            env = dict(fam.env)
+            if fam.name == PROTOCOL:  # measured with the chosen single-copy mechanism
+                env.update(chosen_copy)
+            result = self._sample_family(fam, env)
+            done.append(result)
+            if fam.name == SINGLE_COPY and (best := result.best_overall()) is not None:
+                chosen_copy = {fam.knob.env: fam.knob.format(fam.knob.to_internal(best))}
+        return PlatformProfile(
+            fingerprint, self.ranks, self.quick, done, time.perf_counter() - t0
+        )
+
+    def _sample_family(self, fam: Family, env: dict[str, str]) -> FamilyCurves:
+        curves: dict[str, Curve] = {}
+        failed: dict[str, str] = {}
+        if fam.methods:
+            for method, settings in fam.methods.items():
+                self.bar.status(f"{fam.key}: {method}")
+                out = self.launch(fam.op, {**env, **settings})
+                self.bar.advance()
+                if out.error or not out.rows:
+                    failed[method] = out.error or "no output"
+                else:
+                    curves[method] = curve_of(method, out.rows)
+        else:
+            self.bar.status(f"{fam.key}: {len(fam.runtime)} algorithms")
+            names = {v: m for m, v in fam.runtime.items()}
+            out = self.launch(fam.op, env, (fam.knob.name, list(names)))
+            self.bar.advance()
+            by_value: dict[int, list[dict[str, float]]] = {}
+            for row in out.rows:
+                by_value.setdefault(int(row["value"]), []).append(row)
+            if out.error:  # retry each missing algorithm alone
+                for value, method in names.items():
+                    if len(by_value.get(value, ())) == len(sizes_for(fam.op, self.quick)):
+                        continue
+                    alone = self.launch(fam.op, env, (fam.knob.name, [value]))
+                    if alone.error or not alone.rows:
+                        failed[method] = alone.error or "no output"
+                        by_value.pop(value, None)
+                    else:
+                        by_value[value] = alone.rows
+            for value, rows in sorted(by_value.items()):
+                curves[names[value]] = curve_of(names[value], rows)
+        return FamilyCurves(
+            fam.op,
+            fam.name,
+            fam.knob.name,
+            fam.default,
+            {k: v for k, v in env.items()},
+            curves,
+            failed,
+            dict(fam.runtime),
+        )
