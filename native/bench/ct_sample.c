@@ -5,12 +5,13 @@
  * OP is pingpong (ranks 0 and 1; the others wait), allreduce, bcast, reduce, allgather or
  * alltoall. SIZES is a comma list of byte counts (default: 1 B to 4 MiB, powers of two and their
  * midpoints). With -w, the integer control variable CVAR is written through MPI_T before each
- * value's measurements, and every value is measured on a fresh communicator (Open MPI's
- * coll_tuned reads its forced algorithm when a communicator is created; MPICH reads the variable
- * on the next call), so one launch measures every algorithm.
+ * measurement, and every measurement runs on a fresh communicator (Open MPI's coll_tuned reads
+ * its forced algorithm when a communicator is created; MPICH reads the variable on the next
+ * call), so one launch measures every algorithm, interleaved size by size.
  *
- * Per (value, op, size): a warm-up block, then BLOCKS timed blocks; the iteration count of a
- * block is calibrated so that it lasts about TARGET seconds. A block's time is the maximum over
+ * A warm-up sweep over every size comes first. Per (op, size, value): a warm-up block, then
+ * BLOCKS timed blocks; the iteration count of a block is calibrated so that it lasts about
+ * TARGET seconds. A block's time is the maximum over
  * the ranks; the statistic is the median over blocks with the quartiles as spread.
  * Output, rank 0, one line each (JSON Lines):
  *   {"op":"allreduce","value":2,"size":1024,"median_ns":...,"q1_ns":...,"q3_ns":...,"iters":N}
@@ -187,24 +188,34 @@ int main(int argc, char **argv) {
         values[0] = -1;
         n_values = 1;
     }
-    for (int v = 0; v < n_values; ++v) {
-        if (cvar) {
-            int err = cvar_write(cvar, (int)values[v]);
-            if (err) {
-                if (rank == 0)
-                    printf("{\"error\":\"cannot write %s=%ld through MPI_T (step %d)\","
-                           "\"value\":%ld}\n",
-                           cvar, values[v], err, values[v]);
-                continue;
-            }
-        }
-        MPI_Comm comm; /* fresh: Open MPI binds collective algorithms at creation */
-        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-        for (int o = 0; o < n_ops; ++o)
-            for (int i = 0; i < n_sizes; ++i)
+    /* Warm-up sweep before anything is timed: the first pass over the sizes pays for page
+     * faults and the transport's lazy set-up (seen: 4x at 256 KiB on MPICH/UCX), which would
+     * otherwise count against whichever method is measured first. */
+    for (int o = 0; o < n_ops; ++o)
+        for (int i = 0; i < n_sizes; ++i)
+            for (int rep = 0; rep < 2; ++rep)
+                block((enum op)ops[o], MPI_COMM_WORLD, a, b, (int)sizes[i],
+                      sizes[i] >= 1 << 18 ? 4 : 32);
+    /* Sizes outer, values inner: every method is measured at the same point of the run, so
+     * none gains from running later (a warmer process) than another. */
+    for (int o = 0; o < n_ops; ++o)
+        for (int i = 0; i < n_sizes; ++i)
+            for (int v = 0; v < n_values; ++v) {
+                if (cvar) {
+                    int err = cvar_write(cvar, (int)values[v]);
+                    if (err) {
+                        if (rank == 0 && o == 0 && i == 0)
+                            printf("{\"error\":\"cannot write %s=%ld through MPI_T (step %d)\","
+                                   "\"value\":%ld}\n",
+                                   cvar, values[v], err, values[v]);
+                        continue;
+                    }
+                }
+                MPI_Comm comm; /* fresh: Open MPI binds collective algorithms at creation */
+                MPI_Comm_dup(MPI_COMM_WORLD, &comm);
                 measure((enum op)ops[o], comm, a, b, (int)sizes[i], (int)values[v]);
-        MPI_Comm_free(&comm);
-    }
+                MPI_Comm_free(&comm);
+            }
     free(a);
     free(b);
     MPI_T_finalize();

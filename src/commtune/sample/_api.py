@@ -188,22 +188,42 @@ def verify(
     fams = [f for f in profile.families if f.name == ALGORITHM]
     with_file: dict[tuple[str, int], list[float]] = {}
     forced: dict[tuple[str, int, str], list[float]] = {}
-    with ui.progress("verifying the selection file", total=2 * repeats * len(fams)) as bar:
+    # MPICH: a forced algorithm variable overrides the file, so one launch with the file loaded
+    # measures the file's choice (value 0, "auto") and each forced algorithm, interleaved.
+    # Open MPI: the file overrides forced algorithms, so launches with and without it alternate.
+    same_launch = profile.vendor == "mpich"
+    per_repeat = 1 if same_launch else 2
+    with ui.progress("verifying the selection file", total=per_repeat * repeats * len(fams)) as bar:
         sampler = Sampler(installation, profile.ranks, profile.quick, bar=bar)
         for _ in range(repeats):
             for fam in fams:
-                bar.status(f"{fam.op}: with file")
-                run = sampler.launch(fam.op, {**fam.env, **env_file})
-                bar.advance()
-                for row in run.rows:
-                    with_file.setdefault((fam.op, int(row["size"])), []).append(row["median_ns"])
-                bar.status(f"{fam.op}: forced")
                 names = {v: m for m, v in fam.values.items() if m in fam.curves}
-                run = sampler.launch(fam.op, dict(fam.env), (fam.knob, sorted(names)))
-                bar.advance()
+                if same_launch:
+                    auto = fam.values[fam.default]
+                    bar.status(f"{fam.op}: file and forced")
+                    run = sampler.launch(
+                        fam.op, {**fam.env, **env_file}, (fam.knob, sorted(names))
+                    )
+                    bar.advance()
+                    for row in run.rows:
+                        if int(row["value"]) == auto:
+                            key = (fam.op, int(row["size"]))
+                            with_file.setdefault(key, []).append(row["median_ns"])
+                else:
+                    bar.status(f"{fam.op}: with file")
+                    run = sampler.launch(fam.op, {**fam.env, **env_file})
+                    bar.advance()
+                    for row in run.rows:
+                        key = (fam.op, int(row["size"]))
+                        with_file.setdefault(key, []).append(row["median_ns"])
+                    bar.status(f"{fam.op}: forced")
+                    run = sampler.launch(fam.op, dict(fam.env), (fam.knob, sorted(names)))
+                    bar.advance()
                 for row in run.rows:
-                    key = (fam.op, int(row["size"]), names[int(row["value"])])
-                    forced.setdefault(key, []).append(row["median_ns"])
+                    method = names[int(row["value"])]
+                    forced.setdefault((fam.op, int(row["size"]), method), []).append(
+                        row["median_ns"]
+                    )
     checks = []
     segs = profile.algorithm_segments()
     from commtune.sample._curves import method_at

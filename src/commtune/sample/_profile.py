@@ -29,6 +29,9 @@ from commtune.sample._curves import (
 from commtune.sample._families import ALGORITHM, EAGER, PROTOCOL, RENDEZVOUS, SINGLE_COPY
 
 FORMAT = "commtune-platform"
+# MPICH algorithms a selection file must not name: "smp" needs a node hierarchy; forced by its
+# variable MPICH falls back when there is none, named in a file it aborts.
+MPICH_UNSAFE = ("smp",)
 VERSION = 1
 
 
@@ -55,7 +58,7 @@ class FamilyCurves:
         are compared above the smallest eager limit only: below it both runs send eagerly
         and differ by fragment size, not protocol."""
         if self.name == ALGORITHM and vendor == "mpich":
-            return [c for m, c in self.curves.items() if m != self.default]
+            return [c for m, c in self.curves.items() if m not in (self.default, *MPICH_UNSAFE)]
         if self.name == PROTOCOL:
             low = min(v for v in load_catalog(vendor)[self.knob].domain() if isinstance(v, int))
             return [c.restricted(low) for c in self.curves.values()]
