@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV = .venv
 BIN = $(CURDIR)/$(VENV)/bin
 APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfortran \
-	clang-format procps python3-venv python3-pip
+	clang-format procps iproute2 python3-venv python3-pip
 STAMP = $(VENV)/.installed
 
 export PATH := $(BIN):$(PATH)

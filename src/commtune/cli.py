@@ -238,6 +238,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
 
+    p = sub.add_parser("rails", help="multi-rail split planner on shaped veth links (root)")
+    rails_sub = p.add_subparsers(dest="rails_cmd", required=True, parser_class=_Parser)
+    p = rails_sub.add_parser("bench", help="plan vs even split vs best single rail, measured")
+    p.add_argument(
+        "--rates",
+        default="400,200,100",
+        help="rail rates in Mbit/s (comma list, default 400,200,100)",
+    )
+    p.add_argument("--size", type=_size, default=8 << 20, help="message size (default 8M)")
+    p.add_argument("--repeats", type=_positive(int), default=5, help="transfers per strategy")
+    p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
+
     p = sub.add_parser("cvars", help="list the MPI_T control (or performance) variables")
     _add_mpi(p)
     p.add_argument("--pvars", action="store_true", help="performance variables instead")
@@ -666,6 +678,54 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rails(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from commtune.rails._bench import bench
+    from commtune.report import UI
+
+    try:
+        rates = [float(r) for r in args.rates.split(",") if r.strip()]
+    except ValueError:
+        raise UsageError(f"--rates {args.rates!r}: give Mbit/s numbers, e.g. 400,200") from None
+    if not rates or min(rates) <= 0:
+        raise UsageError("--rates needs at least one positive rate")
+    ui = UI(json_mode=args.json)
+    curves, strategies = bench(rates, args.size, args.repeats, ui)
+    aggregate = sum(rates) * 1e6 / 8  # bytes per second
+    table = Table(title=f"{args.size} B over {len(rates)} rails ({args.rates} Mbit/s)")
+    for column in ("split", "chunks", "predicted", "measured (median)", "meas/pred",
+                   "share of aggregate bandwidth"):  # fmt: skip
+        table.add_column(column)
+    rows = []
+    for st in strategies:
+        row = st.to_json()
+        row["aggregate_share"] = args.size / aggregate / row["measured_s"]
+        rows.append(row)
+        table.add_row(
+            st.name,
+            ",".join(map(str, st.chunks)),
+            f"{st.predicted * 1e3:.1f} ms",
+            f"{row['measured_s'] * 1e3:.1f} ms",  # type: ignore[operator]
+            f"{row['measured_over_predicted']:.3f}",
+            f"{row['aggregate_share']:.1%}",
+        )
+    ui.print(table)
+    plan = rows[0]["measured_s"]
+    gains = {r["name"]: r["measured_s"] / plan for r in rows[1:]}  # type: ignore[operator]
+    ui.info("plan is " + ", ".join(f"{g:.2f}x faster than {n}" for n, g in gains.items()))
+    if args.json:
+        out = {
+            "rates_mbit": rates,
+            "size": args.size,
+            "curves": {n: c.to_json() for n, c in curves.items()},
+            "strategies": rows,
+            "gain_over": gains,
+        }
+        print(json.dumps(out, separators=(",", ":")))
+    return 0
+
+
 def predict_rows(profile: Any, size: int) -> list[dict[str, Any]]:
     """Predicted time of each sampled operation at ``size``: chosen method and every method."""
     from commtune.sample._curves import method_at
@@ -879,6 +939,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "lib": cmd_lib,
             "cvars": cmd_cvars,
             "sample": cmd_sample,
+            "rails": cmd_rails,
         }
         return handlers[args.cmd](args)
     except UsageError as exc:

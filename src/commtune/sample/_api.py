@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -113,10 +114,8 @@ def save_study(store: Store, profile: PlatformProfile, outputs: Outputs) -> str:
 
     name = f"{PLATFORM_STUDY}-{profile.vendor}-{profile.fingerprint.key}"
     config = profile.config()
-    try:
+    with contextlib.suppress(KeyError):  # replaced: the profile may have been resampled
         optuna.delete_study(study_name=name, storage=store.optuna)
-    except KeyError:
-        pass
     study = optuna.create_study(study_name=name, storage=store.optuna, direction="minimize")
     study.set_user_attr(
         "commtune",
@@ -201,9 +200,7 @@ def verify(
                 if same_launch:
                     auto = fam.values[fam.default]
                     bar.status(f"{fam.op}: file and forced")
-                    run = sampler.launch(
-                        fam.op, {**fam.env, **env_file}, (fam.knob, sorted(names))
-                    )
+                    run = sampler.launch(fam.op, {**fam.env, **env_file}, (fam.knob, sorted(names)))
                     bar.advance()
                     for row in run.rows:
                         if int(row["value"]) == auto:

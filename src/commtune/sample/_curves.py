@@ -8,6 +8,7 @@ log-log space (straight lines there: latency-bound and bandwidth-bound parts ali
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -110,12 +111,9 @@ def crossings(a: Curve, b: Curve) -> list[Crossing]:
     last: tuple[int, float] | None = None
     for s, d in diffs:
         sign = (d > 0) - (d < 0)
-        if sign != 0 and last_sign != 0 and sign != last_sign and last is not None:
+        if sign != 0 and last_sign not in (0, sign) and last is not None:
             s0, d0 = last
-            if d0 == 0:
-                at = float(s0)
-            else:
-                at = s0 + (s - s0) * d0 / (d0 - d)
+            at = float(s0) if d0 == 0 else s0 + (s - s0) * d0 / (d0 - d)
             below, above = (a.method, b.method) if sign > 0 else (b.method, a.method)
             out.append(Crossing(at, below, above))
         if sign != 0:
@@ -181,7 +179,7 @@ def segments(curves: Sequence[Curve], prefer: str | None = None) -> list[Segment
     chosen = best_methods(curves, prefer)
     out: list[Segment] = []
     low: float = chosen[0][0]
-    for (s0, m0), (s1, m1) in zip(chosen, chosen[1:], strict=False):
+    for (s0, m0), (s1, m1) in itertools.pairwise(chosen):
         if m0 == m1:
             continue
         pair = crossings(by_name[m0], by_name[m1])

@@ -49,9 +49,7 @@ def selection_file(
     algorithms = {f.op: f for f in profile.families if f.name == ALGORITHM}
     if profile.vendor == "openmpi":
         values = {op: algorithms[op].values for op in segs}
-        text = _rules.ompi_rules(
-            _rules.ompi_choices(segs, values), profile.ranks, _header(profile)
-        )
+        text = _rules.ompi_rules(_rules.ompi_choices(segs, values), profile.ranks, _header(profile))
         _rules.validate_ompi_rules(text, {op: len(algorithms[op].values) for op in segs})
         return text, warnings
     assert mpich_builtin is not None

@@ -192,7 +192,7 @@ def mpich_tree(
             name = mpich_name(op, seg.method, known)
             if name is None:
                 raise RulesError(f"{op}: MPICH has no selection name for {seg.method!r}")
-            leaf = {f"algorithm={name}": {}}
+            leaf: dict[str, Any] = {f"algorithm={name}": {}}
             if seg.high is None:
                 subtree[f"{key}=any"] = leaf
             else:

@@ -138,9 +138,7 @@ class Sampler:
             done.append(result)
             if fam.name == SINGLE_COPY and (best := result.best_overall()) is not None:
                 chosen_copy = {fam.knob.env: fam.knob.format(fam.knob.to_internal(best))}
-        return PlatformProfile(
-            fingerprint, self.ranks, self.quick, done, time.perf_counter() - t0
-        )
+        return PlatformProfile(fingerprint, self.ranks, self.quick, done, time.perf_counter() - t0)
 
     def _sample_family(self, fam: Family, env: dict[str, str]) -> FamilyCurves:
         curves: dict[str, Curve] = {}
@@ -179,7 +177,7 @@ class Sampler:
             fam.name,
             fam.knob.name,
             fam.default,
-            {k: v for k, v in env.items()},
+            dict(env),
             curves,
             failed,
             dict(fam.runtime),

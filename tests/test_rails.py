@@ -1,0 +1,57 @@
+"""Multi-rail split: the dichotomy against the bandwidth-weighted closed form, and the real
+bench over namespaces joined by tc-shaped veth pairs (root)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from commtune.rails import Link, bandwidth_weighted, finish_time, split
+
+from .conftest import last_json, run_cli
+
+
+@pytest.mark.parametrize(
+    ("latencies", "bandwidths", "releases"),
+    [
+        ((1e-5, 1e-5), (1e9, 5e8), (0.0, 0.0)),  # two rails
+        ((2e-5, 1e-5, 5e-5), (1.2e9, 4e8, 1e8), (0.0, 1e-3, 0.0)),  # one busy for 1 ms
+        ((1e-5, 1e-5), (1e9, 1e9), (0.0, 1.0)),  # the second rail frees too late: unused
+    ],
+)
+def test_split_matches_the_closed_form(
+    latencies: tuple[float, ...], bandwidths: tuple[float, ...], releases: tuple[float, ...]
+) -> None:
+    total = 8 << 20
+    links = [
+        Link.linear(f"r{i}", lat, bw, rel)
+        for i, (lat, bw, rel) in enumerate(zip(latencies, bandwidths, releases, strict=True))
+    ]
+    chunks = split(total, links)
+    expected = bandwidth_weighted(total, latencies, bandwidths, releases)
+    assert sum(chunks) == total
+    for got, want in zip(chunks, expected, strict=True):
+        assert got == pytest.approx(want, abs=2)
+    used = [link.release + link.time(x) for x, link in zip(chunks, links, strict=True) if x]
+    assert max(used) - min(used) < 1e-8  # every used rail ends together
+    assert finish_time(chunks, links) <= min(link.release + link.time(total) for link in links)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")
+def test_rails_bench_runs_and_cleans_up(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(
+        ["rails", "bench", "--rates", "200,50", "--size", "2M", "--repeats", "2", "--json"],
+        capsys,
+    )
+    assert code == 0, err
+    result = last_json(out)
+    plan, even, single = result["strategies"]
+    assert sum(plan["chunks"]) == 2 << 20 and plan["chunks"][0] > 3 * plan["chunks"][1]
+    assert 0.7 < plan["measured_over_predicted"] < 1.3
+    assert plan["measured_s"] < single["measured_s"] and plan["measured_s"] < even["measured_s"]
+    left = subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True, check=False
+    ).stdout
+    assert "-peer" not in left

@@ -1,0 +1,171 @@
+"""Platform sampling: crossings on synthetic curves, selection files read back by the library's
+rules, and real quick sampling under mpirun/mpiexec (2 ranks) with reuse and resampling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commtune.launch import Vendor, find_installation, launcher_for
+from commtune.sample import Curve, crossings, segments
+from commtune.sample._curves import best_methods
+from commtune.sample._rules import (
+    RulesError,
+    mpich_builtin,
+    mpich_tree,
+    ompi_rules,
+    parse_ompi_rules,
+    validate_mpich_tree,
+    validate_ompi_rules,
+)
+from commtune.sample._sampler import sizes_for
+from commtune.store import Store
+
+from .conftest import VENDORS, last_json, run_cli
+
+SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def test_crossing_is_exact_for_lines() -> None:
+    # a = 10 + s, b = 2 * s: equal at s = 10, between the samples 8 and 16
+    a = Curve("a", SIZES, tuple(10.0 + s for s in SIZES))
+    b = Curve("b", SIZES, tuple(2.0 * s for s in SIZES))
+    (cross,) = crossings(a, b)
+    assert cross.size == pytest.approx(10.0)
+    assert (cross.faster_below, cross.faster_above) == ("b", "a")
+    segs = segments([a, b])
+    assert [(s.method, s.high) for s in segs] == [("b", pytest.approx(10.0)), ("a", None)]
+
+
+def test_two_crossings_and_none() -> None:
+    # b is faster only in the middle: crossings at 3 (between 2 and 4) and 48 (32..64)
+    a = Curve("a", SIZES, (5, 5, 5, 5, 5, 5, 5, 5))
+    b = Curve("b", SIZES, (7, 7, 3, 3, 3, 3, 7, 7))
+    found = crossings(a, b)
+    assert [c.size for c in found] == [pytest.approx(2 + 2 * 2 / 4), pytest.approx(32 + 32 / 2)]
+    assert crossings(a, Curve("c", SIZES, (9,) * 8)) == []
+
+
+def test_noise_does_not_split_ranges() -> None:
+    base = tuple(100.0 + s for s in SIZES)
+    jitter = tuple(t * (0.99 if i % 2 else 1.01) for i, t in enumerate(base))
+    chosen = best_methods([Curve("default", SIZES, base), Curve("other", SIZES, jitter)], "default")
+    assert {m for _, m in chosen} == {"default"}
+
+
+def test_prediction_is_log_log_interpolation() -> None:
+    curve = Curve("bw", (1024, 4096), (1000.0, 16000.0))  # t ~ s^2 between the samples
+    assert curve.predict(2048) == pytest.approx(4000.0)
+    assert curve.predict(1024) == pytest.approx(1000.0)
+    assert curve.predict(8192) == pytest.approx(64000.0)  # the end segment extends
+
+
+def test_ompi_rules_round_trip_and_rejections() -> None:
+    text = ompi_rules({"allreduce": [(0, 3), (4096, 4)], "bcast": [(0, 1)]}, 2, "a # header 7")
+    parsed = parse_ompi_rules(text)
+    assert parsed == {2: {2: [(0, 3, 0, 0), (4096, 4, 0, 0)]}, 7: {2: [(0, 1, 0, 0)]}}
+    validate_ompi_rules(text, {"allreduce": 7, "bcast": 10})
+    with pytest.raises(RulesError, match="no algorithm 4"):
+        validate_ompi_rules(text, {"allreduce": 4, "bcast": 10})
+    with pytest.raises(RulesError, match="first message size must be 0"):
+        parse_ompi_rules("1\n2\n1\n2\n1\n64 3 0 0\n")
+    with pytest.raises(RulesError, match="file ends"):
+        parse_ompi_rules("1\n2\n1\n2\n2\n0 3 0 0\n")
+
+
+@pytest.mark.mpich
+def test_mpich_tree_keeps_every_collective_and_names_known_algorithms(tmp_path: Path) -> None:
+    from commtune import native
+    from commtune.sample._curves import Segment
+    from commtune.sample._rules import library_path
+
+    installation = find_installation(Vendor.MPICH)
+    base, known = mpich_builtin(library_path(native.build(installation, "bench/ct_sample.c")))
+    assert "collective=barrier" in base and "MPIR_Allreduce_intra_ring" not in known
+    segs = {"allreduce": [Segment(8, 4096, "recursive_doubling"), Segment(4096, None, "nb")]}
+    tree = mpich_tree(base, segs, 2, known)
+    intra = tree["collective=allreduce"]["comm_type=intra"]
+    assert intra == {
+        "avg_msg_size<=4095": {"algorithm=MPIR_Allreduce_intra_recursive_doubling": {}},
+        "avg_msg_size=any": {"algorithm=MPIR_Allreduce_allcomm_nb": {}},
+    }
+    validate_mpich_tree(json.dumps(tree), base, known)
+    with pytest.raises(RulesError, match="no algorithm=MPIR_Bogus"):
+        intra["avg_msg_size=any"] = {"algorithm=MPIR_Bogus": {}}
+        validate_mpich_tree(json.dumps(tree), base, known)
+    del tree["collective=barrier"]
+    with pytest.raises(RulesError, match="missing"):
+        validate_mpich_tree(json.dumps(tree), base, known)
+
+
+def _run_with(installation_vendor: Vendor, env: dict[str, str], op: str) -> str:
+    from commtune import native
+
+    installation = find_installation(installation_vendor)
+    binary = native.build(installation, "bench/ct_sample.c")
+    launcher = launcher_for(installation)
+    plan = launcher.plan(launcher.command(2, [str(binary), "-q", "-s", "8,65536", op]), env)
+    done = subprocess.run(
+        plan.argv, env=plan.env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_quick_sampling_files_reuse_and_resampling(
+    vendor: Vendor, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = tmp_path / "platform"
+    args = ["sample", "--mpi", vendor.value, "--quick", "--storage", storage, "--json"]
+    args += ["--ops", "pingpong,allreduce", "-o", str(out_dir)]
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    first = last_json(out)
+    assert first["reused"] is False
+    fams = {(f["op"], f["family"]): f for f in first["families"]}
+    assert set(fams) == {("pingpong", "single_copy"), ("pingpong", "protocol"),
+                         ("allreduce", "algorithm")}  # fmt: skip
+    allreduce = fams["allreduce", "algorithm"]
+    assert len(allreduce["methods"]) >= 4 and not allreduce["failed"]
+    assert set(allreduce["chosen_per_size"]) == {str(s) for s in sizes_for("allreduce", True)}
+    assert {"eager", "rendezvous"} == set(fams["pingpong", "protocol"]["methods"])
+    # one threshold knob and the single-copy choice, inside their domains
+    assert len(first["config"]) == 2
+    rules = Path(first["files"]["rules"])
+    assert rules.exists() and Path(first["files"]["env"]).exists()
+    assert Path(first["files"]["plot:allreduce/algorithm"]).stat().st_size > 10_000
+    # the library accepts the file: a run with it loaded succeeds and measures
+    stdout = _run_with(vendor, first["env"], "allreduce")
+    assert stdout.count('"op":"allreduce"') == 2
+    # stored under the fingerprint: the second call reuses it, without launching anything
+    stored = Store(storage).sample(first["platform"])
+    assert stored is not None and stored["quick"] is True
+    code, out, err = run_cli([*args, "--predict", "48K"], capsys)
+    second = last_json(out)
+    assert code == 0 and second["reused"] is True
+    assert second["wall_seconds"] == first["wall_seconds"]
+    (predicted,) = [r for r in second["predict"] if r["op"] == "allreduce"]
+    assert predicted["time_ns"] > 0 and predicted["chosen"] in allreduce["methods"]
+    # run/export accept the sampled configuration with the variables that load the file
+    code, out, _ = run_cli(
+        ["export", second["study"], "--storage", storage, "--format", "env"], capsys
+    )
+    assert code == 0 and str(rules) in out
+    # another fingerprint (three ranks per node) samples again
+    code, out, _ = run_cli([*args[:-4], "--ops", "allreduce", "-o", str(out_dir), "--np", "3"],
+                           capsys)  # fmt: skip
+    third = last_json(out)
+    assert code == 0 and third["reused"] is False and third["platform"] != first["platform"]
+
+
+def test_bad_operation_and_size_are_usage_errors(
+    storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(["sample", "--storage", storage, "--ops", "gather"], capsys)
+    assert code == 2 and "unknown operation 'gather'" in err
+    code, _, err = run_cli(["sample", "--storage", storage, "--predict", "12Q"], capsys)
+    assert code == 2 and "'12Q' is not a size" in err
