@@ -12,17 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/ct_stats.h"
+
 #define BLOCKS 15
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static double pingpong_block(int rank, char *buf, int size, long iterations) {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -71,7 +63,7 @@ int main(int argc, char **argv) {
     for (int b = 0; b < BLOCKS; ++b)
         blocks[b] =
             pingpong ? pingpong_block(rank, buf, bytes, iterations) : test_block(iterations);
-    if (rank == 0) printf("result %.2f\n", median(blocks, BLOCKS));
+    if (rank == 0) printf("result %.2f\n", ct_quantile(blocks, BLOCKS, 0.5));
     free(buf);
     MPI_Finalize();
     return 0;

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/ct_stats.h"
+
 enum op { PINGPONG, ALLREDUCE, BCAST, REDUCE, ALLGATHER, ALLTOALL, N_OPS };
 static const char *const op_names[N_OPS] = {"pingpong", "allreduce", "bcast",
                                             "reduce",   "allgather", "alltoall"};
@@ -32,18 +34,6 @@ static const char *const op_names[N_OPS] = {"pingpong", "allreduce", "bcast",
 
 static int blocks = MAX_BLOCKS;
 static double target = 4e-3; /* seconds per block */
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double quantile(const double *sorted, int n, double q) {
-    double pos = q * (n - 1);
-    int lo = (int)pos;
-    int hi = lo + 1 < n ? lo + 1 : lo;
-    return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
-}
 
 /* One block of `iterations` calls of `op` with `size` bytes; seconds per call, max over ranks. */
 static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long iterations) {
@@ -107,11 +97,10 @@ static void measure(enum op op, MPI_Comm comm, char *a, char *b, int size, int v
     for (int k = 0; k < blocks; ++k)
         samples[k] = block(op, comm, a, b, size, n) * 1e9;
     if (rank == 0) {
-        qsort(samples, (size_t)blocks, sizeof *samples, by_value);
         printf("{\"op\":\"%s\",\"value\":%d,\"size\":%d,\"median_ns\":%.2f,\"q1_ns\":%.2f,"
                "\"q3_ns\":%.2f,\"iters\":%ld}\n",
-               op_names[op], value, size, quantile(samples, blocks, 0.5),
-               quantile(samples, blocks, 0.25), quantile(samples, blocks, 0.75), n);
+               op_names[op], value, size, ct_quantile(samples, blocks, 0.5),
+               ct_quantile(samples, blocks, 0.25), ct_quantile(samples, blocks, 0.75), n);
         fflush(stdout);
     }
 }

@@ -666,7 +666,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         ui.print(table)
     out = result.to_json()
     if args.predict is not None:
-        rows = predict_rows(result.profile, args.predict)
+        rows = result.profile.predictions(args.predict)
         ui.print(predict_table(rows, args.predict))
         out["predict"] = rows
     if args.verify:
@@ -724,28 +724,6 @@ def cmd_rails(args: argparse.Namespace) -> int:
         }
         print(json.dumps(out, separators=(",", ":")))
     return 0
-
-
-def predict_rows(profile: Any, size: int) -> list[dict[str, Any]]:
-    """Predicted time of each sampled operation at ``size``: chosen method and every method."""
-    from commtune.sample._curves import method_at
-
-    rows = []
-    for fam in profile.families:
-        segs = fam.segments(profile.vendor)
-        if not segs:
-            continue
-        chosen = method_at(segs, size)
-        rows.append(
-            {
-                "op": fam.op,
-                "family": fam.name,
-                "chosen": chosen,
-                "time_ns": profile.predict_time(fam.op, size, chosen),
-                "methods": {m: c.predict(size) for m, c in sorted(fam.curves.items())},
-            }
-        )
-    return rows
 
 
 # -- studies, show, export, run ---------------------------------------------------------------

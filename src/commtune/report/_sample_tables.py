@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from commtune.sample import Check, SampleResult
 
 
-def _size(size: float | None) -> str:
+def size_text(size: float | None) -> str:
     if size is None:
         return "∞"
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -48,7 +48,7 @@ def sample_tables(result: SampleResult) -> list[Table]:
                 ratio = default.predict(mid) / fam.curves[seg.method].predict(mid)
                 gain = f"{ratio:.2f}x"
             head.add_row(
-                f"{fam.op} ({fam.name})", _size(seg.low), _size(seg.high), seg.method, gain
+                f"{fam.op} ({fam.name})", size_text(seg.low), size_text(seg.high), seg.method, gain
             )
         for method, reason in fam.failed.items():
             head.add_row(f"{fam.op} ({fam.name})", "", "", f"[red]{method} failed[/red]", reason)
@@ -59,7 +59,7 @@ def sample_tables(result: SampleResult) -> list[Table]:
     files.add_column("value")
     threshold = profile.eager_threshold()
     if threshold is not None:
-        files.add_row("eager/rendezvous threshold", _size(threshold))
+        files.add_row("eager/rendezvous threshold", size_text(threshold))
     for knob, value in config.items():
         files.add_row(knob, str(value))
     for what, path in result.outputs.files.items():
@@ -70,7 +70,7 @@ def sample_tables(result: SampleResult) -> list[Table]:
 
 
 def predict_table(rows: Sequence[dict[str, Any]], size: int) -> Table:
-    table = Table(title=f"predicted time at {_size(size)} (log-log interpolation)")
+    table = Table(title=f"predicted time at {size_text(size)} (log-log interpolation)")
     for column in ("operation", "chosen", "time", "other methods"):
         table.add_column(column)
     for row in rows:
@@ -91,7 +91,7 @@ def checks_table(checks: Sequence[Check]) -> Table:
         colour = "green" if c.ratio <= 1.1 else "yellow"
         table.add_row(
             c.op,
-            _size(c.size),
+            size_text(c.size),
             c.method,
             _time(c.with_file),
             _time(c.forced),

@@ -14,6 +14,7 @@ from commtune.launch import Installation, Vendor
 from commtune.platform import Fingerprint
 from commtune.report import UI
 from commtune.sample import _rules
+from commtune.sample._curves import method_at
 from commtune.sample._families import ALGORITHM, OPERATIONS, families
 from commtune.sample._outputs import Outputs, rules_env, write_outputs
 from commtune.sample._profile import PlatformProfile
@@ -202,20 +203,16 @@ def verify(
                     bar.status(f"{fam.op}: file and forced")
                     run = sampler.launch(fam.op, {**fam.env, **env_file}, (fam.knob, sorted(names)))
                     bar.advance()
-                    for row in run.rows:
-                        if int(row["value"]) == auto:
-                            key = (fam.op, int(row["size"]))
-                            with_file.setdefault(key, []).append(row["median_ns"])
+                    file_rows = [r for r in run.rows if int(r["value"]) == auto]
                 else:
                     bar.status(f"{fam.op}: with file")
-                    run = sampler.launch(fam.op, {**fam.env, **env_file})
+                    file_rows = sampler.launch(fam.op, {**fam.env, **env_file}).rows
                     bar.advance()
-                    for row in run.rows:
-                        key = (fam.op, int(row["size"]))
-                        with_file.setdefault(key, []).append(row["median_ns"])
                     bar.status(f"{fam.op}: forced")
                     run = sampler.launch(fam.op, dict(fam.env), (fam.knob, sorted(names)))
                     bar.advance()
+                for row in file_rows:
+                    with_file.setdefault((fam.op, int(row["size"])), []).append(row["median_ns"])
                 for row in run.rows:
                     method = names[int(row["value"])]
                     forced.setdefault((fam.op, int(row["size"]), method), []).append(
@@ -223,8 +220,6 @@ def verify(
                     )
     checks = []
     segs = profile.algorithm_segments()
-    from commtune.sample._curves import method_at
-
     for fam in fams:
         candidates = {c.method for c in fam.candidates(profile.vendor)}
         for size in sizes_for(fam.op, profile.quick):

@@ -7,12 +7,14 @@ wrong.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from commtune.knobs import environment, load_catalog
 from commtune.report._export import write_atomic
+from commtune.report._sample_tables import size_text
 from commtune.sample import _rules
 from commtune.sample._curves import Segment
 from commtune.sample._families import ALGORITHM
@@ -61,8 +63,6 @@ def selection_file(
             usable[op] = ranges
         except _rules.RulesError as exc:
             warnings.append(f"{exc}; {op} keeps MPICH's own selection")
-    import json
-
     text = json.dumps(_rules.mpich_tree(base, usable, profile.ranks, known), indent=1) + "\n"
     _rules.validate_mpich_tree(text, base, known)
     return text, warnings
@@ -139,7 +139,7 @@ def plot_family(fam: FamilyCurves, profile: PlatformProfile, path: Path) -> None
         for ax in (top, bottom):
             ax.axvline(seg.low, color="black", linewidth=0.8, linestyle=":")
         top.annotate(
-            f"{_size_text(seg.low)}\n→ {seg.method}",
+            f"{size_text(seg.low)}\n→ {seg.method}",
             (seg.low, top.get_ylim()[1]),
             textcoords="offset points",
             xytext=(3, -24),
@@ -162,10 +162,3 @@ def plot_family(fam: FamilyCurves, profile: PlatformProfile, path: Path) -> None
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
     os.replace(tmp, path)
-
-
-def _size_text(size: float) -> str:
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:.3g} {unit}"
-    return f"{size:.0f} B"

@@ -194,6 +194,25 @@ class PlatformProfile:
         known = sorted(m for f in fams for m in f.curves)
         raise UsageError(f"no method {method!r} sampled for {op} (known: {', '.join(known)})")
 
+    def predictions(self, size: float) -> list[dict[str, Any]]:
+        """Per family at ``size``: the chosen method, its predicted time, every method's."""
+        rows = []
+        for fam in self.families:
+            segs = fam.segments(self.vendor)
+            if not segs:
+                continue
+            chosen = method_at(segs, size)
+            rows.append(
+                {
+                    "op": fam.op,
+                    "family": fam.name,
+                    "chosen": chosen,
+                    "time_ns": fam.curves[chosen].predict(size),
+                    "methods": {m: c.predict(size) for m, c in sorted(fam.curves.items())},
+                }
+            )
+        return rows
+
     # -- storage ------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {
@@ -224,6 +243,7 @@ class PlatformProfile:
         """What ``--json`` reports: thresholds, the chosen method per size, the configuration."""
         fams = []
         for f in self.families:
+            segs = f.segments(self.vendor)
             fams.append(
                 {
                     "op": f.op,
@@ -232,9 +252,9 @@ class PlatformProfile:
                     "methods": sorted(f.curves),
                     "failed": f.failed,
                     "crossings": [c.to_json() for c in f.crossings()],
-                    "segments": [s.to_json() for s in f.segments(self.vendor)],
+                    "segments": [s.to_json() for s in segs],
                     "chosen_per_size": {
-                        str(s): method_at(f.segments(self.vendor), s)
+                        str(s): method_at(segs, s)
                         for s in sorted({s for c in f.curves.values() for s in c.sizes})
                     },
                 }
