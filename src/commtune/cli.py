@@ -17,7 +17,7 @@ from commtune.errors import UsageError
 if TYPE_CHECKING:
     import optuna
 
-    from commtune.knobs import Knob, Space
+    from commtune.knobs import Knob, Space, Value
     from commtune.knobs._discovery import KnobStatus
     from commtune.launch import Installation
     from commtune.report import UI
@@ -101,7 +101,18 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         choices=["p2p", "collectives", "progress"],
         help="tune a group of knobs; repeatable",
     )
-    p.add_argument("--strategy", default="tpe", help="random | grid | tpe (default tpe)")
+    p.add_argument(
+        "--strategy",
+        default="tpe",
+        help="random | grid | tpe | cmaes | ga | model | dqn | auto (default tpe)",
+    )
+    p.add_argument(
+        "--strategy-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the strategy, e.g. population=12 for ga; repeatable",
+    )
     p.add_argument(
         "--trials",
         type=_positive(int),
@@ -300,7 +311,8 @@ def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.strategies import get_strategy
     from commtune.trial import LocalExecutor, Objective
 
-    get_strategy(args.strategy)
+    args.strategy_options = _strategy_options(args.strategy_option)
+    get_strategy(args.strategy, args.strategy_options)
     objective = Objective.parse(args.metric)
     if objective.needs_profile and (args.no_interposer or args.replay):
         raise UsageError(f"--metric {args.metric} needs the interposer (libcommtune)")
@@ -412,6 +424,33 @@ def _tune_replay(args: argparse.Namespace, ui: UI, objective: Any, url: str) -> 
     return _print_result(args, ui, result, space)
 
 
+def _strategy_options(given: list[str]) -> dict[str, str]:
+    out = {}
+    for item in given:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--strategy-option {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _sampled_hints(store: Store, platform: str, space: Space) -> list[dict[str, Value]]:
+    """The platform sample's knob values for the knobs under tuning, as a strategy hint."""
+    from commtune.sample import PlatformProfile
+
+    data = store.sample(platform)
+    if data is None:
+        return []
+    try:
+        config = PlatformProfile.from_json(data).config()
+        hint = {k: v for k, v in config.items() if k in space.names}
+        if hint:
+            space.validate(hint)
+    except UsageError:
+        return []
+    return [hint] if hint else []
+
+
 def _open_store(url: str, installation: Installation) -> tuple[Store, str]:
     from commtune.platform import Fingerprint
     from commtune.store import Store
@@ -450,6 +489,8 @@ def _run_study(
         spec=spec,
         space=space,
         strategy=args.strategy,
+        strategy_options=getattr(args, "strategy_options", {}),
+        hints=_sampled_hints(store, platform, space) if platform else [],
         trials=args.trials,
         timeout=args.timeout,
         reference_timeout=args.reference_timeout,

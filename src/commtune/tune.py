@@ -65,6 +65,8 @@ class TuneSettings:
     spec: StudySpec
     space: Space
     strategy: str = "tpe"
+    strategy_options: dict[str, str] = field(default_factory=dict)
+    hints: list[dict[str, Value]] = field(default_factory=list)  # configurations to try early
     trials: int = 20
     timeout: float | None = None
     reference_timeout: float = 600.0
@@ -336,7 +338,7 @@ def search(
 ) -> None:
     import optuna
 
-    strategy = get_strategy(settings.strategy)
+    strategy = get_strategy(settings.strategy, settings.strategy_options, settings.hints)
     space = settings.space
     dists = distributions(space)
     repeats = settings.spec.repeats

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import abc
 import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from commtune.knobs import KnobType, Space
+from commtune.errors import UsageError
+from commtune.knobs import KnobType, Space, Value
 
 if TYPE_CHECKING:
     import optuna
@@ -49,16 +52,63 @@ def distributions(space: Space) -> dict[str, optuna.distributions.BaseDistributi
     return out
 
 
+# -- strategy options --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Option:
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+
+
+def parse_options(
+    strategy: str, declared: Mapping[str, Option], given: Mapping[str, str]
+) -> dict[str, Any]:
+    """Options given as text (``--strategy-option KEY=VALUE``) checked against the declared."""
+    out = {k: o.default for k, o in declared.items()}
+    for key, text in given.items():
+        option = declared.get(key)
+        if option is None:
+            known = ", ".join(declared) or "none"
+            raise UsageError(f"strategy {strategy}: unknown option {key!r} (known: {known})")
+        try:
+            value = option.type(text)
+        except ValueError:
+            raise UsageError(
+                f"strategy {strategy}: option {key}={text!r} is not a {option.type.__name__}"
+            ) from None
+        if option.choices and value not in option.choices:
+            raise UsageError(
+                f"strategy {strategy}: option {key} must be one of {', '.join(option.choices)}"
+            )
+        if isinstance(value, int | float) and value < 0:
+            raise UsageError(f"strategy {strategy}: option {key} must not be negative")
+        out[key] = value
+    return out
+
+
 def grid(space: Space) -> dict[str, list[Any]]:
     """Every internal value of each dimension (the grid of an exhaustive search)."""
     return {d.knob.name: [d.knob.to_internal(v) for v in d.candidates()] for d in space.dimensions}
 
 
 class Strategy(abc.ABC):
-    """Base class of every search strategy (see the module docstring for the contract)."""
+    """Base class of every search strategy (see the module docstring for the contract).
+
+    ``options`` (``--strategy-option KEY=VALUE``) are checked against ``OPTIONS``; ``hints``
+    are configurations worth measuring early (a platform sample's or a prediction's), which
+    strategies may use or ignore.
+    """
 
     name: ClassVar[str]
     batch_size: ClassVar[int] = 4
+    OPTIONS: ClassVar[dict[str, Option]] = {}
+
+    def __init__(
+        self, options: Mapping[str, str] | None = None, hints: Sequence[Mapping[str, Value]] = ()
+    ) -> None:
+        self.options = parse_options(self.name, self.OPTIONS, options or {})
+        self.hints = [dict(h) for h in hints]
 
     @abc.abstractmethod
     def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:

@@ -1,11 +1,19 @@
-"""The strategies that are Optuna's samplers: random, grid (exhaustive, OTPO's way) and TPE."""
+"""The strategies that are Optuna's samplers: random, grid (exhaustive, OTPO's way), TPE and
+CMA-ES.
+
+Optuna's model-based samplers infer their joint ("relative") search space as the intersection
+of the finished trials' parameters. The reference trial (library defaults, nothing set) has no
+parameters, so that intersection would be empty and TPE and CMA-ES would fall back to sampling
+each knob on its own (TPE) or at random (CMA-ES). They are given the whole space instead; trials
+without parameters are then simply not observations.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from commtune.knobs import Space
-from commtune.strategies._base import Strategy, derive_seed, grid
+from commtune.strategies._base import Strategy, derive_seed, distributions, grid
 
 if TYPE_CHECKING:
     import optuna
@@ -45,11 +53,53 @@ class TPEStrategy(Strategy):
     batch_size: ClassVar[int] = 2
 
     def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
+        return tpe_sampler(space, derive_seed(seed, n_trials))
+
+
+def tpe_sampler(
+    space: Space, seed: int | None, n_startup: int | None = None
+) -> optuna.samplers.BaseSampler:
+    import optuna
+
+    dists = distributions(space)
+
+    class _TPE(optuna.samplers.TPESampler):
+        def infer_relative_search_space(self, *args: object) -> dict[str, Any]:
+            return dict(dists)
+
+    return _TPE(
+        seed=seed,
+        n_startup_trials=min(8, max(3, space.size() // 4)) if n_startup is None else n_startup,
+        multivariate=True,
+        constant_liar=True,
+        warn_independent_sampling=False,
+    )
+
+
+class CmaEsStrategy(Strategy):
+    """Optuna's CMA-ES (with margin, for integer knobs); categorical knobs are sampled at
+    random, as Optuna does."""
+
+    name: ClassVar[str] = "cmaes"
+    batch_size: ClassVar[int] = 4
+
+    def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
         import optuna
 
-        return optuna.samplers.TPESampler(
-            seed=derive_seed(seed, n_trials),
-            n_startup_trials=min(8, max(3, space.size() // 4)),
-            multivariate=True,
-            constant_liar=True,
+        numeric = {
+            name: dist
+            for name, dist in distributions(space).items()
+            if not isinstance(dist, optuna.distributions.CategoricalDistribution)
+        }
+
+        class _CmaEs(optuna.samplers.CmaEsSampler):
+            def infer_relative_search_space(self, *args: object) -> dict[str, Any]:
+                return dict(numeric) if len(numeric) > 1 else {}
+
+        return _CmaEs(
+            seed=derive_seed(seed, 0),
+            n_startup_trials=1,
+            with_margin=True,
+            warn_independent_sampling=False,
+            independent_sampler=optuna.samplers.RandomSampler(seed=derive_seed(seed, n_trials)),
         )

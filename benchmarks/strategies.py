@@ -1,0 +1,190 @@
+"""The strategy race: every strategy on every surface, through the real tuning loop.
+
+    python benchmarks/strategies.py [--quick] [--json] [--seeds N] [--budget N] [--jobs N]
+                                    [--strategies a,b] [--surfaces a,b] [--png FILE]
+
+Surfaces: the synthetic ones of ``commtune.race`` at 0, 10 and 30 % Gaussian noise, and the
+replayed real measurements in ``benchmarks/data/replay-*.json`` (made by
+``benchmarks/replay_space.py``). Per strategy and surface: the median over seeds of the trials
+until the recommended configuration (best observed) is within 2 % of the optimum, noise-free
+(a run that never gets there counts as the budget), and the median regret after 10, 20 and 50
+trials. ``--quick``: 10 seeds and a budget of 30 (default: 20 seeds, budget 50).
+``--json`` prints one line whose ``summary`` maps each strategy to the mean over surfaces of
+its median trials-to-2 %. A PNG of the median best-so-far regret curves is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one, replayed
+
+STRATEGIES = ["random", "grid", "tpe", "cmaes", "ga", "model", "dqn", "auto"]
+NOISES = [0.0, 0.1, 0.3]
+DATA = Path(__file__).with_name("data")
+_SURFACES: dict[str, Surface] = {}
+
+
+def surface(name: str) -> Surface:
+    if name not in _SURFACES:
+        maker = SYNTHETIC.get(name)
+        _SURFACES[name] = maker() if maker else replayed(DATA / f"{name}.json")
+    return _SURFACES[name]
+
+
+def job(args: tuple[str, str, float, int, int]) -> RaceRun:
+    strategy, name, noise, seed, budget = args
+    return race_one(strategy, surface(name), noise, seed, budget)
+
+
+def plot(summary: Summary, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = summary.cases()
+    cols = 4
+    rows = -(-len(cases) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    cells = summary.cells()
+    for ax, (name, noise) in zip(axes.flat, cases, strict=False):
+        for strategy in summary.strategies():
+            runs = cells.get((strategy, name, noise), [])
+            if not runs:
+                continue
+            n = min(len(r.regret) for r in runs)
+            curve = np.median([r.regret[:n] for r in runs], axis=0)
+            ax.plot(np.arange(1, n + 1), np.maximum(curve, 1e-4), label=strategy)
+        ax.axhline(0.02, color="grey", lw=0.8, ls="--")
+        ax.set_yscale("log")
+        ax.set_title(f"{name}, noise {noise:.0%}", fontsize=9)
+        ax.set_xlabel("trials")
+        ax.set_ylabel("regret (median)")
+    for ax in list(axes.flat)[len(cases) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def table(summary: Summary) -> str:
+    cells = summary.cells()
+    strategies = summary.strategies()
+    lines = [
+        "| surface | noise | " + " | ".join(strategies) + " |",
+        "|---|---|" + "---|" * len(strategies),
+    ]
+    for name, noise in summary.cases():
+        row = [
+            f"{summary.median_trials(cells[(s, name, noise)]):g}"
+            if (s, name, noise) in cells
+            else "-"
+            for s in strategies
+        ]
+        lines.append(f"| {name} | {noise:.0%} | " + " | ".join(row) + " |")
+    mean = summary.per_strategy()
+    lines.append("| **mean** | | " + " | ".join(f"**{mean[s]:.1f}**" for s in strategies) + " |")
+    return "\n".join(lines)
+
+
+def regret_table(summary: Summary) -> str:
+    cells = summary.cells()
+    marks = [n for n in (10, 20, 50) if n <= summary.budget]
+    lines = [
+        "| strategy | " + " | ".join(f"regret@{n}" for n in marks) + " | reached |",
+        "|---|" + "---|" * (len(marks) + 1),
+    ]
+    for s in summary.strategies():
+        runs = [r for (st, *_), rs in cells.items() if st == s for r in rs]
+        values = [f"{100 * np.median([r.regret_after(n) for r in runs]):.1f} %" for n in marks]
+        reached = sum(r.reached is not None for r in runs)
+        lines.append(f"| {s} | " + " | ".join(values) + f" | {reached}/{len(runs)} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10 seeds, budget 30")
+    parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
+    parser.add_argument("--seeds", type=int)
+    parser.add_argument("--budget", type=int)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--surfaces", help="comma-separated (default: all)")
+    parser.add_argument("--png", type=Path, default=Path("benchmarks/out/strategies.png"))
+    parser.add_argument("--runs", type=Path, help="write every run (JSON lines) here")
+    args = parser.parse_args()
+    seeds = args.seeds or (10 if args.quick else 20)
+    budget = args.budget or (30 if args.quick else 50)
+    names = (
+        args.surfaces.split(",")
+        if args.surfaces
+        else [*SYNTHETIC, *sorted(p.stem for p in DATA.glob("replay-*.json"))]
+    )
+    cases = [(n, noise) for n in names for noise in (NOISES if n in SYNTHETIC else [0.0])]
+    jobs = [
+        (s, n, noise, seed, budget)
+        for n, noise in cases
+        for s in args.strategies.split(",")
+        for seed in range(seeds)
+    ]
+    start = time.perf_counter()
+    done: list[RaceRun] = []
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for i, run in enumerate(pool.map(job, jobs, chunksize=4)):
+            done.append(run)
+            if not args.json and (i + 1) % 50 == 0:
+                elapsed = time.perf_counter() - start
+                print(f"  {i + 1}/{len(jobs)} runs, {elapsed:.0f} s", file=sys.stderr)
+    summary = Summary(done, budget)
+    args.png.parent.mkdir(parents=True, exist_ok=True)
+    plot(summary, args.png)
+    if args.runs:
+        args.runs.write_text("".join(json.dumps(r.to_json()) + "\n" for r in done))
+    elapsed = time.perf_counter() - start
+    if args.json:
+        out = summary.to_json()
+        out.update(
+            seeds=seeds,
+            seconds=round(elapsed, 1),
+            losses_to_random_at_30=summary.losses_to_random(),
+        )
+        print(
+            json.dumps(
+                {
+                    k: out[k]
+                    for k in (
+                        "summary",
+                        "budget",
+                        "seeds",
+                        "seconds",
+                        "losses_to_random_at_30",
+                        "cells",
+                    )
+                },
+                separators=(",", ":"),
+            )
+        )
+    else:
+        print(
+            f"{len(done)} runs ({seeds} seeds, budget {budget}) in {elapsed:.0f} s; PNG {args.png}"
+        )
+        print("\nMedian trials to within 2 % of the optimum (budget if never):\n")
+        print(table(summary))
+        print("\nMedian regret over every surface and seed:\n")
+        print(regret_table(summary))
+        print(f"\nlosses to random at 30 % noise: {summary.losses_to_random() or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

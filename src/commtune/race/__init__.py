@@ -1,0 +1,16 @@
+"""The strategy race: synthetic surfaces with known optima and the driver that scores
+strategies on them through the real tuning loop (``benchmarks/strategies.py``)."""
+
+from commtune.race._run import REACHED, RaceRun, Summary, race_one
+from commtune.race._surfaces import SYNTHETIC, Surface, SurfaceExecutor, replayed
+
+__all__ = [
+    "REACHED",
+    "SYNTHETIC",
+    "RaceRun",
+    "Summary",
+    "Surface",
+    "SurfaceExecutor",
+    "race_one",
+    "replayed",
+]

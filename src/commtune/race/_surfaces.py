@@ -1,0 +1,244 @@
+"""Synthetic performance surfaces with a known optimum (AITuning section 5.5, extended).
+
+Each surface is a space of synthetic knobs (the same types as real ones: integer with a step,
+log2, categorical, boolean) and a noise-free run time ``f(config)``. Its optimum is found by
+evaluating every configuration. The executor multiplies ``f`` by ``1 + noise * N(0, 1)``,
+like run-to-run spread on a shared machine. Replayed surfaces are real measurements (one run
+of the demo app per configuration, ``benchmarks/data/replay-*.json``) answered by the replay
+executor; their recorded values are their truth.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from commtune.knobs import Dimension, Knob, KnobType, Space, Value
+from commtune.trial import Executor, ReplayExecutor, RunRecord
+
+Config = Mapping[str, Value]
+
+
+def _int(name: str, low: int, high: int, default: int, step: int = 1) -> Knob:
+    return Knob(name, "synthetic", KnobType.INT, default, name, name.upper(), (), low, high, step)
+
+
+def _log2(name: str, low: int, high: int, default: int) -> Knob:
+    return Knob(name, "synthetic", KnobType.LOG2, default, name, name.upper(), (), low, high)
+
+
+def _cat(name: str, choices: tuple[str, ...], default: str) -> Knob:
+    return Knob(name, "synthetic", KnobType.CATEGORICAL, default, name, name.upper(), (),
+                choices=choices)  # fmt: skip
+
+
+def _bool(name: str, default: bool) -> Knob:
+    return Knob(name, "synthetic", KnobType.BOOL, default, name, name.upper())
+
+
+@dataclass
+class Surface:
+    name: str
+    space: Space
+    f: Callable[[Config], float]  # noise-free run time; math.inf: the configuration crashes
+    description: str
+    table: dict[str, float] = field(default_factory=dict)  # replayed: config key -> value
+    replay: Path | None = None
+
+    def __post_init__(self) -> None:
+        values = [self.value(c) for c in self.configs()]
+        finite = [v for v in values if math.isfinite(v)]
+        self.optimum = min(finite)
+        self.default_value = self.value(self.space.defaults())
+
+    def configs(self) -> list[dict[str, Value]]:
+        dims = self.space.dimensions
+        return [
+            {d.knob.name: v for d, v in zip(dims, combo, strict=True)}
+            for combo in itertools.product(*(d.candidates() for d in dims))
+        ]
+
+    def value(self, config: Config) -> float:
+        return float(self.f(config))
+
+    def regret(self, config: Config) -> float:
+        """How much slower than the optimum, noise-free (0.02: within 2 %)."""
+        return self.value(config) / self.optimum - 1.0
+
+    def executor(self, noise: float, seed: int) -> Executor:
+        if self.replay is not None:
+            return ReplayExecutor(self.replay)
+        return SurfaceExecutor(self, noise, seed)
+
+
+class SurfaceExecutor(Executor):
+    """Runs nothing: answers ``f(config)`` times Gaussian noise; a crash fails the run."""
+
+    def __init__(self, surface: Surface, noise: float, seed: int) -> None:
+        self.surface = surface
+        self.noise = noise
+        self.rng = np.random.default_rng(seed)
+
+    def run(self, config: Config | None, timeout: float) -> RunRecord:
+        value = self.surface.value(config or self.surface.space.defaults())
+        if not math.isfinite(value):
+            return RunRecord(None, 0.0, 1, "exit status 1 (synthetic crash)")
+        noisy = value * max(0.05, 1.0 + self.noise * float(self.rng.standard_normal()))
+        return RunRecord(noisy, noisy, 0)
+
+
+def _space(*knobs: Knob) -> Space:
+    return Space("synthetic", tuple(Dimension(k) for k in knobs))
+
+
+# -- the surfaces ---------------------------------------------------------------------------------
+def parabolas() -> Surface:
+    """Separable parabolas over four integer knobs, one minimum each (AITuning's shape)."""
+    knobs = [_int(f"x{i}", 0, 15, 0) for i in range(4)]
+    centres = (11, 4, 7, 13)
+    weights = (0.6, 0.4, 0.25, 0.15)
+
+    def f(c: Config) -> float:
+        return 1.0 + sum(
+            w * ((int(c[k.name]) - x0) / 15) ** 2
+            for k, x0, w in zip(knobs, centres, weights, strict=True)
+        )
+
+    return Surface("parabolas", _space(*knobs), f, "4 integer knobs, separable parabolas")
+
+
+def coupled() -> Surface:
+    """The best eager limit depends on the chunk count, the best polling on both."""
+    eager = _log2("eager", 1 << 10, 1 << 20, 1 << 12)
+    chunks = _int("chunks", 1, 16, 4)
+    polls = _int("polls", 0, 1000, 1000, step=50)
+
+    def f(c: Config) -> float:
+        e = math.log2(int(c["eager"]))
+        n = int(c["chunks"])
+        p = int(c["polls"]) / 1000
+        best_e = 11 + n / 2  # more chunks, larger messages: a larger eager limit
+        best_p = 0.2 + 0.04 * n - 0.02 * (e - 10)
+        return (
+            1.0
+            + 0.05 * (e - best_e) ** 2
+            + 0.4 * ((n - 11) / 15) ** 2
+            + 0.8 * (p - best_p) ** 2
+            + 0.05 * abs(e - best_e) * abs(p - best_p)
+        )
+
+    return Surface("coupled", _space(eager, chunks, polls), f, "optimum of one depends on another")
+
+
+def categorical() -> Surface:
+    """An algorithm choice, a transport, a boolean and a segment count that suits each."""
+    algos = ("auto", "linear", "tree", "ring", "rdb", "rabenseifner")
+    transports = ("tcp", "shm", "ucx")
+    algo = _cat("algorithm", algos, "auto")
+    transport = _cat("transport", transports, "tcp")
+    pipelined = _bool("pipelined", False)
+    segments = _int("segments", 0, 15, 0)
+    base = {
+        "auto": 1.25, "linear": 1.9, "tree": 1.35, "ring": 1.15, "rdb": 1.3, "rabenseifner": 1.1,
+    }  # fmt: skip
+    transport_cost = {"tcp": 1.3, "shm": 1.0, "ucx": 1.05}
+    best_segments = {"auto": 4, "linear": 0, "tree": 6, "ring": 12, "rdb": 2, "rabenseifner": 9}
+
+    def f(c: Config) -> float:
+        a = str(c["algorithm"])
+        t = str(c["transport"])
+        value = base[a] * transport_cost[t]
+        if a == "ring" and t == "ucx":
+            value *= 0.8  # an interaction: ring over UCX is the best pair
+        value *= 1.0 + 0.5 * ((int(c["segments"]) - best_segments[a]) / 15) ** 2
+        if c["pipelined"]:
+            value *= 0.9 if a in ("ring", "rabenseifner") else 1.08
+        return value
+
+    space = _space(algo, transport, pipelined, segments)
+    return Surface("categorical", space, f, "categorical choices with interactions")
+
+
+def cliff() -> Surface:
+    """A slope that is best just before a 10x cliff (Open MPI's 127 vs 128 ranks) and a
+    plateau that gives no gradient away from a narrow good band."""
+    seg = _int("segment", 96, 160, 96, step=2)
+    band = _int("band", 0, 15, 0)
+    size = _log2("size", 1, 1 << 7, 1)
+
+    def f(c: Config) -> float:
+        s = int(c["segment"])
+        b = int(c["band"])
+        slope = 10.0 if s >= 128 else 1.0 + 0.3 * (126 - s) / 30
+        plateau = 1.25 if b < 10 else (1.0 if b <= 13 else 1.1)
+        return slope * plateau * (1.0 + 0.02 * abs(math.log2(int(c["size"])) - 3))
+
+    return Surface("cliff", _space(seg, band, size), f, "a plateau, and a 10x cliff at 128")
+
+
+def mixed() -> Surface:
+    """Six knobs of all types, shaped like an MPI library's: protocol, single copy, progress,
+    polling, collective algorithm and segment size, with crashes in one corner."""
+    eager = _log2("eager_limit", 1 << 10, 1 << 20, 1 << 12)
+    copy = _cat("single_copy", ("cma", "xpmem", "knem", "none"), "cma")
+    progress = _bool("async_progress", False)
+    polls = _int("polls", 0, 1000, 500, step=100)
+    algo = _cat("allreduce", ("0", "1", "2", "3", "4", "5", "6"), "0")
+    segment = _log2("segsize", 1 << 12, 1 << 19, 1 << 16)
+    algo_cost = {"0": 1.2, "1": 1.6, "2": 1.15, "3": 1.05, "4": 1.3, "5": 1.06, "6": 1.4}
+    algo_seg = {"0": 16, "1": 12, "2": 14, "3": 17, "4": 13, "5": 15, "6": 19}
+
+    def f(c: Config) -> float:
+        e = math.log2(int(c["eager_limit"]))
+        best_e = {"cma": 13, "xpmem": 12, "knem": 14, "none": 17}[str(c["single_copy"])]
+        copy_cost = {"cma": 1.0, "xpmem": 0.95, "knem": 1.02, "none": 0.9}[str(c["single_copy"])]
+        if c["single_copy"] == "knem" and c["async_progress"]:
+            return math.inf  # this pair crashes
+        p2p = copy_cost * (1 + 0.008 * (e - best_e) ** 2)
+        a = str(c["allreduce"])
+        coll = algo_cost[a] * (1 + 0.01 * (math.log2(int(c["segsize"])) - algo_seg[a]) ** 2)
+        polling = 1 + 0.15 * (int(c["polls"]) / 1000 - (0.2 if c["async_progress"] else 0.6)) ** 2
+        overlap = 0.93 if c["async_progress"] else 1.0
+        return 0.5 * p2p + 0.5 * coll * overlap * polling
+
+    space = _space(eager, copy, progress, polls, algo, segment)
+    return Surface("mixed", space, f, "6 knobs of all types, interactions, crashes")
+
+
+def replayed(path: Path) -> Surface:
+    """A real space measured once per configuration; the replay executor answers from it."""
+    from commtune.knobs import load_catalog
+
+    data = json.loads(path.read_text())
+    catalog = load_catalog(data["library"])
+    dims = []
+    for entry in data["space"]:
+        values = tuple(entry["values"]) if entry["values"] is not None else None
+        dims.append(Dimension(catalog[entry["knob"]], values))
+    space = Space(data["library"], tuple(dims))
+    table = {ReplayExecutor.key(t["params"]): t["values"][0] for t in data["trials"]}
+    default = float(np.median(data["default"]))
+
+    def f(c: Config) -> float:
+        if dict(c) == space.defaults() and ReplayExecutor.key(c) not in table:
+            return default
+        value = table[ReplayExecutor.key(c)]
+        return math.inf if value is None else float(value)
+
+    name = path.stem
+    return Surface(name, space, f, data.get("description", name), table, path)
+
+
+SYNTHETIC: dict[str, Callable[[], Surface]] = {
+    "parabolas": parabolas,
+    "coupled": coupled,
+    "categorical": categorical,
+    "cliff": cliff,
+    "mixed": mixed,
+}

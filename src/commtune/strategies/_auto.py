@@ -1,0 +1,131 @@
+"""``auto``: a portfolio of strategies sharing one study, with OpenTuner's AUC bandit.
+
+Every arm proposes from the whole history, so a configuration found by one is known to all
+(the GA breeds from TPE's finds, the model fits every measurement). Before each proposal the
+bandit picks the arm with the highest score ``AUC + c * sqrt(2 ln N / n_arm)``: ``AUC`` is the
+area under the curve of the arm's last ``window`` proposals, where a proposal counts 1 if it
+was the best configuration measured so far when it finished and later proposals weigh more
+(Fialho et al., as in OpenTuner's ``AUCBanditMetaTechnique``); ``N`` is the number of bandit
+proposals and ``n_arm`` the arm's share. An arm not yet used goes first.
+
+Before the bandit: the hints (a configuration from the platform's sample or a prediction), then
+a space-filling design shared by all arms. The reference run already measured the defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from commtune.errors import UsageError
+from commtune.strategies._base import Option, derive_seed, distributions
+from commtune.strategies._dqn import DQNStrategy
+from commtune.strategies._ga import GeneticStrategy
+from commtune.strategies._history import ARM, History, HistoryStrategy, Point
+from commtune.strategies._model import ModelStrategy
+
+if TYPE_CHECKING:
+    import optuna
+
+ARMS = ("tpe", "ga", "model", "dqn", "random")
+
+
+class AutoStrategy(HistoryStrategy):
+    name: ClassVar[str] = "auto"
+    batch_size: ClassVar[int] = 2
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "arms": Option(str, "tpe,ga,model", f"comma-separated strategies of {', '.join(ARMS)}"),
+        "initial": Option(int, 0, "size of the shared design (0: max(5, knobs + 2))"),
+        "window": Option(int, 12, "proposals of an arm the AUC looks at"),
+        "c": Option(float, 0.15, "weight of exploration in the bandit's score"),
+    }
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.arms = [a.strip() for a in str(self.options["arms"]).split(",") if a.strip()]
+        unknown = [a for a in self.arms if a not in ARMS]
+        if unknown or not self.arms:
+            raise UsageError(
+                f"strategy auto: arms must be among {', '.join(ARMS)} (got {self.options['arms']})"
+            )
+        self.members: dict[str, HistoryStrategy] = {
+            "ga": GeneticStrategy({"population": "6", "elite": "3"}),
+            "model": ModelStrategy({"initial": "4", "refit": "always"}),
+            "dqn": DQNStrategy({"explore": "1000"}),
+        }
+
+    def propose(self, history: History, rng: np.random.Generator, seed: int | None) -> Point:
+        raise AssertionError("auto proposes with the study (propose_in)")
+
+    def propose_in(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        history: History,
+        rng: np.random.Generator,
+        seed: int | None,
+    ) -> Point:
+        n0 = int(self.options["initial"]) or max(5, len(history.sizes) + 2)
+        seen = history.seen()
+        arm = "design"
+        hints = [p for p in self.hint_points(history) if p not in seen]
+        if hints:
+            point, arm = hints[0], "hint"
+        elif history.n_measured() < n0:
+            point = history.next_of_design(n0, seed, rng)
+        else:
+            arm = self.choose(history)
+            point = self.ask_arm(arm, study, trial, history, rng, seed)
+        study._storage.set_trial_user_attr(trial._trial_id, ARM, arm)
+        return point
+
+    def credits(self, history: History) -> dict[str, list[float]]:
+        """For each arm, 1 or 0 per proposal it made: was it a new best when it finished?"""
+        out: dict[str, list[float]] = {a: [] for a in self.arms}
+        best = math.inf
+        for (_, value), arm in zip(history.order, history.arms, strict=True):
+            win = value is not None and value < best
+            if value is not None:
+                best = min(best, value)
+            if arm in out:
+                out[arm].append(1.0 if win else 0.0)
+        return out
+
+    def choose(self, history: History) -> str:
+        credits = self.credits(history)
+        for arm in self.arms:
+            if not credits[arm]:
+                return arm
+        total = sum(len(c) for c in credits.values())
+        window = max(1, int(self.options["window"]))
+        scores = {}
+        for arm in self.arms:
+            recent = credits[arm][-window:]
+            weights = np.arange(1, len(recent) + 1)
+            auc = float(np.dot(weights, recent) / weights.sum())
+            bonus = float(self.options["c"]) * math.sqrt(2 * math.log(total) / len(credits[arm]))
+            scores[arm] = auc + bonus
+        return max(self.arms, key=lambda a: scores[a])
+
+    def ask_arm(
+        self,
+        arm: str,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        history: History,
+        rng: np.random.Generator,
+        seed: int | None,
+    ) -> Point:
+        if arm == "random":
+            return history.unseen_random(rng)
+        if arm == "tpe":
+            from commtune.strategies._optuna import tpe_sampler
+
+            assert history.space is not None
+            sampler = tpe_sampler(history.space, derive_seed(int(rng.integers(2**31)), 0), 3)
+            params = sampler.sample_relative(study, trial, distributions(history.space))
+            point = history.point_of(params)
+            return point if point is not None else history.unseen_random(rng)
+        return self.members[arm].propose(history, rng, seed)
