@@ -66,7 +66,14 @@ class RaceRun:
         }
 
 
-def race_one(strategy: str, surface: Surface, noise: float, seed: int, budget: int) -> RaceRun:
+def race_one(
+    strategy: str,
+    surface: Surface,
+    noise: float,
+    seed: int,
+    budget: int,
+    options: dict[str, str] | None = None,
+) -> RaceRun:
     """One study of ``budget`` trials (reference included); see the module docstring."""
     import time
 
@@ -81,6 +88,7 @@ def race_one(strategy: str, surface: Surface, noise: float, seed: int, budget: i
         spec=spec,
         space=surface.space,
         strategy=strategy,
+        strategy_options=dict(options or {}),
         trials=budget,
         confirm=0,
         seed=seed,
@@ -111,8 +119,10 @@ def curve(study: Any, surface: Surface) -> list[float]:
             continue
         if t.state.name == "COMPLETE" and t.value is not None and t.value < best_value:
             best_value = t.value
-            config = config_of(t) if role == SEARCH else surface.space.defaults()
-            best_regret = surface.regret(config)
+            if role == SEARCH:
+                best_regret = surface.regret(config_of(t))
+            else:  # the library's defaults, nothing set
+                best_regret = surface.default_value / surface.optimum - 1.0
         if t.state.name in ("COMPLETE", "FAIL"):
             out.append(best_regret)
     return out

@@ -50,12 +50,13 @@ class Surface:
     description: str
     table: dict[str, float] = field(default_factory=dict)  # replayed: config key -> value
     replay: Path | None = None
+    reference: float | None = None  # replayed: the recorded runs of the library's defaults
 
     def __post_init__(self) -> None:
         values = [self.value(c) for c in self.configs()]
         finite = [v for v in values if math.isfinite(v)]
         self.optimum = min(finite)
-        self.default_value = self.value(self.space.defaults())
+        self.default_value = self.reference or self.value(self.space.defaults())
 
     def configs(self) -> list[dict[str, Value]]:
         dims = self.space.dimensions
@@ -102,7 +103,7 @@ def parabolas() -> Surface:
     """Separable parabolas over four integer knobs, one minimum each (AITuning's shape)."""
     knobs = [_int(f"x{i}", 0, 15, 0) for i in range(4)]
     centres = (11, 4, 7, 13)
-    weights = (0.6, 0.4, 0.25, 0.15)
+    weights = (0.3, 0.2, 0.12, 0.08)
 
     def f(c: Config) -> float:
         return 1.0 + sum(
@@ -127,9 +128,9 @@ def coupled() -> Surface:
         best_p = 0.2 + 0.04 * n - 0.02 * (e - 10)
         return (
             1.0
-            + 0.05 * (e - best_e) ** 2
-            + 0.4 * ((n - 11) / 15) ** 2
-            + 0.8 * (p - best_p) ** 2
+            + 0.02 * (e - best_e) ** 2
+            + 0.2 * ((n - 11) / 15) ** 2
+            + 0.5 * (p - best_p) ** 2
             + 0.05 * abs(e - best_e) * abs(p - best_p)
         )
 
@@ -156,7 +157,7 @@ def categorical() -> Surface:
         value = base[a] * transport_cost[t]
         if a == "ring" and t == "ucx":
             value *= 0.8  # an interaction: ring over UCX is the best pair
-        value *= 1.0 + 0.5 * ((int(c["segments"]) - best_segments[a]) / 15) ** 2
+        value *= 1.0 + 0.2 * ((int(c["segments"]) - best_segments[a]) / 15) ** 2
         if c["pipelined"]:
             value *= 0.9 if a in ("ring", "rabenseifner") else 1.08
         return value
@@ -167,7 +168,7 @@ def categorical() -> Surface:
 
 def cliff() -> Surface:
     """A slope that is best just before a 10x cliff (Open MPI's 127 vs 128 ranks) and a
-    plateau that gives no gradient away from a narrow good band."""
+    plateau (no gradient) that ends half-way along another knob."""
     seg = _int("segment", 96, 160, 96, step=2)
     band = _int("band", 0, 15, 0)
     size = _log2("size", 1, 1 << 7, 1)
@@ -176,8 +177,8 @@ def cliff() -> Surface:
         s = int(c["segment"])
         b = int(c["band"])
         slope = 10.0 if s >= 128 else 1.0 + 0.3 * (126 - s) / 30
-        plateau = 1.25 if b < 10 else (1.0 if b <= 13 else 1.1)
-        return slope * plateau * (1.0 + 0.02 * abs(math.log2(int(c["size"])) - 3))
+        plateau = 1.25 if b < 8 else 1.0
+        return slope * plateau * (1.0 + 0.01 * abs(math.log2(int(c["size"])) - 3))
 
     return Surface("cliff", _space(seg, band, size), f, "a plateau, and a 10x cliff at 128")
 
@@ -191,18 +192,18 @@ def mixed() -> Surface:
     polls = _int("polls", 0, 1000, 500, step=100)
     algo = _cat("allreduce", ("0", "1", "2", "3", "4", "5", "6"), "0")
     segment = _log2("segsize", 1 << 12, 1 << 19, 1 << 16)
-    algo_cost = {"0": 1.2, "1": 1.6, "2": 1.15, "3": 1.05, "4": 1.3, "5": 1.06, "6": 1.4}
+    algo_cost = {"0": 1.2, "1": 1.6, "2": 1.08, "3": 1.05, "4": 1.3, "5": 1.06, "6": 1.4}
     algo_seg = {"0": 16, "1": 12, "2": 14, "3": 17, "4": 13, "5": 15, "6": 19}
 
     def f(c: Config) -> float:
         e = math.log2(int(c["eager_limit"]))
         best_e = {"cma": 13, "xpmem": 12, "knem": 14, "none": 17}[str(c["single_copy"])]
-        copy_cost = {"cma": 1.0, "xpmem": 0.95, "knem": 1.02, "none": 0.9}[str(c["single_copy"])]
+        copy_cost = {"cma": 1.0, "xpmem": 0.93, "knem": 1.02, "none": 0.92}[str(c["single_copy"])]
         if c["single_copy"] == "knem" and c["async_progress"]:
             return math.inf  # this pair crashes
-        p2p = copy_cost * (1 + 0.008 * (e - best_e) ** 2)
+        p2p = copy_cost * (1 + 0.004 * (e - best_e) ** 2)
         a = str(c["allreduce"])
-        coll = algo_cost[a] * (1 + 0.01 * (math.log2(int(c["segsize"])) - algo_seg[a]) ** 2)
+        coll = algo_cost[a] * (1 + 0.005 * (math.log2(int(c["segsize"])) - algo_seg[a]) ** 2)
         polling = 1 + 0.15 * (int(c["polls"]) / 1000 - (0.2 if c["async_progress"] else 0.6)) ** 2
         overlap = 0.93 if c["async_progress"] else 1.0
         return 0.5 * p2p + 0.5 * coll * overlap * polling
@@ -226,13 +227,11 @@ def replayed(path: Path) -> Surface:
     default = float(np.median(data["default"]))
 
     def f(c: Config) -> float:
-        if dict(c) == space.defaults() and ReplayExecutor.key(c) not in table:
-            return default
         value = table[ReplayExecutor.key(c)]
         return math.inf if value is None else float(value)
 
     name = path.stem
-    return Surface(name, space, f, data.get("description", name), table, path)
+    return Surface(name, space, f, data.get("description", name), table, path, default)
 
 
 SYNTHETIC: dict[str, Callable[[], Surface]] = {

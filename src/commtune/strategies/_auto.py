@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from commtune.errors import UsageError
-from commtune.strategies._base import Option, derive_seed, distributions
+from commtune.strategies._base import Option, distributions
 from commtune.strategies._dqn import DQNStrategy
 from commtune.strategies._ga import GeneticStrategy
 from commtune.strategies._history import ARM, History, HistoryStrategy, Point
@@ -29,15 +29,16 @@ from commtune.strategies._model import ModelStrategy
 if TYPE_CHECKING:
     import optuna
 
-ARMS = ("tpe", "ga", "model", "dqn", "random")
+ARMS = ("tpe", "cmaes", "ga", "model", "dqn", "random")
+OPTUNA_ARMS = ("tpe", "cmaes")
 
 
 class AutoStrategy(HistoryStrategy):
     name: ClassVar[str] = "auto"
     batch_size: ClassVar[int] = 2
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "arms": Option(str, "tpe,ga,model", f"comma-separated strategies of {', '.join(ARMS)}"),
-        "initial": Option(int, 0, "size of the shared design (0: max(5, knobs + 2))"),
+        "arms": Option(str, "tpe,cmaes,ga", f"comma-separated strategies of {', '.join(ARMS)}"),
+        "initial": Option(int, 3, "size of the shared design, the reference included"),
         "window": Option(int, 12, "proposals of an arm the AUC looks at"),
         "c": Option(float, 0.15, "weight of exploration in the bandit's score"),
     }
@@ -67,7 +68,7 @@ class AutoStrategy(HistoryStrategy):
         rng: np.random.Generator,
         seed: int | None,
     ) -> Point:
-        n0 = int(self.options["initial"]) or max(5, len(history.sizes) + 2)
+        n0 = int(self.options["initial"])
         seen = history.seen()
         arm = "design"
         hints = [p for p in self.hint_points(history) if p not in seen]
@@ -120,12 +121,28 @@ class AutoStrategy(HistoryStrategy):
     ) -> Point:
         if arm == "random":
             return history.unseen_random(rng)
-        if arm == "tpe":
-            from commtune.strategies._optuna import tpe_sampler
-
-            assert history.space is not None
-            sampler = tpe_sampler(history.space, derive_seed(int(rng.integers(2**31)), 0), 3)
-            params = sampler.sample_relative(study, trial, distributions(history.space))
-            point = history.point_of(params)
-            return point if point is not None else history.unseen_random(rng)
+        if arm in OPTUNA_ARMS:
+            return self.ask_optuna(arm, study, trial, history, rng)
         return self.members[arm].propose(history, rng, seed)
+
+    @staticmethod
+    def ask_optuna(
+        arm: str,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        history: History,
+        rng: np.random.Generator,
+    ) -> Point:
+        """A proposal of one of Optuna's samplers, made for this trial."""
+        from commtune.strategies import get_strategy
+
+        assert history.space is not None
+        n_trials = len(study.get_trials(deepcopy=False))
+        sampler = get_strategy(arm).sampler(history.space, int(rng.integers(2**31)), n_trials)
+        joint = sampler.infer_relative_search_space(study, trial)
+        params = sampler.sample_relative(study, trial, joint)
+        for name, dist in distributions(history.space).items():
+            if name not in params:
+                params[name] = sampler.sample_independent(study, trial, name, dist)
+        point = history.point_of(params)
+        return point if point is not None else history.unseen_random(rng)

@@ -62,9 +62,11 @@ class History:
         ]
         log2 = [d.knob.type is KnobType.LOG2 for d in space.dimensions]
         history = cls(levels, ordinal, space.names, log2, space=space)
-        defaults = [d.knob.to_internal(d.knob.default) for d in space.dimensions]
-        if all(v in lv for v, lv in zip(defaults, levels, strict=True)):
-            history.default = tuple(lv.index(v) for v, lv in zip(defaults, levels, strict=True))
+        candidates = [d.candidates() for d in space.dimensions]
+        if all(d.knob.default in c for d, c in zip(space.dimensions, candidates, strict=True)):
+            history.default = tuple(
+                c.index(d.knob.default) for d, c in zip(space.dimensions, candidates, strict=True)
+            )
         return history
 
     @classmethod
@@ -231,9 +233,10 @@ class HistoryStrategy(Strategy):
     def hint_points(self, history: History) -> list[Point]:
         """The hints (configurations from a platform sample or a prediction) as points."""
         out = []
+        knobs = {d.knob.name: d.knob for d in history.space.dimensions} if history.space else {}
         for hint in self.hints:
             params = dict(history.params_of(history.default)) if history.default else {}
-            params.update(hint)
+            params.update({k: knobs[k].to_internal(v) for k, v in hint.items() if k in knobs})
             point = history.point_of(params)
             if point is not None:
                 out.append(point)

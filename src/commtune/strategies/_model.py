@@ -159,7 +159,8 @@ class ModelStrategy(HistoryStrategy):
         if len(train) < 2:
             return history.unseen_random(rng)
         x, ind = inputs(history, [p for p, _ in train])
-        model = fit_model(x, np.array([v for _, v in train]), int(o["terms"]), ind)
+        terms = min(int(o["terms"]), max(1, len(train) // 3))
+        model = fit_model(x, np.array([v for _, v in train]), terms, ind)
         candidates, x, ind = self.candidates(history, seed)
         ranking = np.argsort(model.predict(x, ind), kind="stable")
         seen = history.seen()
@@ -191,11 +192,7 @@ def inputs(history: History, points: list[Point]) -> tuple[np.ndarray, np.ndarra
     indicators: list[np.ndarray] = []
     for d, lv in enumerate(history.levels):
         if history.ordinal[d]:
-            values = np.array(lv, dtype=float)
-            if history.log2[d]:
-                numeric.append(2.0 ** (values[idx[:, d]] - values[0]))
-            else:
-                numeric.append(1.0 + idx[:, d])
+            numeric.append(1.0 + idx[:, d] / max(len(lv) - 1, 1))
         else:
             indicators.extend((idx[:, d] == j).astype(float) for j in range(1, len(lv)))
     x = np.column_stack(numeric) if numeric else np.ones((len(points), 0))

@@ -10,6 +10,7 @@ without parameters are then simply not observations.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from commtune.knobs import Space
@@ -72,7 +73,6 @@ def tpe_sampler(
         n_startup_trials=min(8, max(3, space.size() // 4)) if n_startup is None else n_startup,
         multivariate=True,
         constant_liar=True,
-        warn_independent_sampling=False,
     )
 
 
@@ -96,10 +96,12 @@ class CmaEsStrategy(Strategy):
             def infer_relative_search_space(self, *args: object) -> dict[str, Any]:
                 return dict(numeric) if len(numeric) > 1 else {}
 
-        return _CmaEs(
-            seed=derive_seed(seed, 0),
-            n_startup_trials=1,
-            with_margin=True,
-            warn_independent_sampling=False,
-            independent_sampler=optuna.samplers.RandomSampler(seed=derive_seed(seed, n_trials)),
-        )
+        with warnings.catch_warnings():  # with_margin is "experimental" in Optuna
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return _CmaEs(
+                seed=derive_seed(seed, 0),
+                n_startup_trials=1,
+                with_margin=True,
+                warn_independent_sampling=False,
+                independent_sampler=optuna.samplers.RandomSampler(seed=derive_seed(seed, n_trials)),
+            )

@@ -1,0 +1,223 @@
+"""The strategies of the papers on synthetic surfaces, through the real tuning loop, and the
+pieces that have a known right answer: Behzad's model basis, AITuning's ensemble rule,
+the portfolio's hints and the race's scoring."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import optuna
+import pytest
+
+from commtune.errors import UsageError
+from commtune.knobs import Dimension, Space
+from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one
+from commtune.race._surfaces import _bool, _cat, _int, _log2
+from commtune.report import UI
+from commtune.strategies import STRATEGIES, get_strategy
+from commtune.strategies._dqn import Agent, ensemble
+from commtune.strategies._history import History
+from commtune.strategies._model import fit_model
+from commtune.tune import StudySpec, TuneSettings, open_study, run_reference, search
+
+OURS = ["ga", "model", "dqn", "auto"]
+
+
+def study_on(
+    surface: Surface, strategy: str, budget: int, seed: int = 3, hints: list | None = None
+) -> optuna.Study:
+    spec = StudySpec(["t"], "synthetic", surface.space.to_json(), "wall", 1)
+    settings = TuneSettings(
+        "t", spec, surface.space, strategy, hints=hints or [], trials=budget, confirm=0, seed=seed
+    )
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    executor = surface.executor(0.1, seed)
+    run_reference(study, settings, executor, UI(quiet=True))
+    search(study, settings, executor, 60.0, UI(quiet=True))
+    return study
+
+
+def searched(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return [t for t in study.get_trials() if t.user_attrs.get("role") == "search"]
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_every_strategy_respects_domains_steps_and_budget(strategy: str) -> None:
+    surface = SYNTHETIC["mixed"]()  # log2 knobs, an integer knob with step 100, crashes
+    study = study_on(surface, strategy, 24)
+    trials = searched(study)
+    assert len(trials) == 23  # the budget, the reference included
+    for t in trials:
+        config = t.user_attrs["config"]
+        assert surface.space.validate(config) == config
+        assert int(config["polls"]) % 100 == 0
+        assert int(config["eager_limit"]) & (int(config["eager_limit"]) - 1) == 0
+        if config["single_copy"] == "knem" and config["async_progress"]:
+            assert t.state.name == "FAIL"
+    keys = [json.dumps(t.user_attrs["config"], sort_keys=True) for t in trials]
+    assert len(set(keys)) == len(keys)
+
+
+@pytest.mark.parametrize("strategy", OURS)
+def test_same_seed_same_race_and_another_seed_differs(strategy: str) -> None:
+    surface = SYNTHETIC["coupled"]()
+    a = race_one(strategy, surface, 0.1, 5, 16)
+    b = race_one(strategy, surface, 0.1, 5, 16)
+    c = race_one(strategy, surface, 0.1, 6, 16)
+    assert a.regret == b.regret and len(a.regret) == 16
+    assert a.regret != c.regret
+
+
+def test_model_recovers_a_known_basis_and_extrapolates_in_ranks() -> None:
+    rng = np.random.default_rng(0)
+    c = rng.choice([1, 2, 4, 8, 16, 32, 64], 40).astype(float)  # stripe count
+    s = rng.integers(1, 10, 40).astype(float)  # stripe size
+    ranks = rng.choice([2, 4, 8], 40).astype(float)  # not tuned: the scale of the run
+    y = 3 + 2 * ranks / c + 0.5 * c * s / ranks + 0.1 * c
+    model = fit_model(np.column_stack([c, s, ranks]), y, max_terms=7)
+    assert {t.powers for t in model.terms} == {(0, 0, 0), (-1, 0, 1), (1, 1, -1), (1, 0, 0)}
+    assert model.error < 1e-20
+    coef = {t.powers: b for t, b in zip(model.terms, model.coef, strict=True)}
+    assert coef[(-1, 0, 1)] == pytest.approx(2) and coef[(1, 0, 0)] == pytest.approx(0.1)
+    # Fitted on 2-8 ranks, it predicts 64 ranks.
+    x = np.array([[4.0, 3.0, 64.0]])
+    assert model.predict(x)[0] == pytest.approx(3 + 2 * 64 / 4 + 0.5 * 4 * 3 / 64 + 0.4)
+
+
+def test_model_indicator_terms_for_a_categorical_knob() -> None:
+    x = np.arange(1, 13, dtype=float)[:, None]
+    ind = (np.arange(12) % 2 == 0).astype(float)[:, None]
+    y = 2 + 3 / x[:, 0] + 4 * ind[:, 0] * x[:, 0]
+    model = fit_model(x, y, max_terms=5, ind=ind)
+    assert {(t.powers, t.indicator) for t in model.terms} == {((0,), -1), ((-1,), -1), ((1,), 0)}
+
+
+def space_of(*knobs: object) -> Space:
+    return Space("synthetic", tuple(Dimension(k) for k in knobs))  # type: ignore[arg-type]
+
+
+def test_dqn_ensemble_takes_medians_of_the_good_runs_and_drops_penalised_ones() -> None:
+    space = space_of(
+        _int("a", 0, 10, 0), _log2("b", 1, 1 << 10, 1), _cat("c", ("x", "y", "z"), "x")
+    )
+    history = History.of_space(space)
+    history.reference = 1.0
+    runs = [
+        ((2, 3, 1), 0.80),  # best
+        ((4, 5, 2), 0.82),
+        ((9, 4, 1), 0.83),
+        ((3, 9, 0), 0.90),  # more than 5 % slower than the best: not in the ensemble
+        ((8, 8, 2), 1.20),  # penalised (slower than the reference)
+    ]
+    # a: median(2, 4, 9) = 4; b: median(3, 5, 4) = 4; c: mode(y, z, y) = y
+    assert ensemble(history, runs) == (4, 4, 1)
+    # Two runs: the median of 2 and 4 is 3; a categorical tie goes to the best run's value.
+    assert ensemble(history, runs[:2]) == (3, 4, 1)
+    # Every run penalised: the rule falls back to all runs.
+    history.reference = 0.5
+    assert ensemble(history, runs[3:]) == (3, 9, 0)
+
+
+def test_dqn_state_and_transitions() -> None:
+    space = space_of(_int("a", 0, 4, 0), _bool("b", False))
+    history = History.of_space(space)
+    history.reference = 2.0
+    history.reference_features = {"p2p": 10.0}
+    history.points = [(0, 0), (1, 0), (1, 1)]
+    history.values = [2.0, 1.0, 1.5]
+    history.features = [{"p2p": 10.0}, {"p2p": 4.0}, {"p2p": 4.0}]
+    history.order = [((0, 0), 2.0), ((1, 0), 1.0), ((1, 1), 1.5), ((2, 1), None)]
+    agent = Agent(history, (1,))
+    state = agent.state((1, 0))
+    assert state[:2] == pytest.approx([0.25, 0.0])
+    assert state[2] == pytest.approx(math.log(0.5))
+    assert state[3] == pytest.approx(math.log(5 / 11))
+    data = agent.transitions()
+    assert [(a, r, done) for _, a, r, _, done in data] == [
+        (1, 0.5, False),  # a up: 2.0 -> 1.0, reward (2 - 1) / 2
+        (2, -0.25, False),  # b flipped (down and up are the same for a boolean): 1.0 -> 1.5
+        (1, -1.0, True),  # a up from (1, 1): failed
+    ]
+
+
+def test_auto_measures_the_hint_first_and_records_its_arms() -> None:
+    surface = SYNTHETIC["coupled"]()
+    hint = {"eager": 1 << 15, "chunks": 11, "polls": 400}
+    study = study_on(surface, "auto", 14, hints=[hint])
+    trials = searched(study)
+    assert trials[0].user_attrs["config"] == hint and trials[0].user_attrs["arm"] == "hint"
+    arms = {t.user_attrs["arm"] for t in trials[1:]}
+    assert "design" in arms and arms - {"design"} <= {"tpe", "cmaes", "ga"}
+
+
+def test_strategy_options_are_checked() -> None:
+    assert get_strategy("ga", {"population": "12"}).options["population"] == 12
+    with pytest.raises(UsageError, match="unknown option 'popsize'"):
+        get_strategy("ga", {"popsize": "12"})
+    with pytest.raises(UsageError, match="is not a int"):
+        get_strategy("ga", {"population": "many"})
+    with pytest.raises(UsageError, match="must be one of tournament, roulette"):
+        get_strategy("ga", {"selection": "rank"})
+    with pytest.raises(UsageError, match="unknown option"):
+        get_strategy("tpe", {"population": "3"})
+    with pytest.raises(UsageError, match="arms must be among"):
+        get_strategy("auto", {"arms": "tpe,annealing"})
+
+
+def test_roulette_ga_runs() -> None:
+    run = race_one("ga", SYNTHETIC["parabolas"](), 0.0, 1, 20, {"selection": "roulette"})
+    assert len(run.regret) == 20 and run.regret[-1] < run.regret[0]
+
+
+def test_race_scores_the_recommendation_noise_free() -> None:
+    space = space_of(_int("a", 0, 3, 0), _int("b", 0, 2, 0))
+    surface = Surface("tiny", space, lambda c: 1.0 + abs(int(c["a"]) - 2) + 0.01 * int(c["b"]), "")
+    assert surface.optimum == 1.0 and surface.default_value == 3.0
+    run = race_one("grid", surface, 0.0, 0, 13)  # every configuration, the reference first
+    assert len(run.regret) == 13 and run.regret[0] == 2.0 and run.regret[-1] == 0.0
+    assert run.reached == 1 + next(i for i, r in enumerate(run.regret[1:], 1) if r <= 0.02)
+    summary = Summary(
+        [
+            RaceRun("random", "s", 0.3, 0, [0.1] * 5, None, 0.0),
+            RaceRun("ga", "s", 0.3, 0, [0.1, 0.1, 0.0, 0.0, 0.0], 3, 0.0),
+            RaceRun("dqn", "s", 0.3, 0, [0.1] * 5, None, 0.0),
+            RaceRun("model", "s", 0.3, 0, [0.1] * 5, None, 0.0),
+        ],
+        budget=5,
+    )
+    assert summary.per_strategy() == {"random": 5.0, "ga": 3.0, "dqn": 5.0, "model": 5.0}
+    assert summary.losses_to_random() == {}
+    summary.runs[0] = RaceRun("random", "s", 0.3, 0, [0.0] * 5, 1, 0.0)
+    assert summary.losses_to_random() == {"ga": ["s"], "dqn": ["s"], "model": ["s"]}
+
+
+def test_race_json_summary_line() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/strategies.py",
+            "--json",
+            "--seeds",
+            "2",
+            "--budget",
+            "8",
+            "--strategies",
+            "random,auto",
+            "--surfaces",
+            "categorical,replay-openmpi",
+            "--png",
+            "/tmp/commtune-race-test.png",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(data["summary"]) == {"random", "auto"}
+    assert all(1 <= v <= 8 for v in data["summary"].values())
+    assert len(data["cells"]) == 2 * 4  # 3 noise levels of categorical + the replayed space
