@@ -73,7 +73,7 @@ def plot(summary: Summary, path: Path) -> None:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=80)
 
 
 def table(summary: Summary) -> str:

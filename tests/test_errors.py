@@ -44,6 +44,18 @@ def check_error(
         (["tune"], "missing '--'"),
         (["tune", "--", "no-such-launcher", "-np", "2"], "command not found: no-such-launcher"),
         (["tune", "--strategy", "annealing", *TRUE_OMPI], "unknown strategy 'annealing'"),
+        (
+            ["tune", "--strategy", "ga", "--strategy-option", "popsize=3", *TRUE_OMPI],
+            "strategy ga: unknown option 'popsize'",
+        ),
+        (
+            ["tune", "--strategy", "dqn", "--strategy-option", "explore", *TRUE_OMPI],
+            "expected KEY=VALUE",
+        ),
+        (
+            ["tune", "--strategy", "auto", "--strategy-option", "c=-1", *TRUE_OMPI],
+            "must not be negative",
+        ),
         (["tune", "--metric", "regex:no group", *TRUE_OMPI], "needs a group"),
         (["tune", "--trials", "0", *TRUE_OMPI], "must be positive"),
         (["tune", "--preset", "io", *TRUE_OMPI], "invalid choice"),

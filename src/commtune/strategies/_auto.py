@@ -37,7 +37,7 @@ class AutoStrategy(HistoryStrategy):
     name: ClassVar[str] = "auto"
     batch_size: ClassVar[int] = 2
     OPTIONS: ClassVar[dict[str, Option]] = {
-        "arms": Option(str, "tpe,cmaes,ga", f"comma-separated strategies of {', '.join(ARMS)}"),
+        "arms": Option(str, "cmaes,ga", f"comma-separated strategies of {', '.join(ARMS)}"),
         "initial": Option(int, 3, "size of the shared design, the reference included"),
         "window": Option(int, 12, "proposals of an arm the AUC looks at"),
         "c": Option(float, 0.15, "weight of exploration in the bandit's score"),
