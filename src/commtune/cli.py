@@ -104,7 +104,7 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--strategy",
         default="tpe",
-        help="random | grid | tpe | cmaes | ga | model | dqn | auto (default tpe)",
+        help="random | grid | tpe | cmaes | ga | model | dqn | auto | predict (default tpe)",
     )
     p.add_argument(
         "--strategy-option",
@@ -249,6 +249,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
 
+    p = sub.add_parser("train", help="train the prediction model on the training benchmark")
+    _add_mpi(p)
+    _add_storage(p)
+    p.add_argument(
+        "--np", help="rank counts of the training runs (comma list; default 2,4 Open MPI, 2 MPICH)"
+    )
+    p.add_argument("--quick", action="store_true", help="a small but real model (a few minutes)")
+    p.add_argument(
+        "--budget",
+        type=_positive(int),
+        help="training runs in all (default 312, --quick 90)",
+    )
+    p.add_argument(
+        "--configs",
+        type=_positive(int),
+        help="configurations measured at each input point (default 12, --quick 8)",
+    )
+    p.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME[=V1,V2|...]",
+        help="train for this knob (default: the MPI's default space); repeatable",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the designs")
+    p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
+
+    p = sub.add_parser("predict", help="predict a configuration from one profiled run")
+    _add_mpi(p)
+    _add_storage(p)
+    p.add_argument("--verify", action="store_true", help="time default vs predicted, interleaved")
+    p.add_argument(
+        "--pairs", type=_positive(int), default=5, help="pairs of runs for --verify (default 5)"
+    )
+    p.add_argument("--force", action="store_true", help="use a model of another platform")
+    p.add_argument(
+        "--timeout", type=_positive(float), default=3600.0, help="seconds per run (default 3600)"
+    )
+    p.add_argument("--study", help="name of the study stored (default predict-MPI-PROGRAM)")
+    p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
+
     p = sub.add_parser("rails", help="multi-rail split planner on shaped veth links (root)")
     rails_sub = p.add_subparsers(dest="rails_cmd", required=True, parser_class=_Parser)
     p = rails_sub.add_parser("bench", help="plan vs even split vs best single rail, measured")
@@ -326,6 +367,15 @@ def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
     statuses = installed_knobs(installation)
     space = build_space(statuses, installation.vendor.value, args.knob, args.preset)
     launcher = launcher_for(installation)
+    args.predictor = None
+    if args.strategy == "predict":
+        from commtune.platform import Fingerprint
+        from commtune.predict import Predictor
+        from commtune.store import Store
+
+        if args.no_interposer:
+            raise UsageError("--strategy predict needs the interposer (the reference's profile)")
+        args.predictor = Predictor.load(Store(url), Fingerprint.of(installation), False, ui)
     # Everything is valid: from here on, the storage is written.
     store, platform = _open_store(url, installation)
     space = _probe(space, launcher, store, platform, ui)
@@ -499,8 +549,29 @@ def _run_study(
         platform=platform,
         on_run=on_run,
     )
+    if getattr(args, "predictor", None) is not None:
+        settings.hints_from_reference = _prediction_hints(store, args.predictor, space, name, ui)
     ui.info(f"study [bold]{name}[/bold] in {store.url} (re-run to resume)")
     return tune(settings, store.optuna, executor, ui)
+
+
+def _prediction_hints(store: Store, predictor: Any, space: Space, study: str, ui: UI) -> Any:
+    """For ``--strategy predict``: the model's configuration for the reference run's profile,
+    on the knobs under tuning, as the first proposal."""
+    from commtune.predict import features_of
+    from commtune.profile import Profile
+
+    def hints(reference: Any) -> list[dict[str, Value]]:
+        stored = store.profiles(study, reference.number)
+        if not stored:
+            ui.warn("the reference run has no profile; the search starts without a prediction")
+            return []
+        config = predictor.predict(features_of(Profile.from_json(stored[0][2])))
+        hint = {k: v for k, v in config.items() if k in space.names and v in space[k].candidates()}
+        ui.info("predicted start: " + ", ".join(f"{k}={v}" for k, v in hint.items()))
+        return [hint] if hint else []
+
+    return hints
 
 
 def _print_result(args: argparse.Namespace, ui: UI, result: TuneResult, space: Space) -> int:
@@ -680,6 +751,154 @@ def cmd_cvars(args: argparse.Namespace) -> int:
 
 
 # -- platform sampling ------------------------------------------------------------------------
+# -- prediction ----------------------------------------------------------------------------
+def cmd_train(args: argparse.Namespace) -> int:
+    import time
+
+    from commtune.knobs._discovery import installed_knobs
+    from commtune.knobs._select import build_space
+    from commtune.launch import Vendor, launcher_for
+    from commtune.platform import Fingerprint
+    from commtune.predict import collect, config_design, design_points, fit_and_store
+    from commtune.report import UI
+    from commtune.report._predict_tables import train_tables
+    from commtune.store import normalize_url
+
+    installation = _installation(args.mpi)
+    default_np = "2,4" if installation.vendor is Vendor.OPENMPI else "2"
+    try:
+        ranks = [int(r) for r in (args.np or default_np).split(",") if r.strip()]
+    except ValueError:
+        raise UsageError(f"--np {args.np!r}: expected rank counts such as 2,4") from None
+    if not ranks or min(ranks) < 2:
+        raise UsageError("--np: the training benchmark needs at least 2 ranks")
+    configs_per_point = args.configs or (8 if args.quick else 12)
+    budget = args.budget or (90 if args.quick else 312)
+    n_points = budget // (configs_per_point + 1)
+    if n_points < 4:
+        raise UsageError(
+            f"--budget {budget}: fewer than 4 input points of {configs_per_point + 1} runs each"
+        )
+    space = build_space(installed_knobs(installation), installation.vendor.value, args.knob)
+    url = normalize_url(args.storage)
+    ui = UI(json_mode=args.json)
+    store, platform = _open_store(url, installation)
+    space = _probe(space, launcher_for(installation), store, platform, ui)
+    fingerprint = Fingerprint.of(installation)
+    points = design_points(n_points, ranks, args.seed)
+    configs = config_design(space, configs_per_point, args.seed)
+    ui.info(
+        f"{installation.describe()}; {len(points)} input points x {len(configs) + 1} "
+        f"configurations of {', '.join(space.names)}"
+    )
+    start = time.perf_counter()
+    profiling, _ = _profiling(installation, [])
+    made = collect(store, platform, installation, space, points, configs, ui, profiling)
+    minutes = (time.perf_counter() - start) / 60
+    report = fit_and_store(store, platform, fingerprint, space, minutes, args.seed)
+    for table in train_tables(report):
+        ui.print(table)
+    ui.info(
+        f"model: {report.winner} on {', '.join(report.selected)}; {made} runs made now, "
+        f"{report.runs} in the training set; {minutes:.1f} min"
+    )
+    if args.json:
+        print(json.dumps({**report.to_json(), "minutes": minutes}, separators=(",", ":")))
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune import stats
+    from commtune.launch import launcher_for, resolve_command
+    from commtune.platform import Fingerprint
+    from commtune.predict import Predictor, features_of
+    from commtune.report import UI
+    from commtune.report._predict_tables import prediction_table
+    from commtune.store import Store, normalize_url
+    from commtune.trial import LocalExecutor, Objective
+    from commtune.tune import StudySpec, save_accepted_study
+
+    if not command:
+        raise UsageError("missing '--' before the command, e.g. -- mpirun -np 4 ./app")
+    installation = resolve_command(command, _vendor(args.mpi))
+    ui = UI(json_mode=args.json)
+    store = Store(normalize_url(args.storage))
+    predictor = Predictor.load(store, Fingerprint.of(installation), args.force, ui)
+    knobs = [d.knob for d in predictor.space.dimensions]
+    profiling, intents = _profiling(installation, knobs)
+    launcher = launcher_for(installation)
+    executor = LocalExecutor(
+        launcher, command, knobs, Objective.parse("wall"), profiling=profiling, intents=intents
+    )
+    ui.info(f"{installation.describe()}; one profiled run with the library's defaults")
+    run = executor.run(None, args.timeout)
+    if run.failure is not None or run.profile is None:
+        raise UsageError(f"the profiled run failed ({run.failure or 'no profile written'})")
+    features = features_of(run.profile)
+    config = predictor.predict(features)
+    ui.print(prediction_table(predictor.space, features, config))
+    name = (
+        args.study
+        or f"predict-{_default_study_name(command, installation.vendor.value, predictor.space)}"
+    )
+    out: dict[str, Any] = {
+        "study": name,
+        "model": predictor.data["model"]["kind"],
+        "features": features,
+        "params": config,
+    }
+    speedup = None
+    accepted = True
+    reason = "predicted from one profiled run (not verified)"
+    if args.verify:
+        default_times: list[float] = []
+        predicted_times: list[float] = []
+        with ui.progress("verify: default and predicted, interleaved", 2 * args.pairs) as bar:
+            for _ in range(args.pairs):
+                for config_or_none, times in ((None, default_times), (config, predicted_times)):
+                    r = executor.run(config_or_none, args.timeout)
+                    if r.failure is not None or r.value is None:
+                        raise UsageError(f"a verification run failed ({r.failure})")
+                    times.append(r.value)
+                    bar.advance()
+        comparison = stats.compare(default_times, predicted_times)
+        speedup = comparison.speedup
+        accepted = comparison.faster
+        reason = (
+            "predicted; verified faster beyond noise"
+            if accepted
+            else ("predicted; not faster beyond noise: the default stays")
+        )
+        out["verify"] = {
+            "speedup": comparison.speedup,
+            "ci": [comparison.ci_low, comparison.ci_high],
+            "p_value": comparison.p_value,
+            "faster": comparison.faster,
+            "default": default_times,
+            "predicted": predicted_times,
+        }
+        ui.info(
+            f"speedup {comparison.speedup:.3f}x (95 % CI {comparison.ci_low:.3f}-"
+            f"{comparison.ci_high:.3f}); {reason}"
+        )
+    spec = StudySpec(list(command), installation.vendor.value, predictor.space.to_json(), "wall", 1)
+    save_accepted_study(
+        store.optuna,
+        name,
+        spec,
+        config,
+        reason,
+        platform=Fingerprint.of(installation).key,
+        speedup=speedup,
+        accepted=accepted,
+        extra={"features": features},
+    )
+    ui.info(f"stored as study {name}: `commtune run --study {name} -- ...` applies it")
+    if args.json:
+        print(json.dumps(out, separators=(",", ":")))
+    return 0
+
+
 def cmd_sample(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -941,7 +1160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     own, command = _split_command(argv)
     try:
         args = build_parser().parse_args(own)
-        if command is not None and args.cmd not in ("tune", "run", "profile"):
+        if command is not None and args.cmd not in ("tune", "run", "profile", "predict"):
             raise UsageError(f"commtune {args.cmd} takes no command after '--'")
         if args.cmd == "tune":
             return cmd_tune(args, command)
@@ -949,6 +1168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args, command)
         if args.cmd == "profile":
             return cmd_profile(args, command)
+        if args.cmd == "predict":
+            return cmd_predict(args, command)
         handlers = {
             "demo": cmd_demo,
             "knobs": cmd_knobs,
@@ -958,6 +1179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "lib": cmd_lib,
             "cvars": cmd_cvars,
             "sample": cmd_sample,
+            "train": cmd_train,
             "rails": cmd_rails,
         }
         return handlers[args.cmd](args)

@@ -15,6 +15,7 @@ finished trial):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -75,6 +76,8 @@ class TuneSettings:
     platform: str | None = None
     # Called after every recorded run of a trial (run index from 0): stores profiles, warns.
     on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None
+    # Hints that need the reference run (a prediction from its profile): called once it is done.
+    hints_from_reference: Callable[[optuna.trial.FrozenTrial], list[dict[str, Value]]] | None = None
 
 
 @dataclass
@@ -561,6 +564,44 @@ def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: UI) -> Tu
         f"reference: {value_of(ref):.4g} (median of {len(run_values(ref))}); "
         f"run timeout {timeout:.1f} s"
     )
+    if settings.hints_from_reference is not None:
+        settings.hints = [*settings.hints_from_reference(ref), *settings.hints]
     search(study, settings, executor, timeout, ui)
     acceptance = confirm(study, settings, executor, timeout, ui)
     return summarize(study, acceptance)
+
+
+def save_accepted_study(
+    storage: optuna.storages.BaseStorage,
+    name: str,
+    spec: StudySpec,
+    params: Mapping[str, Value],
+    reason: str,
+    *,
+    platform: str | None = None,
+    env: Mapping[str, str] | None = None,
+    speedup: float | None = None,
+    accepted: bool = True,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """A study that holds one configuration as its accepted one, made without a search (a
+    platform sample, a prediction), so ``commtune run --study`` and ``export`` take it."""
+    import optuna
+
+    with contextlib.suppress(KeyError):  # replaced: made again
+        optuna.delete_study(study_name=name, storage=storage)
+    study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+    study.set_user_attr("commtune", spec.to_json())
+    if platform:
+        study.set_user_attr("platform", platform)
+    study.set_user_attr(
+        "acceptance",
+        {
+            "accepted": accepted,
+            "params": dict(params),
+            "env": dict(env or {}),
+            "speedup": speedup,
+            "reason": reason,
+            **(extra or {}),
+        },
+    )

@@ -8,7 +8,8 @@ read as one value of a knob whose values contain commas.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from commtune.errors import UsageError
 from commtune.knobs._discovery import KnobStatus
@@ -69,3 +70,17 @@ def build_space(
             if s.knob.default_space and s.available
         }
     return Space(library, tuple(dims.values()))
+
+
+def space_from_json(library: str, entries: Sequence[Mapping[str, Any]]) -> Space:
+    """The space a study or a model stored with ``Space.to_json()``."""
+    from commtune.knobs._catalog import load_catalog
+
+    catalog = load_catalog(library)
+    dims = []
+    for entry in entries:
+        if entry["knob"] not in catalog:
+            raise UsageError(f"stored space names knob {entry['knob']!r}, unknown to {library}")
+        values = tuple(entry["values"]) if entry.get("values") is not None else None
+        dims.append(Dimension(catalog[entry["knob"]], values))
+    return Space(library, tuple(dims))

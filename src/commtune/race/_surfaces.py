@@ -214,15 +214,10 @@ def mixed() -> Surface:
 
 def replayed(path: Path) -> Surface:
     """A real space measured once per configuration; the replay executor answers from it."""
-    from commtune.knobs import load_catalog
+    from commtune.knobs._select import space_from_json
 
     data = json.loads(path.read_text())
-    catalog = load_catalog(data["library"])
-    dims = []
-    for entry in data["space"]:
-        values = tuple(entry["values"]) if entry["values"] is not None else None
-        dims.append(Dimension(catalog[entry["knob"]], values))
-    space = Space(data["library"], tuple(dims))
+    space = space_from_json(data["library"], data["space"])
     table = {ReplayExecutor.key(t["params"]): t["values"][0] for t in data["trials"]}
     default = float(np.median(data["default"]))
 

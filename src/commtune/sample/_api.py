@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from commtune.sample._families import ALGORITHM, OPERATIONS, families
 from commtune.sample._outputs import Outputs, rules_env, write_outputs
 from commtune.sample._profile import PlatformProfile
 from commtune.sample._sampler import Sampler, sizes_for
+from commtune.tune import StudySpec, save_accepted_study
 
 if TYPE_CHECKING:
     from commtune.store import Store
@@ -111,33 +111,23 @@ def sample_platform(
 def save_study(store: Store, profile: PlatformProfile, outputs: Outputs) -> str:
     """A study holding the sampled configuration as its accepted one (with the variables that
     load the selection file), so ``commtune run --study`` and ``export`` take it as is."""
-    import optuna
-
     name = f"{PLATFORM_STUDY}-{profile.vendor}-{profile.fingerprint.key}"
     config = profile.config()
-    with contextlib.suppress(KeyError):  # replaced: the profile may have been resampled
-        optuna.delete_study(study_name=name, storage=store.optuna)
-    study = optuna.create_study(study_name=name, storage=store.optuna, direction="minimize")
-    study.set_user_attr(
-        "commtune",
-        {
-            "command": ["commtune", "sample", "--np", str(profile.ranks)],
-            "library": profile.vendor,
-            "space": [{"knob": k, "values": None} for k in config],
-            "metric": "platform sample",
-            "repeats": 0,
-        },
+    spec = StudySpec(
+        ["commtune", "sample", "--np", str(profile.ranks)],
+        profile.vendor,
+        [{"knob": k, "values": None} for k in config],
+        "platform sample",
+        0,
     )
-    study.set_user_attr("platform", profile.fingerprint.key)
-    study.set_user_attr(
-        "acceptance",
-        {
-            "accepted": True,
-            "params": config,
-            "env": outputs.env,
-            "speedup": None,
-            "reason": "sampled platform profile",
-        },
+    save_accepted_study(
+        store.optuna,
+        name,
+        spec,
+        config,
+        "sampled platform profile",
+        platform=profile.fingerprint.key,
+        env=outputs.env,
     )
     return name
 

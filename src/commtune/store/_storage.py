@@ -27,7 +27,7 @@ from commtune.platform import Fingerprint
 if TYPE_CHECKING:
     import optuna
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DEFAULT_URL = "sqlite:///commtune.db"
 _SERVER_SCHEMES = ("postgresql", "mysql")
 
@@ -76,6 +76,25 @@ samples_table = sa.Table(
 )
 
 
+training_table = sa.Table(
+    "commtune_training",
+    _metadata,
+    sa.Column("platform", sa.String(32), primary_key=True),
+    sa.Column("point", sa.String(256), primary_key=True),  # the benchmark inputs, as a key
+    sa.Column("config", sa.String(1024), primary_key=True),  # "" for the library's defaults
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+models_table = sa.Table(
+    "commtune_models",
+    _metadata,
+    sa.Column("platform", sa.String(32), primary_key=True),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
+)
+
+
 def _add_profiles(conn: sa.Connection) -> None:
     profiles_table.create(conn, checkfirst=True)
 
@@ -84,8 +103,17 @@ def _add_samples(conn: sa.Connection) -> None:
     samples_table.create(conn, checkfirst=True)
 
 
+def _add_training(conn: sa.Connection) -> None:
+    training_table.create(conn, checkfirst=True)
+    models_table.create(conn, checkfirst=True)
+
+
 # version -> function upgrading a database from that version to the next one.
-_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: _add_profiles, 2: _add_samples}
+_MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
+    1: _add_profiles,
+    2: _add_samples,
+    3: _add_training,
+}
 
 
 def normalize_url(url: str) -> str:
@@ -282,3 +310,44 @@ class Store:
                 sa.select(samples_table.c.data).where(samples_table.c.platform == platform)
             ).first()
         return json.loads(row[0]) if row else None
+
+    # -- training sets and models (prediction) ------------------------------------------------
+    def save_training_run(self, platform: str, point: str, config: str, data: Any) -> None:
+        """One measurement of the training benchmark (committed at once: resumable)."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                training_table.delete().where(
+                    (training_table.c.platform == platform)
+                    & (training_table.c.point == point)
+                    & (training_table.c.config == config)
+                )
+            )
+            conn.execute(
+                training_table.insert().values(
+                    platform=platform,
+                    point=point,
+                    config=config,
+                    data=json.dumps(data),
+                    created=time.time(),
+                )
+            )
+
+    def training_runs(self, platform: str) -> dict[tuple[str, str], Any]:
+        query = sa.select(training_table).where(training_table.c.platform == platform)
+        with self.engine.connect() as conn:
+            return {(r.point, r.config): json.loads(r.data) for r in conn.execute(query)}
+
+    def save_model(self, platform: str, data: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(models_table.delete().where(models_table.c.platform == platform))
+            conn.execute(
+                models_table.insert().values(
+                    platform=platform, data=json.dumps(data), created=time.time()
+                )
+            )
+
+    def models(self) -> dict[str, Any]:
+        """Every stored model by the platform key it was trained on."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(models_table.c.platform, models_table.c.data))
+            return {r.platform: json.loads(r.data) for r in rows}

@@ -19,6 +19,7 @@ STRATEGIES: dict[str, str] = {
     "model": "commtune.strategies._model:ModelStrategy",
     "dqn": "commtune.strategies._dqn:DQNStrategy",
     "auto": "commtune.strategies._auto:AutoStrategy",
+    "predict": "commtune.strategies._auto:PredictStrategy",
 }
 
 

@@ -146,3 +146,10 @@ class AutoStrategy(HistoryStrategy):
                 params[name] = sampler.sample_independent(study, trial, name, dist)
         point = history.point_of(params)
         return point if point is not None else history.unseen_random(rng)
+
+
+class PredictStrategy(AutoStrategy):
+    """``auto`` started from the configuration the prediction model gives for the reference
+    run's profile (``commtune train``); ``tune`` passes it as the first hint."""
+
+    name: ClassVar[str] = "predict"

@@ -1,0 +1,26 @@
+"""Prediction from one run (Wang et al.): the training benchmark's sweep, Pearson knob
+selection, the neural network and the cost model, and the prediction for an application."""
+
+from commtune.predict._data import FEATURES, Point, design_points, features_of
+from commtune.predict._models import ANN, KNN, Dataset, cross_validate, pearson, selected_knobs
+from commtune.predict._predict import TRAIN_HINT, Predictor
+from commtune.predict._train import collect, config_design, dataset, fit_and_store
+
+__all__ = [
+    "ANN",
+    "FEATURES",
+    "KNN",
+    "TRAIN_HINT",
+    "Dataset",
+    "Point",
+    "Predictor",
+    "collect",
+    "config_design",
+    "cross_validate",
+    "dataset",
+    "design_points",
+    "features_of",
+    "fit_and_store",
+    "pearson",
+    "selected_knobs",
+]

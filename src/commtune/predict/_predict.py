@@ -1,0 +1,68 @@
+"""Loading a stored model for this platform and predicting a configuration from features."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from commtune.errors import UsageError
+from commtune.knobs import Space, Value
+from commtune.knobs._select import space_from_json
+from commtune.platform import Fingerprint
+from commtune.predict._data import feature_vector
+from commtune.predict._models import ANN, KNN
+from commtune.predict._train import MODEL_FORMAT
+from commtune.report import UI
+from commtune.store import Store
+
+TRAIN_HINT = "train one with `commtune train --quick`"
+
+
+@dataclass
+class Predictor:
+    space: Space
+    model: ANN | KNN
+    data: Mapping[str, Any]
+
+    @classmethod
+    def load(cls, store: Store, fingerprint: Fingerprint, force: bool, ui: UI) -> Predictor:
+        """The model of this platform; another platform's only with ``force`` (and a warning),
+        never another MPI library's."""
+        models = store.models()
+        data = models.get(fingerprint.key)
+        if data is None:
+            same_library = [
+                m for m in models.values() if m.get("library") == fingerprint.mpi_vendor
+            ]
+            if not same_library:
+                raise UsageError(
+                    f"no prediction model for {fingerprint.mpi_vendor} here; {TRAIN_HINT}"
+                )
+            data = max(same_library, key=lambda m: m.get("created", 0))
+            where = _describe(data.get("fingerprint", {}))
+            if not force:
+                raise UsageError(
+                    f"the prediction model was trained on another platform ({where}); "
+                    f"{TRAIN_HINT} here, or pass --force to use it anyway"
+                )
+            ui.warn(f"using a model trained on another platform ({where})")
+        if data.get("format") != MODEL_FORMAT:
+            raise UsageError(f"the stored model has an unknown format; {TRAIN_HINT}")
+        space = space_from_json(data["library"], data["space"])
+        kind = data["model"]["kind"]
+        model = (
+            ANN.from_json(space, data["model"])
+            if kind == "ann"
+            else KNN.from_json(space, data["model"])
+        )
+        return cls(space, model, data)
+
+    def predict(self, features: Mapping[str, float]) -> dict[str, Value]:
+        config = self.model.predict(feature_vector(features))
+        return self.space.validate(config)
+
+
+def _describe(fp: Mapping[str, Any]) -> str:
+    keys = ("cpu_model", "cores", "mpi_vendor", "mpi_version", "mpi_device")
+    return ", ".join(str(fp[k]) for k in keys if fp.get(k)) or "unknown"

@@ -1,0 +1,200 @@
+"""``commtune train`` and ``commtune predict``: the sweep, knob selection, model choice, and the
+prediction for one profiled run of an application.
+
+The sweep runs the training benchmark at every design point with the library's defaults
+(profiled: its features) and with each configuration of a design over the knob space (the same
+configurations at every point, so the cost model compares like with like). Every measurement
+is committed to the storage as it finishes; running ``train`` again measures only what is
+missing. The model is stored under the platform fingerprint it was trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from commtune.errors import UsageError
+from commtune.knobs import Space, Value
+from commtune.platform import Fingerprint
+from commtune.predict._data import (
+    FEATURES,
+    Point,
+    config_key,
+    feature_vector,
+    features_of,
+    training_rows,
+)
+from commtune.predict._models import (
+    ANN,
+    KNN,
+    MODELS,
+    Dataset,
+    cross_validate,
+    pearson,
+    selected_knobs,
+)
+from commtune.report import UI
+from commtune.store import Store
+from commtune.strategies._history import History
+
+MODEL_FORMAT = 1
+METRIC = r"regex:time ([0-9.eE+-]+) s"
+
+
+def config_design(space: Space, n: int, seed: int) -> list[dict[str, Value]]:
+    """``n`` configurations spread over the space (a Latin hypercube; all of a small space)."""
+    history = History.of_space(space)
+    if space.size() <= n:
+        points = list(history.all_points())
+    else:
+        points = list(dict.fromkeys(history.design(n, seed)))
+    out = []
+    for p in points:
+        params = history.params_of(p)
+        out.append(
+            {d.knob.name: d.knob.from_internal(params[d.knob.name]) for d in space.dimensions}
+        )
+    return out
+
+
+def collect(
+    store: Store,
+    platform: str,
+    installation: Any,
+    space: Space,
+    points: Sequence[Point],
+    configs: Sequence[Mapping[str, Value]],
+    ui: UI,
+    profiling: Any,
+    timeout: float = 60.0,
+) -> int:
+    """Measure what is missing; returns the number of runs made."""
+    from commtune import native
+    from commtune.launch import launcher_for
+    from commtune.trial import LocalExecutor, Objective
+
+    program = native.build(installation, "bench/ct_train.c")
+    launcher = launcher_for(installation)
+    objective = Objective.parse(METRIC)
+    knobs = [d.knob for d in space.dimensions]
+    done = store.training_runs(platform)
+    todo = [(p, c) for p in points for c in [None, *configs] if (p.key, config_key(c)) not in done]
+    with ui.progress("training runs", len(todo)) as bar:
+        for point, config in todo:
+            command = launcher.command(point.ranks, [str(program), *point.args()])
+            executor = LocalExecutor(
+                launcher, command, knobs, objective, profiling=profiling if config is None else None
+            )
+            record = executor.run(config, timeout)
+            data: dict[str, Any] = {
+                "point": json.loads(point.key),
+                "config": config,
+                "value": record.value,
+                "failure": record.failure,
+            }
+            if record.profile is not None:
+                data["features"] = features_of(record.profile)
+            store.save_training_run(platform, point.key, config_key(config), data)
+            bar.advance(status=f"{point.ranks} ranks: {record.value or record.failure}")
+    return len(todo)
+
+
+def dataset(runs: Mapping[tuple[str, str], Any], space: Space) -> Dataset:
+    """Training points x configurations (of ``space``'s knobs; others of a stored config are
+    dropped and duplicates averaged); the library's defaults are a configuration too."""
+    rows = training_rows(runs)
+    if len(rows) < 4:
+        raise UsageError(
+            f"the training set has {len(rows)} complete points; run `commtune train` to add more"
+        )
+    names = space.names
+    keys: dict[str, dict[str, Value]] = {}
+    cells: list[dict[str, list[float]]] = []
+    defaults = space.defaults()
+    valid_defaults = all(defaults[n] in space[n].candidates() for n in names)
+    for row in rows.values():
+        cell: dict[str, list[float]] = {}
+        for key, rel in row["relative"].items():
+            config = {n: json.loads(key)[n] for n in names}
+            k = json.dumps(config, sort_keys=True)
+            keys.setdefault(k, config)
+            cell.setdefault(k, []).append(rel)
+        if valid_defaults:
+            k = json.dumps(defaults, sort_keys=True)
+            keys.setdefault(k, dict(defaults))
+            cell.setdefault(k, []).append(1.0)
+        cells.append(cell)
+    order = list(keys)
+    relative = np.array([[np.mean(c[k]) if k in c else np.nan for k in order] for c in cells])
+    x = np.array([feature_vector(r["features"]) for r in rows.values()])
+    return Dataset(x, [keys[k] for k in order], relative)
+
+
+@dataclass
+class TrainReport:
+    pearson: list[tuple[str, str, float]]
+    selected: list[str]
+    cv: dict[str, list[float]] = field(default_factory=dict)
+    winner: str = ""
+    points: int = 0
+    runs: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pearson": [{"knob": k, "column": c, "r": r} for k, c, r in self.pearson],
+            "selected": self.selected,
+            "cv": {
+                k: {
+                    "mean": float(np.mean(v)),
+                    "median": float(np.median(v)),
+                    "min": float(np.min(v)),
+                }
+                for k, v in self.cv.items()
+            },
+            "model": self.winner,
+            "points": self.points,
+            "runs": self.runs,
+        }
+
+
+def fit_and_store(
+    store: Store,
+    platform: str,
+    fingerprint: Fingerprint,
+    space: Space,
+    minutes: float,
+    seed: int = 0,
+) -> TrainReport:
+    """Select knobs (Pearson), cross-validate both models, store the winner."""
+    runs = store.training_runs(platform)
+    full = dataset(runs, space)
+    rows = pearson(space, full)
+    selected = selected_knobs(rows) or [max(rows, key=lambda r: abs(r[2]))[0]]
+    sub = Space(space.library, tuple(d for d in space.dimensions if d.knob.name in selected))
+    data = dataset(runs, sub)
+    report = TrainReport(rows, selected, points=len(data.x), runs=len(runs))
+    for kind in MODELS:
+        report.cv[kind] = cross_validate(sub, data, kind)
+    report.winner = max(report.cv, key=lambda k: (float(np.mean(report.cv[k])), k == "ann"))
+    model = ANN(sub, seed).fit(data) if report.winner == "ann" else KNN(sub).fit(data)
+    store.save_model(
+        platform,
+        {
+            "format": MODEL_FORMAT,
+            "platform": platform,
+            "fingerprint": fingerprint.to_json(),
+            "library": space.library,
+            "space": sub.to_json(),
+            "features": list(FEATURES),
+            "model": model.to_json(),
+            "report": report.to_json(),
+            "minutes": minutes,
+            "created": time.time(),
+        },
+    )
+    return report
