@@ -369,13 +369,12 @@ def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
     launcher = launcher_for(installation)
     args.predictor = None
     if args.strategy == "predict":
-        from commtune.platform import Fingerprint
         from commtune.predict import Predictor
         from commtune.store import Store
 
         if args.no_interposer:
             raise UsageError("--strategy predict needs the interposer (the reference's profile)")
-        args.predictor = Predictor.load(Store(url), Fingerprint.of(installation), False, ui)
+        args.predictor = Predictor.load(Store(url), installation, False, ui)
     # Everything is valid: from here on, the storage is written.
     store, platform = _open_store(url, installation)
     space = _probe(space, launcher, store, platform, ui)
@@ -823,7 +822,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     installation = resolve_command(command, _vendor(args.mpi))
     ui = UI(json_mode=args.json)
     store = Store(normalize_url(args.storage))
-    predictor = Predictor.load(store, Fingerprint.of(installation), args.force, ui)
+    predictor = Predictor.load(store, installation, args.force, ui)
     knobs = [d.knob for d in predictor.space.dimensions]
     profiling, intents = _profiling(installation, knobs)
     launcher = launcher_for(installation)

@@ -72,11 +72,14 @@ def build_space(
     return Space(library, tuple(dims.values()))
 
 
-def space_from_json(library: str, entries: Sequence[Mapping[str, Any]]) -> Space:
-    """The space a study or a model stored with ``Space.to_json()``."""
+def space_from_json(
+    library: str, entries: Sequence[Mapping[str, Any]], knobs: Mapping[str, Knob] | None = None
+) -> Space:
+    """The space a study or a model stored with ``Space.to_json()``; ``knobs``: the installed
+    library's knobs (their choices are what the library has), else the catalog's."""
     from commtune.knobs._catalog import load_catalog
 
-    catalog = load_catalog(library)
+    catalog = knobs if knobs is not None else load_catalog(library)
     dims = []
     for entry in entries:
         if entry["knob"] not in catalog:

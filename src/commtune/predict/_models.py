@@ -7,7 +7,9 @@
   so LM is well posed with fewer training points than weights; three restarts, the best kept.
 - ``KNN`` (the alternative): a cost model, the time relative to the defaults of every
   configuration measured in training, averaged over the ``k`` nearest training points in
-  standardised feature space (weights 1/distance); the prediction is its minimum.
+  standardised feature space (weights 1/distance); the prediction is its minimum. Each feature's
+  axis is weighted by how strongly it correlates with the relative times (the largest |r| over
+  the configurations), so features that change nothing do not pick the neighbours.
 
 Cross-validation leaves one training point out at a time: the model trained on the others
 predicts a configuration for it, scored by the share of the best measured speedup it reaches
@@ -170,8 +172,16 @@ class ANN:
 
     @classmethod
     def from_json(cls, space: Space, data: Mapping[str, Any]) -> ANN:
+        from commtune.errors import UsageError
+
         model = cls(space)
         model.weights = np.array(data["weights"])
+        n = sum(int(np.prod(s)) for s in model.shapes(len(data["mu"])))
+        if len(model.weights) != n:
+            raise UsageError(
+                "the stored model does not match this library's knob values any more; "
+                "train it again (`commtune train`)"
+            )
         model.scale = Standardiser(np.zeros((1, len(data["mu"]))))
         model.scale.mu = np.array(data["mu"])
         model.scale.sigma = np.array(data["sigma"])
@@ -186,16 +196,28 @@ class KNN:
         self.k = k
         self.data: Dataset | None = None
         self.scale: Standardiser | None = None
+        self.axis = np.ones(0)
 
     def fit(self, data: Dataset) -> KNN:
         self.data = data
         self.scale = Standardiser(data.x)
+        z = self.scale(data.x)
+        self.axis = np.zeros(z.shape[1])
+        for f in range(z.shape[1]):
+            for col in data.relative.T:
+                ok = ~np.isnan(col)
+                if z[ok, f].std() > 0 and col[ok].std() > 0:
+                    r = abs(float(np.corrcoef(z[ok, f], col[ok])[0, 1]))
+                    self.axis[f] = max(self.axis[f], r)
+        if not self.axis.any():
+            self.axis[:] = 1.0
         return self
 
     def costs(self, features: np.ndarray) -> np.ndarray:
         """Predicted time relative to the defaults of every training configuration."""
         assert self.data is not None and self.scale is not None
-        dist = np.linalg.norm(self.scale(self.data.x) - self.scale(features[None, :]), axis=1)
+        delta = self.scale(self.data.x) - self.scale(features[None, :])
+        dist = np.linalg.norm(delta * self.axis, axis=1)
         near = np.argsort(dist, kind="stable")[: self.k]
         w = 1 / (dist[near] + 1e-6)
         rel = self.data.relative[near]

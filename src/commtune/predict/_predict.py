@@ -9,6 +9,7 @@ from typing import Any
 from commtune.errors import UsageError
 from commtune.knobs import Space, Value
 from commtune.knobs._select import space_from_json
+from commtune.launch import Installation
 from commtune.platform import Fingerprint
 from commtune.predict._data import feature_vector
 from commtune.predict._models import ANN, KNN
@@ -26,9 +27,11 @@ class Predictor:
     data: Mapping[str, Any]
 
     @classmethod
-    def load(cls, store: Store, fingerprint: Fingerprint, force: bool, ui: UI) -> Predictor:
+    def load(cls, store: Store, installation: Installation, force: bool, ui: UI) -> Predictor:
         """The model of this platform; another platform's only with ``force`` (and a warning),
         never another MPI library's."""
+
+        fingerprint = Fingerprint.of(installation)
         models = store.models()
         data = models.get(fingerprint.key)
         if data is None:

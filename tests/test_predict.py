@@ -1,0 +1,138 @@
+"""Prediction: the models on planted relations, Pearson selection, and train + predict for real
+(the training benchmark and the demo app on both MPIs, a model of another platform refused)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from commtune.knobs import Dimension, Space, load_catalog
+from commtune.launch import Vendor, find_installation
+from commtune.predict import ANN, KNN, Dataset, Predictor, pearson, selected_knobs
+from commtune.predict._data import FEATURES
+from commtune.report import UI
+from commtune.store import Store
+from commtune.store._storage import models_table
+
+from .conftest import VENDORS, demo_command, last_json, needs_mpich, run_cli
+
+EAGER = "btl_vader_eager_limit"  # 1 KiB .. 128 KiB: 8 values
+COPY = "btl_vader_single_copy_mechanism"
+
+
+def planted_space() -> Space:
+    catalog = load_catalog("openmpi")
+    return Space("openmpi", (Dimension(catalog[EAGER]), Dimension(catalog[COPY], ("cma", "none"))))
+
+
+def best_index(message_log2: float) -> int:
+    """The planted relation: the best eager limit grows with the message size."""
+    return int(np.clip(round((message_log2 - 8) / 2), 0, 7))
+
+
+def planted(n: int, seed: int, conditional: bool = False) -> Dataset:
+    space = planted_space()
+    rng = np.random.default_rng(seed)
+    eagers = space[EAGER].candidates()
+    configs = [{EAGER: e, COPY: c} for e, c in itertools.product(eagers, ("cma", "none"))]
+    x = np.column_stack(
+        [
+            rng.uniform(0, 1, n),
+            rng.uniform(0, 1, n),
+            rng.uniform(0, 0.5, n),
+            np.linspace(6, 24, n),  # log2 of the point-to-point message size
+            rng.uniform(3, 20, n),
+            rng.choice([2, 4], n),
+        ]
+    )
+    rel = np.empty((n, len(configs)))
+    for i, row in enumerate(x):
+        for j, c in enumerate(configs):
+            k = eagers.index(c[EAGER])
+            if conditional:  # a larger limit helps only large messages; the copy knob nothing
+                rel[i, j] = 1 - 0.3 * k / 7 if row[3] > 16 else 1.0
+            else:
+                rel[i, j] = 1 + 0.05 * abs(k - best_index(row[3]))
+    assert x.shape[1] == len(FEATURES)
+    return Dataset(x, configs, rel)
+
+
+@pytest.mark.parametrize("model", [ANN, KNN])
+def test_models_recover_a_planted_relation(model: type) -> None:
+    space = planted_space()
+    trained = model(space).fit(planted(24, 0))
+    eagers = space[EAGER].candidates()
+    for log2_size in (9.0, 13.0, 17.0, 23.0):
+        features = np.array([0.5, 0.5, 0.2, log2_size, 10.0, 2.0])
+        got = eagers.index(trained.predict(features)[EAGER])
+        assert abs(got - best_index(log2_size)) <= 1, (log2_size, got)
+
+
+def test_pearson_keeps_the_planted_knob_and_drops_one_without_effect() -> None:
+    data = planted(20, 1, conditional=True)
+    rows = pearson(planted_space(), data)
+    r = {column: value for _, column, value in rows}
+    assert r[EAGER] < -0.1  # a larger limit, less time (relative to the defaults)
+    assert abs(r[f"{COPY}=cma"]) < 1e-9 and abs(r[f"{COPY}=none"]) < 1e-9
+    assert selected_knobs(rows) == [EAGER]
+
+
+def train_args(storage: str, vendor: Vendor) -> list[str]:
+    return [
+        "train", "--mpi", vendor.value, "--storage", storage, "--budget", "35", "--configs", "4",
+        "--np", "2", "--json",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_train_then_predict_the_demo(
+    vendor: Vendor, storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(train_args(storage, vendor), capsys)
+    assert code == 0, err
+    report = last_json(out)
+    assert report["points"] == 7 and report["runs"] == 35
+    assert report["model"] in ("ann", "knn") and report["selected"]
+    assert {row["knob"] for row in report["pearson"]} >= set(report["selected"])
+    # Again: everything is stored, nothing is measured twice.
+    code, _, err = run_cli(train_args(storage, vendor), capsys)
+    assert code == 0 and "0 runs made now" in err.replace("\n", " ")
+
+    command = demo_command(vendor, 200)
+    code, out, err = run_cli(["predict", "--storage", storage, "--json", "--", *command], capsys)
+    assert code == 0, err
+    result = last_json(out)
+    assert set(result["features"]) == set(FEATURES) and result["features"]["comm_size"] == 2
+    assert 0 < result["features"]["p2p_time_share"] < 1
+    store = Store(storage)
+    assert len(store.models()) == 1
+    space = Predictor.load(store, find_installation(vendor), False, UI(quiet=True)).space
+    assert set(result["params"]) == set(report["selected"])
+    assert space.validate(result["params"]) == result["params"]
+    code, out, _ = run_cli(
+        ["export", result["study"], "--storage", storage, "--format", "json"], capsys
+    )
+    assert code == 0 and json.loads(out)["params"] == result["params"]
+
+    # A model of another platform is refused, or used with --force and a warning.
+    with store.engine.begin() as conn:
+        conn.execute(sa.update(models_table).values(platform="0123456789abcdef"))
+    code, _, err = run_cli(["predict", "--storage", storage, "--", *command], capsys)
+    assert code == 2 and "trained on another platform" in err and "--force" in err
+    assert len(err.strip().splitlines()) == 1
+    code, out, err = run_cli(["predict", "--storage", storage, "--force", "--", *command], capsys)
+    assert code == 0 and "another platform" in out + err
+
+
+@needs_mpich
+def test_predict_without_a_model_names_train_quick(
+    storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = demo_command(Vendor.MPICH)
+    code, _, err = run_cli(["predict", "--storage", storage, "--", *command], capsys)
+    assert code == 2 and "commtune train --quick" in err
+    assert len(err.strip().splitlines()) == 1
