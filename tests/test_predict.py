@@ -7,6 +7,7 @@ import itertools
 import json
 
 import numpy as np
+import optuna
 import pytest
 import sqlalchemy as sa
 
@@ -117,6 +118,19 @@ def test_train_then_predict_the_demo(
         ["export", result["study"], "--storage", storage, "--format", "json"], capsys
     )
     assert code == 0 and json.loads(out)["params"] == result["params"]
+
+    # --strategy predict: the search starts from the model's answer for the reference's profile.
+    tune = ["tune", "--strategy", "predict", "--trials", "3", "--repeats", "1", "--confirm", "0"]
+    knob_args = [a for k in result["params"] for a in ("--knob", k)]
+    code, out, err = run_cli(
+        [*tune, *knob_args, "--storage", storage, "--study", "p", "--json", "--", *command], capsys
+    )
+    assert code == 0, err
+    assert "predicted start" in err.replace("\n", " ")
+    study = optuna.load_study(study_name="p", storage=store.optuna)
+    first = next(t for t in study.get_trials() if t.user_attrs.get("role") == "search")
+    assert first.user_attrs["arm"] == "hint"
+    assert space.validate(first.user_attrs["config"]) == first.user_attrs["config"]
 
     # A model of another platform is refused, or used with --force and a warning.
     with store.engine.begin() as conn:

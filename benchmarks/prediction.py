@@ -1,0 +1,132 @@
+"""Prediction from one run against exhaustive search, on bundled apps that are not the
+training benchmark.
+
+    python benchmarks/prediction.py [--mpi openmpi,mpich] [--quick] [--rounds 7] [--repeats 3]
+
+Per MPI (2 ranks): ``commtune train`` (timed, fresh storage; its runs and minutes are the
+training cost), then for each app (ct_demo, ct_solver): ``commtune predict`` (one profiled run),
+``commtune tune --strategy grid`` over the model's selected knobs (every configuration,
+``--repeats`` runs each: the exhaustive best), and finally ``--rounds`` interleaved rounds of
+default, exhaustive best and predicted. Speedups are medians over rounds of the program's own
+time; the share is (predicted speedup - 1) / (best speedup - 1) and also the paper's ratio
+predicted speedup / best speedup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from commtune import native
+from commtune.knobs import environment
+from commtune.knobs._discovery import installed_knobs
+from commtune.launch import Launcher, Vendor, find_installation, launcher_for
+from commtune.trial import run_process
+
+COMMTUNE = [sys.executable, "-m", "commtune"]
+APPS = {"ct_demo": ("demo/ct_demo.c", "300"), "ct_solver": ("demo/ct_solver.c", "20000")}
+METRIC = r"regex:time ([0-9.eE+-]+) s"
+
+
+def cli(args: list[str]) -> dict:
+    done = subprocess.run([*COMMTUNE, *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"commtune {args[0]} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def timed(command: list[str], env: dict[str, str], remove: list[str], launcher: Launcher) -> float:
+    plan = launcher.plan(command, env, remove=remove)
+    result = run_process(plan.argv, plan.env, 600)
+    line = [w for w in result.stdout.split() if w]
+    return float(line[line.index("time") + 1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mpi", default="openmpi,mpich")
+    parser.add_argument("--quick", action="store_true", help="train --quick")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    results = []
+    for mpi in args.mpi.split(","):
+        installation = find_installation(Vendor(mpi))
+        launcher = launcher_for(installation)
+        with tempfile.TemporaryDirectory() as tmp:
+            storage = f"sqlite:///{tmp}/bench.db"
+            t0 = time.perf_counter()
+            train = cli(["train", "--mpi", mpi, "--storage", storage, "--json"]
+                        + (["--quick"] if args.quick else []))  # fmt: skip
+            train_minutes = (time.perf_counter() - t0) / 60
+            print(
+                f"{mpi}: trained {train['model']} on {train['selected']} with {train['runs']} "
+                f"runs in {train_minutes:.1f} min; CV {train['cv']}",
+                file=sys.stderr,
+            )
+            knobs = installed_knobs(installation)
+            for app, (source, iters) in APPS.items():
+                program = str(native.build(installation, source))
+                command = launcher.command(2, [program, iters])
+                pred = cli(["predict", "--storage", storage, "--json", "--", *command])
+                knob_args = [a for k in pred["params"] for a in ("--knob", k)]
+                grid = cli(["tune", "--strategy", "grid", "--trials", "100000", "--repeats",
+                            str(args.repeats), "--confirm", "0", "--no-interposer", "--metric",
+                            METRIC, *knob_args, "--storage", storage, "--study",
+                            f"grid-{app}", "--json", "--", *command])  # fmt: skip
+                objs = [knobs[k].knob for k in pred["params"]]
+                remove = [k.env for k in objs]
+                configs = {
+                    "default": {},
+                    "best": environment(objs, grid["best_params"]),
+                    "predicted": environment(objs, pred["params"]),
+                }
+                times: dict[str, list[float]] = {k: [] for k in configs}
+                for _ in range(args.rounds):
+                    for name, env in configs.items():
+                        times[name].append(timed(command, env, remove, launcher))
+                med = {k: statistics.median(v) for k, v in times.items()}
+                best = med["default"] / med["best"]
+                predicted = med["default"] / med["predicted"]
+                row = {
+                    "mpi": mpi,
+                    "app": app,
+                    "selected": list(pred["params"]),
+                    "configs": grid["trials"] - 1,
+                    "best_params": grid["best_params"],
+                    "predicted_params": pred["params"],
+                    "best_speedup": best,
+                    "predicted_speedup": predicted,
+                    "share_of_gain": (predicted - 1) / (best - 1) if best > 1 else None,
+                    "ratio": predicted / best,
+                    "spread": {k: [min(v), max(v)] for k, v in times.items()},
+                    "train_runs": train["runs"],
+                    "train_minutes": train_minutes,
+                    "model": train["model"],
+                    "cv": train["cv"],
+                }
+                results.append(row)
+                print(json.dumps(row), file=sys.stderr)
+    header = ["MPI", "app", "knobs (configs)", "exhaustive best", "predicted", "predicted/best"]
+    print("| " + " | ".join([*header, "model, training"]) + " |")
+    print("|---" * (len(header) + 1) + "|")
+    for r in results:
+        speedups = f"{r['best_speedup']:.3f}x | {r['predicted_speedup']:.3f}x"
+        print(
+            f"| {r['mpi']} | {r['app']} | {', '.join(r['selected'])} ({r['configs']}) | "
+            f"{speedups} | {100 * r['ratio']:.1f} % | "
+            f"{r['model']}, {r['train_runs']} runs, {r['train_minutes']:.1f} min |"
+        )
+    Path("benchmarks/out").mkdir(parents=True, exist_ok=True)
+    Path("benchmarks/out/prediction.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
