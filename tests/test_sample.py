@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import optuna
 import pytest
 
 from commtune.launch import Vendor, find_installation, launcher_for
@@ -24,7 +25,7 @@ from commtune.sample._rules import (
 from commtune.sample._sampler import sizes_for
 from commtune.store import Store
 
-from .conftest import VENDORS, last_json, run_cli
+from .conftest import VENDORS, demo_command, last_json, run_cli
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -155,6 +156,16 @@ def test_quick_sampling_files_reuse_and_resampling(
         ["export", second["study"], "--storage", storage, "--format", "env"], capsys
     )
     assert code == 0 and str(rules) in out
+    # auto measures the sampled values first
+    knobs = [a for k in first["config"] for a in ("--knob", k)]
+    tune = ["tune", "--strategy", "auto", "--trials", "2", "--repeats", "1", "--confirm", "0"]
+    tune += [*knobs, "--storage", storage, "--study", "s", "--", *demo_command(vendor, 100)]
+    code, _, err = run_cli(tune, capsys)
+    assert code == 0, err
+    study = optuna.load_study(study_name="s", storage=Store(storage).optuna)
+    (searched,) = [t for t in study.get_trials() if t.user_attrs.get("role") == "search"]
+    assert searched.user_attrs["arm"] == "hint"
+    assert searched.user_attrs["config"] == first["config"]
     # another fingerprint (three ranks per node) samples again
     code, out, _ = run_cli([*args[:-4], "--ops", "allreduce", "-o", str(out_dir), "--np", "3"],
                            capsys)  # fmt: skip

@@ -484,20 +484,25 @@ def _strategy_options(given: list[str]) -> dict[str, str]:
 
 
 def _sampled_hints(store: Store, platform: str, space: Space) -> list[dict[str, Value]]:
-    """The platform sample's knob values for the knobs under tuning, as a strategy hint."""
+    """The knob values of this platform's newest sample (any ranks per node: the tuned
+    command's are not known), on the knobs under tuning, as a strategy hint."""
+    from dataclasses import replace
+
     from commtune.sample import PlatformProfile
 
-    data = store.sample(platform)
-    if data is None:
-        return []
-    try:
-        config = PlatformProfile.from_json(data).config()
-        hint = {k: v for k, v in config.items() if k in space.names}
-        if hint:
-            space.validate(hint)
-    except UsageError:
-        return []
-    return [hint] if hint else []
+    here = store.platform(platform)
+    for data in store.samples():
+        try:
+            profile = PlatformProfile.from_json(data)
+            if replace(profile.fingerprint, ranks_per_node=None) != here:
+                continue
+            hint = {k: v for k, v in profile.config().items() if k in space.names}
+            if hint:
+                space.validate(hint)
+                return [hint]
+        except UsageError:
+            continue
+    return []
 
 
 def _open_store(url: str, installation: Installation) -> tuple[Store, str]:

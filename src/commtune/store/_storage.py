@@ -311,6 +311,12 @@ class Store:
             ).first()
         return json.loads(row[0]) if row else None
 
+    def samples(self) -> list[Any]:
+        """Every stored platform profile, newest first."""
+        query = sa.select(samples_table.c.data).order_by(samples_table.c.created.desc())
+        with self.engine.connect() as conn:
+            return [json.loads(r[0]) for r in conn.execute(query)]
+
     # -- training sets and models (prediction) ------------------------------------------------
     def save_training_run(self, platform: str, point: str, config: str, data: Any) -> None:
         """One measurement of the training benchmark (committed at once: resumable)."""

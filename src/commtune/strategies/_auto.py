@@ -71,7 +71,7 @@ class AutoStrategy(HistoryStrategy):
         n0 = int(self.options["initial"])
         seen = history.seen()
         arm = "design"
-        hints = [p for p in self.hint_points(history) if p not in seen]
+        hints = [p for p in self.hint_points(history, seed) if p not in seen]
         if hints:
             point, arm = hints[0], "hint"
         elif history.n_measured() < n0:

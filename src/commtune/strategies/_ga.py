@@ -35,7 +35,7 @@ class GeneticStrategy(HistoryStrategy):
         o = self.options
         size = max(2, int(o["population"]))
         if history.n_measured() < size:
-            hints = [p for p in self.hint_points(history) if p not in history.seen()]
+            hints = [p for p in self.hint_points(history, seed) if p not in history.seen()]
             return hints[0] if hints else history.next_of_design(size, seed, rng)
         pool, fitness = self.parents(history, size, min(int(o["elite"]), size))
         seen = history.seen()

@@ -230,14 +230,22 @@ class HistoryStrategy(Strategy):
     def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
         return _sampler_class()(self, space, seed, n_trials)
 
-    def hint_points(self, history: History) -> list[Point]:
-        """The hints (configurations from a platform sample or a prediction) as points."""
+    def hint_points(self, history: History, seed: int | None) -> list[Point]:
+        """The hints (configurations from a platform sample or a prediction) as points. A knob
+        a hint does not name takes its default when that is a candidate, else its value in the
+        first point of a seeded design (stable, so a hint is one configuration)."""
+        if history.space is None:
+            return []
+        params = history.params_of(history.design(1, 0 if seed is None else seed)[0])
+        for d in history.space.dimensions:
+            if d.knob.default in d.candidates():
+                params[d.knob.name] = d.knob.to_internal(d.knob.default)
         out = []
-        knobs = {d.knob.name: d.knob for d in history.space.dimensions} if history.space else {}
+        knobs = {d.knob.name: d.knob for d in history.space.dimensions}
         for hint in self.hints:
-            params = dict(history.params_of(history.default)) if history.default else {}
-            params.update({k: knobs[k].to_internal(v) for k, v in hint.items() if k in knobs})
-            point = history.point_of(params)
+            point = history.point_of(
+                {**params, **{k: knobs[k].to_internal(v) for k, v in hint.items() if k in knobs}}
+            )
             if point is not None:
                 out.append(point)
         return out

@@ -141,7 +141,7 @@ class ModelStrategy(HistoryStrategy):
         n0 = int(o["initial"]) or max(8, 2 * len(history.sizes) + 2)
         n = history.n_measured()
         if n < n0:
-            hints = [p for p in self.hint_points(history) if p not in history.seen()]
+            hints = [p for p in self.hint_points(history, seed) if p not in history.seen()]
             return hints[0] if hints else history.next_of_design(n0, seed, rng)
         # Which data the model is fitted on: the design (prune and explore), the design plus
         # the explored (refit), then everything.
