@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 
 import numpy as np
 import optuna
@@ -150,3 +151,8 @@ def test_predict_without_a_model_names_train_quick(
     code, _, err = run_cli(["predict", "--storage", storage, "--", *command], capsys)
     assert code == 2 and "commtune train --quick" in err
     assert len(err.strip().splitlines()) == 1
+    assert not os.path.exists(storage.removeprefix("sqlite:///"))  # nothing written
+    tune = ["tune", "--strategy", "predict", "--storage", storage, "--", *command]
+    code, _, err = run_cli(tune, capsys)
+    assert code == 2 and "commtune train --quick" in err
+    assert not os.path.exists(storage.removeprefix("sqlite:///"))

@@ -369,12 +369,11 @@ def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
     launcher = launcher_for(installation)
     args.predictor = None
     if args.strategy == "predict":
-        from commtune.predict import Predictor
-        from commtune.store import Store
+        from commtune.predict import Predictor, model_store
 
         if args.no_interposer:
             raise UsageError("--strategy predict needs the interposer (the reference's profile)")
-        args.predictor = Predictor.load(Store(url), installation, False, ui)
+        args.predictor = Predictor.load(model_store(url, installation), installation, False, ui)
     # Everything is valid: from here on, the storage is written.
     store, platform = _open_store(url, installation)
     space = _probe(space, launcher, store, platform, ui)
@@ -815,10 +814,9 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune import stats
     from commtune.launch import launcher_for, resolve_command
     from commtune.platform import Fingerprint
-    from commtune.predict import Predictor, features_of
+    from commtune.predict import Predictor, features_of, model_store
     from commtune.report import UI
     from commtune.report._predict_tables import prediction_table
-    from commtune.store import Store, normalize_url
     from commtune.trial import LocalExecutor, Objective
     from commtune.tune import StudySpec, save_accepted_study
 
@@ -826,7 +824,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         raise UsageError("missing '--' before the command, e.g. -- mpirun -np 4 ./app")
     installation = resolve_command(command, _vendor(args.mpi))
     ui = UI(json_mode=args.json)
-    store = Store(normalize_url(args.storage))
+    store = model_store(args.storage, installation)
     predictor = Predictor.load(store, installation, args.force, ui)
     knobs = [d.knob for d in predictor.space.dimensions]
     profiling, intents = _profiling(installation, knobs)

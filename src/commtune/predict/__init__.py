@@ -3,7 +3,7 @@ selection, the neural network and the cost model, and the prediction for an appl
 
 from commtune.predict._data import FEATURES, Point, design_points, features_of
 from commtune.predict._models import ANN, KNN, Dataset, cross_validate, pearson, selected_knobs
-from commtune.predict._predict import TRAIN_HINT, Predictor
+from commtune.predict._predict import TRAIN_HINT, Predictor, model_store
 from commtune.predict._train import collect, config_design, dataset, fit_and_store
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "design_points",
     "features_of",
     "fit_and_store",
+    "model_store",
     "pearson",
     "selected_knobs",
 ]

@@ -20,6 +20,21 @@ from commtune.store import Store
 TRAIN_HINT = "train one with `commtune train --quick`"
 
 
+def model_store(url: str, installation: Installation) -> Store:
+    """The storage holding the models; a SQLite file that does not exist is not created."""
+    import os
+
+    from commtune.store import normalize_url, sqlite_path
+
+    path = sqlite_path(normalize_url(url))
+    if path is not None and not os.path.exists(path):
+        raise UsageError(
+            f"no prediction model for {installation.vendor.value} here (no storage {path}); "
+            f"{TRAIN_HINT}"
+        )
+    return Store(url)
+
+
 @dataclass
 class Predictor:
     space: Space

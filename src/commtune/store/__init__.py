@@ -1,5 +1,5 @@
 """Storage: Optuna's studies and trials plus commtune's own tables, under one URL."""
 
-from commtune.store._storage import DEFAULT_URL, SCHEMA_VERSION, Store, normalize_url
+from commtune.store._storage import DEFAULT_URL, SCHEMA_VERSION, Store, normalize_url, sqlite_path
 
-__all__ = ["DEFAULT_URL", "SCHEMA_VERSION", "Store", "normalize_url"]
+__all__ = ["DEFAULT_URL", "SCHEMA_VERSION", "Store", "normalize_url", "sqlite_path"]
