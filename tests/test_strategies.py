@@ -16,7 +16,7 @@ import pytest
 from commtune.errors import UsageError
 from commtune.knobs import Dimension, Space
 from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one
-from commtune.race._surfaces import _bool, _cat, _int, _log2
+from commtune.race._surfaces import bool_knob, cat_knob, int_knob, log2_knob
 from commtune.report import UI
 from commtune.strategies import STRATEGIES, get_strategy
 from commtune.strategies._dqn import Agent, ensemble
@@ -102,7 +102,7 @@ def space_of(*knobs: object) -> Space:
 
 def test_dqn_ensemble_takes_medians_of_the_good_runs_and_drops_penalised_ones() -> None:
     space = space_of(
-        _int("a", 0, 10, 0), _log2("b", 1, 1 << 10, 1), _cat("c", ("x", "y", "z"), "x")
+        int_knob("a", 0, 10, 0), log2_knob("b", 1, 1 << 10, 1), cat_knob("c", ("x", "y", "z"), "x")
     )
     history = History.of_space(space)
     history.reference = 1.0
@@ -123,7 +123,7 @@ def test_dqn_ensemble_takes_medians_of_the_good_runs_and_drops_penalised_ones() 
 
 
 def test_dqn_state_and_transitions() -> None:
-    space = space_of(_int("a", 0, 4, 0), _bool("b", False))
+    space = space_of(int_knob("a", 0, 4, 0), bool_knob("b", False))
     history = History.of_space(space)
     history.reference = 2.0
     history.reference_features = {"p2p": 10.0}
@@ -174,7 +174,7 @@ def test_roulette_ga_runs() -> None:
 
 
 def test_race_scores_the_recommendation_noise_free() -> None:
-    space = space_of(_int("a", 0, 3, 0), _int("b", 0, 2, 0))
+    space = space_of(int_knob("a", 0, 3, 0), int_knob("b", 0, 2, 0))
     surface = Surface("tiny", space, lambda c: 1.0 + abs(int(c["a"]) - 2) + 0.01 * int(c["b"]), "")
     assert surface.optimum == 1.0 and surface.default_value == 3.0
     run = race_one("grid", surface, 0.0, 0, 13)  # every configuration, the reference first

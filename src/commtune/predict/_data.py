@@ -25,56 +25,34 @@ FEATURES = (
     "p2p_time_share",  # of communication time
     "coll_time_share",
     "comm_time_share",  # of the run's time
-    "log2_p2p_message",  # bytes per point-to-point send (calls-weighted median over calls)
-    "log2_coll_message",  # bytes per collective call (likewise)
+    "log2_p2p_message",  # mean bytes per point-to-point send
+    "log2_coll_message",  # mean bytes per collective call
     "comm_size",
 )
-FEATURES_VERSION = 2  # stored with the features; training runs of another version are redone
 _COLLECTIVES = ("reduce", "bcast", "gather", "scatter", "alltoall", "barrier", "scan")
 
 
 def features_of(profile: Profile) -> dict[str, float]:
-    """The model's features of one profiled run.
-
-    Message sizes are the calls-weighted median over operations of each operation's mean bytes
-    per call, not the mean over all calls: an application that sends a large broadcast every
-    eighth iteration among many tiny allreduces is a small-message application.
-    """
+    """The model's features of one profiled run."""
     f = profile.features
-    p2p: list[tuple[float, float]] = []  # (bytes per call, calls)
-    coll: list[tuple[float, float]] = []
+    sends = calls = coll_calls = 0.0
     for name, op in profile.operations.items():
         lowered = name.lower()
-        calls = float(op["calls"]["mean"])
-        if calls <= 0:
-            continue
-        size = float(op["bytes"]["mean"]) / calls
         if "send" in lowered:
-            p2p.append((size, calls))
-        elif any(c in lowered for c in _COLLECTIVES) and "barrier" not in lowered:
-            coll.append((size, calls))
+            sends += float(op["calls"]["mean"])
+        elif any(c in lowered for c in _COLLECTIVES):
+            coll_calls += float(op["calls"]["mean"])
+        calls += float(op["calls"]["mean"])
+    p2p_message = f.get("p2p_bytes", 0.0) / sends if sends else 0.0
+    coll_message = f.get("coll_bytes", 0.0) / coll_calls if coll_calls else 0.0
     return {
         "p2p_time_share": f.get("p2p_time_share", 0.0),
         "coll_time_share": f.get("coll_time_share", 0.0),
         "comm_time_share": f.get("comm_time_share", 0.0),
-        "log2_p2p_message": math.log2(1 + weighted_median(p2p)),
-        "log2_coll_message": math.log2(1 + weighted_median(coll)),
+        "log2_p2p_message": math.log2(1 + p2p_message),
+        "log2_coll_message": math.log2(1 + coll_message),
         "comm_size": float(f.get("comm_size", profile.ranks)),
     }
-
-
-def weighted_median(pairs: Sequence[tuple[float, float]]) -> float:
-    """The value at half the total weight (0 for none)."""
-    if not pairs:
-        return 0.0
-    ordered = sorted(pairs)
-    half = sum(w for _, w in ordered) / 2
-    seen = 0.0
-    for value, weight in ordered:
-        seen += weight
-        if seen >= half:
-            return value
-    return ordered[-1][0]
 
 
 def feature_vector(features: Mapping[str, float]) -> np.ndarray:
@@ -187,8 +165,7 @@ def training_rows(runs: Mapping[tuple[str, str], Any]) -> dict[str, dict[str, An
     for (point, config), data in runs.items():
         row = out.setdefault(point, {"features": None, "default": None, "configs": {}})
         if config == "":
-            if data.get("features_version") == FEATURES_VERSION:
-                row["features"] = data.get("features")
+            row["features"] = data.get("features")
             row["default"] = data.get("value")
         else:
             row["configs"][config] = data.get("value")

@@ -23,7 +23,6 @@ from commtune.knobs import Space, Value
 from commtune.platform import Fingerprint
 from commtune.predict._data import (
     FEATURES,
-    FEATURES_VERSION,
     Point,
     config_key,
     feature_vector,
@@ -100,7 +99,6 @@ def collect(
             }
             if record.profile is not None:
                 data["features"] = features_of(record.profile)
-                data["features_version"] = FEATURES_VERSION
             store.save_training_run(platform, point.key, config_key(config), data)
             bar.advance(status=f"{point.ranks} ranks: {record.value or record.failure}")
     return len(todo)

@@ -25,20 +25,20 @@ from commtune.trial import Executor, ReplayExecutor, RunRecord
 Config = Mapping[str, Value]
 
 
-def _int(name: str, low: int, high: int, default: int, step: int = 1) -> Knob:
+def int_knob(name: str, low: int, high: int, default: int, step: int = 1) -> Knob:
     return Knob(name, "synthetic", KnobType.INT, default, name, name.upper(), (), low, high, step)
 
 
-def _log2(name: str, low: int, high: int, default: int) -> Knob:
+def log2_knob(name: str, low: int, high: int, default: int) -> Knob:
     return Knob(name, "synthetic", KnobType.LOG2, default, name, name.upper(), (), low, high)
 
 
-def _cat(name: str, choices: tuple[str, ...], default: str) -> Knob:
+def cat_knob(name: str, choices: tuple[str, ...], default: str) -> Knob:
     return Knob(name, "synthetic", KnobType.CATEGORICAL, default, name, name.upper(), (),
                 choices=choices)  # fmt: skip
 
 
-def _bool(name: str, default: bool) -> Knob:
+def bool_knob(name: str, default: bool) -> Knob:
     return Knob(name, "synthetic", KnobType.BOOL, default, name, name.upper())
 
 
@@ -101,7 +101,7 @@ def _space(*knobs: Knob) -> Space:
 # -- the surfaces ---------------------------------------------------------------------------------
 def parabolas() -> Surface:
     """Separable parabolas over four integer knobs, one minimum each (AITuning's shape)."""
-    knobs = [_int(f"x{i}", 0, 15, 0) for i in range(4)]
+    knobs = [int_knob(f"x{i}", 0, 15, 0) for i in range(4)]
     centres = (11, 4, 7, 13)
     weights = (0.3, 0.2, 0.12, 0.08)
 
@@ -116,9 +116,9 @@ def parabolas() -> Surface:
 
 def coupled() -> Surface:
     """The best eager limit depends on the chunk count, the best polling on both."""
-    eager = _log2("eager", 1 << 10, 1 << 20, 1 << 12)
-    chunks = _int("chunks", 1, 16, 4)
-    polls = _int("polls", 0, 1000, 1000, step=50)
+    eager = log2_knob("eager", 1 << 10, 1 << 20, 1 << 12)
+    chunks = int_knob("chunks", 1, 16, 4)
+    polls = int_knob("polls", 0, 1000, 1000, step=50)
 
     def f(c: Config) -> float:
         e = math.log2(int(c["eager"]))
@@ -141,10 +141,10 @@ def categorical() -> Surface:
     """An algorithm choice, a transport, a boolean and a segment count that suits each."""
     algos = ("auto", "linear", "tree", "ring", "rdb", "rabenseifner")
     transports = ("tcp", "shm", "ucx")
-    algo = _cat("algorithm", algos, "auto")
-    transport = _cat("transport", transports, "tcp")
-    pipelined = _bool("pipelined", False)
-    segments = _int("segments", 0, 15, 0)
+    algo = cat_knob("algorithm", algos, "auto")
+    transport = cat_knob("transport", transports, "tcp")
+    pipelined = bool_knob("pipelined", False)
+    segments = int_knob("segments", 0, 15, 0)
     base = {
         "auto": 1.25, "linear": 1.9, "tree": 1.35, "ring": 1.15, "rdb": 1.3, "rabenseifner": 1.1,
     }  # fmt: skip
@@ -169,9 +169,9 @@ def categorical() -> Surface:
 def cliff() -> Surface:
     """A slope that is best just before a 10x cliff (Open MPI's 127 vs 128 ranks) and a
     plateau (no gradient) that ends half-way along another knob."""
-    seg = _int("segment", 96, 160, 96, step=2)
-    band = _int("band", 0, 15, 0)
-    size = _log2("size", 1, 1 << 7, 1)
+    seg = int_knob("segment", 96, 160, 96, step=2)
+    band = int_knob("band", 0, 15, 0)
+    size = log2_knob("size", 1, 1 << 7, 1)
 
     def f(c: Config) -> float:
         s = int(c["segment"])
@@ -186,12 +186,12 @@ def cliff() -> Surface:
 def mixed() -> Surface:
     """Six knobs of all types, shaped like an MPI library's: protocol, single copy, progress,
     polling, collective algorithm and segment size, with crashes in one corner."""
-    eager = _log2("eager_limit", 1 << 10, 1 << 20, 1 << 12)
-    copy = _cat("single_copy", ("cma", "xpmem", "knem", "none"), "cma")
-    progress = _bool("async_progress", False)
-    polls = _int("polls", 0, 1000, 500, step=100)
-    algo = _cat("allreduce", ("0", "1", "2", "3", "4", "5", "6"), "0")
-    segment = _log2("segsize", 1 << 12, 1 << 19, 1 << 16)
+    eager = log2_knob("eager_limit", 1 << 10, 1 << 20, 1 << 12)
+    copy = cat_knob("single_copy", ("cma", "xpmem", "knem", "none"), "cma")
+    progress = bool_knob("async_progress", False)
+    polls = int_knob("polls", 0, 1000, 500, step=100)
+    algo = cat_knob("allreduce", ("0", "1", "2", "3", "4", "5", "6"), "0")
+    segment = log2_knob("segsize", 1 << 12, 1 << 19, 1 << 16)
     algo_cost = {"0": 1.2, "1": 1.6, "2": 1.08, "3": 1.05, "4": 1.3, "5": 1.06, "6": 1.4}
     algo_seg = {"0": 16, "1": 12, "2": 14, "3": 17, "4": 13, "5": 15, "6": 19}
 

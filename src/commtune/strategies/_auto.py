@@ -15,11 +15,13 @@ a space-filling design shared by all arms. The reference run already measured th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from commtune.errors import UsageError
+from commtune.knobs import Value
 from commtune.strategies._base import Option, distributions
 from commtune.strategies._dqn import DQNStrategy
 from commtune.strategies._ga import GeneticStrategy
@@ -43,8 +45,10 @@ class AutoStrategy(HistoryStrategy):
         "c": Option(float, 0.15, "weight of exploration in the bandit's score"),
     }
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(
+        self, options: Mapping[str, str] | None = None, hints: Sequence[Mapping[str, Value]] = ()
+    ) -> None:
+        super().__init__(options, hints)
         self.arms = [a.strip() for a in str(self.options["arms"]).split(",") if a.strip()]
         unknown = [a for a in self.arms if a not in ARMS]
         if unknown or not self.arms:
