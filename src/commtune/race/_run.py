@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -75,8 +76,6 @@ def race_one(
     options: dict[str, str] | None = None,
 ) -> RaceRun:
     """One study of ``budget`` trials (reference included); see the module docstring."""
-    import time
-
     import optuna
 
     optuna.logging.set_verbosity(logging.WARNING)
