@@ -171,6 +171,12 @@ class Dimension:
     def candidates(self) -> list[Value]:
         return list(self.values) if self.values is not None else self.knob.domain()
 
+    @property
+    def ordinal(self) -> bool:
+        """True when the candidates are ordered steps (an integer or log2 knob over its whole
+        domain); a categorical or boolean knob, or a list of values, is not."""
+        return self.values is None and self.knob.type in (KnobType.INT, KnobType.LOG2)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "knob": self.knob.name,

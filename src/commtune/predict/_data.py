@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from commtune.knobs import KnobType, Space, Value
+from commtune.knobs import Space, Value
 from commtune.profile import Profile
 
 FEATURES = (
@@ -115,14 +115,10 @@ class Encoding:
         self.space = space
         self.columns: list[tuple[str, Value | None]] = []  # (knob, value) or (knob, None)
         for d in space.dimensions:
-            if self.ordinal(d.knob.name):
+            if d.ordinal:
                 self.columns.append((d.knob.name, None))
             else:
                 self.columns.extend((d.knob.name, v) for v in d.candidates())
-
-    def ordinal(self, name: str) -> bool:
-        d = self.space[name]
-        return d.values is None and d.knob.type in (KnobType.INT, KnobType.LOG2)
 
     def encode(self, config: Mapping[str, Value]) -> np.ndarray:
         out = []

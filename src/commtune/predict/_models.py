@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from commtune.knobs import KnobType, Space, Value
+from commtune.knobs import Space, Value
 from commtune.predict._data import Encoding
 
 HIDDEN = 10
@@ -53,7 +53,7 @@ def pearson(space: Space, data: Dataset) -> list[tuple[str, str, float]]:
     for d in space.dimensions:
         name = d.knob.name
         cands = d.candidates()
-        if d.values is None and d.knob.type in (KnobType.INT, KnobType.LOG2):
+        if d.ordinal:
             columns = [(name, [float(cands.index(c[name])) for c in data.configs])]
         else:
             columns = [
@@ -77,9 +77,14 @@ def selected_knobs(rows: list[tuple[str, str, float]]) -> list[str]:
 
 
 class Standardiser:
-    def __init__(self, x: np.ndarray) -> None:
-        self.mu = x.mean(axis=0)
-        self.sigma = np.where(x.std(axis=0) > 1e-12, x.std(axis=0), 1.0)
+    def __init__(self, mu: np.ndarray, sigma: np.ndarray) -> None:
+        self.mu = mu
+        self.sigma = sigma
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> Standardiser:
+        sigma = x.std(axis=0)
+        return cls(x.mean(axis=0), np.where(sigma > 1e-12, sigma, 1.0))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return np.asarray((x - self.mu) / self.sigma)
@@ -130,7 +135,7 @@ class ANN:
     def fit(self, data: Dataset) -> ANN:
         from scipy.optimize import least_squares
 
-        self.scale = Standardiser(data.x)
+        self.scale = Standardiser.of(data.x)
         x = self.scale(data.x)
         targets = np.array([self.enc.encode(c) for c in data.best()])
         n = sum(int(np.prod(s)) for s in self.shapes(x.shape[1]))
@@ -182,9 +187,7 @@ class ANN:
                 "the stored model does not match this library's knob values any more; "
                 "train it again (`commtune train`)"
             )
-        model.scale = Standardiser(np.zeros((1, len(data["mu"]))))
-        model.scale.mu = np.array(data["mu"])
-        model.scale.sigma = np.array(data["sigma"])
+        model.scale = Standardiser(np.array(data["mu"]), np.array(data["sigma"]))
         return model
 
 
@@ -200,7 +203,7 @@ class KNN:
 
     def fit(self, data: Dataset) -> KNN:
         self.data = data
-        self.scale = Standardiser(data.x)
+        self.scale = Standardiser.of(data.x)
         z = self.scale(data.x)
         self.axis = np.zeros(z.shape[1])
         for f in range(z.shape[1]):
@@ -247,7 +250,7 @@ class KNN:
         return cls(space, int(data["k"])).fit(dataset)
 
 
-MODELS = {"ann": ANN, "knn": KNN}
+MODELS: dict[str, type[ANN] | type[KNN]] = {"ann": ANN, "knn": KNN}
 
 
 def nearest_measured(
@@ -265,7 +268,7 @@ def cross_validate(space: Space, data: Dataset, kind: str) -> list[float]:
     for i in range(len(data.x)):
         keep = np.arange(len(data.x)) != i
         train = Dataset(data.x[keep], data.configs, data.relative[keep])
-        model = ANN(space).fit(train) if kind == "ann" else KNN(space).fit(train)
+        model = MODELS[kind](space).fit(train)
         config = model.predict(data.x[i])
         key = json.dumps(config, sort_keys=True)
         j = keys.index(key) if key in keys else nearest_measured(enc, data.configs, config)

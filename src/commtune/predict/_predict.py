@@ -12,7 +12,7 @@ from commtune.knobs._select import space_from_json
 from commtune.launch import Installation
 from commtune.platform import Fingerprint
 from commtune.predict._data import feature_vector
-from commtune.predict._models import ANN, KNN
+from commtune.predict._models import ANN, KNN, MODELS
 from commtune.predict._train import MODEL_FORMAT
 from commtune.report import UI
 from commtune.store import Store
@@ -44,7 +44,9 @@ class Predictor:
     @classmethod
     def load(cls, store: Store, installation: Installation, force: bool, ui: UI) -> Predictor:
         """The model of this platform; another platform's only with ``force`` (and a warning),
-        never another MPI library's."""
+        never another MPI library's. The space is rebuilt from the installed library's knobs:
+        their choices are what this build has (the catalog may list more)."""
+        from commtune.knobs._discovery import installed_knobs
 
         fingerprint = Fingerprint.of(installation)
         models = store.models()
@@ -67,13 +69,9 @@ class Predictor:
             ui.warn(f"using a model trained on another platform ({where})")
         if data.get("format") != MODEL_FORMAT:
             raise UsageError(f"the stored model has an unknown format; {TRAIN_HINT}")
-        space = space_from_json(data["library"], data["space"])
-        kind = data["model"]["kind"]
-        model = (
-            ANN.from_json(space, data["model"])
-            if kind == "ann"
-            else KNN.from_json(space, data["model"])
-        )
+        knobs = {name: status.knob for name, status in installed_knobs(installation).items()}
+        space = space_from_json(data["library"], data["space"], knobs)
+        model = MODELS[data["model"]["kind"]].from_json(space, data["model"])
         return cls(space, model, data)
 
     def predict(self, features: Mapping[str, float]) -> dict[str, Value]:

@@ -120,7 +120,8 @@ def dataset(runs: Mapping[tuple[str, str], Any], space: Space) -> Dataset:
     for row in rows.values():
         cell: dict[str, list[float]] = {}
         for key, rel in row["relative"].items():
-            config = {n: json.loads(key)[n] for n in names}
+            stored = json.loads(key)
+            config = {n: stored[n] for n in names}
             k = json.dumps(config, sort_keys=True)
             keys.setdefault(k, config)
             cell.setdefault(k, []).append(rel)

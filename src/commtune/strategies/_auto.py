@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -27,9 +27,6 @@ from commtune.strategies._dqn import DQNStrategy
 from commtune.strategies._ga import GeneticStrategy
 from commtune.strategies._history import ARM, History, HistoryStrategy, Point
 from commtune.strategies._model import ModelStrategy
-
-if TYPE_CHECKING:
-    import optuna
 
 ARMS = ("tpe", "cmaes", "ga", "model", "dqn", "random")
 OPTUNA_ARMS = ("tpe", "cmaes")
@@ -62,16 +59,8 @@ class AutoStrategy(HistoryStrategy):
         }
 
     def propose(self, history: History, rng: np.random.Generator, seed: int | None) -> Point:
-        raise AssertionError("auto proposes with the study (propose_in)")
-
-    def propose_in(
-        self,
-        study: optuna.Study,
-        trial: optuna.trial.FrozenTrial,
-        history: History,
-        rng: np.random.Generator,
-        seed: int | None,
-    ) -> Point:
+        study, trial = history.study, history.trial
+        assert study is not None and trial is not None
         n0 = int(self.options["initial"])
         seen = history.seen()
         arm = "design"
@@ -82,7 +71,7 @@ class AutoStrategy(HistoryStrategy):
             point = history.next_of_design(n0, seed, rng)
         else:
             arm = self.choose(history)
-            point = self.ask_arm(arm, study, trial, history, rng, seed)
+            point = self.ask_arm(arm, history, rng, seed)
         study._storage.set_trial_user_attr(trial._trial_id, ARM, arm)
         return point
 
@@ -115,37 +104,26 @@ class AutoStrategy(HistoryStrategy):
         return max(self.arms, key=lambda a: scores[a])
 
     def ask_arm(
-        self,
-        arm: str,
-        study: optuna.Study,
-        trial: optuna.trial.FrozenTrial,
-        history: History,
-        rng: np.random.Generator,
-        seed: int | None,
+        self, arm: str, history: History, rng: np.random.Generator, seed: int | None
     ) -> Point:
         if arm == "random":
             return history.unseen_random(rng)
         if arm in OPTUNA_ARMS:
-            return self.ask_optuna(arm, study, trial, history, rng)
+            return self.ask_optuna(arm, history, rng)
         return self.members[arm].propose(history, rng, seed)
 
     @staticmethod
-    def ask_optuna(
-        arm: str,
-        study: optuna.Study,
-        trial: optuna.trial.FrozenTrial,
-        history: History,
-        rng: np.random.Generator,
-    ) -> Point:
-        """A proposal of one of Optuna's samplers, made for this trial."""
+    def ask_optuna(arm: str, history: History, rng: np.random.Generator) -> Point:
+        """A proposal of one of Optuna's samplers, made for the trial being sampled."""
         from commtune.strategies import get_strategy
 
-        assert history.space is not None
+        study, trial, space = history.study, history.trial, history.space
+        assert study is not None and trial is not None and space is not None
         n_trials = len(study.get_trials(deepcopy=False))
-        sampler = get_strategy(arm).sampler(history.space, int(rng.integers(2**31)), n_trials)
+        sampler = get_strategy(arm).sampler(space, int(rng.integers(2**31)), n_trials)
         joint = sampler.infer_relative_search_space(study, trial)
         params = sampler.sample_relative(study, trial, joint)
-        for name, dist in distributions(history.space).items():
+        for name, dist in distributions(space).items():
             if name not in params:
                 params[name] = sampler.sample_independent(study, trial, name, dist)
         point = history.point_of(params)

@@ -135,11 +135,11 @@ class Agent:
                 a = self.action(p, q)
                 if a is None:
                     continue
+                s = self.state(p)
                 if vq is None:
-                    out.append((self.state(p), a, -1.0, np.zeros_like(self.state(p)), True))
+                    out.append((s, a, -1.0, np.zeros_like(s), True))
                 else:
-                    reward = (self.values[p] - vq) / self.ref
-                    out.append((self.state(p), a, reward, self.state(q), False))
+                    out.append((s, a, (self.values[p] - vq) / self.ref, self.state(q), False))
                 break
             if vq is not None and q in self.values:
                 earlier.append(q)

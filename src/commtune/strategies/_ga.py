@@ -53,8 +53,7 @@ class GeneticStrategy(HistoryStrategy):
     def parents(history: History, size: int, elite: int) -> tuple[list[Point], np.ndarray]:
         """The parent pool and its fitness (higher is better, failures worst)."""
         worst = max(history.values) if history.values else 1.0
-        measured = [(p, v) for p, v in history.order if p is not None]
-        scored = [(p, worst * 1.5 if v is None else v) for p, v in measured]
+        scored = [(p, worst * 1.5 if v is None else v) for p, v in history.order]
         ranked = sorted(dict(scored).items(), key=lambda pv: pv[1])
         pool = dict(ranked[:elite])
         for p, v in reversed(scored):

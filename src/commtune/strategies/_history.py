@@ -52,14 +52,14 @@ class History:
     reference: float | None = None  # the value of the reference run (library defaults)
     reference_features: dict[str, float] | None = None
     space: Space | None = None
+    # The study and the trial being sampled (``auto`` asks Optuna's samplers for that trial).
+    study: optuna.Study | None = None
+    trial: optuna.trial.FrozenTrial | None = None
 
     @classmethod
     def of_space(cls, space: Space) -> History:
         levels = [[d.knob.to_internal(v) for v in d.candidates()] for d in space.dimensions]
-        ordinal = [
-            d.values is None and d.knob.type in (KnobType.INT, KnobType.LOG2)
-            for d in space.dimensions
-        ]
+        ordinal = [d.ordinal for d in space.dimensions]
         log2 = [d.knob.type is KnobType.LOG2 for d in space.dimensions]
         history = cls(levels, ordinal, space.names, log2, space=space)
         candidates = [d.candidates() for d in space.dimensions]
@@ -70,10 +70,13 @@ class History:
         return history
 
     @classmethod
-    def of_study(cls, space: Space, study: optuna.Study) -> History:
+    def of_study(
+        cls, space: Space, study: optuna.Study, trial: optuna.trial.FrozenTrial | None = None
+    ) -> History:
         from optuna.trial import TrialState
 
         history = cls.of_space(space)
+        history.study, history.trial = study, trial
         seen_values: dict[Point, float] = {}
         for t in study.get_trials(deepcopy=False):
             features = t.user_attrs.get("features")
@@ -254,17 +257,6 @@ class HistoryStrategy(Strategy):
     def propose(self, history: History, rng: np.random.Generator, seed: int | None) -> Point:
         """The next configuration to measure; ``seed`` is the study's (for designs)."""
 
-    def propose_in(
-        self,
-        study: optuna.Study,
-        trial: optuna.trial.FrozenTrial,
-        history: History,
-        rng: np.random.Generator,
-        seed: int | None,
-    ) -> Point:
-        """Like :meth:`propose`, for strategies that need the study itself (``auto``)."""
-        return self.propose(history, rng, seed)
-
 
 def _sampler_class() -> type:
     import optuna
@@ -292,8 +284,8 @@ def _sampler_class() -> type:
             trial: optuna.trial.FrozenTrial,
             search_space: dict[str, optuna.distributions.BaseDistribution],
         ) -> dict[str, Any]:
-            history = History.of_study(self.space, study)
-            point = self.strategy.propose_in(study, trial, history, self.rng, self.seed)
+            history = History.of_study(self.space, study, trial)
+            point = self.strategy.propose(history, self.rng, self.seed)
             point = history.nearest_unseen(point, self.rng)
             return history.params_of(point)
 
