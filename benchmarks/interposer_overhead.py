@@ -26,7 +26,8 @@ import subprocess
 import sys
 
 from commtune import native
-from commtune.launch import Vendor, find_installation, launcher_for
+from commtune.launch import launcher_for
+from commtune.mpi import Vendor, find_installation
 
 RESULT = re.compile(r"result ([0-9.]+)")
 DEMO = re.compile(r"time ([0-9.eE+-]+) s")

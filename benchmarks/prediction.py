@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from commtune import native
-from commtune.knobs import environment
-from commtune.knobs._discovery import installed_knobs
-from commtune.launch import Launcher, Vendor, find_installation, launcher_for
+from commtune.knobs import apply, installed_knobs
+from commtune.launch import Launcher, launcher_for
+from commtune.mpi import Vendor, find_installation
 from commtune.trial import run_process
 
 COMMTUNE = [sys.executable, "-m", "commtune"]
@@ -84,8 +84,8 @@ def main() -> int:
                 remove = [k.env for k in objs]
                 configs = {
                     "default": {},
-                    "best": environment(objs, grid["best_params"]),
-                    "predicted": environment(objs, pred["params"]),
+                    "best": apply(objs, grid["best_params"], installation.impl).env,
+                    "predicted": apply(objs, pred["params"], installation.impl).env,
                 }
                 times: dict[str, list[float]] = {k: [] for k in configs}
                 for _ in range(args.rounds):

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from commtune import native
-from commtune.launch import Vendor, find_installation, launcher_for
+from commtune.launch import launcher_for
+from commtune.mpi import Vendor, find_installation
 
 COMMTUNE = [sys.executable, "-m", "commtune"]
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import optuna
 
 from commtune import native
-from commtune.launch import Vendor, find_installation, launcher_for
+from commtune.launch import launcher_for
+from commtune.mpi import Vendor, find_installation
 from commtune.store import Store
 
 SPACES = {

@@ -13,7 +13,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from commtune.launch import Vendor
+from commtune.mpi import Vendor
 from commtune.platform import Fingerprint
 from commtune.store import Store
 
@@ -95,7 +95,7 @@ def test_short_study_on_the_demo_app(
         configs = [t.user_attrs["config"] for t in study.trials[1:]]
         assert all(c["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] != "ring" for c in configs)
         store = Store(storage)
-        from commtune.launch import find_installation
+        from commtune.mpi import find_installation
 
         platform = Fingerprint.of(find_installation(vendor)).key
         remembered = store.knob_values(platform, "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM")

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from commtune import native
-from commtune.launch import Installation, Vendor, find_installation, launcher_for
-from commtune.profile import CvarIntent, Profile, intended_cvars, not_applied
+from commtune.knobs import Check, apply
+from commtune.launch import launcher_for
+from commtune.mpi import Installation, Vendor, find_installation
+from commtune.profile import Profile, not_applied
 from commtune.store import Store
 
 from .conftest import VENDORS, last_json, run_cli
@@ -351,11 +353,11 @@ def test_not_applied_names_the_knob_and_the_reason() -> None:
         for n in ("coll_tuned_allreduce_algorithm", "btl_vader_eager_limit")
     ]
     config = {"coll_tuned_allreduce_algorithm": "ring", "btl_vader_eager_limit": 8192}
-    intents = intended_cvars(knobs, config, Vendor.OPENMPI)
+    intents = apply(knobs, config, Vendor.OPENMPI.impl).checks
     assert intents == {
-        "coll_tuned_allreduce_algorithm": CvarIntent("coll_tuned_allreduce_algorithm", "ring"),
-        "btl_vader_eager_limit": CvarIntent("btl_vader_eager_limit", "8192"),
-        "coll_tuned_use_dynamic_rules": CvarIntent("coll_tuned_allreduce_algorithm", "1"),
+        "coll_tuned_allreduce_algorithm": Check("coll_tuned_allreduce_algorithm", "ring"),
+        "btl_vader_eager_limit": Check("btl_vader_eager_limit", "8192"),
+        "coll_tuned_use_dynamic_rules": Check("coll_tuned_allreduce_algorithm", "1"),
     }
     cvars = [
         {"name": "coll_tuned_allreduce_algorithm", "intended": "ring", "actual": "ring",
@@ -375,9 +377,8 @@ def test_not_applied_names_the_knob_and_the_reason() -> None:
     }
     mpich = load_catalog("mpich")["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"]
     names = {mpich.name: ("auto", "nb", "smp", "recursive_doubling")}
-    assert intended_cvars([mpich], {mpich.name: "recursive_doubling"}, Vendor.MPICH, names) == {
-        mpich.name: CvarIntent(mpich.name, "3")
-    }
+    checks = apply([mpich], {mpich.name: "recursive_doubling"}, Vendor.MPICH.impl, names).checks
+    assert checks == {mpich.name: Check(mpich.name, "3")}
 
 
 def test_profile_metric_and_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,14 +5,11 @@ from __future__ import annotations
 import pytest
 
 from commtune.errors import UsageError
-from commtune.knobs import KnobType, Space, environment, load_catalog
-from commtune.knobs._discovery import (
-    KnobStatus,
-    parse_algorithm_names,
-    parse_cvar_lines,
-    parse_ompi_info,
-)
-from commtune.knobs._select import build_space, parse_knob_spec
+from commtune.knobs import KnobStatus, KnobType, Space, apply, build_space, load_catalog
+from commtune.knobs._discovery import parse_algorithm_names, parse_cvar_lines
+from commtune.knobs._select import parse_knob_spec
+from commtune.mpi import Vendor
+from commtune.mpi.openmpi import parse_ompi_info
 
 
 def statuses(library: str) -> dict[str, KnobStatus]:
@@ -88,15 +85,16 @@ def test_presets_and_default_space() -> None:
 def test_environment_sets_requirements_only_when_needed() -> None:
     cat = load_catalog("openmpi")
     knobs = [cat["coll_tuned_allreduce_algorithm"], cat["btl_vader_eager_limit"]]
-    env = environment(
-        knobs, {"coll_tuned_allreduce_algorithm": "ring", "btl_vader_eager_limit": 4096}
-    )
+    ompi = Vendor.OPENMPI.impl
+    env = apply(
+        knobs, {"coll_tuned_allreduce_algorithm": "ring", "btl_vader_eager_limit": 4096}, ompi
+    ).env
     assert env == {
         "OMPI_MCA_coll_tuned_allreduce_algorithm": "ring",
         "OMPI_MCA_btl_vader_eager_limit": "4096",
         "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
     }
-    env = environment(knobs, {"coll_tuned_allreduce_algorithm": "ignore"})
+    env = apply(knobs, {"coll_tuned_allreduce_algorithm": "ignore"}, ompi).env
     assert "OMPI_MCA_coll_tuned_use_dynamic_rules" not in env
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from commtune.errors import UsageError
-from commtune.launch import Installation, Vendor, find_installation, launcher_for, resolve_command
+from commtune.launch import launcher_for
+from commtune.mpi import Installation, Vendor, find_installation, resolve_command
 
 from .conftest import needs_mpich, needs_openmpi
 

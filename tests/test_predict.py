@@ -13,10 +13,10 @@ import pytest
 import sqlalchemy as sa
 
 from commtune.knobs import Dimension, Space, load_catalog
-from commtune.launch import Vendor, find_installation
+from commtune.mpi import Vendor, find_installation
 from commtune.predict import ANN, KNN, Dataset, Predictor, pearson, selected_knobs
 from commtune.predict._data import FEATURES
-from commtune.report import UI
+from commtune.progress import Silent
 from commtune.store import Store
 from commtune.store._storage import models_table
 
@@ -112,7 +112,7 @@ def test_train_then_predict_the_demo(
     assert 0 < result["features"]["p2p_time_share"] < 1
     store = Store(storage)
     assert len(store.models()) == 1
-    space = Predictor.load(store, find_installation(vendor), False, UI(quiet=True)).space
+    space = Predictor.load(store, find_installation(vendor), False, Silent()).space
     assert set(result["params"]) == set(report["selected"])
     assert space.validate(result["params"]) == result["params"]
     code, out, _ = run_cli(

@@ -10,7 +10,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from commtune.launch import Vendor, find_installation, launcher_for
+from commtune.launch import launcher_for
+from commtune.mpi import Vendor, find_installation
 from commtune.sample import Curve, crossings, segments
 from commtune.sample._curves import best_methods
 from commtune.sample._rules import (

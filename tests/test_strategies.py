@@ -15,14 +15,15 @@ import pytest
 
 from commtune.errors import UsageError
 from commtune.knobs import Dimension, Space
+from commtune.progress import Silent
 from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one
 from commtune.race._surfaces import bool_knob, cat_knob, int_knob, log2_knob
-from commtune.report import UI
 from commtune.strategies import STRATEGIES, get_strategy
 from commtune.strategies._dqn import Agent, ensemble
 from commtune.strategies._history import History
 from commtune.strategies._model import fit_model
-from commtune.tune import StudySpec, TuneSettings, open_study, run_reference, search
+from commtune.study import StudySpec
+from commtune.tune import TuneSettings, open_study, run_reference, search
 
 OURS = ["ga", "model", "dqn", "auto"]
 
@@ -36,8 +37,8 @@ def study_on(
     )
     study = open_study(optuna.storages.InMemoryStorage(), settings)
     executor = surface.executor(0.1, seed)
-    run_reference(study, settings, executor, UI(quiet=True))
-    search(study, settings, executor, 60.0, UI(quiet=True))
+    run_reference(study, settings, executor, Silent())
+    search(study, settings, executor, 60.0, Silent())
     return study
 
 

@@ -12,11 +12,11 @@ import functools
 import hashlib
 import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 from commtune.errors import UsageError
-from commtune.launch import Installation
+from commtune.mpi import Installation
+from commtune.util import atomic_path
 
 NATIVE_DIR = Path(__file__).resolve().parents[2] / "native"
 
@@ -90,19 +90,16 @@ def _compile(
     if target.exists():
         return target
     out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.")
-    os.close(fd)
-    done = subprocess.run(
-        [installation.mpicc, *flags, "-o", tmp, *map(str, sources), *libs],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        os.unlink(tmp)
-        errors = [line for line in done.stderr.splitlines() if "error" in line]
-        last = (errors or done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise UsageError(f"cannot build {name} with {installation.mpicc}: {last}")
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, target)
+    with atomic_path(target) as tmp:
+        done = subprocess.run(
+            [installation.mpicc, *flags, "-o", str(tmp), *map(str, sources), *libs],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            errors = [line for line in done.stderr.splitlines() if "error" in line]
+            last = (errors or done.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise UsageError(f"cannot build {name} with {installation.mpicc}: {last}")
+        os.chmod(tmp, 0o755)
     return target

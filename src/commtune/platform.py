@@ -14,7 +14,7 @@ import platform
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from commtune.launch import Installation
+from commtune.mpi import Installation
 
 
 @dataclass(frozen=True)

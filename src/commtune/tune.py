@@ -15,49 +15,54 @@ finished trial):
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Space, Value
-from commtune.report import UI, Bar
+from commtune.progress import Bar, Progress
 from commtune.strategies import distributions, get_strategy
+from commtune.study import (
+    INTERRUPTED,
+    Acceptance,
+    Role,
+    Source,
+    StudySpec,
+    acceptance_of,
+    config_key,
+    config_of,
+    fail_reason,
+    not_applied_of,
+    record_fail_reason,
+    role_of,
+    run_values,
+    run_walls,
+    set_acceptance,
+    set_config,
+    set_duplicate_of,
+    set_fail_reason,
+    set_features,
+    set_not_applied,
+    set_role,
+    set_runs,
+    set_spec,
+    spec_of,
+)
 from commtune.trial import Executor, RunRecord, clean_shm
 
 if TYPE_CHECKING:
     import optuna
 
-ROLE = "role"
-REFERENCE = "reference"
-SEARCH = "search"
-DUPLICATE = "duplicate"
-NOT_APPLIED = "not_applied"  # trial attribute: knob -> why libcommtune saw it did not take
 MIN_TIMEOUT = 5.0
 MPI_ENV_PREFIXES = ("OMPI_MCA_", "OMPI_", "MPIR_CVAR_", "MPICH_", "HYDRA_", "UCX_", "PMIX_MCA_")
 
 
 class ReferenceFailed(UsageError):
     """The library's default configuration failed: the command itself is broken."""
-
-
-@dataclass(frozen=True)
-class StudySpec:
-    """What defines a study; a resumed study must be given the same."""
-
-    command: list[str]
-    library: str
-    space: list[dict[str, Any]]
-    metric: str
-    repeats: int
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -78,31 +83,6 @@ class TuneSettings:
     on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None
     # Hints that need the reference run (a prediction from its profile): called once it is done.
     hints_from_reference: Callable[[optuna.trial.FrozenTrial], list[dict[str, Value]]] | None = None
-
-
-@dataclass
-class Acceptance:
-    trial: int
-    params: dict[str, Value]
-    default_values: list[float]
-    best_values: list[float]
-    speedup: float
-    ci: tuple[float, float]
-    p_value: float
-    accepted: bool
-    measured_trials: int
-    reason: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["ci"] = list(self.ci)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Acceptance:
-        values = dict(data)
-        values["ci"] = tuple(values["ci"])
-        return cls(**values)
 
 
 @dataclass
@@ -138,7 +118,7 @@ class TuneResult:
             "best_value": self.best.value if self.best else self.default_value,
             "default_value": self.default_value,
             "speedup": speedup,
-            "speedup_ci": list(acc.ci) if acc else None,
+            "speedup_ci": list(acc.ci) if acc and acc.ci else None,
             "accepted": bool(acc and acc.accepted),
             "not_applied": self.not_applied,
         }
@@ -155,13 +135,15 @@ def open_study(storage: optuna.storages.BaseStorage, settings: TuneSettings) -> 
         study = optuna.create_study(
             study_name=settings.study, storage=storage, direction="minimize"
         )
-        study.set_user_attr("commtune", settings.spec.to_json())
-        if settings.platform:
-            study.set_user_attr("platform", settings.platform)
+        set_spec(study, settings.spec, settings.platform)
         return study
-    stored = study.user_attrs.get("commtune")
-    if stored is None:
-        raise UsageError(f"study {settings.study!r} was not made by commtune")
+    stored = spec_of(study).to_json()
+    verdict = acceptance_of(study)
+    if verdict is not None and verdict.source is not Source.SEARCH:
+        raise UsageError(
+            f"study {settings.study!r} holds a {verdict.source.value} result, not a search; "
+            "use another --study name"
+        )
     if stored != settings.spec.to_json():
         diff = [k for k, v in settings.spec.to_json().items() if stored.get(k) != v]
         raise UsageError(
@@ -178,7 +160,7 @@ def recover(study: optuna.Study) -> int:
     storage = study._storage
     n = 0
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        storage.set_trial_user_attr(trial._trial_id, "fail_reason", "interrupted")
+        record_fail_reason(study, trial, INTERRUPTED)
         storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
         n += 1
     return n
@@ -192,7 +174,7 @@ def measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
         t
         for t in study.get_trials(deepcopy=False)
         if t.state in (TrialState.COMPLETE, TrialState.FAIL)
-        and t.user_attrs.get(ROLE) in (REFERENCE, SEARCH)
+        and role_of(t) in (Role.REFERENCE, Role.SEARCH)
     ]
 
 
@@ -200,28 +182,15 @@ def reference_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
     from optuna.trial import TrialState
 
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if t.user_attrs.get(ROLE) == REFERENCE:
+        if role_of(t) is Role.REFERENCE:
             return t
     return None
-
-
-def run_values(trial: optuna.trial.FrozenTrial) -> list[float]:
-    return [r["value"] for r in trial.user_attrs.get("runs", []) if r["value"] is not None]
-
-
-def run_walls(trial: optuna.trial.FrozenTrial) -> list[float]:
-    return [r["wall"] for r in trial.user_attrs.get("runs", []) if r["value"] is not None]
 
 
 def value_of(trial: optuna.trial.FrozenTrial) -> float:
     """The objective of a finished trial (median of its runs)."""
     assert trial.value is not None, f"trial {trial.number} has no value"
     return float(trial.value)
-
-
-def config_of(trial: optuna.trial.FrozenTrial) -> dict[str, Value]:
-    config: dict[str, Value] = trial.user_attrs.get("config", {})
-    return config
 
 
 def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -249,15 +218,15 @@ class _Live:
 
     def record(self, run: RunRecord) -> None:
         self.runs.append(run)
-        self.trial.set_user_attr("runs", [r.to_json() for r in self.runs])
+        set_runs(self.trial, [r.to_json() for r in self.runs])
         if run.not_applied.keys() - self.not_applied.keys():
             self.not_applied = {**run.not_applied, **self.not_applied}
-            self.trial.set_user_attr(NOT_APPLIED, self.not_applied)
+            set_not_applied(self.trial, self.not_applied)
         if run.profile is not None and len(self.runs) == 1:
-            self.trial.set_user_attr("features", run.profile.features)
+            set_features(self.trial, run.profile.features)
         if run.failure is not None:
             self.failure = run.failure
-            self.trial.set_user_attr("fail_reason", run.failure)
+            set_fail_reason(self.trial, run.failure)
         if self.on_run is not None:
             self.on_run(self.trial, len(self.runs) - 1, run)
 
@@ -300,14 +269,14 @@ def _tell(study: optuna.Study, live: _Live) -> float | None:
 
 
 def run_reference(
-    study: optuna.Study, settings: TuneSettings, executor: Executor, ui: UI
+    study: optuna.Study, settings: TuneSettings, executor: Executor, ui: Progress
 ) -> optuna.trial.FrozenTrial:
     ref = reference_trial(study)
     if ref is not None:
         return ref
     trial = study.ask()
-    trial.set_user_attr(ROLE, REFERENCE)
-    trial.set_user_attr("config", {})
+    set_role(trial, Role.REFERENCE)
+    set_config(trial, {})
     live = _Live(trial, None, settings.on_run)
     with ui.progress("reference (library defaults)", settings.spec.repeats) as bar:
         try:
@@ -315,8 +284,8 @@ def run_reference(
                 [live], settings.spec.repeats, executor, settings.reference_timeout, bar
             )
         except BaseException:
-            live.failure = live.failure or "interrupted"
-            trial.set_user_attr("fail_reason", live.failure)
+            live.failure = live.failure or INTERRUPTED
+            set_fail_reason(trial, live.failure)
             _tell(study, live)
             raise
     _tell(study, live)
@@ -337,7 +306,7 @@ def search(
     settings: TuneSettings,
     executor: Executor,
     timeout: float,
-    ui: UI,
+    ui: Progress,
 ) -> None:
     import optuna
 
@@ -354,11 +323,11 @@ def search(
     for t in study.get_trials(deepcopy=False):
         # A configuration that failed is not run again either, unless it was interrupted.
         if (
-            t.user_attrs.get(ROLE) == SEARCH
+            role_of(t) is Role.SEARCH
             and t.state.name in ("COMPLETE", "FAIL")
-            and t.user_attrs.get("fail_reason") != "interrupted"
+            and fail_reason(t) != INTERRUPTED
         ):
-            known.setdefault(_key(config_of(t)), (t.number, t.value))
+            known.setdefault(config_key(config_of(t)), (t.number, t.value))
     duplicates_in_a_row = 0
     with ui.progress(f"{settings.strategy} search", remaining * repeats) as bar:
         while remaining > 0:
@@ -376,20 +345,20 @@ def search(
                     d.knob.name: d.knob.from_internal(trial.params[d.knob.name])
                     for d in space.dimensions
                 }
-                trial.set_user_attr("config", config)
-                key = _key(config)
+                set_config(trial, config)
+                key = config_key(config)
                 earlier = known.get(key)
                 if earlier is None and key not in in_batch:
-                    trial.set_user_attr(ROLE, SEARCH)
+                    set_role(trial, Role.SEARCH)
                     batch.append(_Live(trial, config, settings.on_run))
                     in_batch.add(key)
                     duplicates_in_a_row = 0
                     continue
                 # Proposed again: answer from the earlier measurement, run nothing.
-                trial.set_user_attr(ROLE, DUPLICATE)
+                set_role(trial, Role.DUPLICATE)
                 if earlier is not None:
                     number, value = earlier
-                    trial.set_user_attr("duplicate_of", number)
+                    set_duplicate_of(trial, number)
                     if value is not None:
                         study.tell(trial, value)
                     else:
@@ -407,20 +376,16 @@ def search(
             except BaseException:
                 for live in batch:
                     if live.failure is None and len(live.runs) < repeats:
-                        live.failure = "interrupted"
-                        live.trial.set_user_attr("fail_reason", "interrupted")
+                        live.failure = INTERRUPTED
+                        set_fail_reason(live.trial, INTERRUPTED)
                     _tell(study, live)
                 raise
             for live in batch:
                 value = _tell(study, live)
-                known[_key(live.config or {})] = (live.trial.number, value)
+                known[config_key(live.config)] = (live.trial.number, value)
                 if live.failure is not None:
                     bar.advance(repeats - len(live.runs))
             remaining -= len(batch)
-
-
-def _key(config: Mapping[str, Value]) -> str:
-    return json.dumps(dict(config), sort_keys=True)
 
 
 def best_trials(study: optuna.Study, limit: int = 5) -> list[optuna.trial.FrozenTrial]:
@@ -429,7 +394,7 @@ def best_trials(study: optuna.Study, limit: int = 5) -> list[optuna.trial.Frozen
     done = [
         t
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if t.user_attrs.get(ROLE) == SEARCH
+        if role_of(t) is Role.SEARCH
     ]
     return sorted(done, key=value_of)[:limit]
 
@@ -439,7 +404,7 @@ def confirm(
     settings: TuneSettings,
     executor: Executor,
     timeout: float,
-    ui: UI,
+    ui: Progress,
 ) -> Acceptance | None:
     """Run the best configuration and the default again, interleaved; accept if faster."""
     best = best_trials(study, 1)
@@ -448,12 +413,12 @@ def confirm(
         return None
     top = best[0]
     n_measured = len(measured(study))
-    stored = study.user_attrs.get("acceptance")
-    if stored and stored["trial"] == top.number and stored["measured_trials"] == n_measured:
-        return Acceptance.from_json(stored)
+    stored = acceptance_of(study)
+    if stored and stored.trial == top.number and stored.measured_trials == n_measured:
+        return stored
     config = config_of(top)
     if value_of(top) >= value_of(ref):
-        acc = Acceptance(
+        acc = _verdict(
             top.number,
             config,
             [],
@@ -465,7 +430,7 @@ def confirm(
             n_measured,
             "no configuration beat the default in the search",
         )
-        study.set_user_attr("acceptance", acc.to_json())
+        set_acceptance(study, acc)
         return acc
     default_values: list[float] = []
     best_values: list[float] = []
@@ -484,7 +449,7 @@ def confirm(
             if failure:
                 break
     if failure or len(default_values) < 2 or len(best_values) < 2:
-        acc = Acceptance(
+        acc = _verdict(
             top.number,
             config,
             default_values,
@@ -499,7 +464,7 @@ def confirm(
     else:
         cmp = stats.compare(default_values, best_values)
         reason = "" if cmp.faster else "not faster beyond noise"
-        acc = Acceptance(
+        acc = _verdict(
             top.number,
             config,
             default_values,
@@ -511,8 +476,35 @@ def confirm(
             n_measured,
             reason,
         )
-    study.set_user_attr("acceptance", acc.to_json())
+    set_acceptance(study, acc)
     return acc
+
+
+def _verdict(
+    trial: int,
+    params: dict[str, Value],
+    default_values: list[float],
+    best_values: list[float],
+    speedup: float,
+    ci: tuple[float, float],
+    p_value: float,
+    accepted: bool,
+    measured_trials: int,
+    reason: str,
+) -> Acceptance:
+    return Acceptance(
+        Source.SEARCH,
+        params,
+        accepted,
+        reason,
+        speedup=speedup,
+        ci=ci,
+        p_value=p_value,
+        trial=trial,
+        measured_trials=measured_trials,
+        default_values=default_values,
+        best_values=best_values,
+    )
 
 
 def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
@@ -535,7 +527,7 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
     ]
     missing: dict[str, str] = {}
     for t in ran:
-        for knob, reason in t.user_attrs.get(NOT_APPLIED, {}).items():
+        for knob, reason in not_applied_of(t).items():
             missing.setdefault(knob, reason)
     return TuneResult(
         study.study_name,
@@ -549,7 +541,7 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
     )
 
 
-def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: UI) -> TuneResult:
+def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: Progress) -> TuneResult:
     """Run (or resume) a study to its budget, confirm the best, and return the result."""
     study = open_study(storage, settings)
     stale = clean_shm(until=time.time() - 60)  # left by killed jobs, e.g. an earlier tuner
@@ -569,39 +561,3 @@ def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: UI) -> Tu
     search(study, settings, executor, timeout, ui)
     acceptance = confirm(study, settings, executor, timeout, ui)
     return summarize(study, acceptance)
-
-
-def save_accepted_study(
-    storage: optuna.storages.BaseStorage,
-    name: str,
-    spec: StudySpec,
-    params: Mapping[str, Value],
-    reason: str,
-    *,
-    platform: str | None = None,
-    env: Mapping[str, str] | None = None,
-    speedup: float | None = None,
-    accepted: bool = True,
-    extra: Mapping[str, Any] | None = None,
-) -> None:
-    """A study that holds one configuration as its accepted one, made without a search (a
-    platform sample, a prediction), so ``commtune run --study`` and ``export`` take it."""
-    import optuna
-
-    with contextlib.suppress(KeyError):  # replaced: made again
-        optuna.delete_study(study_name=name, storage=storage)
-    study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
-    study.set_user_attr("commtune", spec.to_json())
-    if platform:
-        study.set_user_attr("platform", platform)
-    study.set_user_attr(
-        "acceptance",
-        {
-            "accepted": accepted,
-            "params": dict(params),
-            "env": dict(env or {}),
-            "speedup": speedup,
-            "reason": reason,
-            **(extra or {}),
-        },
-    )

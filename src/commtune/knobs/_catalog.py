@@ -12,9 +12,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from commtune.errors import UsageError
+from commtune.knobs._apply import APPLIERS, Apply
 from commtune.knobs._knob import Knob, KnobType
+from commtune.mpi import VENDOR_NAMES
 
-LIBRARIES = ("openmpi", "mpich")
+LIBRARIES = VENDOR_NAMES
 PRESETS = ("p2p", "collectives", "progress")
 
 
@@ -28,6 +31,12 @@ def load_catalog(library: str) -> dict[str, Knob]:
 
 
 def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
+    how = Apply(entry.get("apply", Apply.ENV.value))
+    if how not in APPLIERS:
+        raise UsageError(
+            f"catalog {library}: knob {entry['name']} is applied by {how.value!r}, "
+            "which this version of commtune cannot apply yet"
+        )
     return Knob(
         name=entry["name"],
         library=library,
@@ -41,6 +50,7 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
         step=entry.get("step", 1),
         choices=tuple(entry.get("choices", ())),
         requires=dict(entry.get("requires", {})),
+        apply=how,
         default_space=entry.get("default_space", False),
         requires_device=entry.get("requires_device"),
     )

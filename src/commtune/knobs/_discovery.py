@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import subprocess
 from dataclasses import dataclass, replace
@@ -22,41 +21,8 @@ from commtune import native
 from commtune.errors import UsageError
 from commtune.knobs._catalog import load_catalog
 from commtune.knobs._knob import Knob, KnobType
-from commtune.launch import Installation, Vendor
-
-
-@dataclass(frozen=True)
-class Variable:
-    """One control variable as the installed library reports it."""
-
-    name: str
-    value: str | None
-    enumerators: tuple[str, ...] = ()
-    description: str = ""
-
-
-def parse_ompi_info(text: str) -> dict[str, Variable]:
-    """Variables of ``ompi_info --parsable --all`` output, by name."""
-    values: dict[str, str] = {}
-    enums: dict[str, list[str]] = {}
-    helps: dict[str, str] = {}
-    for line in text.splitlines():
-        parts = line.split(":", 6)
-        if len(parts) < 6 or parts[0] != "mca" or parts[3] != "param":
-            continue
-        name, field = parts[4], parts[5]
-        rest = parts[6] if len(parts) > 6 else ""
-        if field == "value":
-            values[name] = rest
-        elif field == "enumerator" and rest.startswith("value:"):
-            enums.setdefault(name, []).append(rest.split(":", 2)[2])
-        elif field == "help":
-            helps[name] = rest
-    return {
-        name: Variable(name, value, tuple(enums.get(name, ())), helps.get(name, ""))
-        for name, value in values.items()
-    }
-
+from commtune.mpi import Installation, Variable
+from commtune.util import write_atomic
 
 _ALGORITHM_ITEM = re.compile(r"([A-Za-z0-9_]+)\s+-\s+(?:Force|Internal|Use)")
 
@@ -102,14 +68,9 @@ def parse_cvar_lines(text: str, known: dict[str, tuple[str, ...]]) -> dict[str, 
 
 
 def _discover_uncached(installation: Installation) -> dict[str, Variable]:
-    if installation.vendor is Vendor.OPENMPI:
-        info = os.path.join(os.path.dirname(installation.launcher), "ompi_info")
-        done = subprocess.run(
-            [info, "--parsable", "--all"], capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise UsageError(f"cannot list Open MPI's variables: {info} failed")
-        return parse_ompi_info(done.stdout)
+    found = installation.impl.tool_variables(installation)
+    if found is not None:
+        return found
     known = {k.name: k.choices for k in load_catalog(installation.vendor.value).values()}
     return parse_cvar_lines(_probe_output(installation, "cvars"), known)
 
@@ -128,8 +89,8 @@ def discover(installation: Installation) -> dict[str, Variable]:
         }
     found = _discover_uncached(installation)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(
+    write_atomic(  # a temporary file of this process's own: two may fill the cache at once
+        path,
         json.dumps(
             {
                 v.name: {
@@ -139,9 +100,8 @@ def discover(installation: Installation) -> dict[str, Variable]:
                 }
                 for v in found.values()
             }
-        )
+        ),
     )
-    os.replace(tmp, path)
     return found
 
 
@@ -159,7 +119,7 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
 
     Categorical domains become the catalog's values that the library lists (Open MPI
     enumerators, MPICH description), plus values it lists that the catalog does not know.
-    Values that abort ``MPI_Init`` are removed later, by probing (``_probe.py``).
+    Values that abort ``MPI_Init`` are removed later, by probing (``trial/_probe.py``).
     """
     catalog = load_catalog(installation.vendor.value)
     variables = discover(installation)
@@ -176,8 +136,8 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
             continue
         if knob.type is KnobType.CATEGORICAL and var.enumerators:
             listed = set(var.enumerators)
-            if installation.vendor is Vendor.MPICH:
-                # MPICH documents values that its version may reject: keep them for probing.
+            if installation.impl.keeps_unlisted_choices:
+                # documented values that this version may reject: kept for probing
                 known = list(knob.choices)
             else:
                 known = [c for c in knob.choices if c in listed or c == knob.default]
@@ -189,10 +149,8 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
 
 def _probe_output(installation: Installation, mode: str) -> str:
     """What ``ct_probe MODE`` (cvars | pvars) prints on one rank of the installation."""
-    from commtune.launch import launcher_for
-
     probe = native.build(installation, "tools/ct_probe.c")
-    argv = launcher_for(installation).command(1, [str(probe), mode])
+    argv = installation.command(1, [str(probe), mode])
     done = subprocess.run(
         argv, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
     )

@@ -8,11 +8,13 @@ ordered integer range; for every other type the value itself.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from commtune.errors import UsageError
+from commtune.knobs._apply import Apply
+from commtune.util import parse_size
 
 Value = int | bool | str
 
@@ -24,12 +26,6 @@ class KnobType(enum.Enum):
     CATEGORICAL = "categorical"
 
 
-class Apply(enum.Enum):
-    """How a knob reaches the library."""
-
-    ENV = "env"  # an environment variable read at MPI_Init
-
-
 @dataclass(frozen=True)
 class Knob:
     """One parameter of one MPI library, as declared in ``knobs/data/<library>.json``.
@@ -39,6 +35,7 @@ class Knob:
     up/down action moves an INT knob (LOG2 knobs step by one power of two).
     ``requires`` are other variables this knob needs to take effect (Open MPI's algorithm
     variables need ``coll_tuned_use_dynamic_rules=1``); they are set whenever the knob is.
+    ``apply`` names the way the knob reaches the library (``knobs._apply``).
     """
 
     name: str
@@ -89,9 +86,12 @@ class Knob:
                 )
             return text
         try:
-            number = _parse_size(text)
+            number = parse_size(text)
         except ValueError:
-            raise UsageError(f"knob {self.name}: {text!r} is not an integer") from None
+            try:  # a negative number: outside the domain, said by check()
+                number = int(text, 0)
+            except ValueError:
+                raise UsageError(f"knob {self.name}: {text!r} is not an integer") from None
         self.check(number)
         return number
 
@@ -148,17 +148,6 @@ class Knob:
             return f"2^k in [{self.low}, {self.high}]"
         step = f" step {self.step}" if self.step != 1 else ""
         return f"[{self.low}, {self.high}]{step}"
-
-
-_SUFFIXES = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-
-
-def _parse_size(text: str) -> int:
-    """An integer, optionally with a binary suffix: ``64k`` = 65536, ``1m`` = 1048576."""
-    lowered = text.lower().removesuffix("b").removesuffix("i")
-    if lowered and lowered[-1] in _SUFFIXES:
-        return int(lowered[:-1]) * _SUFFIXES[lowered[-1]]
-    return int(lowered, 0)
 
 
 @dataclass(frozen=True)
@@ -245,21 +234,3 @@ class Space:
 
     def to_json(self) -> list[dict[str, Any]]:
         return [d.to_json() for d in self.dimensions]
-
-
-def environment(knobs: Sequence[Knob], config: Mapping[str, Value]) -> dict[str, str]:
-    """Environment variables that apply ``config``; a knob at its default is still set.
-
-    Setting the default explicitly overrides a value the user may have exported for that knob,
-    so the configuration measured is exactly the one recorded.
-    """
-    env: dict[str, str] = {}
-    for knob in knobs:
-        if knob.name not in config:
-            continue
-        env[knob.env] = knob.format(config[knob.name])
-    for knob in knobs:
-        if knob.name in config and config[knob.name] != knob.default:
-            for name, value in knob.requires.items():
-                env.setdefault(name, value)
-    return env

@@ -1,23 +1,5 @@
-"""Launch layer: which MPI runs a command, and how a configuration reaches its ranks."""
+"""Launch layer: how a configuration reaches the ranks of a run (a :class:`LaunchPlan`)."""
 
-from commtune.launch._install import (
-    LAUNCHER_NAMES,
-    Installation,
-    Vendor,
-    default_installation,
-    find_installation,
-    resolve_command,
-)
-from commtune.launch._launcher import Launcher, LaunchPlan, launcher_for
+from commtune.launch._launcher import Launcher, LaunchPlan, LocalLauncher, launcher_for
 
-__all__ = [
-    "LAUNCHER_NAMES",
-    "Installation",
-    "LaunchPlan",
-    "Launcher",
-    "Vendor",
-    "default_installation",
-    "find_installation",
-    "launcher_for",
-    "resolve_command",
-]
+__all__ = ["LaunchPlan", "Launcher", "LocalLauncher", "launcher_for"]

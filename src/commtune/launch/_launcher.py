@@ -15,9 +15,8 @@ import abc
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
-from commtune.launch._install import LAUNCHER_NAMES, Installation, Vendor
+from commtune.mpi import Installation, is_launcher
 
 
 @dataclass(frozen=True)
@@ -31,18 +30,12 @@ class LaunchPlan:
 class Launcher(abc.ABC):
     """Base class: turns (user command, variables) into a :class:`LaunchPlan` for one vendor."""
 
-    vendor: ClassVar[Vendor]
-
     def __init__(self, installation: Installation) -> None:
         self.installation = installation
 
     def command(self, ranks: int, program: Sequence[str]) -> list[str]:
         """A launch line for one of commtune's own programs on this machine."""
-        return [self.installation.launcher, *self.local_options(), "-n", str(ranks), *program]
-
-    def local_options(self) -> list[str]:
-        """Options a local launch of this vendor needs (none by default)."""
-        return []
+        return self.installation.command(ranks, program)
 
     @abc.abstractmethod
     def forwarded(self, name: str) -> bool:
@@ -71,58 +64,30 @@ class Launcher(abc.ABC):
             env.pop(name, None)
         env.update(variables)
         argv = list(command)
-        is_launcher = bool(argv) and os.path.basename(argv[0]) in LAUNCHER_NAMES
+        launched = bool(argv) and is_launcher(argv[0])
         to_ranks = {k: v for k, v in variables.items() if not self.forwarded(k)}
         if preload:
             if env.get("LD_PRELOAD"):  # keep the user's own preloads, after ours
                 preload = f"{preload}:{env['LD_PRELOAD']}"
-            if is_launcher:
+            if launched:
                 to_ranks["LD_PRELOAD"] = preload
             else:  # a wrapper script: only the environment reaches the ranks
                 env["LD_PRELOAD"] = preload
-        if is_launcher and to_ranks:
+        if launched and to_ranks:
             argv[1:1] = self.rank_args(to_ranks)
         return LaunchPlan(argv, env)
 
 
-class OpenMPILauncher(Launcher):
-    vendor = Vendor.OPENMPI
-
-    def local_options(self) -> list[str]:
-        # Open MPI refuses root without this, and fewer cores than ranks without oversubscribe.
-        root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-        return [*root, "--oversubscribe"]
+class LocalLauncher(Launcher):
+    """The installation's own launcher (``mpirun``/``mpiexec``) on this machine; how
+    variables reach the ranks is the vendor's (``-x`` for Open MPI, ``-genv`` for MPICH)."""
 
     def forwarded(self, name: str) -> bool:
-        return name.startswith("OMPI_MCA_")
+        return self.installation.impl.forwarded(name)
 
     def rank_args(self, variables: Mapping[str, str]) -> list[str]:
-        args: list[str] = []
-        for name, value in variables.items():
-            # "-x NAME" forwards the launcher's value; "-x NAME=VALUE" sets one the launcher
-            # itself must not see (LD_PRELOAD).
-            args += ["-x", f"{name}={value}" if name == "LD_PRELOAD" else name]
-        return args
-
-
-class MPICHLauncher(Launcher):
-    vendor = Vendor.MPICH
-
-    def forwarded(self, name: str) -> bool:
-        return False
-
-    def rank_args(self, variables: Mapping[str, str]) -> list[str]:
-        args: list[str] = []
-        for name, value in variables.items():
-            args += ["-genv", name, value]
-        return args
-
-
-_LAUNCHERS: dict[Vendor, type[Launcher]] = {
-    Vendor.OPENMPI: OpenMPILauncher,
-    Vendor.MPICH: MPICHLauncher,
-}
+        return self.installation.impl.rank_args(variables)
 
 
 def launcher_for(installation: Installation) -> Launcher:
-    return _LAUNCHERS[installation.vendor](installation)
+    return LocalLauncher(installation)

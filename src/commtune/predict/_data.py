@@ -35,14 +35,13 @@ _COLLECTIVES = ("reduce", "bcast", "gather", "scatter", "alltoall", "barrier", "
 def features_of(profile: Profile) -> dict[str, float]:
     """The model's features of one profiled run."""
     f = profile.features
-    sends = calls = coll_calls = 0.0
+    sends = coll_calls = 0.0
     for name, op in profile.operations.items():
         lowered = name.lower()
         if "send" in lowered:
             sends += float(op["calls"]["mean"])
         elif any(c in lowered for c in _COLLECTIVES):
             coll_calls += float(op["calls"]["mean"])
-        calls += float(op["calls"]["mean"])
     p2p_message = f.get("p2p_bytes", 0.0) / sends if sends else 0.0
     coll_message = f.get("coll_bytes", 0.0) / coll_calls if coll_calls else 0.0
     return {
@@ -101,10 +100,6 @@ def design_points(n: int, ranks: Sequence[int], seed: int) -> list[Point]:
             )
         )
     return out
-
-
-def config_key(config: Mapping[str, Value] | None) -> str:
-    return "" if config is None else json.dumps(dict(config), sort_keys=True)
 
 
 class Encoding:

@@ -19,7 +19,6 @@ takes the time of the nearest one that was).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ import numpy as np
 
 from commtune.knobs import Space, Value
 from commtune.predict._data import Encoding
+from commtune.study import config_key
 
 HIDDEN = 10
 PEARSON_MIN = 0.1
@@ -263,14 +263,14 @@ def nearest_measured(
 def cross_validate(space: Space, data: Dataset, kind: str) -> list[float]:
     """Leave one point out: the share of the best measured speedup the prediction reaches."""
     enc = Encoding(space)
-    keys = [json.dumps(c, sort_keys=True) for c in data.configs]
+    keys = [config_key(c) for c in data.configs]
     shares = []
     for i in range(len(data.x)):
         keep = np.arange(len(data.x)) != i
         train = Dataset(data.x[keep], data.configs, data.relative[keep])
         model = MODELS[kind](space).fit(train)
         config = model.predict(data.x[i])
-        key = json.dumps(config, sort_keys=True)
+        key = config_key(config)
         j = keys.index(key) if key in keys else nearest_measured(enc, data.configs, config)
         row = data.relative[i]
         # A configuration that failed at this point reaches nothing.

@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from commtune.errors import UsageError
-from commtune.knobs import Space, Value
-from commtune.knobs._select import space_from_json
-from commtune.launch import Installation
+from commtune.knobs import Space, Value, installed_knobs, space_from_json
+from commtune.mpi import Installation
 from commtune.platform import Fingerprint
 from commtune.predict._data import feature_vector
 from commtune.predict._models import ANN, KNN, MODELS
 from commtune.predict._train import MODEL_FORMAT
-from commtune.report import UI
+from commtune.progress import Progress
 from commtune.store import Store
 
 TRAIN_HINT = "train one with `commtune train --quick`"
@@ -42,12 +41,10 @@ class Predictor:
     data: Mapping[str, Any]
 
     @classmethod
-    def load(cls, store: Store, installation: Installation, force: bool, ui: UI) -> Predictor:
+    def load(cls, store: Store, installation: Installation, force: bool, ui: Progress) -> Predictor:
         """The model of this platform; another platform's only with ``force`` (and a warning),
         never another MPI library's. The space is rebuilt from the installed library's knobs:
         their choices are what this build has (the catalog may list more)."""
-        from commtune.knobs._discovery import installed_knobs
-
         fingerprint = Fingerprint.of(installation)
         models = store.models()
         data = models.get(fingerprint.key)

@@ -21,14 +21,7 @@ import numpy as np
 from commtune.errors import UsageError
 from commtune.knobs import Space, Value
 from commtune.platform import Fingerprint
-from commtune.predict._data import (
-    FEATURES,
-    Point,
-    config_key,
-    feature_vector,
-    features_of,
-    training_rows,
-)
+from commtune.predict._data import FEATURES, Point, feature_vector, features_of, training_rows
 from commtune.predict._models import (
     ANN,
     KNN,
@@ -38,9 +31,10 @@ from commtune.predict._models import (
     pearson,
     selected_knobs,
 )
-from commtune.report import UI
+from commtune.progress import Progress
 from commtune.store import Store
-from commtune.strategies._history import History
+from commtune.strategies import design_configs
+from commtune.study import config_key
 
 MODEL_FORMAT = 1
 METRIC = r"regex:time ([0-9.eE+-]+) s"
@@ -48,18 +42,7 @@ METRIC = r"regex:time ([0-9.eE+-]+) s"
 
 def config_design(space: Space, n: int, seed: int) -> list[dict[str, Value]]:
     """``n`` configurations spread over the space (a Latin hypercube; all of a small space)."""
-    history = History.of_space(space)
-    if space.size() <= n:
-        points = list(history.all_points())
-    else:
-        points = list(dict.fromkeys(history.design(n, seed)))
-    out = []
-    for p in points:
-        params = history.params_of(p)
-        out.append(
-            {d.knob.name: d.knob.from_internal(params[d.knob.name]) for d in space.dimensions}
-        )
-    return out
+    return design_configs(space, n, seed)
 
 
 def collect(
@@ -69,7 +52,7 @@ def collect(
     space: Space,
     points: Sequence[Point],
     configs: Sequence[Mapping[str, Value]],
-    ui: UI,
+    ui: Progress,
     profiling: Any,
     timeout: float = 60.0,
 ) -> int:
@@ -122,11 +105,11 @@ def dataset(runs: Mapping[tuple[str, str], Any], space: Space) -> Dataset:
         for key, rel in row["relative"].items():
             stored = json.loads(key)
             config = {n: stored[n] for n in names}
-            k = json.dumps(config, sort_keys=True)
+            k = config_key(config)
             keys.setdefault(k, config)
             cell.setdefault(k, []).append(rel)
         if valid_defaults:
-            k = json.dumps(defaults, sort_keys=True)
+            k = config_key(defaults)
             keys.setdefault(k, dict(defaults))
             cell.setdefault(k, []).append(1.0)
         cells.append(cell)

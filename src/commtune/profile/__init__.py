@@ -1,17 +1,15 @@
 """The interposer's profile: reading it (features, operations, PVARs, CVAR read-back) and
 setting a run up to write one (``libcommtune`` preloaded, variables to check)."""
 
-from commtune.profile._checks import CvarIntent, intended_cvars, not_applied
+from commtune.profile._checks import not_applied
 from commtune.profile._profile import CvarCheck, Profile, ProfileError, relative_to
 from commtune.profile._setup import Profiling
 
 __all__ = [
     "CvarCheck",
-    "CvarIntent",
     "Profile",
     "ProfileError",
     "Profiling",
-    "intended_cvars",
     "not_applied",
     "relative_to",
 ]

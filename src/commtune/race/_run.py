@@ -22,19 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.report import UI
-from commtune.tune import (
-    REFERENCE,
-    ROLE,
-    SEARCH,
-    StudySpec,
-    TuneSettings,
-    config_of,
-    open_study,
-    run_reference,
-    search,
-)
+from commtune.study import Role, StudySpec, config_of, role_of
+from commtune.tune import TuneSettings, open_study, run_reference, search
 
 REACHED = 0.02
 
@@ -94,7 +85,7 @@ def race_one(
     )
     storage = optuna.storages.InMemoryStorage()
     executor = surface.executor(noise, seed * 7919 + 17)
-    ui = UI(quiet=True)
+    ui = Silent()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         study = open_study(storage, settings)
@@ -113,12 +104,12 @@ def curve(study: Any, surface: Surface) -> list[float]:
     best_regret = math.inf
     out = []
     for t in study.get_trials(deepcopy=False):
-        role = t.user_attrs.get(ROLE)
-        if role not in (REFERENCE, SEARCH):
+        role = role_of(t)
+        if role not in (Role.REFERENCE, Role.SEARCH):
             continue
         if t.state.name == "COMPLETE" and t.value is not None and t.value < best_value:
             best_value = t.value
-            if role == SEARCH:
+            if role is Role.SEARCH:
                 best_regret = surface.regret(config_of(t))
             else:  # the library's defaults, nothing set
                 best_regret = surface.default_value / surface.optimum - 1.0

@@ -214,7 +214,7 @@ def mixed() -> Surface:
 
 def replayed(path: Path) -> Surface:
     """A real space measured once per configuration; the replay executor answers from it."""
-    from commtune.knobs._select import space_from_json
+    from commtune.knobs import space_from_json
 
     data = json.loads(path.read_text())
     space = space_from_json(data["library"], data["space"])

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from commtune.errors import UsageError
+from commtune.progress import Progress
 from commtune.rails._plan import Link, finish_time, split
-from commtune.report import UI
 from commtune.sample import Curve
 
 PORT = 47000
@@ -172,7 +172,7 @@ class Strategy:
 
 
 def bench(
-    rates: Sequence[float], size: int, repeats: int, ui: UI
+    rates: Sequence[float], size: int, repeats: int, ui: Progress
 ) -> tuple[dict[str, Curve], list[Strategy]]:
     with rails(rates) as (ns, rails_), peer(ns, [r.address for r in rails_]):
         sender = Sender(rails_)
@@ -211,3 +211,19 @@ def bench(
         finally:
             sender.close()
     return curves, strategies
+
+
+def summarize(
+    strategies: Sequence[Strategy], rates: Sequence[float], size: int
+) -> tuple[list[dict[str, object]], dict[str, float]]:
+    """Each split's record with its share of the aggregate bandwidth, and how many times
+    faster the plan (the first) was than each other split."""
+    aggregate = sum(rates) * 1e6 / 8  # bytes per second
+    rows = []
+    for st in strategies:
+        row = st.to_json()
+        row["aggregate_share"] = size / aggregate / statistics.median(st.measured)
+        rows.append(row)
+    plan = statistics.median(strategies[0].measured)
+    gains = {st.name: statistics.median(st.measured) / plan for st in strategies[1:]}
+    return rows, gains

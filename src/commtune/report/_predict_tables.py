@@ -9,10 +9,10 @@ import numpy as np
 from rich.table import Table
 
 from commtune.knobs import Space, Value
-from commtune.predict._models import PEARSON_MIN
+from commtune.predict import PEARSON_MIN
 
 if TYPE_CHECKING:
-    from commtune.predict._train import TrainReport
+    from commtune.predict import TrainReport
 
 
 def train_tables(report: TrainReport) -> list[Table]:

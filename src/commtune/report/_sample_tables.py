@@ -7,17 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from commtune.util import format_size
+
 if TYPE_CHECKING:
     from commtune.sample import Check, SampleResult
-
-
-def size_text(size: float | None) -> str:
-    if size is None:
-        return "∞"
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:.4g} {unit}"
-    return f"{size:.0f} B"
 
 
 def _time(ns: float) -> str:
@@ -48,7 +41,11 @@ def sample_tables(result: SampleResult) -> list[Table]:
                 ratio = default.predict(mid) / fam.curves[seg.method].predict(mid)
                 gain = f"{ratio:.2f}x"
             head.add_row(
-                f"{fam.op} ({fam.name})", size_text(seg.low), size_text(seg.high), seg.method, gain
+                f"{fam.op} ({fam.name})",
+                format_size(seg.low),
+                format_size(seg.high),
+                seg.method,
+                gain,
             )
         for method, reason in fam.failed.items():
             head.add_row(f"{fam.op} ({fam.name})", "", "", f"[red]{method} failed[/red]", reason)
@@ -59,7 +56,7 @@ def sample_tables(result: SampleResult) -> list[Table]:
     files.add_column("value")
     threshold = profile.eager_threshold()
     if threshold is not None:
-        files.add_row("eager/rendezvous threshold", size_text(threshold))
+        files.add_row("eager/rendezvous threshold", format_size(threshold))
     for knob, value in config.items():
         files.add_row(knob, str(value))
     for what, path in result.outputs.files.items():
@@ -70,7 +67,7 @@ def sample_tables(result: SampleResult) -> list[Table]:
 
 
 def predict_table(rows: Sequence[dict[str, Any]], size: int) -> Table:
-    table = Table(title=f"predicted time at {size_text(size)} (log-log interpolation)")
+    table = Table(title=f"predicted time at {format_size(size)} (log-log interpolation)")
     for column in ("operation", "chosen", "time", "other methods"):
         table.add_column(column)
     for row in rows:
@@ -91,7 +88,7 @@ def checks_table(checks: Sequence[Check]) -> Table:
         colour = "green" if c.ratio <= 1.1 else "yellow"
         table.add_row(
             c.op,
-            size_text(c.size),
+            format_size(c.size),
             c.method,
             _time(c.with_file),
             _time(c.forced),

@@ -10,7 +10,7 @@ from rich.table import Table
 from commtune.knobs import Value
 
 if TYPE_CHECKING:
-    from commtune.knobs._discovery import KnobStatus
+    from commtune.knobs import KnobStatus
     from commtune.tune import TuneResult
 
 
@@ -49,10 +49,11 @@ def acceptance_lines(result: TuneResult) -> list[str]:
         return ["no configuration to confirm: the default stays"]
     if not acc.default_values:
         return [f"not accepted ({acc.reason}): the default stays"]
-    low, high = acc.ci
+    low, high = acc.ci or (0.0, 0.0)
     head = (
         f"confirmation ({len(acc.default_values)} + {len(acc.best_values)} runs, interleaved): "
-        f"speedup {acc.speedup:.3f}x, 95% CI [{low:.3f}, {high:.3f}], p = {acc.p_value:.3g}"
+        f"speedup {acc.speedup or 1.0:.3f}x, 95% CI [{low:.3f}, {high:.3f}], "
+        f"p = {acc.p_value if acc.p_value is not None else 1.0:.3g}"
     )
     if acc.accepted:
         return [head, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]

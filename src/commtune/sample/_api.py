@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
-from commtune.launch import Installation, Vendor
+from commtune.knobs import discover, selection_file_env
+from commtune.mpi import Installation, Vendor
 from commtune.platform import Fingerprint
-from commtune.report import UI
-from commtune.sample import _rules
+from commtune.progress import Progress
 from commtune.sample._curves import method_at
 from commtune.sample._families import ALGORITHM, OPERATIONS, families
-from commtune.sample._outputs import Outputs, rules_env, write_outputs
+from commtune.sample._outputs import Outputs, builtin_selection, write_outputs
 from commtune.sample._profile import PlatformProfile
 from commtune.sample._sampler import Sampler, sizes_for
-from commtune.tune import StudySpec, save_accepted_study
+from commtune.study import Acceptance, Source, StudySpec, save_result_study
 
 if TYPE_CHECKING:
     from commtune.store import Store
@@ -37,8 +37,6 @@ def load_profile(store: Store, fingerprint: Fingerprint) -> PlatformProfile | No
 
 
 def _enumerators(installation: Installation) -> dict[str, tuple[str, ...]]:
-    from commtune.knobs._discovery import discover
-
     return {name: var.enumerators for name, var in discover(installation).items()}
 
 
@@ -61,18 +59,19 @@ class SampleResult:
 def sample_platform(
     installation: Installation,
     store: Store,
-    ui: UI,
+    ui: Progress,
     *,
     ranks: int = 2,
     quick: bool = False,
     refresh: bool = False,
     output_dir: Path = Path("commtune-platform"),
-    operations: Sequence[str] = OPERATIONS,
+    operations: Sequence[str] | None = None,
     plots: bool = True,
 ) -> SampleResult:
     """The platform profile for this fingerprint: the stored one unless ``refresh`` (or it is a
     quick one and a full one is asked for), else sampled now and stored. Writes the outputs
     and the study ``platform-<key>`` that ``run``/``export`` accept."""
+    operations = OPERATIONS if operations is None else operations
     unknown = sorted(set(operations) - set(OPERATIONS))
     if unknown:
         raise UsageError(f"unknown operation {unknown[0]!r} (known: {', '.join(OPERATIONS)})")
@@ -95,12 +94,7 @@ def sample_platform(
             f"reusing the platform profile {fingerprint.key} (sampled "
             f"{'quick' if profile.quick else 'full'}; --refresh samples again)"
         )
-    builtin = None
-    if installation.vendor is Vendor.MPICH and profile.algorithm_segments():
-        from commtune import native
-
-        binary = native.build(installation, "bench/ct_sample.c")
-        builtin = _rules.mpich_builtin(_rules.library_path(binary))
+    builtin = builtin_selection(installation) if profile.algorithm_segments() else None
     outputs = write_outputs(profile, output_dir, builtin, plots=plots)
     for warning in outputs.warnings:
         ui.warn(warning)
@@ -120,15 +114,10 @@ def save_study(store: Store, profile: PlatformProfile, outputs: Outputs) -> str:
         "platform sample",
         0,
     )
-    save_accepted_study(
-        store.optuna,
-        name,
-        spec,
-        config,
-        "sampled platform profile",
-        platform=profile.fingerprint.key,
-        env=outputs.env,
+    verdict = Acceptance(
+        Source.SAMPLE, dict(config), True, "sampled platform profile", env=dict(outputs.env)
     )
+    save_result_study(store.optuna, name, spec, verdict, platform=profile.fingerprint.key)
     return name
 
 
@@ -167,21 +156,22 @@ def verify(
     installation: Installation,
     profile: PlatformProfile,
     outputs: Outputs,
-    ui: UI,
+    ui: Progress,
     repeats: int = 3,
 ) -> list[Check]:
     """At every sampled size: the collective with the selection file loaded, against the
     chosen algorithm forced (and every algorithm, for the best), in alternating launches."""
     if "rules" not in outputs.files:
         return []
-    env_file = rules_env(profile.vendor, outputs.files["rules"])
+    vendor = Vendor(profile.vendor).impl
+    env_file = selection_file_env(vendor, outputs.files["rules"])
     fams = [f for f in profile.families if f.name == ALGORITHM]
     with_file: dict[tuple[str, int], list[float]] = {}
     forced: dict[tuple[str, int, str], list[float]] = {}
     # MPICH: a forced algorithm variable overrides the file, so one launch with the file loaded
     # measures the file's choice (value 0, "auto") and each forced algorithm, interleaved.
     # Open MPI: the file overrides forced algorithms, so launches with and without it alternate.
-    same_launch = profile.vendor == "mpich"
+    same_launch = vendor.forced_overrides_file
     per_repeat = 1 if same_launch else 2
     with ui.progress("verifying the selection file", total=per_repeat * repeats * len(fams)) as bar:
         sampler = Sampler(installation, profile.ranks, profile.quick, bar=bar)

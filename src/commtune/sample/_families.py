@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from commtune.knobs import Knob, load_catalog
-from commtune.launch import Installation, Vendor
+from commtune.mpi import Installation
 
 PINGPONG = "pingpong"
 COLLECTIVES = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
@@ -42,19 +42,6 @@ class Family:
         return f"{self.op}/{self.name}"
 
 
-_P2P = {
-    # vendor: (single-copy knob, protocol knob)
-    Vendor.OPENMPI: ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit"),
-    Vendor.MPICH: ("UCX_RNDV_SCHEME", "UCX_RNDV_THRESH"),
-}
-
-
-def _algorithm_knob(vendor: Vendor, op: str) -> str:
-    if vendor is Vendor.OPENMPI:
-        return f"coll_tuned_{op}_algorithm"
-    return f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM"
-
-
 def _usable(knob: Knob, installation: Installation) -> bool:
     return knob.requires_device is None or knob.requires_device in installation.device
 
@@ -67,11 +54,11 @@ def families(
     """The families to sample, in order (single-copy before protocol: the protocol curves are
     measured with the chosen mechanism). ``enumerators``: algorithm names per knob, in the
     library's numbering (from discovery)."""
-    vendor = installation.vendor
-    catalog = load_catalog(vendor.value)
+    vendor = installation.impl
+    catalog = load_catalog(installation.vendor.value)
     out: list[Family] = []
     if PINGPONG in operations:
-        copy_name, protocol_name = _P2P[vendor]
+        copy_name, protocol_name = vendor.p2p_knobs
         copy, protocol = catalog[copy_name], catalog[protocol_name]
         if _usable(copy, installation) and _usable(protocol, installation):
             out.append(
@@ -99,11 +86,10 @@ def families(
     for op in COLLECTIVES:
         if op not in operations:
             continue
-        knob = catalog.get(_algorithm_knob(vendor, op))
+        knob = catalog.get(vendor.algorithm_knob(op))
         names = enumerators.get(knob.name, ()) if knob else ()
         if knob is None or not names:
             continue
-        env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"} if vendor is Vendor.OPENMPI else {}
         out.append(
             Family(
                 op,
@@ -111,7 +97,7 @@ def families(
                 knob,
                 names[0],  # "ignore" / "auto": the library's own decision
                 runtime={name: i for i, name in enumerate(names)},
-                env=env,
+                env=dict(vendor.algorithm_env),
             )
         )
     return out

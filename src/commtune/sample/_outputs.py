@@ -8,17 +8,17 @@ wrong.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from commtune.knobs import environment, load_catalog
-from commtune.report._export import write_atomic
-from commtune.report._sample_tables import size_text
+from commtune import native
+from commtune.knobs import apply, load_catalog, selection_file_env
+from commtune.mpi import Installation, Vendor
 from commtune.sample import _rules
 from commtune.sample._curves import Segment
 from commtune.sample._families import ALGORITHM
 from commtune.sample._profile import FamilyCurves, PlatformProfile
+from commtune.util import atomic_path, format_size, write_atomic
 
 
 @dataclass
@@ -40,21 +40,25 @@ def _header(profile: PlatformProfile) -> str:
     )
 
 
-def selection_file(
+def _ompi_file(
     profile: PlatformProfile,
     segs: dict[str, list[Segment]],
-    mpich_builtin: tuple[dict[str, object], set[str]] | None = None,
+    mpich_builtin: tuple[dict[str, object], set[str]] | None,
 ) -> tuple[str, list[str]]:
-    """The library's selection file text for ``segs`` (collective -> ranges), validated;
-    collectives that cannot be expressed are dropped with a warning."""
-    warnings: list[str] = []
     algorithms = {f.op: f for f in profile.families if f.name == ALGORITHM}
-    if profile.vendor == "openmpi":
-        values = {op: algorithms[op].values for op in segs}
-        text = _rules.ompi_rules(_rules.ompi_choices(segs, values), profile.ranks, _header(profile))
-        _rules.validate_ompi_rules(text, {op: len(algorithms[op].values) for op in segs})
-        return text, warnings
+    values = {op: algorithms[op].values for op in segs}
+    text = _rules.ompi_rules(_rules.ompi_choices(segs, values), profile.ranks, _header(profile))
+    _rules.validate_ompi_rules(text, {op: len(algorithms[op].values) for op in segs})
+    return text, []
+
+
+def _mpich_file(
+    profile: PlatformProfile,
+    segs: dict[str, list[Segment]],
+    mpich_builtin: tuple[dict[str, object], set[str]] | None,
+) -> tuple[str, list[str]]:
     assert mpich_builtin is not None
+    warnings: list[str] = []
     base, known = mpich_builtin
     usable: dict[str, list[Segment]] = {}
     for op, ranges in segs.items():
@@ -68,10 +72,33 @@ def selection_file(
     return text, warnings
 
 
-def rules_env(vendor: str, path: str) -> dict[str, str]:
-    if vendor == "openmpi":
-        return {**_rules.OMPI_ENV, "OMPI_MCA_coll_tuned_dynamic_rules_filename": path}
-    return {_rules.MPICH_ENV: path}
+def _mpich_builtin(installation: Installation) -> tuple[dict[str, object], set[str]]:
+    """MPICH's own selection tree, read from the library the sampler links (a file must
+    keep every collective it does not change)."""
+    binary = native.build(installation, "bench/ct_sample.c")
+    return _rules.mpich_builtin(_rules.library_path(binary))
+
+
+def builtin_selection(installation: Installation) -> tuple[dict[str, object], set[str]] | None:
+    """What the library's selection file starts from (None: an empty file)."""
+    reader = _BUILTINS.get(installation.vendor)
+    return reader(installation) if reader else None
+
+
+_BUILTINS = {Vendor.MPICH: _mpich_builtin}
+# The selection file's writer per library: each format is built from sampled segments (this
+# package's types), so the writers live here, the file's name and loader with the vendor.
+_WRITERS = {Vendor.OPENMPI: _ompi_file, Vendor.MPICH: _mpich_file}
+
+
+def selection_file(
+    profile: PlatformProfile,
+    segs: dict[str, list[Segment]],
+    mpich_builtin: tuple[dict[str, object], set[str]] | None = None,
+) -> tuple[str, list[str]]:
+    """The library's selection file text for ``segs`` (collective -> ranges), validated;
+    collectives that cannot be expressed are dropped with a warning."""
+    return _WRITERS[Vendor(profile.vendor)](profile, segs, mpich_builtin)
 
 
 def write_outputs(
@@ -87,14 +114,14 @@ def write_outputs(
     segs = {op: s for op, s in segs.items() if s}
     if segs:
         text, out.warnings = selection_file(profile, segs, mpich_builtin)
-        name = "coll-rules.conf" if vendor == "openmpi" else "coll-selection.json"
-        path = directory / f"{vendor}-{name}"
+        path = directory / f"{vendor}-{Vendor(vendor).impl.selection_file_name}"
         write_atomic(str(path), text)
         out.files["rules"] = str(path.resolve())
-        out.env = rules_env(vendor, out.files["rules"])
+        out.env = selection_file_env(Vendor(vendor).impl, out.files["rules"])
     catalog = load_catalog(vendor)
     config = profile.config()
-    env = {**environment([catalog[k] for k in config], config), **out.env}
+    knobs = [catalog[k] for k in config]
+    env = {**apply(knobs, config, Vendor(vendor).impl).env, **out.env}
     lines = [f"# {line}" for line in _header(profile).splitlines()]
     lines += [f"export {k}={v}" for k, v in env.items()]
     env_path = directory / f"{vendor}-platform.env"
@@ -139,7 +166,7 @@ def plot_family(fam: FamilyCurves, profile: PlatformProfile, path: Path) -> None
         for ax in (top, bottom):
             ax.axvline(seg.low, color="black", linewidth=0.8, linestyle=":")
         top.annotate(
-            f"{size_text(seg.low)}\n→ {seg.method}",
+            f"{format_size(seg.low)}\n→ {seg.method}",
             (seg.low, top.get_ylim()[1]),
             textcoords="offset points",
             xytext=(3, -24),
@@ -158,7 +185,6 @@ def plot_family(fam: FamilyCurves, profile: PlatformProfile, path: Path) -> None
     bottom.set_xlabel("message size (bytes)")
     bottom.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.png")
-    fig.savefig(tmp, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
-    os.replace(tmp, path)

@@ -15,6 +15,7 @@ from typing import Any
 
 from commtune.errors import UsageError
 from commtune.knobs import Knob, KnobType, Value, load_catalog
+from commtune.mpi import Vendor
 from commtune.platform import Fingerprint
 from commtune.sample._curves import (
     TIE,
@@ -31,6 +32,8 @@ from commtune.sample._families import ALGORITHM, EAGER, PROTOCOL, RENDEZVOUS, SI
 FORMAT = "commtune-platform"
 # MPICH algorithms a selection file must not name: "smp" needs a node hierarchy; forced by its
 # variable MPICH falls back when there is none, named in a file it aborts.
+# Never in a selection file: MPICH falls back from smp when forced, but aborts when a file
+# names it without a node hierarchy.
 MPICH_UNSAFE = ("smp",)
 VERSION = 1
 
@@ -57,7 +60,7 @@ class FamilyCurves:
         algorithm family there chooses among the named algorithms only. The protocol curves
         are compared above the smallest eager limit only: below it both runs send eagerly
         and differ by fragment size, not protocol."""
-        if self.name == ALGORITHM and vendor == "mpich":
+        if self.name == ALGORITHM and not Vendor(vendor).impl.default_algorithm_named:
             return [c for m, c in self.curves.items() if m not in (self.default, *MPICH_UNSAFE)]
         if self.name == PROTOCOL:
             low = min(v for v in load_catalog(vendor)[self.knob].domain() if isinstance(v, int))

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 from commtune import native
 from commtune.errors import UsageError
-from commtune.launch import Installation, launcher_for
+from commtune.launch import launcher_for
+from commtune.mpi import Installation
 from commtune.platform import Fingerprint
-from commtune.report import Bar
+from commtune.progress import Bar, NullBar
 from commtune.sample._curves import Curve
 from commtune.sample._families import MIN_SIZE, PROTOCOL, SINGLE_COPY, Family
 from commtune.sample._profile import FamilyCurves, PlatformProfile
@@ -92,7 +93,7 @@ class Sampler:
         self.timeout = timeout if timeout is not None else (120.0 if quick else 900.0)
         self.binary = native.build(installation, "bench/ct_sample.c")
         self.launcher = launcher_for(installation)
-        self.bar = bar or Bar(None, None)
+        self.bar: Bar = bar or NullBar()
         self._remove: list[str] = []
 
     def launch(

@@ -23,11 +23,13 @@ import sqlalchemy as sa
 
 from commtune.errors import UsageError
 from commtune.platform import Fingerprint
+from commtune.study import ACCEPTANCE
+from commtune.study import upgrade as upgrade_acceptance
 
 if TYPE_CHECKING:
     import optuna
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DEFAULT_URL = "sqlite:///commtune.db"
 _SERVER_SCHEMES = ("postgresql", "mysql")
 
@@ -108,11 +110,36 @@ def _add_training(conn: sa.Connection) -> None:
     models_table.create(conn, checkfirst=True)
 
 
+def _one_acceptance_format(conn: sa.Connection) -> None:
+    """Verdicts of every study in the one format of ``commtune.study`` (tune's and the one
+    of studies made by sample and predict were two), in Optuna's own attribute table."""
+    if not sa.inspect(conn).has_table("study_user_attributes"):
+        return
+    attrs = sa.Table("study_user_attributes", sa.MetaData(), autoload_with=conn)
+    rows = conn.execute(
+        sa.select(attrs.c.study_user_attribute_id, attrs.c.value_json).where(
+            attrs.c.key == ACCEPTANCE
+        )
+    ).all()
+    for row_id, text in rows:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            conn.execute(
+                attrs.update()
+                .where(attrs.c.study_user_attribute_id == row_id)
+                .values(value_json=json.dumps(upgrade_acceptance(data)))
+            )
+
+
 # version -> function upgrading a database from that version to the next one.
 _MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     1: _add_profiles,
     2: _add_samples,
     3: _add_training,
+    4: _one_acceptance_format,
 }
 
 

@@ -6,8 +6,9 @@ import importlib
 from collections.abc import Mapping, Sequence
 
 from commtune.errors import UsageError
-from commtune.knobs import Value
-from commtune.strategies._base import Strategy, derive_seed, distributions, grid
+from commtune.knobs import Space, Value
+from commtune.strategies._base import Option, Strategy, derive_seed, distributions, grid
+from commtune.strategies._history import History, Point
 
 # name -> "module:class"; add a strategy by adding a line here.
 STRATEGIES: dict[str, str] = {
@@ -36,4 +37,32 @@ def get_strategy(
     return strategy
 
 
-__all__ = ["STRATEGIES", "Strategy", "derive_seed", "distributions", "get_strategy", "grid"]
+def design_configs(space: Space, n: int, seed: int) -> list[dict[str, Value]]:
+    """``n`` configurations spread over ``space`` (a Latin hypercube of the strategies'
+    points; all of a space that small), the same for the same seed."""
+    history = History.of_space(space)
+    if space.size() <= n:
+        points = list(history.all_points())
+    else:
+        points = list(dict.fromkeys(history.design(n, seed)))
+    out = []
+    for p in points:
+        params = history.params_of(p)
+        out.append(
+            {d.knob.name: d.knob.from_internal(params[d.knob.name]) for d in space.dimensions}
+        )
+    return out
+
+
+__all__ = [
+    "STRATEGIES",
+    "History",
+    "Option",
+    "Point",
+    "Strategy",
+    "derive_seed",
+    "design_configs",
+    "distributions",
+    "get_strategy",
+    "grid",
+]

@@ -25,8 +25,9 @@ from commtune.knobs import Value
 from commtune.strategies._base import Option, distributions
 from commtune.strategies._dqn import DQNStrategy
 from commtune.strategies._ga import GeneticStrategy
-from commtune.strategies._history import ARM, History, HistoryStrategy, Point
+from commtune.strategies._history import History, HistoryStrategy, Point
 from commtune.strategies._model import ModelStrategy
+from commtune.study import record_arm
 
 ARMS = ("tpe", "cmaes", "ga", "model", "dqn", "random")
 OPTUNA_ARMS = ("tpe", "cmaes")
@@ -72,7 +73,7 @@ class AutoStrategy(HistoryStrategy):
         else:
             arm = self.choose(history)
             point = self.ask_arm(arm, history, rng, seed)
-        study._storage.set_trial_user_attr(trial._trial_id, ARM, arm)
+        record_arm(study, trial, arm)
         return point
 
     def credits(self, history: History) -> dict[str, list[float]]:

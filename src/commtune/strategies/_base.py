@@ -8,7 +8,8 @@ Contract:
   grown, does not repeat its earlier proposals.
 - ``batch_size`` proposals are run together, their repeats interleaved, so drift of a shared
   machine hits them alike.
-- ``exhausted(space, study)`` says when a strategy has nothing new to propose (grid).
+- ``exhausted(space, n_distinct)`` says when a strategy has nothing new to propose once
+  ``n_distinct`` configurations are measured (grid: the whole space).
 """
 
 from __future__ import annotations

@@ -24,12 +24,12 @@ import numpy as np
 
 from commtune.knobs import KnobType, Space
 from commtune.strategies._base import Strategy, derive_seed, distributions
+from commtune.study import Role, arm_of, features_of_trial, role_of
 
 if TYPE_CHECKING:
     import optuna
 
 Point = tuple[int, ...]
-ARM = "arm"  # trial attribute: which of ``auto``'s strategies proposed the trial
 ENUMERATE_LIMIT = 20000  # spaces up to this size are enumerated whole; larger ones are sampled
 
 
@@ -79,8 +79,8 @@ class History:
         history.study, history.trial = study, trial
         seen_values: dict[Point, float] = {}
         for t in study.get_trials(deepcopy=False):
-            features = t.user_attrs.get("features")
-            if t.user_attrs.get("role") == "reference":
+            features = features_of_trial(t)
+            if role_of(t) is Role.REFERENCE:
                 if t.state is TrialState.COMPLETE and t.value is not None:
                     history.reference = float(t.value)
                     history.reference_features = features
@@ -92,7 +92,7 @@ class History:
             if point is None:
                 continue
             if t.state in (TrialState.COMPLETE, TrialState.FAIL):
-                history.arms.append(t.user_attrs.get(ARM))
+                history.arms.append(arm_of(t))
             if t.state is TrialState.COMPLETE and t.value is not None:
                 history.order.append((point, float(t.value)))
                 if point not in seen_values:  # a duplicate repeats an earlier measurement

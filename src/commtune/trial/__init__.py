@@ -2,6 +2,7 @@
 
 from commtune.trial._executor import Executor, LocalExecutor, ReplayExecutor, RunRecord
 from commtune.trial._objective import Objective
+from commtune.trial._probe import probe_space
 from commtune.trial._process import ProcessResult, clean_shm, run_process
 
 __all__ = [
@@ -12,5 +13,6 @@ __all__ = [
     "ReplayExecutor",
     "RunRecord",
     "clean_shm",
+    "probe_space",
     "run_process",
 ]

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from commtune.errors import UsageError
-from commtune.knobs import Knob, Value, environment
+from commtune.knobs import Applied, Knob, Value, apply
 from commtune.launch import Launcher
-from commtune.profile import CvarIntent, Profile, Profiling, not_applied
+from commtune.profile import Profile, Profiling, not_applied
 from commtune.trial._objective import Objective
 from commtune.trial._process import run_process
 
@@ -74,10 +74,11 @@ class LocalExecutor(Executor):
         objective: Objective,
         base_env: Mapping[str, str] | None = None,
         profiling: Profiling | None = None,
-        intents: Callable[[Mapping[str, Value]], dict[str, CvarIntent]] | None = None,
+        enumerators: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
-        """``profiling``: preload libcommtune into every run and read its profile back;
-        ``intents``: the MPI_T variables (and values) proving that a configuration took."""
+        """``profiling``: preload libcommtune into every run, read its profile back and check
+        that the knobs took; ``enumerators``: each algorithm knob's names in the library's own
+        order (what MPI_T reads back for them), from discovery."""
         if objective.needs_profile and profiling is None:
             raise UsageError(f"--metric {objective.spec} needs the interposer (libcommtune)")
         self.launcher = launcher
@@ -86,31 +87,37 @@ class LocalExecutor(Executor):
         self.objective = objective
         self.base_env = base_env
         self.profiling = profiling
-        self.intents = intents
+        self.enumerators = enumerators
 
-    def variables(self, config: Mapping[str, Value] | None) -> dict[str, str]:
-        return environment(self.knobs, config or {})
+    def applied(self, config: Mapping[str, Value] | None) -> Applied:
+        """What the appliers of the knobs make of ``config`` (None: nothing set)."""
+        return apply(self.knobs, config, self.launcher.installation.impl, self.enumerators)
 
     def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
+        applied = self.applied(config)
         if self.profiling is None:
-            return self._run(config, timeout, {}, None, {})
-        intents = self.intents(config or {}) if self.intents and config else {}
+            if applied.cvar_writes:
+                raise UsageError(
+                    "knobs written through MPI_T need the interposer: "
+                    + ", ".join(sorted(applied.cvar_writes))
+                )
+            return self._run(config, timeout, applied, {}, None)
         with self.profiling.target() as path:
-            checks = {name: intent.value for name, intent in intents.items()}
-            extra = self.profiling.variables(path, checks)
-            return self._run(config, timeout, extra, path, intents)
+            checks = applied.check_values() if config else {}
+            extra = self.profiling.variables(path, checks, applied.cvar_writes)
+            return self._run(config, timeout, applied, extra, path)
 
     def _run(
         self,
         config: Mapping[str, Value] | None,
         timeout: float,
+        applied: Applied,
         extra: Mapping[str, str],
         profile_path: Path | None,
-        intents: Mapping[str, CvarIntent],
     ) -> RunRecord:
         plan = self.launcher.plan(
             self.command,
-            {**self.variables(config), **extra},
+            {**applied.env, **extra},
             remove=[k.env for k in self.knobs],
             preload=str(self.profiling.library) if self.profiling else None,
             base_env=self.base_env,
@@ -125,7 +132,8 @@ class LocalExecutor(Executor):
                 failure = "no profile written (did every rank call MPI_Finalize?)"
             elif value is None:
                 failure = f"metric {self.objective.spec!r} not found in the output"
-        missing = not_applied(profile, intents) if profile is not None else {}
+        checks = applied.checks if config else {}
+        missing = not_applied(profile, checks) if profile is not None else {}
         return RunRecord(
             value, result.wall, result.returncode, failure, result.stderr_tail, missing, profile
         )

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from commtune import native
-from commtune.knobs._knob import KnobType, Space, Value, environment
+from commtune.knobs import KnobType, Space, Value, apply
 from commtune.launch import Launcher
 from commtune.store import Store
-from commtune.trial import run_process
+from commtune.trial._process import run_process
 
 PROBE_RANKS = 2
 PROBE_TIMEOUT = 60.0
@@ -46,7 +46,7 @@ def probe_space(
                 program = [str(native.build(launcher.installation, "tools/ct_probe.c")), "init"]
             if progress:
                 progress(f"testing {knob.name}={value}")
-            variables = environment([knob], {knob.name: value})
+            variables = apply([knob], {knob.name: value}, launcher.installation.impl).env
             plan = launcher.plan(launcher.command(PROBE_RANKS, program), variables)
             result = run_process(plan.argv, plan.env, PROBE_TIMEOUT)
             ok = result.returncode == 0

@@ -7,38 +7,17 @@ them). Each tool is asked who it is (``--version``/``-show``) instead of trustin
 
 from __future__ import annotations
 
-import enum
 import os
-import re
 import shutil
-import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from commtune.errors import UsageError
+from commtune.mpi._tools import output
+from commtune.mpi._vendor import MPIVendor, Vendor
 
-
-class Vendor(enum.Enum):
-    OPENMPI = "openmpi"
-    MPICH = "mpich"
-
-    @property
-    def title(self) -> str:
-        return {"openmpi": "Open MPI", "mpich": "MPICH"}[self.value]
-
-
-LAUNCHER_NAMES = frozenset(
-    {"mpirun", "mpiexec", "orterun", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.openmpi"}
-    | {"mpirun.mpich", "mpiexec.mpich"}
-)
-_LAUNCHERS = {
-    Vendor.OPENMPI: ("mpirun.openmpi", "mpirun", "mpiexec.openmpi", "mpiexec"),
-    Vendor.MPICH: ("mpiexec.mpich", "mpirun.mpich", "mpiexec.hydra", "mpiexec", "mpirun"),
-}
-_COMPILERS = {
-    Vendor.OPENMPI: ("mpicc.openmpi", "mpicc"),
-    Vendor.MPICH: ("mpicc.mpich", "mpicc"),
-}
+LAUNCHER_NAMES = frozenset({"orterun"} | {name for v in Vendor for name in v.impl.launcher_names})
 
 
 @dataclass(frozen=True)
@@ -51,85 +30,52 @@ class Installation:
     launcher: str
     mpicc: str
 
+    @property
+    def impl(self) -> MPIVendor:
+        return self.vendor.impl
+
     def describe(self) -> str:
         return f"{self.vendor.title} {self.version} ({self.device})"
 
-
-def _output(argv: list[str], timeout: float = 30) -> str:
-    try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout + done.stderr
+    def command(self, ranks: int, program: Sequence[str]) -> list[str]:
+        """A local launch line for one of commtune's own programs."""
+        return [self.launcher, *self.impl.local_options(), "-n", str(ranks), *program]
 
 
 @cache
 def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
     """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher."""
-    text = _output([path, "--version"])
-    match = re.search(r"\((?:Open MPI|OpenRTE)\) (\S+)", text)
-    if match:
-        return Vendor.OPENMPI, match.group(1), _openmpi_device(path)
-    if "HYDRA" in text or "MPICH" in text:
-        version = re.search(r"Version:\s+(\S+)", text)
-        device = re.search(r"--with-device=([\w:]+)", text)
-        return (
-            Vendor.MPICH,
-            version.group(1) if version else "unknown",
-            device.group(1) if device else "ch4",
-        )
+    text = output([path, "--version"])
+    for vendor in Vendor:
+        found = vendor.impl.recognise(path, text)
+        if found is not None:
+            return vendor, found[0], found[1]
     return None
-
-
-def _openmpi_device(launcher: str) -> str:
-    """Point-to-point layers of an Open MPI installation, e.g. ``pml:cm,ob1,ucx btl:self,...``."""
-    info = os.path.join(os.path.dirname(launcher), "ompi_info")
-    if not os.path.exists(info):
-        info = shutil.which("ompi_info") or "ompi_info"
-    text = _output([info, "--parsable"])
-    parts = []
-    for framework in ("pml", "btl"):
-        names = sorted(set(re.findall(rf"^mca:{framework}:(\w+):version:", text, re.M)))
-        names = [n for n in names if n != "base"]
-        if names:
-            parts.append(f"{framework}:{','.join(names)}")
-    return " ".join(parts) or "unknown"
 
 
 def _compiler_vendor(path: str) -> Vendor | None:
-    text = _output([path, "-show"]) + _output([path, "--showme:version"])
-    if "Open MPI" in text or "openmpi" in text:
-        return Vendor.OPENMPI
-    if "mpich" in text.lower():
-        return Vendor.MPICH
-    return None
+    text = output([path, "-show"]) + output([path, "--showme:version"])
+    return next((v for v in Vendor if v.impl.is_compiler(text)), None)
 
 
 @cache
 def find_installation(vendor: Vendor) -> Installation:
     """The installation of ``vendor`` on this machine; UsageError if it is not installed."""
-    for name in _LAUNCHERS[vendor]:
+    names = vendor.impl.launcher_names
+    for name in names:
         path = shutil.which(name)
         if not path:
             continue
         found = launcher_vendor(path)
         if found is None or found[0] is not vendor:
             continue
-        for cc_name in _COMPILERS[vendor]:
+        for cc_name in vendor.impl.compiler_names:
             cc = shutil.which(cc_name)
             if cc and _compiler_vendor(cc) is vendor:
                 return Installation(vendor, found[1], found[2], path, cc)
         raise UsageError(f"no MPI found: {vendor.title} has a launcher ({path}) but no mpicc")
     raise UsageError(
-        f"no MPI found: {vendor.title} is not installed "
-        f"(looked for {', '.join(_LAUNCHERS[vendor])})"
+        f"no MPI found: {vendor.title} is not installed (looked for {', '.join(names)})"
     )
 
 
@@ -147,6 +93,18 @@ def default_installation() -> Installation:
     raise UsageError("no MPI found: neither Open MPI nor MPICH is installed (no mpirun/mpiexec)")
 
 
+def installation_of(name: str | Vendor | None) -> Installation:
+    """The installation of the vendor named ``name`` (``--mpi``), or the default one."""
+    if name is None:
+        return default_installation()
+    return find_installation(name if isinstance(name, Vendor) else Vendor(name))
+
+
+def is_launcher(argv0: str) -> bool:
+    """Whether ``argv0`` names an MPI launcher (not a wrapper script or ``srun``)."""
+    return os.path.basename(argv0) in LAUNCHER_NAMES
+
+
 def resolve_command(command: list[str], mpi: Vendor | None) -> Installation:
     """The installation that runs ``command``; checks it against ``--mpi`` if given."""
     if not command:
@@ -154,7 +112,7 @@ def resolve_command(command: list[str], mpi: Vendor | None) -> Installation:
     exe = shutil.which(command[0])
     if exe is None:
         raise UsageError(f"command not found: {command[0]}")
-    if os.path.basename(command[0]) not in LAUNCHER_NAMES:
+    if not is_launcher(command[0]):
         # A wrapper script or another launcher (srun): trust --mpi or the default MPI.
         return find_installation(mpi) if mpi else default_installation()
     found = launcher_vendor(exe)

@@ -1,0 +1,58 @@
+"""The command table, the parser built from it, and the one dispatch: a UsageError anywhere
+becomes one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from commtune import __version__
+from commtune.cli import interposer, knobs, platform, prediction, studies, tuning
+from commtune.cli._common import Command, Parser
+from commtune.errors import UsageError
+
+# Every command, in the order ``commtune --help`` lists them; a group adds its own.
+COMMANDS: tuple[Command, ...] = (
+    *tuning.COMMANDS,
+    *knobs.COMMANDS,
+    *studies.COMMANDS,
+    *interposer.COMMANDS,
+    *platform.COMMANDS,
+    *prediction.COMMANDS,
+)
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="commtune", description="Autotuner for MPI run-time parameters.")
+    parser.add_argument("--version", action="version", version=f"commtune {__version__}")
+    sub = parser.add_subparsers(dest="cmd", required=True, parser_class=Parser)
+    for command in COMMANDS:
+        command.add_arguments(sub.add_parser(command.name, help=command.help))
+    return parser
+
+
+def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """commtune's own arguments, and the user's command after ``--`` (None: no ``--``)."""
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1 :]
+    return argv, None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    own, user_command = split_command(argv)
+    try:
+        args = build_parser().parse_args(own)
+        command = next(c for c in COMMANDS if c.name == args.cmd)
+        if user_command is not None and not command.takes_command:
+            raise UsageError(f"commtune {args.cmd} takes no command after '--'")
+        return command.run(args, user_command)
+    except UsageError as exc:
+        print(f"commtune: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "commtune: interrupted; finished trials are saved (re-run to resume)", file=sys.stderr
+        )
+        return 130

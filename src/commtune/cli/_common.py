@@ -1,0 +1,192 @@
+"""What the command groups share: argument types and options, and the steps several commands
+take (find the MPI, open the storage, probe knob values, set up the interposer, load a study).
+
+Arguments are checked by argparse types here and turned into typed objects by each command
+group before anything is written; the ``argparse.Namespace`` is never changed or passed down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from commtune.errors import UsageError
+from commtune.mpi import VENDOR_NAMES
+from commtune.util import parse_size
+
+if TYPE_CHECKING:
+    import optuna
+
+    from commtune.knobs import Applied, Knob, Space
+    from commtune.launch import Launcher
+    from commtune.mpi import Installation, Vendor
+    from commtune.profile import Profiling
+    from commtune.report import UI
+    from commtune.store import Store
+
+Handler = Callable[[argparse.Namespace, "list[str] | None"], int]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One entry of the command table: ``commtune NAME``. ``takes_command``: the command
+    accepts the user's launch line after ``--``."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Handler
+    takes_command: bool = False
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+# -- argument types ----------------------------------------------------------------------------
+def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+        return value
+
+    return parse
+
+
+def nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def size(text: str) -> int:
+    """A message size: bytes, or with a K/M/G suffix (binary: 64K = 65536, 1GiB)."""
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 4096, 64K, 1M)") from None
+
+
+def add_storage(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--storage",
+        default=os.environ.get("COMMTUNE_STORAGE", "sqlite:///commtune.db"),
+        help="database URL or SQLite file (default: ./commtune.db)",
+    )
+
+
+def add_mpi(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mpi", choices=VENDOR_NAMES, help="MPI library (default: detected)")
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print a JSON result as the last line")
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, separators=(",", ":")))
+
+
+def need_command(command: list[str] | None, what: str = "to run") -> list[str]:
+    if not command:
+        raise UsageError(f"missing '--' before the command {what}, e.g. -- mpirun -np 4 ./app")
+    return command
+
+
+# -- shared steps ------------------------------------------------------------------------------
+def vendor(name: str | None) -> Vendor | None:
+    from commtune.mpi import Vendor
+
+    return Vendor(name) if name else None
+
+
+def installation(mpi: str | None) -> Installation:
+    from commtune.mpi import installation_of
+
+    return installation_of(mpi)
+
+
+def default_study_name(command: Sequence[str], library: str, space: Space) -> str:
+    program = next((os.path.basename(a) for a in reversed(command) if os.path.sep in a), None)
+    program = program or os.path.basename(command[0])
+    digest = hashlib.sha256(json.dumps([list(command), space.to_json()]).encode()).hexdigest()
+    return f"{program}-{library}-{digest[:6]}"
+
+
+def open_store(url: str, installation: Installation) -> tuple[Store, str]:
+    """The storage, with this platform's fingerprint recorded; returns its key too."""
+    from commtune.platform import Fingerprint
+    from commtune.store import Store
+
+    store = Store(url)
+    return store, store.save_platform(Fingerprint.of(installation))
+
+
+def probe(space: Space, launcher: Launcher, store: Store, platform: str, ui: UI) -> Space:
+    """The space without the values that abort the library here (tested once per platform)."""
+    from commtune.trial import probe_space
+
+    with ui.progress("checking knob values", 0) as bar:
+        space, bad = probe_space(space, launcher, store, platform, progress=bar.status)
+    for name, values in bad.items():
+        ui.warn(f"{name}: {', '.join(map(str, values))} abort(s) the library here; left out")
+    return space
+
+
+def profiling(installation: Installation, interval: float = 0.1) -> Profiling:
+    """libcommtune for the installation; COMMTUNE_PROFILE_DIR: where rank 0 writes profiles
+    (a directory its node can write, for multi-node runs)."""
+    from commtune import native
+    from commtune.profile import Profiling
+
+    directory = os.environ.get("COMMTUNE_PROFILE_DIR") or None
+    return Profiling(native.build_interposer(installation), interval, directory)
+
+
+def enumerators(installation: Installation) -> dict[str, tuple[str, ...]]:
+    """Each variable's enumerators in the library's own order (what MPI_T reads back)."""
+    from commtune.knobs import discover
+
+    return {name: var.enumerators for name, var in discover(installation).items()}
+
+
+def load_study(url: str, name: str) -> tuple[Store, optuna.Study]:
+    import optuna
+
+    from commtune.store import Store
+    from commtune.study import spec_of
+
+    store = Store(url, create=False)
+    try:
+        study = optuna.load_study(study_name=name, storage=store.optuna)
+    except KeyError:
+        raise UsageError(f"no study named {name!r} in {store.url}") from None
+    spec_of(study)  # UsageError for a study commtune did not make
+    return store, study
+
+
+def study_knobs(study: optuna.Study) -> tuple[str, list[Knob]]:
+    from commtune.knobs import load_catalog
+    from commtune.study import spec_of
+
+    spec = spec_of(study)
+    catalog = load_catalog(spec.library)
+    return spec.library, [catalog[n] for n in spec.knob_names() if n in catalog]
+
+
+def applied_env(applied: Applied) -> dict[str, str]:
+    return dict(applied.env)

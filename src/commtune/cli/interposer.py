@@ -1,0 +1,152 @@
+"""``commtune lib`` and ``commtune profile``: libcommtune for batch scripts, and one profiled
+run of the user's command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from commtune.cli._common import (
+    Command,
+    add_mpi,
+    enumerators,
+    installation,
+    need_command,
+    positive,
+    print_json,
+    profiling,
+    vendor,
+)
+from commtune.errors import UsageError
+
+if TYPE_CHECKING:
+    from commtune.knobs import Knob, Value
+    from commtune.mpi import Installation
+
+
+def _add_lib(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    p.add_argument("--header", action="store_true", help="print the path of commtune.h instead")
+
+
+def _add_profile(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    p.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="apply this knob value and check that it took; repeatable",
+    )
+    p.add_argument(
+        "--pvar-interval",
+        type=positive(float),
+        default=0.1,
+        help="seconds between samples of performance variables (default 0.1)",
+    )
+    p.add_argument("--timeout", type=positive(float), default=3600.0, help="seconds (default 3600)")
+    p.add_argument("-o", "--output", help="also write the profile JSON to this file")
+    p.add_argument("--json", action="store_true", help="print the profile JSON")
+
+
+def cmd_lib(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune import native
+
+    if args.header:
+        print(native.interposer_dir() / "commtune.h")
+        return 0
+    print(native.build_interposer(installation(args.mpi)))
+    return 0
+
+
+def _profile_config(inst: Installation, specs: list[str]) -> tuple[list[Knob], dict[str, Value]]:
+    """``--knob NAME=VALUE`` of ``commtune profile``: one value each, validated."""
+    from commtune.knobs import build_space, installed_knobs
+
+    if not specs:
+        return [], {}
+    for spec in specs:
+        if "=" not in spec:
+            raise UsageError(f"--knob {spec}: commtune profile needs NAME=VALUE")
+    space = build_space(installed_knobs(inst), inst.vendor.value, specs, [])
+    config = {}
+    for dim in space.dimensions:
+        values = dim.candidates()
+        if len(values) != 1:
+            raise UsageError(f"--knob {dim.knob.name}: commtune profile takes one value")
+        config[dim.knob.name] = values[0]
+    return [d.knob for d in space.dimensions], config
+
+
+def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.launch import launcher_for
+    from commtune.mpi import resolve_command
+    from commtune.report import (
+        UI,
+        cvars_table,
+        features_table,
+        operations_table,
+        summary_table,
+        variables_table,
+    )
+    from commtune.trial import LocalExecutor, Objective
+    from commtune.util import write_atomic
+
+    command = need_command(command, "to profile")
+    inst = resolve_command(command, vendor(args.mpi))
+    knobs, config = _profile_config(inst, args.knob)
+    lib = profiling(inst, args.pvar_interval)
+    executor = LocalExecutor(
+        launcher_for(inst),
+        command,
+        knobs,
+        Objective.parse("wall"),
+        profiling=lib,
+        enumerators=enumerators(inst),
+    )
+    ui = UI(json_mode=args.json)
+    ui.info(f"{inst.describe()}; profiling with {lib.library}")
+    run = executor.run(config or None, args.timeout)
+    if run.failure is not None:
+        said = [line for line in run.stderr_tail.splitlines() if any(c.isalnum() for c in line)]
+        raise UsageError(f"the command failed ({run.failure}) {said[-1] if said else ''}".rstrip())
+    if run.profile is None:
+        raise UsageError(
+            "no profile written: did every rank call MPI_Finalize, and is the program "
+            "dynamically linked against this MPI?"
+        )
+    profile = run.profile
+    if args.output:
+        write_atomic(args.output, json.dumps(profile.data, indent=1) + "\n")
+    ui.print(summary_table(profile))
+    ui.print(operations_table(profile))
+    ui.print(features_table(profile))
+    if profile.pvars:
+        ui.print(variables_table("performance variables (MPI_T)", profile.pvars))
+    if profile.user:
+        ui.print(variables_table("user-defined variables", profile.user))
+    if profile.cvars:
+        ui.print(cvars_table(profile))
+    for knob, reason in run.not_applied.items():
+        ui.warn(f"{knob} not applied: {reason}")
+    if args.json:
+        print_json(profile.data)
+    return 0
+
+
+COMMANDS = [
+    Command(
+        "lib",
+        "print the path of libcommtune (built if needed) for LD_PRELOAD",
+        _add_lib,
+        cmd_lib,
+    ),
+    Command(
+        "profile",
+        "run once with libcommtune: commtune profile -- mpirun ...",
+        _add_profile,
+        cmd_profile,
+        takes_command=True,
+    ),
+]

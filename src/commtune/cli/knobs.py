@@ -1,0 +1,82 @@
+"""``commtune knobs`` and ``commtune cvars``: what the installed MPI lets commtune tune."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from commtune.cli._common import Command, add_json, add_mpi, installation, print_json
+from commtune.errors import UsageError
+from commtune.knobs import PRESETS
+
+
+def _add_knobs(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    p.add_argument("--preset", choices=PRESETS)
+    add_json(p)
+
+
+def _add_cvars(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    p.add_argument("--pvars", action="store_true", help="performance variables instead")
+    p.add_argument("--filter", metavar="REGEX", help="only names matching REGEX")
+    add_json(p)
+
+
+def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.knobs import installed_knobs
+    from commtune.report import UI, knobs_table
+
+    inst = installation(args.mpi)
+    statuses = list(installed_knobs(inst).values())
+    if args.preset:
+        statuses = [s for s in statuses if args.preset in s.knob.presets]
+    ui = UI(json_mode=args.json)
+    ui.print(knobs_table(statuses, f"knobs of {inst.describe()}"))
+    if args.json:
+        out = [
+            {
+                "name": s.knob.name,
+                "type": s.knob.type.value,
+                "domain": s.knob.domain(),
+                "default": s.knob.default,
+                "step": s.knob.step,
+                "env": s.knob.env,
+                "apply": s.knob.apply.value,
+                "presets": list(s.knob.presets),
+                "available": s.available,
+                "reason": s.reason,
+                "description": s.knob.description,
+            }
+            for s in statuses
+        ]
+        print_json({"mpi": inst.vendor.value, "knobs": out})
+    return 0
+
+
+def cmd_cvars(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.knobs import list_mpit
+    from commtune.report import UI, mpit_table
+
+    pattern = None
+    if args.filter:
+        try:
+            pattern = re.compile(args.filter)
+        except re.error as exc:
+            raise UsageError(f"--filter: bad regular expression: {exc}") from None
+    inst = installation(args.mpi)
+    rows = list_mpit(inst, performance=args.pvars)
+    if pattern is not None:
+        rows = [r for r in rows if pattern.search(str(r["name"]))]
+    ui = UI(json_mode=args.json)
+    ui.print(mpit_table(rows, args.pvars))
+    ui.info(f"{len(rows)} variables of {inst.describe()}")
+    if args.json:
+        print_json({"mpi": inst.vendor.value, "pvars" if args.pvars else "cvars": rows})
+    return 0
+
+
+COMMANDS = [
+    Command("knobs", "list the knobs of an MPI library", _add_knobs, cmd_knobs),
+    Command("cvars", "list the MPI_T control (or performance) variables", _add_cvars, cmd_cvars),
+]

@@ -1,0 +1,138 @@
+"""``commtune sample`` and ``commtune rails bench``: the platform measured once (NewMadeleine):
+thresholds, collective selection files, plots; the multi-rail split planner proven."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from commtune.cli._common import (
+    Command,
+    Parser,
+    add_json,
+    add_mpi,
+    add_storage,
+    installation,
+    positive,
+    print_json,
+    size,
+)
+from commtune.errors import UsageError
+
+
+def _add_sample(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    add_storage(p)
+    p.add_argument("--np", type=positive(int), default=2, help="ranks (default 2)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (< 60 s)")
+    p.add_argument("--refresh", action="store_true", help="sample again even if stored")
+    p.add_argument(
+        "--ops",
+        help="operations to sample (comma list of pingpong, allreduce, bcast, reduce, "
+        "allgather, alltoall; default all)",
+    )
+    p.add_argument(
+        "-o", "--output-dir", default="commtune-platform", help="where files and plots go"
+    )
+    p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="time the selection file against the forced choices (alternating launches)",
+    )
+    p.add_argument(
+        "--predict",
+        type=size,
+        metavar="SIZE",
+        help="predict the time of every sampled operation at SIZE bytes (e.g. 48K)",
+    )
+    add_json(p)
+
+
+def _add_rails(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="rails_cmd", required=True, parser_class=Parser)
+    bench = sub.add_parser("bench", help="plan vs even split vs best single rail, measured")
+    bench.add_argument(
+        "--rates",
+        default="400,200,100",
+        help="rail rates in Mbit/s (comma list, default 400,200,100)",
+    )
+    bench.add_argument("--size", type=size, default=8 << 20, help="message size (default 8M)")
+    bench.add_argument("--repeats", type=positive(int), default=5, help="transfers per strategy")
+    add_json(bench)
+
+
+def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.report import UI, checks_table, predict_table, sample_tables
+    from commtune.sample import sample_platform, verify
+    from commtune.store import Store
+
+    inst = installation(args.mpi)
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
+    store = Store(args.storage)
+    ui = UI(json_mode=args.json)
+    result = sample_platform(
+        inst,
+        store,
+        ui,
+        ranks=args.np,
+        quick=args.quick,
+        refresh=args.refresh,
+        output_dir=Path(args.output_dir),
+        operations=ops,
+        plots=not args.no_plots,
+    )
+    for table in sample_tables(result):
+        ui.print(table)
+    out: dict[str, Any] = result.to_json()
+    if args.predict is not None:
+        rows = result.profile.predictions(args.predict)
+        ui.print(predict_table(rows, args.predict))
+        out["predict"] = rows
+    if args.verify:
+        checks = verify(inst, result.profile, result.outputs, ui)
+        ui.print(checks_table(checks))
+        out["verify"] = [c.to_json() for c in checks]
+    if args.json:
+        print_json(out)
+    return 0
+
+
+def cmd_rails(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.rails import bench, summarize
+    from commtune.report import UI, rails_table
+
+    try:
+        rates = [float(r) for r in args.rates.split(",") if r.strip()]
+    except ValueError:
+        raise UsageError(f"--rates {args.rates!r}: give Mbit/s numbers, e.g. 400,200") from None
+    if not rates or min(rates) <= 0:
+        raise UsageError("--rates needs at least one positive rate")
+    ui = UI(json_mode=args.json)
+    curves, strategies = bench(rates, args.size, args.repeats, ui)
+    rows, gains = summarize(strategies, rates, args.size)
+    ui.print(rails_table(rows, args.rates, args.size, len(rates)))
+    ui.info("plan is " + ", ".join(f"{g:.2f}x faster than {n}" for n, g in gains.items()))
+    if args.json:
+        print_json(
+            {
+                "rates_mbit": rates,
+                "size": args.size,
+                "curves": {n: c.to_json() for n, c in curves.items()},
+                "strategies": rows,
+                "gain_over": gains,
+            }
+        )
+    return 0
+
+
+COMMANDS = [
+    Command(
+        "sample",
+        "sample the platform: thresholds, collective rules, plots",
+        _add_sample,
+        cmd_sample,
+    ),
+    Command("rails", "multi-rail split planner on shaped veth links (root)", _add_rails, cmd_rails),
+]

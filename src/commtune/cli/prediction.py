@@ -1,0 +1,220 @@
+"""``commtune train`` and ``commtune predict``: the prediction model of this platform, and a
+configuration predicted from one profiled run of the user's command."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from commtune.cli._common import (
+    Command,
+    add_json,
+    add_mpi,
+    add_storage,
+    default_study_name,
+    enumerators,
+    installation,
+    need_command,
+    open_store,
+    positive,
+    print_json,
+    probe,
+    profiling,
+    vendor,
+)
+from commtune.errors import UsageError
+
+
+def _add_train(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    add_storage(p)
+    p.add_argument(
+        "--np", help="rank counts of the training runs (comma list; default 2,4 Open MPI, 2 MPICH)"
+    )
+    p.add_argument("--quick", action="store_true", help="a small but real model (a few minutes)")
+    p.add_argument(
+        "--budget", type=positive(int), help="training runs in all (default 312, --quick 90)"
+    )
+    p.add_argument(
+        "--configs",
+        type=positive(int),
+        help="configurations measured at each input point (default 12, --quick 8)",
+    )
+    p.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME[=V1,V2|...]",
+        help="train for this knob (default: the MPI's default space); repeatable",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the designs")
+    add_json(p)
+
+
+def _add_predict(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    add_storage(p)
+    p.add_argument("--verify", action="store_true", help="time default vs predicted, interleaved")
+    p.add_argument(
+        "--pairs", type=positive(int), default=5, help="pairs of runs for --verify (default 5)"
+    )
+    p.add_argument("--force", action="store_true", help="use a model of another platform")
+    p.add_argument(
+        "--timeout", type=positive(float), default=3600.0, help="seconds per run (default 3600)"
+    )
+    p.add_argument("--study", help="name of the study stored (default predict-MPI-PROGRAM)")
+    add_json(p)
+
+
+def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.knobs import build_space, installed_knobs
+    from commtune.launch import launcher_for
+    from commtune.platform import Fingerprint
+    from commtune.predict import collect, config_design, design_points, fit_and_store
+    from commtune.report import UI, train_tables
+    from commtune.store import normalize_url
+
+    inst = installation(args.mpi)
+    default_np = ",".join(map(str, inst.impl.training_ranks))
+    try:
+        ranks = [int(r) for r in (args.np or default_np).split(",") if r.strip()]
+    except ValueError:
+        raise UsageError(f"--np {args.np!r}: expected rank counts such as 2,4") from None
+    if not ranks or min(ranks) < 2:
+        raise UsageError("--np: the training benchmark needs at least 2 ranks")
+    configs_per_point = args.configs or (8 if args.quick else 12)
+    budget = args.budget or (90 if args.quick else 312)
+    n_points = budget // (configs_per_point + 1)
+    if n_points < 4:
+        raise UsageError(
+            f"--budget {budget}: fewer than 4 input points of {configs_per_point + 1} runs each"
+        )
+    space = build_space(installed_knobs(inst), inst.vendor.value, args.knob)
+    url = normalize_url(args.storage)
+    ui = UI(json_mode=args.json)
+    store, platform = open_store(url, inst)
+    space = probe(space, launcher_for(inst), store, platform, ui)
+    fingerprint = Fingerprint.of(inst)
+    points = design_points(n_points, ranks, args.seed)
+    configs = config_design(space, configs_per_point, args.seed)
+    ui.info(
+        f"{inst.describe()}; {len(points)} input points x {len(configs) + 1} "
+        f"configurations of {', '.join(space.names)}"
+    )
+    start = time.perf_counter()
+    made = collect(store, platform, inst, space, points, configs, ui, profiling(inst))
+    minutes = (time.perf_counter() - start) / 60
+    report = fit_and_store(store, platform, fingerprint, space, minutes, args.seed)
+    for table in train_tables(report):
+        ui.print(table)
+    ui.info(
+        f"model: {report.winner} on {', '.join(report.selected)}; {made} runs made now, "
+        f"{report.runs} in the training set; {minutes:.1f} min"
+    )
+    if args.json:
+        print_json({**report.to_json(), "minutes": minutes})
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune import stats
+    from commtune.launch import launcher_for
+    from commtune.mpi import resolve_command
+    from commtune.platform import Fingerprint
+    from commtune.predict import Predictor, features_of, model_store
+    from commtune.report import UI, prediction_table
+    from commtune.study import Acceptance, Source, StudySpec, save_result_study
+    from commtune.trial import LocalExecutor, Objective
+
+    command = need_command(command)
+    inst = resolve_command(command, vendor(args.mpi))
+    ui = UI(json_mode=args.json)
+    store = model_store(args.storage, inst)
+    predictor = Predictor.load(store, inst, args.force, ui)
+    knobs = [d.knob for d in predictor.space.dimensions]
+    executor = LocalExecutor(
+        launcher_for(inst),
+        command,
+        knobs,
+        Objective.parse("wall"),
+        profiling=profiling(inst),
+        enumerators=enumerators(inst),
+    )
+    ui.info(f"{inst.describe()}; one profiled run with the library's defaults")
+    run = executor.run(None, args.timeout)
+    if run.failure is not None or run.profile is None:
+        raise UsageError(f"the profiled run failed ({run.failure or 'no profile written'})")
+    features = features_of(run.profile)
+    config = predictor.predict(features)
+    ui.print(prediction_table(predictor.space, features, config))
+    name = (
+        args.study or f"predict-{default_study_name(command, inst.vendor.value, predictor.space)}"
+    )
+    out: dict[str, Any] = {
+        "study": name,
+        "model": predictor.data["model"]["kind"],
+        "features": features,
+        "params": config,
+    }
+    verdict = Acceptance(
+        Source.PREDICT,
+        dict(config),
+        True,
+        "predicted from one profiled run (not verified)",
+        extra={"features": features},
+    )
+    if args.verify:
+        default_times: list[float] = []
+        predicted_times: list[float] = []
+        with ui.progress("verify: default and predicted, interleaved", 2 * args.pairs) as bar:
+            for _ in range(args.pairs):
+                for config_or_none, times in ((None, default_times), (config, predicted_times)):
+                    r = executor.run(config_or_none, args.timeout)
+                    if r.failure is not None or r.value is None:
+                        raise UsageError(f"a verification run failed ({r.failure})")
+                    times.append(r.value)
+                    bar.advance()
+        cmp = stats.compare(default_times, predicted_times)
+        verdict.accepted = cmp.faster
+        verdict.speedup, verdict.ci, verdict.p_value = (
+            cmp.speedup,
+            (cmp.ci_low, cmp.ci_high),
+            cmp.p_value,
+        )
+        verdict.default_values, verdict.best_values = default_times, predicted_times
+        verdict.reason = (
+            "predicted; verified faster beyond noise"
+            if cmp.faster
+            else "predicted; not faster beyond noise: the default stays"
+        )
+        out["verify"] = {
+            "speedup": cmp.speedup,
+            "ci": [cmp.ci_low, cmp.ci_high],
+            "p_value": cmp.p_value,
+            "faster": cmp.faster,
+            "default": default_times,
+            "predicted": predicted_times,
+        }
+        ui.info(
+            f"speedup {cmp.speedup:.3f}x (95 % CI {cmp.ci_low:.3f}-{cmp.ci_high:.3f}); "
+            f"{verdict.reason}"
+        )
+    spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), "wall", 1)
+    save_result_study(store.optuna, name, spec, verdict, platform=Fingerprint.of(inst).key)
+    ui.info(f"stored as study {name}: `commtune run --study {name} -- ...` applies it")
+    if args.json:
+        print_json(out)
+    return 0
+
+
+COMMANDS = [
+    Command("train", "train the prediction model on the training benchmark", _add_train, cmd_train),
+    Command(
+        "predict",
+        "predict a configuration from one profiled run",
+        _add_predict,
+        cmd_predict,
+        takes_command=True,
+    ),
+]

@@ -1,0 +1,220 @@
+"""``commtune studies``, ``show``, ``export`` and ``run``: what a storage holds, and the
+verdict of a study handed back in the library's own forms."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from commtune.cli._common import (
+    Command,
+    add_json,
+    add_storage,
+    load_study,
+    need_command,
+    print_json,
+    study_knobs,
+    vendor,
+)
+from commtune.errors import UsageError
+
+if TYPE_CHECKING:
+    import optuna
+
+    from commtune.knobs import Value
+
+
+def _add_export(p: argparse.ArgumentParser) -> None:
+    from commtune.report import FORMATS
+
+    p.add_argument("study")
+    p.add_argument("--format", choices=FORMATS, default="env")
+    p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    p.add_argument(
+        "--best",
+        action="store_true",
+        help="export the best measured configuration even if it was not accepted",
+    )
+    add_storage(p)
+
+
+def _add_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--study", required=True)
+    add_storage(p)
+
+
+def _add_studies(p: argparse.ArgumentParser) -> None:
+    add_json(p)
+    add_storage(p)
+
+
+def _add_show(p: argparse.ArgumentParser) -> None:
+    p.add_argument("study")
+    add_json(p)
+    add_storage(p)
+
+
+def _chosen(study: optuna.Study, best: bool) -> tuple[dict[str, Value], dict[str, str]] | None:
+    """The accepted configuration and the variables it needs beyond its knobs (a selection
+    file); with ``best``, else the best measured one. None: the default stays."""
+    from commtune.study import acceptance_of, config_of
+    from commtune.tune import best_trials
+
+    verdict = acceptance_of(study)
+    if verdict is not None and verdict.accepted:
+        return dict(verdict.params), dict(verdict.env)
+    if best:
+        top = best_trials(study, 1)
+        return (config_of(top[0]), {}) if top else None
+    return None
+
+
+def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.report import render
+    from commtune.util import write_atomic
+
+    _, study = load_study(args.storage, args.study)
+    library, knobs = study_knobs(study)
+    chosen = _chosen(study, args.best)
+    if chosen is None:
+        raise UsageError(
+            f"study {args.study!r} has no accepted configuration (the default stays); "
+            "--best exports the best measured one anyway"
+        )
+    config, extra = chosen
+    text = render(args.format, library, knobs, config, args.study, extra)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.knobs import apply
+    from commtune.launch import launcher_for
+    from commtune.mpi import resolve_command
+
+    command = need_command(command)
+    _, study = load_study(args.storage, args.study)
+    library, knobs = study_knobs(study)
+    inst = resolve_command(command, vendor(library))
+    chosen = _chosen(study, best=False)
+    if chosen is None:
+        print(
+            f"commtune: study {args.study} accepted no configuration; running with the "
+            "library defaults",
+            file=sys.stderr,
+        )
+    config, extra = chosen or ({}, {})
+    variables = {**apply(knobs, config, inst.impl).env, **extra}
+    plan = launcher_for(inst).plan(command, variables, remove=[k.env for k in knobs])
+    sys.stdout.flush()
+    try:
+        os.execvpe(plan.argv[0], plan.argv, plan.env)
+    except OSError as exc:
+        raise UsageError(f"cannot run {plan.argv[0]}: {exc.strerror}") from None
+
+
+def cmd_studies(args: argparse.Namespace, command: list[str] | None) -> int:
+    import optuna
+    from rich.table import Table
+
+    from commtune.report import UI
+    from commtune.store import Store
+    from commtune.study import raw_acceptance, raw_spec
+
+    store = Store(args.storage, create=False)
+    rows: list[dict[str, Any]] = []
+    for summary in optuna.get_all_study_summaries(store.optuna, include_best_trial=False):
+        spec = raw_spec(summary.user_attrs)
+        verdict = raw_acceptance(summary.user_attrs)
+        rows.append(
+            {
+                "study": summary.study_name,
+                "mpi": spec.get("library"),
+                "trials": summary.n_trials,
+                "command": " ".join(spec.get("command", [])),
+                "speedup": verdict.get("speedup"),
+                "accepted": bool(verdict.get("accepted")),
+                "source": verdict.get("source"),
+            }
+        )
+    ui = UI(json_mode=args.json)
+    table = Table(title=f"studies in {store.url}")
+    for column in ("study", "mpi", "trials", "speedup", "accepted", "command"):
+        table.add_column(column)
+    for r in rows:
+        speedup = "" if r["speedup"] is None else f"{r['speedup']:.2f}x"
+        accepted = "yes" if r["accepted"] else "no"
+        if r["source"] not in (None, "search"):
+            accepted += f" ({r['source']})"
+        table.add_row(r["study"], str(r["mpi"]), str(r["trials"]), speedup, accepted, r["command"])
+    ui.print(table)
+    if args.json:
+        print_json({"studies": rows})
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.report import UI, trials_table
+    from commtune.study import (
+        acceptance_of,
+        config_of,
+        duplicate_of,
+        fail_reason,
+        role_of,
+        run_values,
+        spec_of,
+    )
+
+    _, study = load_study(args.storage, args.study)
+    trials: list[dict[str, Any]] = []
+    for t in study.get_trials(deepcopy=False):
+        note = fail_reason(t) or ""
+        earlier = duplicate_of(t)
+        if earlier is not None:
+            note = f"same as trial {earlier}"
+        role = role_of(t)
+        trials.append(
+            {
+                "number": t.number,
+                "role": role.value if role else "?",
+                "state": t.state.name,
+                "value": t.value,
+                "params": config_of(t),
+                "runs": run_values(t),
+                "note": note,
+            }
+        )
+    ui = UI(json_mode=args.json)
+    ui.print(trials_table(trials, f"study {args.study}"))
+    if args.json:
+        verdict = acceptance_of(study)
+        print_json(
+            {
+                "study": args.study,
+                "spec": spec_of(study).to_json(),
+                "trials": trials,
+                "acceptance": verdict.to_json() if verdict else None,
+            }
+        )
+    return 0
+
+
+COMMANDS = [
+    Command(
+        "export", "write a study's configuration in a library's format", _add_export, cmd_export
+    ),
+    Command(
+        "run",
+        "run a command with a study's accepted configuration",
+        _add_run,
+        cmd_run,
+        takes_command=True,
+    ),
+    Command("studies", "list the studies in a storage", _add_studies, cmd_studies),
+    Command("show", "show one study and its trials", _add_show, cmd_show),
+]

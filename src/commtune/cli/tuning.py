@@ -1,0 +1,421 @@
+"""``commtune tune`` and ``commtune demo``: a study of the user's command (or the bundled
+demo app) from the command line to the result table."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from commtune.cli._common import (
+    Command,
+    add_json,
+    add_mpi,
+    add_storage,
+    default_study_name,
+    enumerators,
+    installation,
+    need_command,
+    nonnegative_int,
+    open_store,
+    positive,
+    print_json,
+    probe,
+    profiling,
+    vendor,
+)
+from commtune.errors import UsageError
+from commtune.knobs import PRESETS
+
+if TYPE_CHECKING:
+    import optuna
+
+    from commtune.knobs import Knob, Space, Value
+    from commtune.predict import Predictor
+    from commtune.profile import Profile
+    from commtune.report import UI
+    from commtune.store import Store
+    from commtune.trial import Executor, Objective, RunRecord
+    from commtune.tune import TuneResult
+
+DEMO_ITERATIONS = 1000
+DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
+
+
+def _strategy_help() -> str:
+    from commtune.strategies import STRATEGIES
+
+    return " | ".join(STRATEGIES) + " (default tpe)"
+
+
+def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
+    add_mpi(p)
+    p.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME[=V1,V2|...]",
+        help="tune this knob (optionally only these values); repeatable",
+    )
+    p.add_argument(
+        "--preset",
+        action="append",
+        default=[],
+        choices=PRESETS,
+        help="tune a group of knobs; repeatable",
+    )
+    p.add_argument("--strategy", default="tpe", help=_strategy_help())
+    p.add_argument(
+        "--strategy-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the strategy, e.g. population=12 for ga; repeatable",
+    )
+    p.add_argument(
+        "--trials",
+        type=positive(int),
+        default=16 if demo else 20,
+        help="trials in the study, the reference included",
+    )
+    p.add_argument("--repeats", type=positive(int), default=3, help="runs per trial")
+    p.add_argument(
+        "--timeout",
+        type=positive(float),
+        help="seconds per run (default: 5x the reference's median, at least 5)",
+    )
+    p.add_argument(
+        "--reference-timeout",
+        type=positive(float),
+        default=600.0,
+        help="seconds per run of the reference (default 600)",
+    )
+    p.add_argument(
+        "--confirm",
+        type=nonnegative_int,
+        default=5,
+        help="runs each of best and default in the acceptance step (0: skip)",
+    )
+    p.add_argument(
+        "--metric",
+        default=DEMO_METRIC if demo else "wall",
+        help="'wall' (default), 'regex:PATTERN' (first group of the last match) or "
+        "'profile:FIELD' (a field of the interposer's profile, e.g. profile:mpi_time)",
+    )
+    p.add_argument(
+        "--no-interposer",
+        action="store_true",
+        help="do not preload libcommtune (no profiles, no check that knobs took)",
+    )
+    p.add_argument("--seed", type=int, help="seed of the strategy (same seed, same trials)")
+    p.add_argument("--study", help="study name (same name: resume)")
+    add_json(p)
+    add_storage(p)
+
+
+def _add_tune(p: argparse.ArgumentParser) -> None:
+    _add_tune_options(p, demo=False)
+    p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
+
+
+def _add_demo(p: argparse.ArgumentParser) -> None:
+    _add_tune_options(p, demo=True)
+    p.add_argument("--np", type=positive(int), default=2, help="ranks (default 2)")
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """``tune``/``demo`` arguments, checked once (strategy and its options, metric, storage)."""
+
+    mpi: str | None
+    knobs: tuple[str, ...]
+    presets: tuple[str, ...]
+    strategy: str
+    strategy_options: dict[str, str]
+    trials: int
+    repeats: int
+    timeout: float | None
+    reference_timeout: float
+    confirm: int
+    metric: str
+    objective: Objective
+    interposer: bool
+    seed: int | None
+    study: str | None
+    json: bool
+    storage: str
+    replay: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> TuneOptions:
+        from commtune.store import normalize_url
+        from commtune.strategies import get_strategy
+        from commtune.trial import Objective
+
+        options = _strategy_options(args.strategy_option)
+        get_strategy(args.strategy, options)  # UsageError for a bad name or option
+        objective = Objective.parse(args.metric)
+        replay = getattr(args, "replay", None)
+        if objective.needs_profile and (args.no_interposer or replay):
+            raise UsageError(f"--metric {args.metric} needs the interposer (libcommtune)")
+        if args.strategy == "predict" and args.no_interposer:
+            raise UsageError("--strategy predict needs the interposer (the reference's profile)")
+        return cls(
+            mpi=args.mpi,
+            knobs=tuple(args.knob),
+            presets=tuple(args.preset),
+            strategy=args.strategy,
+            strategy_options=options,
+            trials=args.trials,
+            repeats=args.repeats,
+            timeout=args.timeout,
+            reference_timeout=args.reference_timeout,
+            confirm=args.confirm,
+            metric=args.metric,
+            objective=objective,
+            interposer=not args.no_interposer,
+            seed=args.seed,
+            study=args.study,
+            json=args.json,
+            storage=normalize_url(args.storage),
+            replay=replay,
+        )
+
+
+def _strategy_options(given: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for item in given:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--strategy-option {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
+    return _tune(TuneOptions.from_args(args), command)
+
+
+def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune import native
+    from commtune.launch import launcher_for
+
+    opts = TuneOptions.from_args(args)
+    inst = installation(opts.mpi)
+    program = native.build(inst, "demo/ct_demo.c")
+    demo = launcher_for(inst).command(args.np, [str(program), str(DEMO_ITERATIONS)])
+    study = opts.study or f"demo-{inst.vendor.value}"
+    return _tune(replace(opts, study=study, mpi=inst.vendor.value), demo)
+
+
+def _tune(opts: TuneOptions, command: list[str] | None) -> int:
+    from commtune.knobs import build_space, installed_knobs
+    from commtune.launch import launcher_for
+    from commtune.mpi import resolve_command
+    from commtune.report import UI
+    from commtune.trial import LocalExecutor
+
+    ui = UI(json_mode=opts.json)
+    if opts.replay:
+        return _tune_replay(opts, ui)
+    command = need_command(command, "to tune")
+    inst = resolve_command(command, vendor(opts.mpi))
+    statuses = installed_knobs(inst)
+    space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets)
+    launcher = launcher_for(inst)
+    predictor = None
+    if opts.strategy == "predict":
+        from commtune.predict import Predictor, model_store
+
+        predictor = Predictor.load(model_store(opts.storage, inst), inst, False, ui)
+    # Everything is valid: from here on, the storage is written.
+    store, platform = open_store(opts.storage, inst)
+    space = probe(space, launcher, store, platform, ui)
+    ui.info(f"{inst.describe()}; tuning {space.size()} configurations of {', '.join(space.names)}")
+    knobs = [d.knob for d in space.dimensions]
+    _report_inherited_env(ui, knobs)
+    executor = LocalExecutor(
+        launcher,
+        command,
+        knobs,
+        opts.objective,
+        profiling=profiling(inst) if opts.interposer else None,
+        enumerators=enumerators(inst) if opts.interposer else None,
+    )
+    on_run = _run_observer(store, ui) if opts.interposer else None
+    name = opts.study or default_study_name(command, inst.vendor.value, space)
+    result = _run_study(
+        opts, ui, store, space, command, inst.vendor.value, executor, platform, name, on_run,
+        _prediction_hints(store, predictor, space, name, ui) if predictor else None,
+    )  # fmt: skip
+    return _print_result(opts, ui, result, space)
+
+
+def _report_inherited_env(ui: UI, knobs: Sequence[Knob]) -> None:
+    from commtune.tune import inherited_mpi_env
+
+    inherited = inherited_mpi_env()
+    tuned = {k.env for k in knobs}
+    for name, value in inherited.items():
+        how = "overridden (under tuning)" if name in tuned else "kept in the baseline"
+        ui.info(f"environment: {name}={value} {how}")
+
+
+def _run_observer(store: Store, ui: UI) -> Callable[[Any, int, RunRecord], None]:
+    """Stores every run's profile and, for a trial's first run, its variables relative to the
+    reference trial (AITuning); warns once per knob that the library did not take."""
+    from commtune.profile import Profile, ProfileError, relative_to
+    from commtune.study import Role, role_of, set_relative
+
+    warned: set[str] = set()
+    reference: list[Profile | None] = []  # looked up once: [] not yet, [None] there is none
+
+    def reference_profile(study: optuna.Study) -> Profile | None:
+        if not reference:
+            trials = [t for t in study.get_trials(deepcopy=False) if role_of(t) is Role.REFERENCE]
+            stored = store.profiles(study.study_name, trials[0].number) if trials else []
+            try:
+                reference.append(Profile.from_json(stored[0][2]) if stored else None)
+            except ProfileError:
+                reference.append(None)
+        return reference[0]
+
+    def on_run(trial: Any, index: int, run: RunRecord) -> None:
+        if run.profile is not None:
+            store.save_profile(trial.study.study_name, trial.number, index, run.profile.data)
+            if index == 0 and role_of(trial) is not Role.REFERENCE:
+                ref = reference_profile(trial.study)
+                if ref is not None:
+                    set_relative(trial, relative_to(run.profile, ref))
+        for knob, reason in run.not_applied.items():
+            if knob not in warned:
+                warned.add(knob)
+                ui.warn(f"{knob} not applied (trial {trial.number}): {reason}")
+
+    return on_run
+
+
+def _tune_replay(opts: TuneOptions, ui: UI) -> int:
+    """Tuning against recorded measurements (``--replay FILE``): strategies without MPI."""
+    from commtune.knobs import KnobStatus, build_space, load_catalog
+    from commtune.store import Store
+    from commtune.trial import ReplayExecutor
+
+    if not opts.mpi or opts.replay is None:
+        raise UsageError("--replay needs --mpi to name the library of the recorded knobs")
+    executor = ReplayExecutor(opts.replay)
+    statuses = {n: KnobStatus(k, True) for n, k in load_catalog(opts.mpi).items()}
+    space = build_space(statuses, opts.mpi, opts.knobs, opts.presets)
+    store = Store(opts.storage)
+    command = ["replay", opts.replay]
+    name = opts.study or default_study_name(command, opts.mpi, space)
+    result = _run_study(opts, ui, store, space, command, opts.mpi, executor, None, name)
+    return _print_result(opts, ui, result, space)
+
+
+def _sampled_hints(store: Store, platform: str, space: Space) -> list[dict[str, Value]]:
+    """The knob values of this platform's newest sample (any ranks per node: the tuned
+    command's are not known), on the knobs under tuning, as a strategy hint."""
+    from commtune.sample import PlatformProfile
+
+    here = store.platform(platform)
+    for data in store.samples():
+        try:
+            profile = PlatformProfile.from_json(data)
+            if replace(profile.fingerprint, ranks_per_node=None) != here:
+                continue
+            hint = {k: v for k, v in profile.config().items() if k in space.names}
+            if hint:
+                space.validate(hint)
+                return [hint]
+        except UsageError:
+            continue
+    return []
+
+
+def _run_study(
+    opts: TuneOptions,
+    ui: UI,
+    store: Store,
+    space: Space,
+    command: list[str],
+    library: str,
+    executor: Executor,
+    platform: str | None,
+    name: str,
+    on_run: Callable[[Any, int, RunRecord], None] | None = None,
+    hints_from_reference: Callable[[Any], list[dict[str, Value]]] | None = None,
+) -> TuneResult:
+    from commtune.study import StudySpec
+    from commtune.tune import TuneSettings, tune
+
+    spec = StudySpec(list(command), library, space.to_json(), opts.metric, opts.repeats)
+    settings = TuneSettings(
+        study=name,
+        spec=spec,
+        space=space,
+        strategy=opts.strategy,
+        strategy_options=dict(opts.strategy_options),
+        hints=_sampled_hints(store, platform, space) if platform else [],
+        trials=opts.trials,
+        timeout=opts.timeout,
+        reference_timeout=opts.reference_timeout,
+        confirm=opts.confirm,
+        seed=opts.seed,
+        platform=platform,
+        on_run=on_run,
+        hints_from_reference=hints_from_reference,
+    )
+    ui.info(f"study [bold]{name}[/bold] in {store.url} (re-run to resume)")
+    return tune(settings, store.optuna, executor, ui)
+
+
+def _prediction_hints(
+    store: Store, predictor: Predictor, space: Space, study: str, ui: UI
+) -> Callable[[Any], list[dict[str, Value]]]:
+    """For ``--strategy predict``: the model's configuration for the reference run's profile,
+    on the knobs under tuning, as the first proposal."""
+    from commtune.predict import features_of
+    from commtune.profile import Profile
+
+    def hints(reference: Any) -> list[dict[str, Value]]:
+        stored = store.profiles(study, reference.number)
+        if not stored:
+            ui.warn("the reference run has no profile; the search starts without a prediction")
+            return []
+        config = predictor.predict(features_of(Profile.from_json(stored[0][2])))
+        hint = {k: v for k, v in config.items() if k in space.names and v in space[k].candidates()}
+        if not hint:
+            ui.info("the prediction names none of the knobs under tuning")
+            return []
+        ui.info("predicted start: " + ", ".join(f"{k}={v}" for k, v in hint.items()))
+        return [hint]
+
+    return hints
+
+
+def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space) -> int:
+    from commtune.report import acceptance_lines, result_table
+
+    ui.print(result_table(result, space.defaults()))
+    for line in acceptance_lines(result):
+        ui.info(line)
+    for knob, reason in result.not_applied.items():
+        ui.warn(f"knob {knob} was not applied in some trials: {reason}")
+    if opts.json:
+        print_json(result.to_json())
+    return 0
+
+
+COMMANDS = [
+    Command(
+        "tune",
+        "tune an MPI application: commtune tune [opts] -- mpirun ...",
+        _add_tune,
+        cmd_tune,
+        takes_command=True,
+    ),
+    Command("demo", "build the bundled demo app and tune it on 2 ranks", _add_demo, cmd_demo),
+]

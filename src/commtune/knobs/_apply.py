@@ -1,0 +1,207 @@
+"""Appliers: how a configuration reaches the library, one class per way.
+
+Each knob names its applier (``Knob.apply``, from the catalog's ``"apply"``; environment by
+default). The trial layer asks :func:`apply` for what a configuration needs and never asks the
+vendor itself: an :class:`Applied` holds the environment of the ranks, the variables
+libcommtune writes through MPI_T, and the MPI_T variables (with the values) that prove each
+knob took, read back after ``MPI_Init``.
+
+The ways a knob can reach a library (:class:`Apply`):
+
+- ``env``: an environment variable the library reads at ``MPI_Init`` (``OMPI_MCA_*``,
+  ``MPIR_CVAR_*``, ``UCX_*``);
+- ``file``: a file the library reads, named by variables (a collective selection file);
+- ``mpit-init``: written by libcommtune through MPI_T before ``MPI_Init``;
+- ``mpit-runtime``: written through MPI_T while the application runs (the policy engine);
+- ``info``: an ``MPI_Info`` hint merged in at ``MPI_File_open`` (ROMIO, OMPIO);
+- ``hdf5``: an HDF5 file-access or transfer property.
+
+The last three are declared so the catalog and the record can name them; their appliers come
+with the I/O and policy work, and until then a catalog knob naming one is refused when the
+catalog is loaded (:data:`APPLIERS` has no entry for it).
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from commtune.knobs._knob import Knob, Value
+    from commtune.mpi import MPIVendor
+
+
+class Apply(enum.Enum):
+    """How a knob reaches the library (see the module docstring)."""
+
+    ENV = "env"
+    FILE = "file"
+    MPIT_INIT = "mpit-init"
+    MPIT_RUNTIME = "mpit-runtime"
+    INFO = "info"
+    HDF5 = "hdf5"
+
+
+@dataclass(frozen=True)
+class Check:
+    """An MPI_T variable to read back after ``MPI_Init``: the knob that set it (for a variable
+    another knob requires, that knob) and the value libcommtune must read."""
+
+    knob: str
+    value: str
+
+
+@dataclass
+class Applied:
+    """Everything one configuration needs: ``env`` for the ranks, ``cvar_writes`` (MPI_T name
+    -> value) for libcommtune to write before ``MPI_Init``, ``checks`` (MPI_T name ->
+    :class:`Check`) to read back."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    cvar_writes: dict[str, str] = field(default_factory=dict)
+    checks: dict[str, Check] = field(default_factory=dict)
+
+    def check_values(self) -> dict[str, str]:
+        return {name: check.value for name, check in self.checks.items()}
+
+
+class Applier(abc.ABC):
+    """One way of applying a knob. ``apply`` adds what ``knob`` set to ``text`` needs to
+    ``into``; it is pure (no I/O) and never sees other knobs."""
+
+    how: ClassVar[Apply]
+
+    @abc.abstractmethod
+    def apply(
+        self,
+        knob: Knob,
+        text: str,
+        vendor: MPIVendor,
+        enumerators: Sequence[str],
+        into: Applied,
+    ) -> None: ...
+
+    @staticmethod
+    def _check(
+        knob: Knob, name: str, text: str, vendor: MPIVendor, enumerators: Sequence[str]
+    ) -> Check:
+        from commtune.knobs._knob import KnobType
+
+        categorical = knob.type is KnobType.CATEGORICAL
+        return Check(knob.name, vendor.mpit_value(text, tuple(enumerators), categorical))
+
+
+class EnvApplier(Applier):
+    """An environment variable; checked through MPI_T where the variable is one (not UCX_*)."""
+
+    how = Apply.ENV
+
+    def apply(
+        self,
+        knob: Knob,
+        text: str,
+        vendor: MPIVendor,
+        enumerators: Sequence[str],
+        into: Applied,
+    ) -> None:
+        into.env[knob.env] = text
+        name = vendor.mpit_name(knob.env)
+        if name is not None:
+            into.checks[name] = self._check(knob, name, text, vendor, enumerators)
+
+
+class FileApplier(Applier):
+    """A file the library reads: the knob's value is its path, the vendor says which
+    variables load it (Open MPI's dynamic rules, MPICH's CSEL JSON)."""
+
+    how = Apply.FILE
+
+    def apply(
+        self,
+        knob: Knob,
+        text: str,
+        vendor: MPIVendor,
+        enumerators: Sequence[str],
+        into: Applied,
+    ) -> None:
+        into.env.update(vendor.selection_env(text))
+
+
+class MpitInitApplier(Applier):
+    """Written by libcommtune through MPI_T before ``MPI_Init`` (and again after it where
+    the library did not keep it), then read back like the others."""
+
+    how = Apply.MPIT_INIT
+
+    def apply(
+        self,
+        knob: Knob,
+        text: str,
+        vendor: MPIVendor,
+        enumerators: Sequence[str],
+        into: Applied,
+    ) -> None:
+        name = vendor.mpit_name(knob.env) or knob.name
+        into.cvar_writes[name] = text
+        into.checks[name] = self._check(knob, name, text, vendor, enumerators)
+
+
+# how -> applier; a kind without an entry is declared but not applicable yet.
+APPLIERS: dict[Apply, Applier] = {
+    a.how: a for a in (EnvApplier(), FileApplier(), MpitInitApplier())
+}
+
+
+def apply(
+    knobs: Sequence[Knob],
+    config: Mapping[str, Value] | None,
+    vendor: MPIVendor,
+    enumerators: Mapping[str, Sequence[str]] | None = None,
+) -> Applied:
+    """What applying ``config`` (knob -> value, knobs not in it untouched) needs.
+
+    A knob at its default is still set: that overrides a value the user may have exported,
+    so the configuration measured is exactly the one recorded. The variables a knob
+    ``requires`` are added when it is not at its default (and checked, owned by it).
+    """
+    config = config or {}
+    out = Applied()
+    for knob in knobs:
+        if knob.name in config:
+            text = knob.format(config[knob.name])
+            names = (enumerators or {}).get(knob.name, ())
+            APPLIERS[knob.apply].apply(knob, text, vendor, names, out)
+    for knob in knobs:
+        if knob.name in config and config[knob.name] != knob.default:
+            for env_name, value in knob.requires.items():
+                if env_name in out.env:
+                    continue
+                out.env[env_name] = value
+                name = vendor.mpit_name(env_name)
+                if name is not None:
+                    out.checks.setdefault(name, Check(knob.name, value))
+    return out
+
+
+def selection_file_env(vendor: MPIVendor, path: str) -> dict[str, str]:
+    """The variables that make the library read the collective selection file ``path``."""
+    out = Applied()
+    APPLIERS[Apply.FILE].apply(_selection_knob(), path, vendor, (), out)
+    return out.env
+
+
+def _selection_knob() -> Knob:
+    from commtune.knobs._knob import Knob, KnobType
+
+    return Knob(
+        name="collective_selection_file",
+        library="",
+        type=KnobType.CATEGORICAL,
+        default="",
+        description="a collective selection file (written by commtune sample)",
+        env="",
+        apply=Apply.FILE,
+    )

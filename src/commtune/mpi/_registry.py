@@ -1,0 +1,9 @@
+"""The vendor table: one line per supported MPI library."""
+
+from __future__ import annotations
+
+from commtune.mpi._vendor import MPIVendor, Vendor
+from commtune.mpi.mpich import MPICH
+from commtune.mpi.openmpi import OpenMPI
+
+IMPLEMENTATIONS: dict[Vendor, MPIVendor] = {Vendor.OPENMPI: OpenMPI(), Vendor.MPICH: MPICH()}

@@ -1,0 +1,132 @@
+"""The MPI vendor protocol: everything that differs between MPI libraries, one module each.
+
+``mpi/openmpi.py`` and ``mpi/mpich.py`` implement :class:`MPIVendor`; no other module of
+commtune branches on the vendor, it asks ``installation.vendor.impl`` (as mpi4py keeps each
+vendor's quirks in one header). What a vendor says:
+
+- how its variables are named in the environment and in MPI_T (``env_prefix``,
+  :meth:`mpit_name`, :meth:`mpit_value`);
+- how its launcher is recognised and how a variable reaches remote ranks (:meth:`recognise`,
+  :meth:`forwarded`, :meth:`rank_args`, :meth:`local_options`);
+- how its installed variables are listed (:meth:`tool_variables`: a tool of its own, or None
+  for MPI_T through ``ct_probe``);
+- its algorithm knobs, point-to-point knobs and collective selection file (name and the
+  variables that load it);
+- the configuration formats of its own beyond env and JSON (:meth:`render`).
+
+Implementations are stateless singletons; every method is pure except those that run the
+vendor's tools (:meth:`recognise`, :meth:`tool_variables`).
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from commtune.mpi._install import Installation
+
+
+class Vendor(enum.Enum):
+    """Which MPI library; ``impl`` is its :class:`MPIVendor`."""
+
+    OPENMPI = "openmpi"
+    MPICH = "mpich"
+
+    @property
+    def impl(self) -> MPIVendor:
+        from commtune.mpi import _registry
+
+        return _registry.IMPLEMENTATIONS[self]
+
+    @property
+    def title(self) -> str:
+        return self.impl.title
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One control variable as the installed library reports it."""
+
+    name: str
+    value: str | None
+    enumerators: tuple[str, ...] = ()
+    description: str = ""
+
+
+class MPIVendor(abc.ABC):
+    """What one MPI library does its own way (see the module docstring)."""
+
+    vendor: ClassVar[Vendor]
+    title: ClassVar[str]
+    env_prefix: ClassVar[str]  # the environment prefix of its MPI_T control variables
+    launcher_names: ClassVar[tuple[str, ...]]  # looked up in this order
+    compiler_names: ClassVar[tuple[str, ...]]
+    export_formats: ClassVar[tuple[str, ...]] = ()  # formats of its own (render)
+    p2p_knobs: ClassVar[tuple[str, str]]  # (single-copy mechanism, eager/rendezvous limit)
+    algorithm_env: ClassVar[Mapping[str, str]] = {}  # needed to switch algorithms at run time
+    selection_file_name: ClassVar[str]  # the collective selection file commtune writes
+    # A forced algorithm variable overrides a loaded selection file (MPICH) or not (Open MPI).
+    forced_overrides_file: ClassVar[bool]
+    # The algorithm enumerator meaning "the library decides" has a name in selection files.
+    default_algorithm_named: ClassVar[bool]
+    # Keep catalog choices the library documents but does not list (probed before use).
+    keeps_unlisted_choices: ClassVar[bool]
+    training_ranks: ClassVar[tuple[int, ...]]  # rank counts of `commtune train` by default
+
+    # -- names ----------------------------------------------------------------------------
+    def mpit_name(self, env_name: str) -> str | None:
+        """The MPI_T name of the variable set by ``env_name`` (None: outside MPI_T)."""
+        if not env_name.startswith(self.env_prefix):
+            return None
+        return self._mpit_name(env_name)
+
+    @abc.abstractmethod
+    def _mpit_name(self, env_name: str) -> str: ...
+
+    def mpit_value(self, text: str, enumerators: tuple[str, ...], categorical: bool) -> str:
+        """What MPI_T reads back for a variable set to ``text`` (its own enumeration)."""
+        return text
+
+    @abc.abstractmethod
+    def algorithm_knob(self, op: str) -> str:
+        """The knob forcing the algorithm of collective ``op`` (e.g. ``allreduce``)."""
+
+    @abc.abstractmethod
+    def selection_env(self, path: str) -> dict[str, str]:
+        """Variables that make the library read the collective selection file ``path``."""
+
+    # -- the launcher -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def recognise(self, launcher: str, version_text: str) -> tuple[str, str] | None:
+        """(version, device) if ``launcher --version`` printed ``version_text`` for this
+        vendor, else None."""
+
+    @abc.abstractmethod
+    def is_compiler(self, show_text: str) -> bool:
+        """Whether ``mpicc -show`` (and ``--showme:version``) printed this vendor's text."""
+
+    def local_options(self) -> list[str]:
+        """Options a local launch of this vendor needs."""
+        return []
+
+    @abc.abstractmethod
+    def forwarded(self, name: str) -> bool:
+        """Whether the launcher forwards ``name`` from its environment to remote ranks."""
+
+    @abc.abstractmethod
+    def rank_args(self, variables: Mapping[str, str]) -> list[str]:
+        """Launcher options that set ``variables`` in every rank."""
+
+    # -- discovery --------------------------------------------------------------------------
+    def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:
+        """Every control variable, from a tool of the vendor's own; None: ask MPI_T."""
+        return None
+
+    # -- export -----------------------------------------------------------------------------
+    def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
+        """``env`` in the vendor's own format ``fmt`` (one of ``export_formats``)."""
+        raise ValueError(f"{self.title} has no format {fmt!r}")

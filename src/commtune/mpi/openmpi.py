@@ -1,0 +1,128 @@
+"""Open MPI: MCA variables (``OMPI_MCA_x`` is MPI_T's ``x``), ``ompi_info``, ``-x NAME``,
+``coll_tuned`` dynamic rules, ``mca-params.conf``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from commtune.errors import UsageError
+from commtune.mpi._tools import output
+from commtune.mpi._vendor import MPIVendor, Variable, Vendor
+
+if TYPE_CHECKING:
+    from commtune.mpi._install import Installation
+
+RULES_ENV = "OMPI_MCA_coll_tuned_dynamic_rules_filename"
+DYNAMIC_RULES = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
+
+
+class OpenMPI(MPIVendor):
+    vendor = Vendor.OPENMPI
+    title = "Open MPI"
+    env_prefix = "OMPI_MCA_"
+    launcher_names = ("mpirun.openmpi", "mpirun", "mpiexec.openmpi", "mpiexec")
+    compiler_names = ("mpicc.openmpi", "mpicc")
+    export_formats = ("mca",)
+    p2p_knobs = ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit")
+    # Forced algorithms are bound at communicator creation and only with dynamic rules on.
+    algorithm_env = DYNAMIC_RULES
+    selection_file_name = "coll-rules.conf"
+    forced_overrides_file = False  # 4.1 consults the rules file first
+    default_algorithm_named = True  # 0: "the fixed decision"
+    keeps_unlisted_choices = False  # ompi_info lists exactly what this build has
+    training_ranks = (2, 4)
+
+    def _mpit_name(self, env_name: str) -> str:
+        return env_name.removeprefix(self.env_prefix)
+
+    def algorithm_knob(self, op: str) -> str:
+        return f"coll_tuned_{op}_algorithm"
+
+    def selection_env(self, path: str) -> dict[str, str]:
+        return {**DYNAMIC_RULES, RULES_ENV: path}
+
+    def recognise(self, launcher: str, version_text: str) -> tuple[str, str] | None:
+        match = re.search(r"\((?:Open MPI|OpenRTE)\) (\S+)", version_text)
+        return (match.group(1), _device(launcher)) if match else None
+
+    def is_compiler(self, show_text: str) -> bool:
+        return "Open MPI" in show_text or "openmpi" in show_text
+
+    def local_options(self) -> list[str]:
+        # Open MPI refuses root without this, and fewer cores than ranks without oversubscribe.
+        root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+        return [*root, "--oversubscribe"]
+
+    def forwarded(self, name: str) -> bool:
+        return name.startswith(self.env_prefix)
+
+    def rank_args(self, variables: Mapping[str, str]) -> list[str]:
+        args: list[str] = []
+        for name, value in variables.items():
+            # "-x NAME" forwards the launcher's value; "-x NAME=VALUE" sets one the launcher
+            # itself must not see (LD_PRELOAD).
+            args += ["-x", f"{name}={value}" if name == "LD_PRELOAD" else name]
+        return args
+
+    def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:
+        info = _ompi_info(installation.launcher)
+        done = subprocess.run(
+            [info, "--parsable", "--all"], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise UsageError(f"cannot list Open MPI's variables: {info} failed")
+        return parse_ompi_info(done.stdout)
+
+    def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
+        if fmt != "mca":
+            return super().render(fmt, env, header)
+        lines = [f"# {header}: Open MPI MCA parameters (mca-params.conf)"]
+        lines += [f"{name.removeprefix(self.env_prefix)} = {value}" for name, value in env.items()]
+        return "\n".join(lines) + "\n"
+
+
+def _ompi_info(launcher: str) -> str:
+    info = os.path.join(os.path.dirname(launcher), "ompi_info")
+    if not os.path.exists(info):
+        info = shutil.which("ompi_info") or "ompi_info"
+    return info
+
+
+def _device(launcher: str) -> str:
+    """Point-to-point layers of an Open MPI installation, e.g. ``pml:cm,ob1,ucx btl:self,...``."""
+    text = output([_ompi_info(launcher), "--parsable"])
+    parts = []
+    for framework in ("pml", "btl"):
+        names = sorted(set(re.findall(rf"^mca:{framework}:(\w+):version:", text, re.M)))
+        names = [n for n in names if n != "base"]
+        if names:
+            parts.append(f"{framework}:{','.join(names)}")
+    return " ".join(parts) or "unknown"
+
+
+def parse_ompi_info(text: str) -> dict[str, Variable]:
+    """Variables of ``ompi_info --parsable --all`` output, by name."""
+    values: dict[str, str] = {}
+    enums: dict[str, list[str]] = {}
+    helps: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 6)
+        if len(parts) < 6 or parts[0] != "mca" or parts[3] != "param":
+            continue
+        name, field = parts[4], parts[5]
+        rest = parts[6] if len(parts) > 6 else ""
+        if field == "value":
+            values[name] = rest
+        elif field == "enumerator" and rest.startswith("value:"):
+            enums.setdefault(name, []).append(rest.split(":", 2)[2])
+        elif field == "help":
+            helps[name] = rest
+    return {
+        name: Variable(name, value, tuple(enums.get(name, ())), helps.get(name, ""))
+        for name, value in values.items()
+    }

@@ -1,0 +1,73 @@
+"""Small helpers every layer may use: whole-or-nothing file writes, message sizes as text.
+
+Nothing here knows about MPI, knobs or studies.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from commtune.errors import UsageError
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """A size in bytes: ``4096``, ``0x1000``, or a number with a binary suffix, any case,
+    with or without ``i``/``b``: ``64k`` = ``64KiB`` = 65536, ``1.5M``, ``1GiB``.
+    ValueError if it is not one, or negative."""
+    t = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = t[-1] if t[-1:] in ("k", "m", "g", "t") else ""
+    digits = t[: len(t) - len(unit)].strip()
+    if not digits:
+        raise ValueError(f"{text!r} is not a size")
+    try:
+        value = int(digits, 0) * _UNITS[unit]
+    except ValueError:
+        scaled = float(digits) * _UNITS[unit]  # ValueError again if it is no number at all
+        if scaled != int(scaled):
+            raise ValueError(f"{text!r} is not a whole number of bytes") from None
+        value = int(scaled)
+    if value < 0:
+        raise ValueError(f"{text!r} is negative")
+    return value
+
+
+def format_size(size: float | None) -> str:
+    """``65536`` -> ``64 KiB``; None (no upper bound) -> ``∞``."""
+    if size is None:
+        return "∞"
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size:.0f} B"
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path``, unique to this writer, renamed onto ``path`` when the
+    block ends without an error and removed otherwise: readers see the old file or the whole
+    new one, and two writers never share a temporary file."""
+    target = Path(path)
+    directory = target.resolve().parent
+    if not directory.is_dir():
+        raise UsageError(f"cannot write {path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=target.suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)

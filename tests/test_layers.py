@@ -1,0 +1,62 @@
+"""The house rules that `lint-imports` (the layer contract in pyproject.toml) does not check:
+no module reaches into another package's private modules, and only the vendor modules
+branch on the MPI vendor."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import commtune
+
+SRC = Path(commtune.__file__).parent
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    tree = ast.parse(path.read_text())
+    return [
+        (node.lineno, node.module, [a.name for a in node.names])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("commtune")
+    ]
+
+
+def test_no_private_import_crosses_a_package() -> None:
+    crossing = []
+    for path in SRC.rglob("*.py"):
+        relative = path.relative_to(SRC.parent).with_suffix("")
+        here = _package(".".join(relative.parts))
+        for line, module, names in _imports(path):
+            there = _package(module)
+            if there == here:
+                continue
+            private = [p for p in module.split(".")[2:] if p.startswith("_")]
+            private += [n for n in names if n.startswith("_") and n != "__version__"]
+            if private:
+                crossing.append(f"{relative}:{line}: {module} {private}")
+    assert crossing == []
+
+
+def test_only_vendor_modules_branch_on_the_vendor() -> None:
+    branch = re.compile(r"vendor\s*==|\.vendor\s+is\s+Vendor\.|vendor\s+is\s+Vendor\.")
+    found = [
+        f"{path.relative_to(SRC)}:{n}"
+        for path in SRC.rglob("*.py")
+        if path.parent.name != "mpi"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if branch.search(line)
+    ]
+    assert found == []
+
+
+def test_the_checks_see_a_violation(tmp_path: Path) -> None:
+    """The private-import check is not vacuous: it parses imports where they are."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from commtune.knobs._discovery import discover\n")
+    assert _imports(bad) == [(2, "commtune.knobs._discovery", ["discover"])]
