@@ -10,7 +10,7 @@ STAMP = $(VENV)/.installed
 
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup demo test lint typecheck bench clean
+.PHONY: setup demo test test-fast lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -32,12 +32,17 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	clang-format --dry-run --Werror native/*/*.c native/*/*.h tests/programs/*.c
 	$(BIN)/python native/interposer/generate.py --check
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
 	$(BIN)/python -m pytest -q -ra
+
+# Under a minute: the tests that launch no MPI job, need no root and are not marked slow.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -ra -m "not mpi and not slow and not root"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/tune_demo.py --mpi openmpi

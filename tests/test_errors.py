@@ -61,6 +61,7 @@ def check_error(
         (["tune", "--preset", "io", *TRUE_OMPI], "invalid choice"),
     ],
 )
+@needs_openmpi
 def test_tune_input_errors(
     args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

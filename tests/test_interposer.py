@@ -20,7 +20,7 @@ from commtune.mpi import Installation, Vendor, find_installation
 from commtune.profile import Profile, not_applied
 from commtune.store import Store
 
-from .conftest import VENDORS, last_json, run_cli
+from .conftest import VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
 PROGRAMS = Path(__file__).parent / "programs"
 RANKS = {Vendor.OPENMPI: 4, Vendor.MPICH: 2}
@@ -275,6 +275,8 @@ def test_disabled_passes_through(vendor: Vendor, built: dict, tmp_path: Path) ->
     assert "counts done" in done.stdout and not path.exists()
 
 
+@needs_openmpi
+@needs_mpich
 def test_lib_is_built_once_per_installation(capsys: pytest.CaptureFixture[str]) -> None:
     paths = []
     for vendor in [v for v in Vendor if shutil.which(find_installation(v).mpicc)]:

@@ -39,6 +39,7 @@ def test_split_matches_the_closed_form(
     assert finish_time(chunks, links) <= min(link.release + link.time(total) for link in links)
 
 
+@pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces")
 def test_rails_bench_runs_and_cleans_up(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(

@@ -115,6 +115,7 @@ def test_shared_strategy_case(
     assert result["best_value"] == min(t.value for t in searched if t.value is not None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
 def test_same_seed_same_trials_in_a_fresh_process(
     strategy: str, replay_file: Path, tmp_path: Path

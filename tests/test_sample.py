@@ -10,6 +10,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from commtune.knobs import load_catalog
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
 from commtune.sample import Curve, crossings, segments
@@ -25,6 +26,7 @@ from commtune.sample._rules import (
 )
 from commtune.sample._sampler import sizes_for
 from commtune.store import Store
+from commtune.study import Role, arm_of, config_of, role_of
 
 from .conftest import VENDORS, demo_command, last_json, run_cli
 
@@ -164,9 +166,12 @@ def test_quick_sampling_files_reuse_and_resampling(
     code, _, err = run_cli(tune, capsys)
     assert code == 0, err
     study = optuna.load_study(study_name="s", storage=Store(storage).optuna)
-    (searched,) = [t for t in study.get_trials() if t.user_attrs.get("role") == "search"]
-    assert searched.user_attrs["arm"] == "hint"
-    assert searched.user_attrs["config"] == first["config"]
+    (searched,) = [t for t in study.get_trials() if role_of(t) is Role.SEARCH]
+    catalog = load_catalog(vendor.value)
+    if first["config"] == {k: catalog[k].default for k in first["config"]}:
+        assert arm_of(searched) == "design"  # the sampled values are the defaults: measured
+    else:
+        assert arm_of(searched) == "hint" and config_of(searched) == first["config"]
     # another fingerprint (three ranks per node) samples again
     code, out, _ = run_cli([*args[:-4], "--ops", "allreduce", "-o", str(out_dir), "--np", "3"],
                            capsys)  # fmt: skip

@@ -1,0 +1,281 @@
+"""Shared contract suites: every launcher, every applier, every vendor and every storage
+version passes the same cases (strategies have theirs in test_replay.py, models in
+test_predict.py). A new launcher, applier, vendor or schema joins by its table entry."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import optuna
+import pytest
+import sqlalchemy as sa
+
+from commtune.errors import UsageError
+from commtune.knobs import APPLIERS, Applied, Apply, Check, Knob, KnobType, apply, load_catalog
+from commtune.knobs._catalog import _knob_from_json
+from commtune.launch import LocalLauncher, launcher_for
+from commtune.mpi import Installation, Vendor
+from commtune.store import SCHEMA_VERSION, Store
+from commtune.study import (
+    FORMAT,
+    Acceptance,
+    Source,
+    StudySpec,
+    acceptance_of,
+    save_result_study,
+)
+
+from .conftest import last_json, run_cli
+
+FAKE = {
+    Vendor.OPENMPI: Installation(Vendor.OPENMPI, "4.1.4", "btl:vader", "/x/mpirun", "/x/mpicc"),
+    Vendor.MPICH: Installation(Vendor.MPICH, "4.0.2", "ch4:ucx", "/x/mpiexec", "/x/mpicc"),
+}
+LAUNCHERS: dict[str, Callable[[Installation], LocalLauncher]] = {"local": LocalLauncher}
+
+
+# -- launchers -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)
+@pytest.mark.parametrize("kind", sorted(LAUNCHERS))
+def test_launcher_contract(kind: str, vendor: Vendor) -> None:
+    launcher = LAUNCHERS[kind](FAKE[vendor])
+    user = ["mpirun", "-np", "4", "./app", "--flag"]
+    variables = {f"{vendor.impl.env_prefix}A": "1", "UCX_TLS": "sm,self"}
+    base = {"PATH": "/usr/bin", "LD_PRELOAD": "/user.so", f"{vendor.impl.env_prefix}B": "9"}
+    before = dict(os.environ)
+    plan = launcher.plan(
+        user, variables, remove=[f"{vendor.impl.env_prefix}B"], preload="/ct.so", base_env=base
+    )
+    # pure: the same inputs give the same plan, and nothing outside changes
+    again = launcher.plan(
+        user, variables, remove=[f"{vendor.impl.env_prefix}B"], preload="/ct.so", base_env=base
+    )
+    assert plan == again and dict(os.environ) == before
+    # the user's command is kept whole, after the launcher and commtune's options
+    assert plan.argv[0] == "mpirun" and plan.argv[-4:] == user[1:]
+    # every variable reaches the ranks: forwarded from the launcher's environment or named
+    # in the launcher's options; LD_PRELOAD (ours first, the user's kept) only for the ranks
+    for name, value in variables.items():
+        assert plan.env[name] == value
+        assert launcher.forwarded(name) or name in plan.argv
+    assert "LD_PRELOAD" not in plan.env or plan.env["LD_PRELOAD"] == "/user.so"
+    assert any("/ct.so:/user.so" in a for a in plan.argv)
+    assert f"{vendor.impl.env_prefix}B" not in plan.env
+    # a wrapper script gets everything through the environment, its argv untouched
+    script = launcher.plan(["./run.sh", "x"], variables, preload="/ct.so", base_env={})
+    assert script.argv == ["./run.sh", "x"] and script.env["LD_PRELOAD"] == "/ct.so"
+    # commtune's own programs: a local launch line of this vendor
+    own = launcher.command(2, ["/bin/prog", "a"])
+    assert own[0] == FAKE[vendor].launcher and own[-4:] == ["-n", "2", "/bin/prog", "a"]
+
+
+@pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)
+def test_launcher_for_every_vendor(vendor: Vendor) -> None:
+    assert isinstance(launcher_for(FAKE[vendor]), LocalLauncher)
+
+
+# -- appliers ------------------------------------------------------------------------------------
+def _knob(how: Apply, vendor: Vendor) -> Knob:
+    prefix = vendor.impl.env_prefix
+    return Knob(
+        name=f"{prefix}TEST" if vendor is Vendor.MPICH else "test_var",
+        library=vendor.value,
+        type=KnobType.CATEGORICAL,
+        default="a",
+        description="",
+        env=f"{prefix}TEST" if vendor is Vendor.MPICH else f"{prefix}test_var",
+        choices=("a", "b"),
+        apply=how,
+    )
+
+
+@pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)
+@pytest.mark.parametrize("how", sorted(APPLIERS, key=lambda a: a.value), ids=lambda a: a.value)
+def test_applier_contract(how: Apply, vendor: Vendor) -> None:
+    knob = _knob(how, vendor)
+    first = Applied()
+    APPLIERS[how].apply(knob, "b", vendor.impl, (), first)
+    second = Applied()
+    APPLIERS[how].apply(knob, "b", vendor.impl, (), second)
+    assert first == second  # pure
+    assert first.env or first.cvar_writes  # it does something
+    # what it checks is owned by the knob and is an MPI_T name of the vendor
+    for name, check in first.checks.items():
+        assert check.knob == knob.name and isinstance(check.value, str)
+        assert name in {vendor.impl.mpit_name(e) for e in first.env} | set(first.cvar_writes)
+    # apply() reaches it through the knob's own choice
+    assert apply([knob], {knob.name: "b"}, vendor.impl) == first
+    # a knob not in the configuration is left alone
+    assert apply([knob], {}, vendor.impl) == Applied()
+
+
+def test_env_applier_checks_what_mpi_t_reads_back() -> None:
+    ompi = load_catalog("openmpi")
+    knobs = [ompi["coll_tuned_allreduce_algorithm"], ompi["btl_vader_eager_limit"]]
+    got = apply(knobs, {knobs[0].name: "ring", knobs[1].name: 8192}, Vendor.OPENMPI.impl)
+    assert got.checks == {
+        "coll_tuned_allreduce_algorithm": Check("coll_tuned_allreduce_algorithm", "ring"),
+        "btl_vader_eager_limit": Check("btl_vader_eager_limit", "8192"),
+        "coll_tuned_use_dynamic_rules": Check("coll_tuned_allreduce_algorithm", "1"),
+    }
+    ucx = load_catalog("mpich")["UCX_RNDV_THRESH"]
+    got = apply([ucx], {ucx.name: 8192}, Vendor.MPICH.impl)
+    assert got.env == {"UCX_RNDV_THRESH": "8192"} and got.checks == {}  # outside MPI_T
+
+
+def test_file_applier_loads_each_vendors_selection_file() -> None:
+    from commtune.knobs import selection_file_env
+
+    assert selection_file_env(Vendor.OPENMPI.impl, "/r.conf") == {
+        "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+        "OMPI_MCA_coll_tuned_dynamic_rules_filename": "/r.conf",
+    }
+    assert selection_file_env(Vendor.MPICH.impl, "/s.json") == {
+        "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "/s.json"
+    }
+
+
+def test_every_catalog_knob_has_an_applier_and_unknown_ways_are_refused() -> None:
+    for vendor in Vendor:
+        for knob in load_catalog(vendor.value).values():
+            assert knob.apply in APPLIERS, knob.name
+    entry = {"name": "romio_cb_write", "type": "categorical", "default": "automatic",
+             "description": "", "choices": ["automatic", "enable"], "apply": "info"}  # fmt: skip
+    missing = [a for a in Apply if a not in APPLIERS]
+    assert missing == [Apply.MPIT_RUNTIME, Apply.INFO, Apply.HDF5]
+    with pytest.raises(UsageError, match="applied by 'info'"):
+        _knob_from_json(entry, "openmpi", "OMPI_MCA_")
+    with pytest.raises(ValueError):
+        _knob_from_json({**entry, "apply": "carrier-pigeon"}, "openmpi", "OMPI_MCA_")
+
+
+# -- vendors -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)
+def test_vendor_contract(vendor: Vendor) -> None:
+    impl = vendor.impl
+    assert impl.vendor is vendor and impl.title
+    catalog = load_catalog(vendor.value)
+    for op in ("allreduce", "bcast", "reduce", "allgather", "alltoall"):
+        assert impl.algorithm_knob(op) in catalog
+    assert all(k in catalog for k in impl.p2p_knobs)
+    assert impl.mpit_name("PATH") is None
+    assert impl.selection_env("/f") and "/f" in impl.selection_env("/f").values()
+    assert impl.rank_args({"A": "1"}) and impl.training_ranks
+    for fmt in impl.export_formats:
+        assert impl.render(fmt, {f"{impl.env_prefix}x": "1"}, "h").strip()
+    text = {Vendor.OPENMPI: "mpirun (Open MPI) 4.1.4", Vendor.MPICH: "HYDRA build details:"}
+    assert impl.recognise("/nonexistent/mpirun", text[vendor]) is not None
+    assert all(
+        other.impl.recognise("/nonexistent/mpirun", text[vendor]) is None
+        for other in Vendor
+        if other is not vendor
+    )
+
+
+# -- storage migrations --------------------------------------------------------------------------
+# The tables each schema version added (version 1: meta, platforms, knob values).
+ADDED = {
+    2: ["commtune_profiles"],
+    3: ["commtune_samples"],
+    4: ["commtune_training", "commtune_models"],
+}
+OLD_SEARCH = {
+    "trial": 3, "params": {"MPIR_CVAR_ASYNC_PROGRESS": True}, "default_values": [1.0, 1.1],
+    "best_values": [0.5, 0.6], "speedup": 1.9, "ci": [1.5, 2.2], "p_value": 0.01,
+    "accepted": True, "measured_trials": 8, "reason": "",
+}  # fmt: skip
+OLD_PREDICT = {
+    "accepted": True, "params": {"MPIR_CVAR_ASYNC_PROGRESS": True}, "env": {},
+    "speedup": None, "reason": "predicted", "features": {"comm_size": 2.0},
+}  # fmt: skip
+OLD_SAMPLE = {
+    "accepted": True, "params": {"UCX_RNDV_THRESH": 8192},
+    "env": {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "/s.json"}, "speedup": None,
+    "reason": "sampled platform profile",
+}  # fmt: skip
+
+
+def _database_at(version: int, path: Path) -> str:
+    """A storage as that version of commtune left it, with one study per verdict shape."""
+    url = f"sqlite:///{path}"
+    store = Store(url)
+    for name, old in (("search", OLD_SEARCH), ("predict", OLD_PREDICT), ("sample", OLD_SAMPLE)):
+        study = optuna.create_study(study_name=name, storage=store.optuna)
+        spec = StudySpec(["mpiexec", "./app"], "mpich", [], "wall", 1)
+        study.set_user_attr("commtune", spec.to_json())
+        study.set_user_attr("acceptance", old)
+    with store.engine.begin() as conn:
+        for v in range(version + 1, 5):
+            for table in ADDED.get(v, []):
+                conn.execute(sa.text(f"DROP TABLE {table}"))
+        conn.execute(
+            sa.text("UPDATE commtune_meta SET value = :v WHERE key = 'schema_version'"),
+            {"v": str(version)},
+        )
+    store.engine.dispose()
+    return url
+
+
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
+def test_storage_migrates_from_every_version(
+    version: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = _database_at(version, tmp_path / "old.db")
+    store = Store(url)
+    tables = set(sa.inspect(store.engine).get_table_names())
+    assert {t for ts in ADDED.values() for t in ts} <= tables
+    with store.engine.connect() as conn:
+        stored = conn.execute(sa.text("SELECT value FROM commtune_meta")).scalar()
+    assert stored == str(SCHEMA_VERSION)
+    verdicts = {
+        name: acceptance_of(optuna.load_study(study_name=name, storage=store.optuna))
+        for name in ("search", "predict", "sample")
+    }
+    assert {n: v.source for n, v in verdicts.items() if v} == {
+        "search": Source.SEARCH,
+        "predict": Source.PREDICT,
+        "sample": Source.SAMPLE,
+    }
+    search, predict, sample = verdicts["search"], verdicts["predict"], verdicts["sample"]
+    assert search and search.trial == 3 and search.ci == (1.5, 2.2) and search.measured_trials == 8
+    assert predict and predict.extra == {"features": {"comm_size": 2.0}}
+    assert sample and sample.env == OLD_SAMPLE["env"]
+    # stored in the new format, not only read through it
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT value_json FROM study_user_attributes WHERE key = 'acceptance'")
+        ).all()
+    assert {json.loads(r[0])["format"] for r in rows} == {FORMAT}
+    # export takes every one of them
+    code, out, err = run_cli(["export", "sample", "--storage", url, "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["env"]["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] == "/s.json"
+    code, out, err = run_cli(["studies", "--storage", url, "--json"], capsys)
+    assert code == 0 and len(last_json(out)["studies"]) == 3
+
+
+def test_a_sampled_or_predicted_study_is_not_resumed_by_tune(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tune`` on a study that ``sample`` or ``predict`` wrote, even with the very same
+    spec: one line naming what the study holds, exit 2, nothing written."""
+    replay = tmp_path / "replay.json"
+    replay.write_text(json.dumps({"default": [1.0], "trials": []}))
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = Store(url)
+    knob = load_catalog("mpich")["MPIR_CVAR_ASYNC_PROGRESS"]
+    spec = StudySpec(
+        ["replay", str(replay)], "mpich", [{"knob": knob.name, "values": None}], "wall", 3
+    )
+    for source in (Source.SAMPLE, Source.PREDICT):
+        verdict = Acceptance(source, {knob.name: True}, True, "made without a search")
+        save_result_study(store.optuna, "made", spec, verdict)
+        args = ["tune", "--mpi", "mpich", "--replay", str(replay), "--knob", knob.name]
+        code, _, err = run_cli([*args, "--storage", url, "--study", "made"], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"holds a {source.value} result, not a search" in err
+        study = optuna.load_study(study_name="made", storage=store.optuna)
+        assert study.trials == []

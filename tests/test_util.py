@@ -1,0 +1,50 @@
+"""Shared helpers: sizes as text, whole-or-nothing writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commtune.cli._common import size
+from commtune.errors import UsageError
+from commtune.util import atomic_path, format_size, parse_size, write_atomic
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("4096", 4096), ("0x10", 16), ("64k", 65536), ("64K", 65536), ("64KiB", 65536),
+        ("64kb", 65536), ("1M", 1 << 20), ("1MiB", 1 << 20), ("1GiB", 1 << 30), ("2g", 2 << 30),
+        ("1.5M", 3 << 19), ("8B", 8),
+    ],
+)  # fmt: skip
+def test_parse_size(text: str, value: int) -> None:
+    assert parse_size(text) == value
+    assert size(text) == value  # the command line's size arguments (--predict, --size)
+
+
+@pytest.mark.parametrize("text", ["", "k", "abc", "-1", "1.3", "12Q"])
+def test_parse_size_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+def test_format_size() -> None:
+    assert [format_size(s) for s in (None, 8, 1536, 1 << 20)] == ["∞", "8 B", "1.5 KiB", "1 MiB"]
+
+
+def test_atomic_writes_are_whole_and_private(tmp_path: Path) -> None:
+    target = tmp_path / "cache.json"
+    write_atomic(target, "old")
+    with atomic_path(target) as one, atomic_path(target) as two:
+        assert one != two and one.parent == two.parent == tmp_path  # never a shared temp file
+        one.write_text("first")
+        two.write_text("second")
+    assert target.read_text() == "first"  # the outer writer finished last
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("interrupted")
+    assert target.read_text() == "first" and list(tmp_path.iterdir()) == [target]
+    with pytest.raises(UsageError, match="does not exist"):
+        write_atomic(tmp_path / "missing" / "x", "text")
