@@ -20,6 +20,7 @@ from pathlib import Path
 import optuna
 
 from commtune.store import Store
+from commtune.study import Role, config_of, role_of, runs_of, spec_of
 
 SPACES = {
     "openmpi": [
@@ -49,14 +50,14 @@ def main() -> int:
         cmd += ["--storage", storage, "--study", "replay", "--no-interposer"]
         subprocess.run(cmd, check=True)
         study = optuna.load_study(study_name="replay", storage=Store(storage).optuna)
-        spec = study.user_attrs["commtune"]
+        spec = spec_of(study).to_json()
         trials = [
-            {"params": t.user_attrs["config"], "values": [t.value]}
+            {"params": config_of(t), "values": [t.value]}
             for t in study.get_trials()
-            if t.user_attrs.get("role") == "search" and t.state.name in ("COMPLETE", "FAIL")
+            if role_of(t) is Role.SEARCH and t.state.name in ("COMPLETE", "FAIL")
         ]
-        ref = next(t for t in study.get_trials() if t.user_attrs.get("role") == "reference")
-    default = [r["value"] for r in ref.user_attrs["runs"]]
+        ref = next(t for t in study.get_trials() if role_of(t) is Role.REFERENCE)
+    default = [r["value"] for r in runs_of(ref)]
     data = {
         "library": spec["library"],
         "description": f"ct_demo, 2 ranks, {args.mpi}: every configuration measured once",

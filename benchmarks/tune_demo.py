@@ -26,6 +26,7 @@ from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
 from commtune.store import Store
+from commtune.study import config_key, config_of, runs_of
 
 SPACES = {
     "openmpi": [
@@ -54,10 +55,6 @@ def commtune(args: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def key(config: dict) -> str:
-    return json.dumps(config, sort_keys=True)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mpi", default="openmpi", choices=sorted(SPACES))
@@ -83,8 +80,8 @@ def main() -> int:
     ref = study.trials[0]
     table = {}
     for t in study.trials[1:]:
-        values = [r["value"] for r in t.user_attrs["runs"]]
-        table[key(t.user_attrs["config"])] = (t.value, values)
+        values = [r["value"] for r in runs_of(t)]
+        table[config_key(config_of(t))] = (t.value, values)
     medians = {k: v[0] for k, v in table.items() if v[0] is not None}
     best_key = min(medians, key=medians.__getitem__)
     best_speedup = ref.value / medians[best_key]
@@ -92,7 +89,7 @@ def main() -> int:
     replay.write_text(
         json.dumps(
             {
-                "default": [r["value"] for r in ref.user_attrs["runs"]],
+                "default": [r["value"] for r in runs_of(ref)],
                 "trials": [
                     {"params": json.loads(k), "values": v[1] or [None]} for k, v in table.items()
                 ],
@@ -110,7 +107,7 @@ def main() -> int:
                      "--strategy", strategy, "--trials", str(budget), "--seed", str(seed),
                      "--confirm", "0", "--study", f"{name}-{seed}", "--storage", storage]
                 )  # fmt: skip
-                found = medians[key(result["best_params"])]
+                found = medians[config_key(result["best_params"])]
                 shares.setdefault(name, []).append((ref.value / found) / best_speedup)
     summary = {
         "mpi": args.mpi,

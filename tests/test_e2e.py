@@ -16,6 +16,7 @@ import pytest
 from commtune.mpi import Vendor
 from commtune.platform import Fingerprint
 from commtune.store import Store
+from commtune.study import Role, config_key, config_of, fail_reason, role_of, runs_of
 
 from .conftest import (
     VENDORS,
@@ -86,13 +87,13 @@ def test_short_study_on_the_demo_app(
     assert result["failed_trials"] == 0
     study = optuna.load_study(study_name="e2e", storage=Store(storage).optuna)
     ref = study.trials[0]
-    assert ref.user_attrs["role"] == "reference" and len(ref.user_attrs["runs"]) == 2
-    assert all(r["value"] > 0 and r["returncode"] == 0 for r in ref.user_attrs["runs"])
+    assert role_of(ref) is Role.REFERENCE and len(runs_of(ref)) == 2
+    assert all(r["value"] > 0 and r["returncode"] == 0 for r in runs_of(ref))
     if vendor is Vendor.MPICH:
         # MPICH 4.0.2 aborts MPI_Init on ring: probed, dropped, remembered for the platform.
         assert result["trials"] == 4
         assert "ring" in err and "left out" in err
-        configs = [t.user_attrs["config"] for t in study.trials[1:]]
+        configs = [config_of(t) for t in study.trials[1:]]
         assert all(c["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] != "ring" for c in configs)
         store = Store(storage)
         from commtune.mpi import find_installation
@@ -225,8 +226,8 @@ def test_hanging_configuration_is_killed_and_recorded(
     study = optuna.load_study(study_name="hang", storage=Store(storage).optuna)
     failed = [t for t in study.trials if t.state.name == "FAIL"]
     assert len(failed) == 1
-    assert failed[0].user_attrs["fail_reason"] == "timeout after 3.0 s"
-    assert len(failed[0].user_attrs["runs"]) == 1  # its second repeat was skipped
+    assert fail_reason(failed[0]) == "timeout after 3.0 s"
+    assert len(runs_of(failed[0])) == 1  # its second repeat was skipped
     assert pgrep("sleep 317") == []
     assert shm_segments() <= before
 
@@ -274,9 +275,7 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     assert pgrep("ct_demo") == []  # the run died with the tuner (PDEATHSIG)
     study = optuna.load_study(study_name="k", storage=store.optuna)
     before = {
-        t.number: (t.value, t.user_attrs["config"])
-        for t in study.get_trials()
-        if t.state.name == "COMPLETE"
+        t.number: (t.value, config_of(t)) for t in study.get_trials() if t.state.name == "COMPLETE"
     }
     assert len(before) >= 4
     done = subprocess.run(
@@ -285,21 +284,19 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     study = optuna.load_study(study_name="k", storage=store.optuna)
-    after = {t.number: (t.value, t.user_attrs.get("config")) for t in study.get_trials()}
+    after = {t.number: (t.value, config_of(t)) for t in study.get_trials()}
     assert all(after[n] == v for n, v in before.items())  # finished trials intact
     # Interrupted trials that had started running (a trial killed between being proposed and
     # getting its role never ran and does not count).
     interrupted = [
-        t
-        for t in study.get_trials()
-        if t.user_attrs.get("fail_reason") == "interrupted" and "role" in t.user_attrs
+        t for t in study.get_trials() if fail_reason(t) == "interrupted" and role_of(t) is not None
     ]
     assert result["trials"] == 10
     assert result["failed_trials"] == len(interrupted)
     searched = [
-        json.dumps(t.user_attrs["config"], sort_keys=True)
+        config_key(config_of(t))
         for t in study.get_trials()
-        if t.user_attrs.get("role") == "search" and t.state.name == "COMPLETE"
+        if role_of(t) is Role.SEARCH and t.state.name == "COMPLETE"
     ]
     assert len(searched) == len(set(searched))
 

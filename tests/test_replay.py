@@ -17,6 +17,7 @@ import pytest
 
 from commtune.store import Store
 from commtune.strategies import STRATEGIES
+from commtune.study import Role, config_key, config_of, fail_reason, role_of
 
 from .conftest import commtune_subprocess, last_json, run_cli
 
@@ -86,11 +87,7 @@ def trials_of(storage: str) -> list[optuna.trial.FrozenTrial]:
 
 
 def search_configs(storage: str) -> list[str]:
-    return [
-        json.dumps(t.user_attrs["config"], sort_keys=True)
-        for t in trials_of(storage)
-        if t.user_attrs.get("role") == "search"
-    ]
+    return [config_key(config_of(t)) for t in trials_of(storage) if role_of(t) is Role.SEARCH]
 
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
@@ -102,14 +99,14 @@ def test_shared_strategy_case(
     result = last_json(out)
     assert result["trials"] == 8  # the budget, reference included
     trials = trials_of(storage)
-    searched = [t for t in trials if t.user_attrs.get("role") == "search"]
+    searched = [t for t in trials if role_of(t) is Role.SEARCH]
     assert len(searched) == 7
     for t in searched:
-        cfg = t.user_attrs["config"]
+        cfg = config_of(t)
         assert cfg["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] in ALGOS
         assert cfg["MPIR_CVAR_ASYNC_PROGRESS"] in (False, True)
         if cfg["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] == "ring":
-            assert t.state.name == "FAIL" and "exit status" in t.user_attrs["fail_reason"]
+            assert t.state.name == "FAIL" and "exit status" in fail_reason(t)
     assert result["failed_trials"] == sum(t.state.name == "FAIL" for t in searched)
     assert len(set(search_configs(storage))) == 7  # no configuration measured twice
     assert result["best_value"] == min(t.value for t in searched if t.value is not None)
@@ -150,9 +147,9 @@ def test_resume_keeps_trials_and_does_not_repeat(
     strategy: str, replay_file: Path, storage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run_cli(tune_args(replay_file, storage, strategy, 5), capsys)[0] == 0
-    before = {t.number: (t.state, t.value, t.user_attrs["config"]) for t in trials_of(storage)}
+    before = {t.number: (t.state, t.value, config_of(t)) for t in trials_of(storage)}
     assert run_cli(tune_args(replay_file, storage, strategy, 10), capsys)[0] == 0
-    after = {t.number: (t.state, t.value, t.user_attrs["config"]) for t in trials_of(storage)}
+    after = {t.number: (t.state, t.value, config_of(t)) for t in trials_of(storage)}
     assert all(after[n] == v for n, v in before.items())
     configs = search_configs(storage)
     assert len(configs) == 9 and len(set(configs)) == 9

@@ -22,7 +22,7 @@ from commtune.strategies import STRATEGIES, get_strategy
 from commtune.strategies._dqn import Agent, ensemble
 from commtune.strategies._history import History
 from commtune.strategies._model import fit_model
-from commtune.study import StudySpec
+from commtune.study import Role, StudySpec, arm_of, config_key, config_of, role_of
 from commtune.tune import TuneSettings, open_study, run_reference, search
 
 OURS = ["ga", "model", "dqn", "auto"]
@@ -43,7 +43,7 @@ def study_on(
 
 
 def searched(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    return [t for t in study.get_trials() if t.user_attrs.get("role") == "search"]
+    return [t for t in study.get_trials() if role_of(t) is Role.SEARCH]
 
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
@@ -53,13 +53,13 @@ def test_every_strategy_respects_domains_steps_and_budget(strategy: str) -> None
     trials = searched(study)
     assert len(trials) == 23  # the budget, the reference included
     for t in trials:
-        config = t.user_attrs["config"]
+        config = config_of(t)
         assert surface.space.validate(config) == config
         assert int(config["polls"]) % 100 == 0
         assert int(config["eager_limit"]) & (int(config["eager_limit"]) - 1) == 0
         if config["single_copy"] == "knem" and config["async_progress"]:
             assert t.state.name == "FAIL"
-    keys = [json.dumps(t.user_attrs["config"], sort_keys=True) for t in trials]
+    keys = [config_key(config_of(t)) for t in trials]
     assert len(set(keys)) == len(keys)
 
 
@@ -150,8 +150,8 @@ def test_auto_measures_the_hint_first_and_records_its_arms() -> None:
     hint = {"eager": 1 << 15, "chunks": 11, "polls": 400}
     study = study_on(surface, "auto", 14, hints=[hint])
     trials = searched(study)
-    assert trials[0].user_attrs["config"] == hint and trials[0].user_attrs["arm"] == "hint"
-    arms = {t.user_attrs["arm"] for t in trials[1:]}
+    assert config_of(trials[0]) == hint and arm_of(trials[0]) == "hint"
+    arms = {arm_of(t) for t in trials[1:]}
     assert "design" in arms and arms - {"design"} <= {"cmaes", "ga"}
 
 

@@ -22,7 +22,7 @@ from commtune.util import parse_size
 if TYPE_CHECKING:
     import optuna
 
-    from commtune.knobs import Applied, Knob, Space
+    from commtune.knobs import Knob, Space
     from commtune.launch import Launcher
     from commtune.mpi import Installation, Vendor
     from commtune.profile import Profiling
@@ -186,7 +186,3 @@ def study_knobs(study: optuna.Study) -> tuple[str, list[Knob]]:
     spec = spec_of(study)
     catalog = load_catalog(spec.library)
     return spec.library, [catalog[n] for n in spec.knob_names() if n in catalog]
-
-
-def applied_env(applied: Applied) -> dict[str, str]:
-    return dict(applied.env)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from commtune.cli._common import (
@@ -146,7 +146,6 @@ class TuneOptions:
     json: bool
     storage: str
     replay: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
