@@ -14,8 +14,9 @@ import sqlalchemy as sa
 
 from commtune.knobs import Dimension, Space, load_catalog
 from commtune.mpi import Vendor, find_installation
-from commtune.predict import MODELS, Dataset, Predictor, pearson, selected_knobs
+from commtune.predict import MODELS, Dataset, Predictor, features_of, pearson, selected_knobs
 from commtune.predict._data import FEATURES
+from commtune.profile import Profile
 from commtune.progress import Silent
 from commtune.store import Store
 from commtune.store._storage import models_table
@@ -138,10 +139,18 @@ def test_train_then_predict_the_demo(
     assert "predicted start" in err.replace("\n", " ")
     study = optuna.load_study(study_name="p", storage=store.optuna)
     first = next(t for t in study.get_trials() if role_of(t) is Role.SEARCH)
-    # A prediction equal to the library's defaults is already measured (the reference), so
-    # the search goes on with its design; any other is measured first.
-    at_default = result["params"] == {k: space[k].knob.default for k in result["params"]}
-    assert arm_of(first) == ("design" if at_default else "hint")
+    # The hint is the model's answer for the reference run's own profile (not the profile of
+    # `predict` above: another run, other features). Equal to the library's defaults it is
+    # already measured (the reference), so the search goes on with its design; any other
+    # configuration is measured first.
+    ref = next(t for t in study.get_trials() if role_of(t) is Role.REFERENCE)
+    predictor = Predictor.load(store, find_installation(vendor), False, Silent())
+    (stored,) = [p for trial, run, p in store.profiles("p", ref.number) if run == 0]
+    hint = predictor.predict(features_of(Profile.from_json(stored)))
+    if hint == {k: space[k].knob.default for k in hint}:
+        assert arm_of(first) == "design"
+    else:
+        assert arm_of(first) == "hint" and config_of(first) == hint
     assert space.validate(config_of(first)) == config_of(first)
 
     # A model of another platform is refused, or used with --force and a warning.
