@@ -85,9 +85,7 @@ class Applier(abc.ABC):
     ) -> None: ...
 
     @staticmethod
-    def _check(
-        knob: Knob, name: str, text: str, vendor: MPIVendor, enumerators: Sequence[str]
-    ) -> Check:
+    def _check(knob: Knob, text: str, vendor: MPIVendor, enumerators: Sequence[str]) -> Check:
         from commtune.knobs._knob import KnobType
 
         categorical = knob.type is KnobType.CATEGORICAL
@@ -110,7 +108,7 @@ class EnvApplier(Applier):
         into.env[knob.env] = text
         name = vendor.mpit_name(knob.env)
         if name is not None:
-            into.checks[name] = self._check(knob, name, text, vendor, enumerators)
+            into.checks[name] = self._check(knob, text, vendor, enumerators)
 
 
 class FileApplier(Applier):
@@ -146,7 +144,7 @@ class MpitInitApplier(Applier):
     ) -> None:
         name = vendor.mpit_name(knob.env) or knob.name
         into.cvar_writes[name] = text
-        into.checks[name] = self._check(knob, name, text, vendor, enumerators)
+        into.checks[name] = self._check(knob, text, vendor, enumerators)
 
 
 # how -> applier; a kind without an entry is declared but not applicable yet.
