@@ -39,8 +39,10 @@ from commtune.study import (
     not_applied_of,
     record_fail_reason,
     role_of,
+    run_relatives,
     run_values,
     run_walls,
+    runs_of,
     set_acceptance,
     set_config,
     set_duplicate_of,
@@ -87,13 +89,29 @@ class TuneSettings:
 
 @dataclass
 class Row:
-    """One configuration in the result table."""
+    """One configuration in the result table. ``value``: the median of its runs relative to
+    the control runs of their blocks (the library's defaults = 1); ``raw``: the median of
+    its runs as measured; ``spread`` of the relative values."""
 
     number: int
     config: dict[str, Value]
     value: float
     spread: float
     speedup: float
+    raw: float = float("nan")
+
+
+@dataclass(frozen=True)
+class Noise:
+    """What the machine did, from the runs of the library's defaults: ``cv`` the noise
+    (median coefficient of variation of a configuration's drift-corrected runs), ``drift``
+    the slowest control block over the fastest."""
+
+    cv: float
+    drift: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"cv": self.cv, "drift": self.drift}
 
 
 @dataclass
@@ -101,11 +119,13 @@ class TuneResult:
     study: str
     trials: int
     failed_trials: int
-    default_value: float
+    default_value: float  # the reference's median, as measured
     best: Row | None
     acceptance: Acceptance | None
     table: list[Row] = field(default_factory=list)
     not_applied: dict[str, str] = field(default_factory=dict)
+    runs: int = 0  # every run the study made: trials, controls, confirmation
+    noise: Noise = field(default_factory=lambda: Noise(0.0, 1.0))
 
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance
@@ -115,12 +135,16 @@ class TuneResult:
             "trials": self.trials,
             "failed_trials": self.failed_trials,
             "best_params": self.best.config if self.best else {},
-            "best_value": self.best.value if self.best else self.default_value,
-            "default_value": self.default_value,
+            "best_value": self.best.value if self.best else 1.0,
+            "best_raw": self.best.raw if self.best else self.default_value,
+            "default_value": 1.0,
+            "default_raw": self.default_value,
             "speedup": speedup,
             "speedup_ci": list(acc.ci) if acc and acc.ci else None,
             "accepted": bool(acc and acc.accepted),
             "not_applied": self.not_applied,
+            "runs": self.runs,
+            "noise": self.noise.to_json(),
         }
 
 
@@ -201,7 +225,7 @@ def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 # -- running ----------------------------------------------------------------------------------
 class _Live:
-    """A trial being measured in the current batch."""
+    """A trial being measured in the current batch (or the batch's control runs)."""
 
     def __init__(
         self,
@@ -213,12 +237,21 @@ class _Live:
         self.config = config
         self.on_run = on_run
         self.runs: list[RunRecord] = []
+        self.blocks: list[str] = []
+        self.relative: dict[str, float] = {}  # block -> the run's value over the control's
         self.failure: str | None = None
         self.not_applied: dict[str, str] = {}
 
-    def record(self, run: RunRecord) -> None:
+    def _store(self) -> None:
+        records = []
+        for run, block in zip(self.runs, self.blocks, strict=True):
+            records.append({**run.to_json(), "block": block, "relative": self.relative.get(block)})
+        set_runs(self.trial, records)
+
+    def record(self, run: RunRecord, block: str) -> None:
         self.runs.append(run)
-        set_runs(self.trial, [r.to_json() for r in self.runs])
+        self.blocks.append(block)
+        self._store()
         if run.not_applied.keys() - self.not_applied.keys():
             self.not_applied = {**run.not_applied, **self.not_applied}
             set_not_applied(self.trial, self.not_applied)
@@ -230,40 +263,77 @@ class _Live:
         if self.on_run is not None:
             self.on_run(self.trial, len(self.runs) - 1, run)
 
+    def value_in(self, block: str) -> float | None:
+        for run, b in zip(self.runs, self.blocks, strict=True):
+            if b == block:
+                return run.value
+        return None
 
-def _run_interleaved(
+    def relate(self, block: str, control: float) -> None:
+        """The run of ``block`` relative to that block's control value."""
+        value = self.value_in(block)
+        if value is not None and control > 0:
+            self.relative[block] = value / control
+            self._store()
+
+
+def _run_blocks(
     batch: list[_Live],
+    control: _Live | None,
     repeats: int,
     executor: Executor,
     timeout: float,
     bar: Bar,
-    on_run: Callable[[_Live, RunRecord], None] | None = None,
+    fallback: float,
 ) -> None:
-    for _ in range(repeats):
-        for live in batch:
-            if live.failure is not None:
-                continue
+    """``repeats`` blocks. Block r runs the control (the library's defaults) and every trial
+    of the batch that has not failed once each: the trials rotated by r, the control first
+    in even blocks and last in odd ones, so no position is always the same configuration's.
+    Each run is recorded as it ends; once the block ends, every trial's run is related to
+    the block's control run (``fallback``, the reference's median, where that one failed)
+    so drift between blocks cancels. Without a control (the reference itself) runs are
+    related to ``fallback``."""
+    for r in range(repeats):
+        active = [live for live in batch if live.failure is None]
+        if not active:
+            break
+        k = r % len(active)
+        order = active[k:] + active[:k]
+        sequence: list[_Live] = list(order)
+        if control is not None:
+            sequence = [control, *order] if r % 2 == 0 else [*order, control]
+        anchor = control or active[0]
+        block = f"{anchor.trial.number}.{r}"
+        for live in sequence:
             run = executor.run(live.config, timeout)
-            live.record(run)
-            if on_run:
-                on_run(live, run)
-            bar.advance(status=_status_line(live, run))
+            live.record(run, block)
+            if live is control:
+                live.failure = None  # a failed control run only loses its block's anchor
+                bar.advance(status=_status_line(live, run, "control"))
+            else:
+                bar.advance(status=_status_line(live, run))
+        measured_control = control.value_in(block) if control is not None else None
+        anchor_value = measured_control if measured_control else fallback
+        for live in order:
+            live.relate(block, anchor_value)
+        if control is not None and measured_control:
+            control.relate(block, fallback)
 
 
-def _status_line(live: _Live, run: RunRecord) -> str:
+def _status_line(live: _Live, run: RunRecord, what: str = "trial") -> str:
     if run.failure:
-        return f"[red]trial {live.trial.number} failed: {run.failure}[/red]"
-    return f"trial {live.trial.number}: {run.value:.4g}"
+        return f"[red]{what} {live.trial.number} failed: {run.failure}[/red]"
+    return f"{what} {live.trial.number}: {run.value:.4g}"
 
 
 def _tell(study: optuna.Study, live: _Live) -> float | None:
     """Finish the trial in the storage; returns its value (None if it failed)."""
     from optuna.trial import TrialState
 
-    if live.failure is not None:
+    if live.failure is not None or not live.relative:
         study.tell(live.trial, state=TrialState.FAIL)
         return None
-    value = stats.median([r.value for r in live.runs if r.value is not None])
+    value = stats.median(list(live.relative.values()))
     study.tell(live.trial, value)
     return value
 
@@ -280,14 +350,22 @@ def run_reference(
     live = _Live(trial, None, settings.on_run)
     with ui.progress("reference (library defaults)", settings.spec.repeats) as bar:
         try:
-            _run_interleaved(
-                [live], settings.spec.repeats, executor, settings.reference_timeout, bar
-            )
+            for r in range(settings.spec.repeats):
+                if live.failure is not None:
+                    break
+                run = executor.run(None, settings.reference_timeout)
+                live.record(run, f"{trial.number}.{r}")
+                bar.advance(status=_status_line(live, run))
         except BaseException:
             live.failure = live.failure or INTERRUPTED
             set_fail_reason(trial, live.failure)
             _tell(study, live)
             raise
+    if live.failure is None:
+        # The reference is its own block: its runs relative to their median.
+        middle = stats.median([r.value for r in live.runs if r.value is not None])
+        for block in live.blocks:
+            live.relate(block, middle)
     _tell(study, live)
     if live.failure is not None:
         tail = live.runs[-1].stderr_tail.strip().splitlines() if live.runs else []
@@ -314,6 +392,9 @@ def search(
     space = settings.space
     dists = distributions(space)
     repeats = settings.spec.repeats
+    ref = reference_trial(study)
+    assert ref is not None, "the reference runs before the search"
+    reference = stats.median(run_values(ref))
     done = measured(study)
     remaining = settings.trials - len(done)
     if remaining <= 0:
@@ -329,7 +410,8 @@ def search(
         ):
             known.setdefault(config_key(config_of(t)), (t.number, t.value))
     duplicates_in_a_row = 0
-    with ui.progress(f"{settings.strategy} search", remaining * repeats) as bar:
+    total = remaining * repeats  # the trials' runs; each batch adds its blocks' control runs
+    with ui.progress(f"{settings.strategy} search", total) as bar:
         while remaining > 0:
             if strategy.exhausted(space, len(known)):
                 ui.info(f"all {space.size()} configurations of the space are measured")
@@ -371,21 +453,55 @@ def search(
             if not batch:
                 ui.info("the strategy proposes only configurations already measured; stopping")
                 break
+            control = _control_trial(study)
+            total += repeats
+            bar.grow(total)
             try:
-                _run_interleaved(batch, repeats, executor, timeout, bar)
+                _run_blocks(batch, control, repeats, executor, timeout, bar, reference)
             except BaseException:
                 for live in batch:
                     if live.failure is None and len(live.runs) < repeats:
                         live.failure = INTERRUPTED
                         set_fail_reason(live.trial, INTERRUPTED)
                     _tell(study, live)
+                _tell_control(study, control)
                 raise
+            _tell_control(study, control)
             for live in batch:
                 value = _tell(study, live)
                 known[config_key(live.config)] = (live.trial.number, value)
                 if live.failure is not None:
                     bar.advance(repeats - len(live.runs))
             remaining -= len(batch)
+
+
+def _control_trial(study: optuna.Study) -> _Live:
+    """A trial holding a batch's control runs. Asked with a sampler that samples nothing, so
+    the strategy's sampler neither sees nor spends anything on it."""
+    import optuna
+
+    saved = study.sampler
+    study.sampler = optuna.samplers.RandomSampler(seed=0)
+    try:
+        trial = study.ask()
+    finally:
+        study.sampler = saved
+    set_role(trial, Role.CONTROL)
+    set_config(trial, {})
+    return _Live(trial, None)
+
+
+def _tell_control(study: optuna.Study, control: _Live) -> None:
+    """The control trial's value is 1 (the defaults, relative to themselves); its runs keep
+    the raw values and their level relative to the reference (the drift)."""
+    from optuna.trial import TrialState
+
+    if any(r.value is not None for r in control.runs):
+        study.tell(control.trial, 1.0)
+    else:
+        last = control.runs[-1].failure if control.runs else None
+        set_fail_reason(control.trial, last or INTERRUPTED)
+        study.tell(control.trial, state=TrialState.FAIL)
 
 
 def best_trials(study: optuna.Study, limit: int = 5) -> list[optuna.trial.FrozenTrial]:
@@ -399,6 +515,9 @@ def best_trials(study: optuna.Study, limit: int = 5) -> list[optuna.trial.Frozen
     return sorted(done, key=value_of)[:limit]
 
 
+CONFIRM_CAP = 3  # the sequential confirmation adds pairs up to 3x --confirm (5 + 5 -> 15 + 15)
+
+
 def confirm(
     study: optuna.Study,
     settings: TuneSettings,
@@ -406,7 +525,14 @@ def confirm(
     timeout: float,
     ui: Progress,
 ) -> Acceptance | None:
-    """Run the best configuration and the default again, interleaved; accept if faster."""
+    """Run the best configuration and the default again, interleaved; accept if faster.
+
+    Confirmed whenever the best is faster than the defaults or within the noise of them in
+    the search (its value relative to its blocks' controls below 1 + 2 CV, at least 1.02).
+    Sequential: after ``confirm`` pairs, while the verdict is undecided (not faster, yet a
+    speedup above 1 inside the CI) one more pair at a time, up to ``CONFIRM_CAP`` times as
+    many. A candidate whose runs fall into two clusters is reported with both.
+    """
     best = best_trials(study, 1)
     ref = reference_trial(study)
     if not best or ref is None or settings.confirm <= 0:
@@ -417,7 +543,8 @@ def confirm(
     if stored and stored.trial == top.number and stored.measured_trials == n_measured:
         return stored
     config = config_of(top)
-    if value_of(top) >= value_of(ref):
+    band = max(0.02, 2 * noise_of(study).cv)
+    if value_of(top) >= value_of(ref) * (1 + band):
         acc = _verdict(
             top.number,
             config,
@@ -428,15 +555,20 @@ def confirm(
             1.0,
             False,
             n_measured,
-            "no configuration beat the default in the search",
+            "no configuration came within noise of the default in the search",
         )
         set_acceptance(study, acc)
         return acc
     default_values: list[float] = []
     best_values: list[float] = []
     failure = ""
+    cap = CONFIRM_CAP * settings.confirm
     with ui.progress("confirming best vs default", 2 * settings.confirm) as bar:
-        for i in range(settings.confirm):
+        for i in range(cap):
+            if i >= settings.confirm and not _undecided(default_values, best_values):
+                break
+            if i >= settings.confirm:
+                bar.grow(2 * (i + 1))
             order: list[dict[str, Value] | None] = [None, config] if i % 2 == 0 else [config, None]
             for which in order:
                 run = executor.run(which, timeout)
@@ -463,7 +595,16 @@ def confirm(
         )
     else:
         cmp = stats.compare(default_values, best_values)
-        reason = "" if cmp.faster else "not faster beyond noise"
+        split = clusters(best_values)
+        reason = ""
+        if not cmp.faster:
+            reason = "not faster beyond noise"
+            if len(split) == 2:
+                (n1, m1), (n2, m2) = split
+                reason += (
+                    f": its runs fall into two clusters ({n1} at {m1:.4g}, {n2} at {m2:.4g}) "
+                    f"against a default at {stats.median(default_values):.4g}"
+                )
         acc = _verdict(
             top.number,
             config,
@@ -476,8 +617,34 @@ def confirm(
             n_measured,
             reason,
         )
+        acc.extra = {
+            "mean_speedup": (sum(default_values) / len(default_values))
+            / (sum(best_values) / len(best_values)),
+            "clusters": [{"runs": n, "median": m} for n, m in split] if len(split) == 2 else [],
+        }
     set_acceptance(study, acc)
     return acc
+
+
+def _undecided(default_values: list[float], best_values: list[float]) -> bool:
+    """Neither accepted nor ruled out: a speedup above 1 is still inside the CI."""
+    if len(default_values) < 2 or len(best_values) < 2:
+        return False
+    cmp = stats.compare(default_values, best_values)
+    return not cmp.faster and cmp.ci_high > 1.0
+
+
+def clusters(values: list[float], gap: float = 1.3) -> list[tuple[int, float]]:
+    """(runs, median) of each cluster: two when the sorted values have a jump of ``gap``
+    times between neighbours with at least two runs on each side, else one."""
+    ordered = sorted(values)
+    if len(ordered) >= 4 and ordered[0] > 0:
+        jumps = [ordered[i + 1] / ordered[i] for i in range(len(ordered) - 1)]
+        i = max(range(len(jumps)), key=jumps.__getitem__)
+        low, high = ordered[: i + 1], ordered[i + 1 :]
+        if jumps[i] >= gap and len(low) >= 2 and len(high) >= 2:
+            return [(len(low), stats.median(low)), (len(high), stats.median(high))]
+    return [(len(ordered), stats.median(ordered))] if ordered else []
 
 
 def _verdict(
@@ -520,8 +687,9 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
             t.number,
             config_of(t),
             value_of(t),
-            stats.spread(run_values(t)),
+            stats.spread(run_relatives(t)),
             value_of(ref) / value_of(t),
+            stats.median(run_values(t)),
         )
         for t in best_trials(study, 5)
     ]
@@ -533,12 +701,45 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
         study.study_name,
         len(ran),
         failed,
-        value_of(ref),
+        stats.median(run_values(ref)),
         rows[0] if rows else None,
         acceptance,
         rows,
         missing,
+        runs_spent(study, acceptance),
+        noise_of(study),
     )
+
+
+def runs_spent(study: optuna.Study, acceptance: Acceptance | None) -> int:
+    """Every run the study made: its trials' (controls included) and the confirmation's."""
+    runs = sum(len(runs_of(t)) for t in study.get_trials(deepcopy=False))
+    if acceptance is not None:
+        runs += len(acceptance.default_values) + len(acceptance.best_values)
+    return runs
+
+
+def noise_of(study: optuna.Study) -> Noise:
+    """The noise and the drift of the study's machine, from its runs (see :class:`Noise`)."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    levels: list[float] = []  # one per control block: the reference's median, each control run
+    spreads: list[float] = []
+    for t in trials:
+        role = role_of(t)
+        if role is Role.REFERENCE and run_values(t):
+            levels.append(stats.median(run_values(t)))
+        elif role is Role.CONTROL:
+            levels += run_values(t)
+        if role in (Role.REFERENCE, Role.SEARCH) and t.state is TrialState.COMPLETE:
+            relatives = run_relatives(t)
+            if len(relatives) >= 2:
+                mean = sum(relatives) / len(relatives)
+                var = sum((x - mean) ** 2 for x in relatives) / (len(relatives) - 1)
+                spreads.append(var**0.5 / mean)
+    drift = max(levels) / min(levels) if len(levels) >= 2 and min(levels) > 0 else 1.0
+    return Noise(stats.median(spreads) if spreads else 0.0, drift)
 
 
 def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: Progress) -> TuneResult:
@@ -553,7 +754,7 @@ def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: Progress)
     ref = run_reference(study, settings, executor, ui)
     timeout = settings.timeout or max(MIN_TIMEOUT, 5 * stats.median(run_walls(ref)))
     ui.info(
-        f"reference: {value_of(ref):.4g} (median of {len(run_values(ref))}); "
+        f"reference: {stats.median(run_values(ref)):.4g} (median of {len(run_values(ref))}); "
         f"run timeout {timeout:.1f} s"
     )
     if settings.hints_from_reference is not None:

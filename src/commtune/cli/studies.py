@@ -166,9 +166,11 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
         duplicate_of,
         fail_reason,
         role_of,
+        run_relatives,
         run_values,
         spec_of,
     )
+    from commtune.tune import noise_of, runs_spent
 
     _, study = load_study(args.storage, args.study)
     trials: list[dict[str, Any]] = []
@@ -186,19 +188,25 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
                 "value": t.value,
                 "params": config_of(t),
                 "runs": run_values(t),
+                "relative": run_relatives(t),
                 "note": note,
             }
         )
     ui = UI(json_mode=args.json)
     ui.print(trials_table(trials, f"study {args.study}"))
+    noise = noise_of(study)
+    verdict = acceptance_of(study)
+    runs = runs_spent(study, verdict)
+    ui.info(f"{runs} runs; noise {100 * noise.cv:.1f} %, drift {noise.drift:.2f}x")
     if args.json:
-        verdict = acceptance_of(study)
         print_json(
             {
                 "study": args.study,
                 "spec": spec_of(study).to_json(),
                 "trials": trials,
                 "acceptance": verdict.to_json() if verdict else None,
+                "runs": runs,
+                "noise": noise.to_json(),
             }
         )
     return 0

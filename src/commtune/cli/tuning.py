@@ -396,11 +396,18 @@ def _prediction_hints(
 
 
 def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space) -> int:
-    from commtune.report import acceptance_lines, result_table
+    from commtune.report import acceptance_lines, noise_line, result_table
 
     ui.print(result_table(result, space.defaults()))
     for line in acceptance_lines(result):
         ui.info(line)
+    ui.info(noise_line(result))
+    claimed = result.acceptance.speedup if result.acceptance else None
+    if claimed and claimed > 1 and result.noise.drift - 1 > claimed - 1:
+        ui.warn(
+            f"the machine drifted {result.noise.drift:.2f}x during the study, more than the "
+            f"{claimed:.2f}x speedup claimed: judge it by the interleaved confirmation only"
+        )
     for knob, reason in result.not_applied.items():
         ui.warn(f"knob {knob} was not applied in some trials: {reason}")
     if opts.json:

@@ -18,6 +18,7 @@ from commtune.report._tables import (
     acceptance_lines,
     format_config,
     knobs_table,
+    noise_line,
     result_table,
     trials_table,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "format_config",
     "knobs_table",
     "mpit_table",
+    "noise_line",
     "operations_table",
     "predict_table",
     "prediction_table",

@@ -29,18 +29,32 @@ def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
     table.add_column("trial", justify="right")
     table.add_column("configuration (knobs not at default)", overflow="fold")
     table.add_column("median", justify="right")
+    table.add_column("vs controls", justify="right")
     table.add_column("spread", justify="right")
     table.add_column("speedup", justify="right")
-    table.add_row("ref", "(library defaults)", f"{result.default_value:.4g}", "", "1.00x")
+    table.add_row("ref", "(library defaults)", f"{result.default_value:.4g}", "1", "", "1.00x")
     for row in result.table:
         table.add_row(
             str(row.number),
             format_config(row.config, defaults),
-            f"{row.value:.4g}",
+            f"{row.raw:.4g}",
+            f"{row.value:.3f}",
             f"{100 * row.spread:.0f}%",
             f"{row.speedup:.2f}x",
         )
+    table.caption = (
+        "median: as measured; vs controls: relative to the library defaults run in the same "
+        "blocks (what the search compares); speedup: 1 / vs controls"
+    )
     return table
+
+
+def noise_line(result: TuneResult) -> str:
+    noise = result.noise
+    return (
+        f"{result.runs} runs in all; noise {100 * noise.cv:.1f} % (CV of a configuration's "
+        f"runs), drift {noise.drift:.2f}x (slowest block of the defaults over the fastest)"
+    )
 
 
 def acceptance_lines(result: TuneResult) -> list[str]:
@@ -55,6 +69,9 @@ def acceptance_lines(result: TuneResult) -> list[str]:
         f"speedup {acc.speedup or 1.0:.3f}x, 95% CI [{low:.3f}, {high:.3f}], "
         f"p = {acc.p_value if acc.p_value is not None else 1.0:.3g}"
     )
+    mean = acc.extra.get("mean_speedup")
+    if mean is not None:
+        head += f"; mean speedup {mean:.3f}x"
     if acc.accepted:
         return [head, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]
     return [head, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]

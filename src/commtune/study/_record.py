@@ -3,10 +3,13 @@
 Optuna stores studies and trials; commtune's facts about them are user attributes, and this
 module is the only one that knows their names and shapes. Trial attributes (all JSON):
 
-``role``       :class:`Role`: the reference (library defaults), a search trial, or a
-               duplicate answered from an earlier trial (``duplicate_of``)
+``role``       :class:`Role`: the reference (library defaults), a search trial, a
+               duplicate answered from an earlier trial (``duplicate_of``), or the control
+               runs of a batch (the defaults again, one run per block)
 ``config``     the configuration run: knob -> value as the library reads it ({} = nothing)
-``runs``       every run of the trial (``RunRecord.to_json()``), written as each one ends
+``runs``       every run of the trial (``RunRecord.to_json()`` with its ``block`` and, once
+               the block ends, its value ``relative`` to the block's control run), written
+               as each one ends; the trial's value is the median of the relative values
 ``fail_reason`` why the trial failed (``interrupted``: the tuner stopped during it)
 ``not_applied`` knob -> why libcommtune saw it did not take
 ``features``   the profile's features of the first run; ``relative``: its variables
@@ -41,6 +44,7 @@ class Role(enum.Enum):
     REFERENCE = "reference"
     SEARCH = "search"
     DUPLICATE = "duplicate"
+    CONTROL = "control"  # the library's defaults run again beside a batch (its blocks)
 
 
 class _Attr:
@@ -148,6 +152,11 @@ def set_runs(trial: BaseTrial, runs: list[dict[str, Any]]) -> None:
 def run_values(trial: FrozenTrial) -> list[float]:
     """The objective of every successful run of the trial."""
     return [r["value"] for r in runs_of(trial) if r["value"] is not None]
+
+
+def run_relatives(trial: FrozenTrial) -> list[float]:
+    """Every successful run's value relative to the control run of its block."""
+    return [r["relative"] for r in runs_of(trial) if r.get("relative") is not None]
 
 
 def run_walls(trial: FrozenTrial) -> list[float]:
