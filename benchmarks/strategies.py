@@ -11,6 +11,14 @@ until the recommended configuration (best observed) is within 2 % of the optimum
 trials. ``--quick``: 10 seeds and a budget of 30 (default: 20 seeds, budget 50).
 ``--json`` prints one line whose ``summary`` maps each strategy to the mean over surfaces of
 its median trials-to-2 %. A PNG of the median best-so-far regret curves is written.
+
+Drift (``--no-drift`` leaves it out): the synthetic surfaces at 10 % noise on a machine that
+goes through phases of 5-30 runs at 1x and at 2.5x (or 1.3x) speed, each run by the design
+before blocked comparisons (every run relative to the reference, run once at the start) and
+by blocked comparisons (control runs of the defaults in every block), same seeds. The JSON
+line's ``drift`` maps each strategy to the median share of the best speedup its
+recommendation holds after 15 trials (blocked), ``drift_fixed`` the same for the old design,
+``runs`` / ``runs_fixed`` the median runs spent.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one, replay
 
 STRATEGIES = ["random", "grid", "tpe", "cmaes", "ga", "model", "dqn", "auto"]
 NOISES = [0.0, 0.1, 0.3]
+DRIFTS = [2.5, 1.3]  # phase factors of the drift cases (at 10 % noise)
+DRIFT_TRIALS = 15
 DATA = Path(__file__).with_name("data")
 _SURFACES: dict[str, Surface] = {}
 
@@ -40,9 +50,47 @@ def surface(name: str) -> Surface:
     return _SURFACES[name]
 
 
-def job(args: tuple[str, str, float, int, int]) -> RaceRun:
-    strategy, name, noise, seed, budget = args
-    return race_one(strategy, surface(name), noise, seed, budget)
+def job(args: tuple[str, str, float, int, int, float, bool]) -> RaceRun:
+    strategy, name, noise, seed, budget, drift, controls = args
+    return race_one(strategy, surface(name), noise, seed, budget, drift=drift, controls=controls)
+
+
+def drift_summary(runs: list[RaceRun], controls: bool) -> tuple[dict, dict]:
+    """strategy -> median share of the best speedup after DRIFT_TRIALS trials, and median
+    runs spent, over the drift cases of one design."""
+    shares: dict[str, list[float]] = {}
+    spent: dict[str, list[int]] = {}
+    for r in runs:
+        if r.drift != 1.0 and r.controls is controls:
+            shares.setdefault(r.strategy, []).append(r.share_after(DRIFT_TRIALS))
+            spent.setdefault(r.strategy, []).append(r.runs)
+    return (
+        {s: float(np.median(v)) for s, v in shares.items()},
+        {s: float(np.median(v)) for s, v in spent.items()},
+    )
+
+
+def drift_table(runs: list[RaceRun]) -> str:
+    lines = [
+        f"| strategy | drift | share@{DRIFT_TRIALS} fixed (median / worst) "
+        f"| share@{DRIFT_TRIALS} blocked (median / worst) | runs fixed | runs blocked |",
+        "|---|---|---|---|---|---|",
+    ]
+    keys = sorted({(r.strategy, r.drift) for r in runs if r.drift != 1.0})
+    for strategy, drift in keys:
+        cells = []
+        for controls in (False, True):
+            sel = [
+                r for r in runs if (r.strategy, r.drift, r.controls) == (strategy, drift, controls)
+            ]
+            share = [r.share_after(DRIFT_TRIALS) for r in sel]
+            cells.append((np.median(share), min(share), np.median([r.runs for r in sel])))
+        (m0, w0, n0), (m1, w1, n1) = cells
+        lines.append(
+            f"| {strategy} | {drift:g}x | {100 * m0:.1f} % / {100 * w0:.1f} % "
+            f"| {100 * m1:.1f} % / {100 * w1:.1f} % | {n0:g} | {n1:g} |"
+        )
+    return "\n".join(lines)
 
 
 def plot(summary: Summary, path: Path) -> None:
@@ -122,6 +170,7 @@ def main() -> int:
     parser.add_argument("--surfaces", help="comma-separated (default: all)")
     parser.add_argument("--png", type=Path, default=Path("benchmarks/out/strategies.png"))
     parser.add_argument("--runs", type=Path, help="write every run (JSON lines) here")
+    parser.add_argument("--no-drift", action="store_true", help="leave out the drift cases")
     args = parser.parse_args()
     seeds = args.seeds or (10 if args.quick else 20)
     budget = args.budget or (30 if args.quick else 50)
@@ -132,11 +181,21 @@ def main() -> int:
     )
     cases = [(n, noise) for n in names for noise in (NOISES if n in SYNTHETIC else [0.0])]
     jobs = [
-        (s, n, noise, seed, budget)
+        (s, n, noise, seed, budget, 1.0, True)
         for n, noise in cases
         for s in args.strategies.split(",")
         for seed in range(seeds)
     ]
+    if not args.no_drift:
+        jobs += [
+            (s, n, 0.1, seed, budget, drift, controls)
+            for n in names
+            if n in SYNTHETIC
+            for drift in DRIFTS
+            for controls in (False, True)
+            for s in args.strategies.split(",")
+            for seed in range(seeds)
+        ]
     start = time.perf_counter()
     done: list[RaceRun] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -145,7 +204,8 @@ def main() -> int:
             if not args.json and (i + 1) % 50 == 0:
                 elapsed = time.perf_counter() - start
                 print(f"  {i + 1}/{len(jobs)} runs, {elapsed:.0f} s", file=sys.stderr)
-    summary = Summary(done, budget)
+    drifted = [r for r in done if r.drift != 1.0]
+    summary = Summary([r for r in done if r.drift == 1.0], budget)
     args.png.parent.mkdir(parents=True, exist_ok=True)
     plot(summary, args.png)
     if args.runs:
@@ -153,10 +213,16 @@ def main() -> int:
     elapsed = time.perf_counter() - start
     if args.json:
         out = summary.to_json()
+        drift, runs = drift_summary(drifted, controls=True)
+        drift_fixed, runs_fixed = drift_summary(drifted, controls=False)
         out.update(
             seeds=seeds,
             seconds=round(elapsed, 1),
             losses_to_random_at_30=summary.losses_to_random(),
+            drift=drift,
+            drift_fixed=drift_fixed,
+            runs=runs,
+            runs_fixed=runs_fixed,
         )
         print(
             json.dumps(
@@ -168,6 +234,10 @@ def main() -> int:
                         "seeds",
                         "seconds",
                         "losses_to_random_at_30",
+                        "drift",
+                        "drift_fixed",
+                        "runs",
+                        "runs_fixed",
                         "cells",
                     )
                 },
@@ -183,6 +253,9 @@ def main() -> int:
         print("\nMedian regret over every surface and seed:\n")
         print(regret_table(summary))
         print(f"\nlosses to random at 30 % noise: {summary.losses_to_random() or 'none'}")
+        if drifted:
+            print(f"\nDrift (10 % noise, phases of 5-30 runs), after {DRIFT_TRIALS} trials:\n")
+            print(drift_table(drifted))
     return 0
 
 

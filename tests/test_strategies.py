@@ -4,6 +4,7 @@ the portfolio's hints and the race's scoring."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import subprocess
@@ -222,3 +223,27 @@ def test_race_json_summary_line() -> None:
     assert set(data["summary"]) == {"random", "auto"}
     assert all(1 <= v <= 8 for v in data["summary"].values())
     assert len(data["cells"]) == 2 * 4  # 3 noise levels of categorical + the replayed space
+    # the drift cases: each strategy by both designs, with the runs each spent
+    assert set(data["drift"]) == set(data["drift_fixed"]) == {"random", "auto"}
+    assert all(0 < v <= 1 for v in [*data["drift"].values(), *data["drift_fixed"].values()])
+    assert all(v == 8 for v in data["runs_fixed"].values())  # one run a trial, nothing else
+    assert all(data["runs"][s] > data["runs_fixed"][s] for s in data["runs"])  # + controls
+
+
+def test_drift_comes_in_phases_of_5_to_30_runs() -> None:
+    surface = SYNTHETIC["parabolas"]()
+    executor = surface.executor(0.0, 3, drift=2.5)
+    base = surface.value(surface.space.defaults())
+    factors = []
+    for _ in range(400):
+        record = executor.run(None, 1.0)
+        assert record.value is not None
+        factors.append(round(record.value / base, 9))
+    assert set(factors) == {1.0, 2.5}
+    lengths = [len(list(g)) for _, g in itertools.groupby(factors)]
+    assert all(5 <= n <= 30 for n in lengths[1:-1]) and len(lengths) >= 400 // 30
+    # without drift the same seed gives the same per-run noise as before drift existed
+    plain, drifting = surface.executor(0.1, 4), surface.executor(0.1, 4, drift=1.0)
+    assert [plain.run(None, 1).value for _ in range(5)] == [
+        drifting.run(None, 1).value for _ in range(5)
+    ]

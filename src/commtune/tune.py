@@ -80,6 +80,9 @@ class TuneSettings:
     reference_timeout: float = 600.0
     confirm: int = 5
     seed: int | None = None
+    # Blocked comparisons: each batch's blocks run the library defaults beside it (False:
+    # the design before them, every run relative to the reference's median; for the race).
+    controls: bool = True
     platform: str | None = None
     # Called after every recorded run of a trial (run index from 0): stores profiles, warns.
     on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None
@@ -453,9 +456,10 @@ def search(
             if not batch:
                 ui.info("the strategy proposes only configurations already measured; stopping")
                 break
-            control = _control_trial(study)
-            total += repeats
-            bar.grow(total)
+            control = _control_trial(study) if settings.controls else None
+            if control is not None:
+                total += repeats
+                bar.grow(total)
             try:
                 _run_blocks(batch, control, repeats, executor, timeout, bar, reference)
             except BaseException:
@@ -464,9 +468,11 @@ def search(
                         live.failure = INTERRUPTED
                         set_fail_reason(live.trial, INTERRUPTED)
                     _tell(study, live)
-                _tell_control(study, control)
+                if control is not None:
+                    _tell_control(study, control)
                 raise
-            _tell_control(study, control)
+            if control is not None:
+                _tell_control(study, control)
             for live in batch:
                 value = _tell(study, live)
                 known[config_key(live.config)] = (live.trial.number, value)

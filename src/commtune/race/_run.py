@@ -24,7 +24,7 @@ import numpy as np
 
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.study import Role, StudySpec, config_of, role_of
+from commtune.study import Role, StudySpec, config_of, role_of, runs_of
 from commtune.tune import TuneSettings, open_study, run_reference, search
 
 REACHED = 0.02
@@ -39,12 +39,19 @@ class RaceRun:
     regret: list[float]  # after each measured trial (the reference is trial 1)
     reached: int | None  # trials until within 2 % of the optimum; None: never
     seconds: float
+    drift: float = 1.0  # the phase factor of the executor (1: no drift)
+    controls: bool = True  # blocked comparisons (False: the design before them)
+    runs: int = 0  # every run the study made, controls included
 
     def trials_to_reach(self, budget: int) -> int:
         return budget if self.reached is None else self.reached
 
     def regret_after(self, n: int) -> float:
         return self.regret[min(n, len(self.regret)) - 1]
+
+    def share_after(self, n: int) -> float:
+        """The recommendation's share of the best possible speedup after ``n`` trials."""
+        return 1.0 / (1.0 + self.regret_after(n))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +62,9 @@ class RaceRun:
             "regret": [round(r, 6) for r in self.regret],
             "reached": self.reached,
             "seconds": round(self.seconds, 3),
+            "drift": self.drift,
+            "controls": self.controls,
+            "runs": self.runs,
         }
 
 
@@ -65,6 +75,9 @@ def race_one(
     seed: int,
     budget: int,
     options: dict[str, str] | None = None,
+    *,
+    drift: float = 1.0,
+    controls: bool = True,
 ) -> RaceRun:
     """One study of ``budget`` trials (reference included); see the module docstring."""
     import optuna
@@ -82,9 +95,10 @@ def race_one(
         trials=budget,
         confirm=0,
         seed=seed,
+        controls=controls,
     )
     storage = optuna.storages.InMemoryStorage()
-    executor = surface.executor(noise, seed * 7919 + 17)
+    executor = surface.executor(noise, seed * 7919 + 17, drift)
     ui = Silent()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -93,8 +107,18 @@ def race_one(
         search(study, settings, executor, 60.0, ui)
     regret = curve(study, surface)
     reached = next((i + 1 for i, r in enumerate(regret) if r <= REACHED), None)
+    runs = sum(len(runs_of(t)) for t in study.get_trials(deepcopy=False))
     return RaceRun(
-        strategy, surface.name, noise, seed, regret, reached, time.perf_counter() - start
+        strategy,
+        surface.name,
+        noise,
+        seed,
+        regret,
+        reached,
+        time.perf_counter() - start,
+        drift,
+        controls,
+        runs,
     )
 
 

@@ -72,25 +72,42 @@ class Surface:
         """How much slower than the optimum, noise-free (0.02: within 2 %)."""
         return self.value(config) / self.optimum - 1.0
 
-    def executor(self, noise: float, seed: int) -> Executor:
+    def executor(self, noise: float, seed: int, drift: float = 1.0) -> Executor:
         if self.replay is not None:
             return ReplayExecutor(self.replay)
-        return SurfaceExecutor(self, noise, seed)
+        return SurfaceExecutor(self, noise, seed, drift)
 
 
 class SurfaceExecutor(Executor):
-    """Runs nothing: answers ``f(config)`` times Gaussian noise; a crash fails the run."""
+    """Runs nothing: answers ``f(config)`` times Gaussian noise; a crash fails the run.
 
-    def __init__(self, surface: Surface, noise: float, seed: int) -> None:
+    ``drift`` > 1: the machine goes through phases (5-30 runs long, drawn) in which every
+    value is multiplied by 1 or by ``drift``, alternately (the 2.5x phases seen on these
+    machines), on top of the per-run noise. The phases come from a generator of their own,
+    so the per-run noise is the same draw with and without drift."""
+
+    def __init__(self, surface: Surface, noise: float, seed: int, drift: float = 1.0) -> None:
         self.surface = surface
         self.noise = noise
+        self.drift = drift
         self.rng = np.random.default_rng(seed)
+        self.phases = np.random.default_rng(seed + 1)
+        self.slow = bool(self.phases.integers(2))
+        self.left = int(self.phases.integers(5, 31))
+        self.calls = 0
 
     def run(self, config: Config | None, timeout: float) -> RunRecord:
+        self.calls += 1
         value = self.surface.value(config or self.surface.space.defaults())
         if not math.isfinite(value):
             return RunRecord(None, 0.0, 1, "exit status 1 (synthetic crash)")
         noisy = value * max(0.05, 1.0 + self.noise * float(self.rng.standard_normal()))
+        if self.drift != 1.0:
+            if self.left == 0:
+                self.slow = not self.slow
+                self.left = int(self.phases.integers(5, 31))
+            self.left -= 1
+            noisy *= self.drift if self.slow else 1.0
         return RunRecord(noisy, noisy, 0)
 
 
