@@ -1,27 +1,72 @@
 """What users see: the terminal (rich; a :class:`commtune.progress.Progress`), result tables
-of every command, and the configuration formats of ``export``."""
+of every command, and the configuration formats of ``export``.
 
-from commtune.report._console import UI, Bar
-from commtune.report._export import FORMATS, render
-from commtune.report._predict_tables import prediction_table, train_tables
-from commtune.report._profile_tables import (
-    cvars_table,
-    features_table,
-    mpit_table,
-    operations_table,
-    summary_table,
-    variables_table,
-)
-from commtune.report._rails_tables import rails_table
-from commtune.report._sample_tables import checks_table, predict_table, sample_tables
-from commtune.report._tables import (
-    acceptance_lines,
-    format_config,
-    knobs_table,
-    noise_line,
-    result_table,
-    trials_table,
-)
+Names are imported from their modules when first used (the tables pull in numpy and the
+prediction package), so that ``commtune --help``, which needs only ``FORMATS``, stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> the module that defines it
+_WHERE = {
+    "UI": "_console",
+    "Bar": "_console",
+    "FORMATS": "_export",
+    "render": "_export",
+    "prediction_table": "_predict_tables",
+    "train_tables": "_predict_tables",
+    "cvars_table": "_profile_tables",
+    "features_table": "_profile_tables",
+    "mpit_table": "_profile_tables",
+    "operations_table": "_profile_tables",
+    "summary_table": "_profile_tables",
+    "variables_table": "_profile_tables",
+    "rails_table": "_rails_tables",
+    "checks_table": "_sample_tables",
+    "predict_table": "_sample_tables",
+    "sample_tables": "_sample_tables",
+    "acceptance_lines": "_tables",
+    "format_config": "_tables",
+    "knobs_table": "_tables",
+    "noise_line": "_tables",
+    "result_table": "_tables",
+    "trials_table": "_tables",
+}
+
+if TYPE_CHECKING:
+    from commtune.report._console import UI, Bar
+    from commtune.report._export import FORMATS, render
+    from commtune.report._predict_tables import prediction_table, train_tables
+    from commtune.report._profile_tables import (
+        cvars_table,
+        features_table,
+        mpit_table,
+        operations_table,
+        summary_table,
+        variables_table,
+    )
+    from commtune.report._rails_tables import rails_table
+    from commtune.report._sample_tables import checks_table, predict_table, sample_tables
+    from commtune.report._tables import (
+        acceptance_lines,
+        format_config,
+        knobs_table,
+        noise_line,
+        result_table,
+        trials_table,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FORMATS",

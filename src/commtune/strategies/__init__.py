@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from commtune.errors import UsageError
 from commtune.knobs import Space, Value
 from commtune.strategies._base import Option, Strategy, derive_seed, distributions, grid
-from commtune.strategies._history import History, Point
 
 # name -> "module:class"; add a strategy by adding a line here.
 STRATEGIES: dict[str, str] = {
@@ -40,6 +39,8 @@ def get_strategy(
 def design_configs(space: Space, n: int, seed: int) -> list[dict[str, Value]]:
     """``n`` configurations spread over ``space`` (a Latin hypercube of the strategies'
     points; all of a space that small), the same for the same seed."""
+    from commtune.strategies._history import History
+
     history = History.of_space(space)
     if space.size() <= n:
         points = list(history.all_points())
@@ -56,9 +57,7 @@ def design_configs(space: Space, n: int, seed: int) -> list[dict[str, Value]]:
 
 __all__ = [
     "STRATEGIES",
-    "History",
     "Option",
-    "Point",
     "Strategy",
     "derive_seed",
     "design_configs",
