@@ -32,6 +32,7 @@ def test_parse_size_refuses(text: str) -> None:
 
 def test_format_size() -> None:
     assert [format_size(s) for s in (None, 8, 1536, 1 << 20)] == ["∞", "8 B", "1.5 KiB", "1 MiB"]
+    assert format_size(3 << 30) == "3 GiB"  # profiles' byte totals
 
 
 def test_atomic_writes_are_whole_and_private(tmp_path: Path) -> None:

@@ -19,6 +19,26 @@ def spread(values: Sequence[float]) -> float:
     return float((arr.max() - arr.min()) / mid) if mid > 0 and len(arr) > 1 else 0.0
 
 
+def cv(values: Sequence[float]) -> float:
+    """Coefficient of variation (sample standard deviation over the mean)."""
+    arr = np.asarray(values, dtype=float)
+    mean = float(arr.mean()) if len(arr) else 0.0
+    return float(arr.std(ddof=1) / mean) if mean > 0 and len(arr) > 1 else 0.0
+
+
+def clusters(values: Sequence[float], gap: float = 1.3) -> list[tuple[int, float]]:
+    """(runs, median) of each cluster: two when the sorted values have a jump of ``gap``
+    times between neighbours with at least two runs on each side, else one."""
+    ordered = sorted(values)
+    if len(ordered) >= 4 and ordered[0] > 0:
+        jumps = [ordered[i + 1] / ordered[i] for i in range(len(ordered) - 1)]
+        i = max(range(len(jumps)), key=jumps.__getitem__)
+        low, high = ordered[: i + 1], ordered[i + 1 :]
+        if jumps[i] >= gap and len(low) >= 2 and len(high) >= 2:
+            return [(len(low), median(low)), (len(high), median(high))]
+    return [(len(ordered), median(ordered))] if ordered else []
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Default against candidate: speedup = median(default) / median(candidate)."""

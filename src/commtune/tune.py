@@ -15,6 +15,7 @@ finished trial):
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -235,10 +236,13 @@ class _Live:
         trial: optuna.Trial,
         config: dict[str, Value] | None,
         on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None,
+        *,
+        control: bool = False,
     ) -> None:
         self.trial = trial
         self.config = config
         self.on_run = on_run
+        self.control = control  # the batch's control runs: a failed run fails only its block
         self.runs: list[RunRecord] = []
         self.blocks: list[str] = []
         self.relative: dict[str, float] = {}  # block -> the run's value over the control's
@@ -260,7 +264,7 @@ class _Live:
             set_not_applied(self.trial, self.not_applied)
         if run.profile is not None and len(self.runs) == 1:
             set_features(self.trial, run.profile.features)
-        if run.failure is not None:
+        if run.failure is not None and not self.control:
             self.failure = run.failure
             set_fail_reason(self.trial, run.failure)
         if self.on_run is not None:
@@ -273,11 +277,11 @@ class _Live:
         return None
 
     def relate(self, block: str, control: float) -> None:
-        """The run of ``block`` relative to that block's control value."""
+        """The run of ``block`` relative to that block's control value (stored with the
+        trial's value when it is told: every run is already stored as it ended)."""
         value = self.value_in(block)
         if value is not None and control > 0:
             self.relative[block] = value / control
-            self._store()
 
 
 def _run_blocks(
@@ -310,17 +314,11 @@ def _run_blocks(
         for live in sequence:
             run = executor.run(live.config, timeout)
             live.record(run, block)
-            if live is control:
-                live.failure = None  # a failed control run only loses its block's anchor
-                bar.advance(status=_status_line(live, run, "control"))
-            else:
-                bar.advance(status=_status_line(live, run))
+            bar.advance(status=_status_line(live, run, "control" if live.control else "trial"))
         measured_control = control.value_in(block) if control is not None else None
         anchor_value = measured_control if measured_control else fallback
         for live in order:
             live.relate(block, anchor_value)
-        if control is not None and measured_control:
-            control.relate(block, fallback)
 
 
 def _status_line(live: _Live, run: RunRecord, what: str = "trial") -> str:
@@ -333,6 +331,7 @@ def _tell(study: optuna.Study, live: _Live) -> float | None:
     """Finish the trial in the storage; returns its value (None if it failed)."""
     from optuna.trial import TrialState
 
+    live._store()  # with the relative values
     if live.failure is not None or not live.relative:
         study.tell(live.trial, state=TrialState.FAIL)
         return None
@@ -494,12 +493,12 @@ def _control_trial(study: optuna.Study) -> _Live:
         study.sampler = saved
     set_role(trial, Role.CONTROL)
     set_config(trial, {})
-    return _Live(trial, None)
+    return _Live(trial, None, control=True)
 
 
 def _tell_control(study: optuna.Study, control: _Live) -> None:
     """The control trial's value is 1 (the defaults, relative to themselves); its runs keep
-    the raw values and their level relative to the reference (the drift)."""
+    the raw values (their spread over the study is the drift)."""
     from optuna.trial import TrialState
 
     if any(r.value is not None for r in control.runs):
@@ -549,32 +548,35 @@ def confirm(
     if stored and stored.trial == top.number and stored.measured_trials == n_measured:
         return stored
     config = config_of(top)
+    # Every verdict names the trial confirmed and the trials measured when it was reached.
+    verdict = functools.partial(
+        Acceptance, Source.SEARCH, config, trial=top.number, measured_trials=n_measured
+    )
     band = max(0.02, 2 * noise_of(study).cv)
     if value_of(top) >= value_of(ref) * (1 + band):
-        acc = _verdict(
-            top.number,
-            config,
-            [],
-            [],
-            value_of(ref) / value_of(top),
-            (0.0, 0.0),
-            1.0,
+        acc = verdict(
             False,
-            n_measured,
             "no configuration came within noise of the default in the search",
+            speedup=value_of(ref) / value_of(top),
+            ci=(0.0, 0.0),
+            p_value=1.0,
         )
         set_acceptance(study, acc)
         return acc
     default_values: list[float] = []
     best_values: list[float] = []
     failure = ""
-    cap = CONFIRM_CAP * settings.confirm
+    cmp: stats.Comparison | None = None  # of the runs so far (None: not compared since)
     with ui.progress("confirming best vs default", 2 * settings.confirm) as bar:
-        for i in range(cap):
-            if i >= settings.confirm and not _undecided(default_values, best_values):
-                break
+        for i in range(CONFIRM_CAP * settings.confirm):
             if i >= settings.confirm:
+                if len(default_values) < 2 or len(best_values) < 2:
+                    break
+                cmp = stats.compare(default_values, best_values)
+                if cmp.faster or cmp.ci_high <= 1.0:  # decided: accepted, or ruled out
+                    break
                 bar.grow(2 * (i + 1))
+            cmp = None
             order: list[dict[str, Value] | None] = [None, config] if i % 2 == 0 else [config, None]
             for which in order:
                 run = executor.run(which, timeout)
@@ -587,21 +589,18 @@ def confirm(
             if failure:
                 break
     if failure or len(default_values) < 2 or len(best_values) < 2:
-        acc = _verdict(
-            top.number,
-            config,
-            default_values,
-            best_values,
-            1.0,
-            (0.0, 0.0),
-            1.0,
+        acc = verdict(
             False,
-            n_measured,
             failure or "too few successful runs to compare",
+            speedup=1.0,
+            ci=(0.0, 0.0),
+            p_value=1.0,
+            default_values=default_values,
+            best_values=best_values,
         )
     else:
-        cmp = stats.compare(default_values, best_values)
-        split = clusters(best_values)
+        cmp = cmp or stats.compare(default_values, best_values)
+        split = stats.clusters(best_values)
         reason = ""
         if not cmp.faster:
             reason = "not faster beyond noise"
@@ -611,73 +610,24 @@ def confirm(
                     f": its runs fall into two clusters ({n1} at {m1:.4g}, {n2} at {m2:.4g}) "
                     f"against a default at {stats.median(default_values):.4g}"
                 )
-        acc = _verdict(
-            top.number,
-            config,
-            default_values,
-            best_values,
-            cmp.speedup,
-            (cmp.ci_low, cmp.ci_high),
-            cmp.p_value,
-            cmp.faster,
-            n_measured,
-            reason,
+        mean_speedup = (sum(default_values) / len(default_values)) / (
+            sum(best_values) / len(best_values)
         )
-        acc.extra = {
-            "mean_speedup": (sum(default_values) / len(default_values))
-            / (sum(best_values) / len(best_values)),
-            "clusters": [{"runs": n, "median": m} for n, m in split] if len(split) == 2 else [],
-        }
+        acc = verdict(
+            cmp.faster,
+            reason,
+            speedup=cmp.speedup,
+            ci=(cmp.ci_low, cmp.ci_high),
+            p_value=cmp.p_value,
+            default_values=default_values,
+            best_values=best_values,
+            extra={
+                "mean_speedup": mean_speedup,
+                "clusters": [{"runs": n, "median": m} for n, m in split] if len(split) == 2 else [],
+            },
+        )
     set_acceptance(study, acc)
     return acc
-
-
-def _undecided(default_values: list[float], best_values: list[float]) -> bool:
-    """Neither accepted nor ruled out: a speedup above 1 is still inside the CI."""
-    if len(default_values) < 2 or len(best_values) < 2:
-        return False
-    cmp = stats.compare(default_values, best_values)
-    return not cmp.faster and cmp.ci_high > 1.0
-
-
-def clusters(values: list[float], gap: float = 1.3) -> list[tuple[int, float]]:
-    """(runs, median) of each cluster: two when the sorted values have a jump of ``gap``
-    times between neighbours with at least two runs on each side, else one."""
-    ordered = sorted(values)
-    if len(ordered) >= 4 and ordered[0] > 0:
-        jumps = [ordered[i + 1] / ordered[i] for i in range(len(ordered) - 1)]
-        i = max(range(len(jumps)), key=jumps.__getitem__)
-        low, high = ordered[: i + 1], ordered[i + 1 :]
-        if jumps[i] >= gap and len(low) >= 2 and len(high) >= 2:
-            return [(len(low), stats.median(low)), (len(high), stats.median(high))]
-    return [(len(ordered), stats.median(ordered))] if ordered else []
-
-
-def _verdict(
-    trial: int,
-    params: dict[str, Value],
-    default_values: list[float],
-    best_values: list[float],
-    speedup: float,
-    ci: tuple[float, float],
-    p_value: float,
-    accepted: bool,
-    measured_trials: int,
-    reason: str,
-) -> Acceptance:
-    return Acceptance(
-        Source.SEARCH,
-        params,
-        accepted,
-        reason,
-        speedup=speedup,
-        ci=ci,
-        p_value=p_value,
-        trial=trial,
-        measured_trials=measured_trials,
-        default_values=default_values,
-        best_values=best_values,
-    )
 
 
 def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
@@ -741,9 +691,7 @@ def noise_of(study: optuna.Study) -> Noise:
         if role in (Role.REFERENCE, Role.SEARCH) and t.state is TrialState.COMPLETE:
             relatives = run_relatives(t)
             if len(relatives) >= 2:
-                mean = sum(relatives) / len(relatives)
-                var = sum((x - mean) ** 2 for x in relatives) / (len(relatives) - 1)
-                spreads.append(var**0.5 / mean)
+                spreads.append(stats.cv(relatives))
     drift = max(levels) / min(levels) if len(levels) >= 2 and min(levels) > 0 else 1.0
     return Noise(stats.median(spreads) if spreads else 0.0, drift)
 

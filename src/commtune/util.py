@@ -41,7 +41,7 @@ def format_size(size: float | None) -> str:
     """``65536`` -> ``64 KiB``; None (no upper bound) -> ``∞``."""
     if size is None:
         return "∞"
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= scale:
             return f"{size / scale:.4g} {unit}"
     return f"{size:.0f} B"

@@ -114,12 +114,6 @@ def vendor(name: str | None) -> Vendor | None:
     return Vendor(name) if name else None
 
 
-def installation(mpi: str | None) -> Installation:
-    from commtune.mpi import installation_of
-
-    return installation_of(mpi)
-
-
 def default_study_name(command: Sequence[str], library: str, space: Space) -> str:
     program = next((os.path.basename(a) for a in reversed(command) if os.path.sep in a), None)
     program = program or os.path.basename(command[0])
@@ -155,13 +149,6 @@ def profiling(installation: Installation, interval: float = 0.1) -> Profiling:
 
     directory = os.environ.get("COMMTUNE_PROFILE_DIR") or None
     return Profiling(native.build_interposer(installation), interval, directory)
-
-
-def enumerators(installation: Installation) -> dict[str, tuple[str, ...]]:
-    """Each variable's enumerators in the library's own order (what MPI_T reads back)."""
-    from commtune.knobs import discover
-
-    return {name: var.enumerators for name, var in discover(installation).items()}
 
 
 def load_study(url: str, name: str) -> tuple[Store, optuna.Study]:

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING
 from commtune.cli._common import (
     Command,
     add_mpi,
-    enumerators,
-    installation,
     need_command,
     positive,
     print_json,
@@ -19,6 +17,8 @@ from commtune.cli._common import (
     vendor,
 )
 from commtune.errors import UsageError
+from commtune.knobs import enumerators as knob_enumerators
+from commtune.mpi import installation_of
 
 if TYPE_CHECKING:
     from commtune.knobs import Knob, Value
@@ -56,7 +56,7 @@ def cmd_lib(args: argparse.Namespace, command: list[str] | None) -> int:
     if args.header:
         print(native.interposer_dir() / "commtune.h")
         return 0
-    print(native.build_interposer(installation(args.mpi)))
+    print(native.build_interposer(installation_of(args.mpi)))
     return 0
 
 
@@ -103,7 +103,7 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
         knobs,
         Objective.parse("wall"),
         profiling=lib,
-        enumerators=enumerators(inst),
+        enumerators=knob_enumerators(inst),
     )
     ui = UI(json_mode=args.json)
     ui.info(f"{inst.describe()}; profiling with {lib.library}")

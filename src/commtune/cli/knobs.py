@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import re
 
-from commtune.cli._common import Command, add_json, add_mpi, installation, print_json
+from commtune.cli._common import Command, add_json, add_mpi, print_json
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
+from commtune.mpi import installation_of
 
 
 def _add_knobs(p: argparse.ArgumentParser) -> None:
@@ -27,7 +28,7 @@ def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.knobs import installed_knobs
     from commtune.report import UI, knobs_table
 
-    inst = installation(args.mpi)
+    inst = installation_of(args.mpi)
     statuses = list(installed_knobs(inst).values())
     if args.preset:
         statuses = [s for s in statuses if args.preset in s.knob.presets]
@@ -64,7 +65,7 @@ def cmd_cvars(args: argparse.Namespace, command: list[str] | None) -> int:
             pattern = re.compile(args.filter)
         except re.error as exc:
             raise UsageError(f"--filter: bad regular expression: {exc}") from None
-    inst = installation(args.mpi)
+    inst = installation_of(args.mpi)
     rows = list_mpit(inst, performance=args.pvars)
     if pattern is not None:
         rows = [r for r in rows if pattern.search(str(r["name"]))]

@@ -13,12 +13,12 @@ from commtune.cli._common import (
     add_json,
     add_mpi,
     add_storage,
-    installation,
     positive,
     print_json,
     size,
 )
 from commtune.errors import UsageError
+from commtune.mpi import installation_of
 
 
 def _add_sample(p: argparse.ArgumentParser) -> None:
@@ -68,7 +68,7 @@ def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.sample import sample_platform, verify
     from commtune.store import Store
 
-    inst = installation(args.mpi)
+    inst = installation_of(args.mpi)
     ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
     store = Store(args.storage)
     ui = UI(json_mode=args.json)

@@ -13,8 +13,6 @@ from commtune.cli._common import (
     add_mpi,
     add_storage,
     default_study_name,
-    enumerators,
-    installation,
     need_command,
     open_store,
     positive,
@@ -24,6 +22,8 @@ from commtune.cli._common import (
     vendor,
 )
 from commtune.errors import UsageError
+from commtune.knobs import enumerators as knob_enumerators
+from commtune.mpi import installation_of
 
 
 def _add_train(p: argparse.ArgumentParser) -> None:
@@ -71,11 +71,12 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.knobs import build_space, installed_knobs
     from commtune.launch import launcher_for
     from commtune.platform import Fingerprint
-    from commtune.predict import collect, config_design, design_points, fit_and_store
+    from commtune.predict import collect, design_points, fit_and_store
     from commtune.report import UI, train_tables
     from commtune.store import normalize_url
+    from commtune.strategies import design_configs
 
-    inst = installation(args.mpi)
+    inst = installation_of(args.mpi)
     default_np = ",".join(map(str, inst.impl.training_ranks))
     try:
         ranks = [int(r) for r in (args.np or default_np).split(",") if r.strip()]
@@ -97,7 +98,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     space = probe(space, launcher_for(inst), store, platform, ui)
     fingerprint = Fingerprint.of(inst)
     points = design_points(n_points, ranks, args.seed)
-    configs = config_design(space, configs_per_point, args.seed)
+    configs = design_configs(space, configs_per_point, args.seed)
     ui.info(
         f"{inst.describe()}; {len(points)} input points x {len(configs) + 1} "
         f"configurations of {', '.join(space.names)}"
@@ -139,7 +140,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         knobs,
         Objective.parse("wall"),
         profiling=profiling(inst),
-        enumerators=enumerators(inst),
+        enumerators=knob_enumerators(inst),
     )
     ui.info(f"{inst.describe()}; one profiled run with the library's defaults")
     run = executor.run(None, args.timeout)

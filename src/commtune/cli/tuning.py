@@ -14,8 +14,6 @@ from commtune.cli._common import (
     add_mpi,
     add_storage,
     default_study_name,
-    enumerators,
-    installation,
     need_command,
     nonnegative_int,
     open_store,
@@ -27,6 +25,8 @@ from commtune.cli._common import (
 )
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
+from commtune.knobs import enumerators as knob_enumerators
+from commtune.mpi import installation_of
 
 if TYPE_CHECKING:
     import optuna
@@ -202,7 +202,7 @@ def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.launch import launcher_for
 
     opts = TuneOptions.from_args(args)
-    inst = installation(opts.mpi)
+    inst = installation_of(opts.mpi)
     program = native.build(inst, "demo/ct_demo.c")
     demo = launcher_for(inst).command(args.np, [str(program), str(DEMO_ITERATIONS)])
     study = opts.study or f"demo-{inst.vendor.value}"
@@ -241,7 +241,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         knobs,
         opts.objective,
         profiling=profiling(inst) if opts.interposer else None,
-        enumerators=enumerators(inst) if opts.interposer else None,
+        enumerators=knob_enumerators(inst) if opts.interposer else None,
     )
     on_run = _run_observer(store, ui) if opts.interposer else None
     name = opts.study or default_study_name(command, inst.vendor.value, space)

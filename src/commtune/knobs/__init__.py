@@ -11,7 +11,13 @@ from commtune.knobs._apply import (
     selection_file_env,
 )
 from commtune.knobs._catalog import LIBRARIES, PRESETS, load_catalog
-from commtune.knobs._discovery import KnobStatus, discover, installed_knobs, list_mpit
+from commtune.knobs._discovery import (
+    KnobStatus,
+    discover,
+    enumerators,
+    installed_knobs,
+    list_mpit,
+)
 from commtune.knobs._knob import Dimension, Knob, KnobType, Space, Value
 from commtune.knobs._select import build_space, space_from_json
 
@@ -32,6 +38,7 @@ __all__ = [
     "apply",
     "build_space",
     "discover",
+    "enumerators",
     "installed_knobs",
     "list_mpit",
     "load_catalog",

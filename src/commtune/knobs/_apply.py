@@ -125,7 +125,11 @@ class FileApplier(Applier):
         enumerators: Sequence[str],
         into: Applied,
     ) -> None:
-        into.env.update(vendor.selection_env(text))
+        into.env.update(self.variables(vendor, text))
+
+    @staticmethod
+    def variables(vendor: MPIVendor, path: str) -> dict[str, str]:
+        return vendor.selection_env(path)
 
 
 class MpitInitApplier(Applier):
@@ -186,20 +190,4 @@ def apply(
 
 def selection_file_env(vendor: MPIVendor, path: str) -> dict[str, str]:
     """The variables that make the library read the collective selection file ``path``."""
-    out = Applied()
-    APPLIERS[Apply.FILE].apply(_selection_knob(), path, vendor, (), out)
-    return out.env
-
-
-def _selection_knob() -> Knob:
-    from commtune.knobs._knob import Knob, KnobType
-
-    return Knob(
-        name="collective_selection_file",
-        library="",
-        type=KnobType.CATEGORICAL,
-        default="",
-        description="a collective selection file (written by commtune sample)",
-        env="",
-        apply=Apply.FILE,
-    )
+    return FileApplier.variables(vendor, path)

@@ -114,6 +114,11 @@ class KnobStatus:
     reason: str = ""
 
 
+def enumerators(installation: Installation) -> dict[str, tuple[str, ...]]:
+    """Each variable's enumerators in the library's own order (what MPI_T reads back)."""
+    return {name: var.enumerators for name, var in discover(installation).items()}
+
+
 def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
     """Every catalog knob of the installation's library, checked against what it really has.
 

@@ -13,7 +13,7 @@ from commtune.predict._models import (
     selected_knobs,
 )
 from commtune.predict._predict import TRAIN_HINT, Predictor, model_store
-from commtune.predict._train import TrainReport, collect, config_design, dataset, fit_and_store
+from commtune.predict._train import TrainReport, collect, dataset, fit_and_store
 
 __all__ = [
     "ANN",
@@ -27,7 +27,6 @@ __all__ = [
     "Predictor",
     "TrainReport",
     "collect",
-    "config_design",
     "cross_validate",
     "dataset",
     "design_points",

@@ -33,16 +33,10 @@ from commtune.predict._models import (
 )
 from commtune.progress import Progress
 from commtune.store import Store
-from commtune.strategies import design_configs
 from commtune.study import config_key
 
 MODEL_FORMAT = 1
 METRIC = r"regex:time ([0-9.eE+-]+) s"
-
-
-def config_design(space: Space, n: int, seed: int) -> list[dict[str, Value]]:
-    """``n`` configurations spread over the space (a Latin hypercube; all of a small space)."""
-    return design_configs(space, n, seed)
 
 
 def collect(

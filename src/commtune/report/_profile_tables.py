@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from commtune.profile import Profile
+from commtune.util import format_size
 
 
 def _seconds(value: float) -> str:
@@ -16,13 +17,6 @@ def _seconds(value: float) -> str:
     if value >= 1e-3:
         return f"{value * 1e3:.3f} ms"
     return f"{value * 1e6:.1f} us"
-
-
-def _bytes(value: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
 
 
 def summary_table(profile: Profile) -> Table:
@@ -56,14 +50,14 @@ def operations_table(profile: Profile, limit: int = 12) -> Table:
         table.add_column(name, justify=justify, no_wrap=name == "operation")  # type: ignore[arg-type]
     for name, op in profile.top_operations(limit):
         sizes = ", ".join(
-            f"{_bytes(s['min'])}..: {s['calls']}"
+            f"{format_size(s['min'])}..: {s['calls']}"
             for s in sorted(op["sizes"], key=lambda s: -s["calls"])[:3]
         )
         table.add_row(
             name,
             op["class"],
             f"{op['calls']['sum']:.0f}",
-            _bytes(op["bytes"]["sum"]),
+            format_size(op["bytes"]["sum"]),
             _seconds(op["time"]["sum"]),
             _seconds(op["time"]["max"]),
             sizes,
@@ -76,7 +70,7 @@ def features_table(profile: Profile) -> Table:
     table.add_column("feature")
     table.add_column("value", justify="right")
     for name, value in profile.features.items():
-        shown = _bytes(value) if name.endswith("bytes") else f"{value:.4g}"
+        shown = format_size(value) if name.endswith("bytes") else f"{value:.4g}"
         table.add_row(name, shown)
     return table
 

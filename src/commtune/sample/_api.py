@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
-from commtune.knobs import discover, selection_file_env
+from commtune.knobs import enumerators, selection_file_env
 from commtune.mpi import Installation, Vendor
 from commtune.platform import Fingerprint
 from commtune.progress import Progress
@@ -34,10 +34,6 @@ def fingerprint_for(installation: Installation, ranks: int) -> Fingerprint:
 def load_profile(store: Store, fingerprint: Fingerprint) -> PlatformProfile | None:
     data = store.sample(fingerprint.key)
     return PlatformProfile.from_json(data) if data is not None else None
-
-
-def _enumerators(installation: Installation) -> dict[str, tuple[str, ...]]:
-    return {name: var.enumerators for name, var in discover(installation).items()}
 
 
 @dataclass
@@ -83,7 +79,7 @@ def sample_platform(
         profile = None
     reused = profile is not None
     if profile is None:
-        fams = families(installation, _enumerators(installation), tuple(operations))
+        fams = families(installation, enumerators(installation), tuple(operations))
         with ui.progress(f"sampling {installation.vendor.value}", total=0) as bar:
             sampler = Sampler(installation, ranks, quick, bar=bar)
             bar.grow(sampler.steps(fams))
