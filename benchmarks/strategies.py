@@ -12,13 +12,16 @@ trials. ``--quick``: 10 seeds and a budget of 30 (default: 20 seeds, budget 50).
 ``--json`` prints one line whose ``summary`` maps each strategy to the mean over surfaces of
 its median trials-to-2 %. A PNG of the median best-so-far regret curves is written.
 
-Drift (``--no-drift`` leaves it out): the synthetic surfaces at 10 % noise on a machine that
-goes through phases of 5-30 runs at 1x and at 2.5x (or 1.3x) speed, each run by the design
-before blocked comparisons (every run relative to the reference, run once at the start) and
-by blocked comparisons (control runs of the defaults in every block), same seeds. The JSON
-line's ``drift`` maps each strategy to the median share of the best speedup its
-recommendation holds after 15 trials (blocked), ``drift_fixed`` the same for the old design,
-``runs`` / ``runs_fixed`` the median runs spent.
+Designs (``--no-drift`` leaves them out): the synthetic surfaces at 10 % noise, without drift
+and on a machine that goes through phases of 5-30 runs at 1x and at 2.5x (or 1.3x) speed,
+each run by two designs of up to 3 runs per configuration, same seeds: ``fixed`` (the design
+before blocked comparisons: 3 runs each, every run relative to the reference, measured once
+at the start) and ``raced`` (a control run of the defaults every 4 trial runs, each run
+relative to the nearest control, repeats raced). The JSON line's ``drift`` maps each
+strategy to the median share of the best speedup its recommendation holds after 15 trials
+on the drift cases (raced), ``drift_fixed`` the same for the fixed design, ``runs`` /
+``runs_fixed`` the median runs spent; ``designs`` holds the share after the whole budget
+(median and worst seed) and the runs, per strategy, drift and design.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one, replay
 STRATEGIES = ["random", "grid", "tpe", "cmaes", "ga", "model", "dqn", "auto"]
 NOISES = [0.0, 0.1, 0.3]
 DRIFTS = [2.5, 1.3]  # phase factors of the drift cases (at 10 % noise)
+DESIGNS = ("fixed", "raced")
+DESIGN_REPEATS = 3
+CONFIRM_ROUNDS = 5  # the designs end with tune's confirmation (5 rounds, up to 15)
 DRIFT_TRIALS = 15
 DATA = Path(__file__).with_name("data")
 _SURFACES: dict[str, Surface] = {}
@@ -50,18 +56,28 @@ def surface(name: str) -> Surface:
     return _SURFACES[name]
 
 
-def job(args: tuple[str, str, float, int, int, float, bool]) -> RaceRun:
-    strategy, name, noise, seed, budget, drift, controls = args
-    return race_one(strategy, surface(name), noise, seed, budget, drift=drift, controls=controls)
+def job(args: tuple[str, str, float, int, int, float, str, int]) -> RaceRun:
+    strategy, name, noise, seed, budget, drift, design, repeats = args
+    return race_one(
+        strategy,
+        surface(name),
+        noise,
+        seed,
+        budget,
+        drift=drift,
+        design=design,
+        repeats=repeats,
+        confirm_rounds=CONFIRM_ROUNDS if repeats > 1 else 0,
+    )
 
 
-def drift_summary(runs: list[RaceRun], controls: bool) -> tuple[dict, dict]:
+def drift_summary(runs: list[RaceRun], design: str) -> tuple[dict, dict]:
     """strategy -> median share of the best speedup after DRIFT_TRIALS trials, and median
     runs spent, over the drift cases of one design."""
     shares: dict[str, list[float]] = {}
     spent: dict[str, list[int]] = {}
     for r in runs:
-        if r.drift != 1.0 and r.controls is controls:
+        if r.drift != 1.0 and r.design == design:
             shares.setdefault(r.strategy, []).append(r.share_after(DRIFT_TRIALS))
             spent.setdefault(r.strategy, []).append(r.runs)
     return (
@@ -70,25 +86,52 @@ def drift_summary(runs: list[RaceRun], controls: bool) -> tuple[dict, dict]:
     )
 
 
-def drift_table(runs: list[RaceRun]) -> str:
+def design_cells(runs: list[RaceRun], budget: int) -> list[dict]:
+    """Per strategy, drift and design: the share of the best speedup after DRIFT_TRIALS and
+    after the budget (median and worst seed) and the median runs."""
+    out = []
+    for strategy, drift, design in sorted({(r.strategy, r.drift, r.design) for r in runs}):
+        sel = [r for r in runs if (r.strategy, r.drift, r.design) == (strategy, drift, design)]
+        at15 = [r.share_after(DRIFT_TRIALS) for r in sel]
+        end = [r.share_after(budget) for r in sel]
+        picked = [r.measured_share_after(budget) for r in sel]
+        verdict = [r.confirmed_share() for r in sel]
+        out.append(
+            {
+                "strategy": strategy,
+                "drift": drift,
+                "design": design,
+                "share15": float(np.median(at15)),
+                "share15_worst": float(min(at15)),
+                "share": float(np.median(end)),
+                "share_worst": float(min(end)),
+                "picked": float(np.median(picked)),
+                "picked_worst": float(min(picked)),
+                "confirmed": float(np.median(verdict)),
+                "confirmed_worst": float(min(verdict)),
+                "runs": float(np.median([r.runs for r in sel])),
+                "confirm_runs": float(np.median([r.confirm_runs for r in sel])),
+                "seeds": len(sel),
+            }
+        )
+    return out
+
+
+def design_table(cells: list[dict]) -> str:
     lines = [
-        f"| strategy | drift | share@{DRIFT_TRIALS} fixed (median / worst) "
-        f"| share@{DRIFT_TRIALS} blocked (median / worst) | runs fixed | runs blocked |",
-        "|---|---|---|---|---|---|",
+        f"| strategy | drift | design | share@{DRIFT_TRIALS} (median / worst) "
+        "| share@budget (median / worst) | of the best measured (median / worst) "
+        "| confirmed (median / worst) | runs | confirmation runs |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    keys = sorted({(r.strategy, r.drift) for r in runs if r.drift != 1.0})
-    for strategy, drift in keys:
-        cells = []
-        for controls in (False, True):
-            sel = [
-                r for r in runs if (r.strategy, r.drift, r.controls) == (strategy, drift, controls)
-            ]
-            share = [r.share_after(DRIFT_TRIALS) for r in sel]
-            cells.append((np.median(share), min(share), np.median([r.runs for r in sel])))
-        (m0, w0, n0), (m1, w1, n1) = cells
+    for c in cells:
         lines.append(
-            f"| {strategy} | {drift:g}x | {100 * m0:.1f} % / {100 * w0:.1f} % "
-            f"| {100 * m1:.1f} % / {100 * w1:.1f} % | {n0:g} | {n1:g} |"
+            f"| {c['strategy']} | {c['drift']:g}x | {c['design']} "
+            f"| {100 * c['share15']:.1f} % / {100 * c['share15_worst']:.1f} % "
+            f"| {100 * c['share']:.1f} % / {100 * c['share_worst']:.1f} % "
+            f"| {100 * c['picked']:.1f} % / {100 * c['picked_worst']:.1f} % "
+            f"| {100 * c['confirmed']:.1f} % / {100 * c['confirmed_worst']:.1f} % "
+            f"| {c['runs']:g} | {c['confirm_runs']:g} |"
         )
     return "\n".join(lines)
 
@@ -181,18 +224,18 @@ def main() -> int:
     )
     cases = [(n, noise) for n in names for noise in (NOISES if n in SYNTHETIC else [0.0])]
     jobs = [
-        (s, n, noise, seed, budget, 1.0, True)
+        (s, n, noise, seed, budget, 1.0, "raced", 1)
         for n, noise in cases
         for s in args.strategies.split(",")
         for seed in range(seeds)
     ]
     if not args.no_drift:
         jobs += [
-            (s, n, 0.1, seed, budget, drift, controls)
+            (s, n, 0.1, seed, budget, drift, design, DESIGN_REPEATS)
             for n in names
             if n in SYNTHETIC
-            for drift in DRIFTS
-            for controls in (False, True)
+            for drift in (1.0, *DRIFTS)
+            for design in DESIGNS
             for s in args.strategies.split(",")
             for seed in range(seeds)
         ]
@@ -204,8 +247,9 @@ def main() -> int:
             if not args.json and (i + 1) % 50 == 0:
                 elapsed = time.perf_counter() - start
                 print(f"  {i + 1}/{len(jobs)} runs, {elapsed:.0f} s", file=sys.stderr)
-    drifted = [r for r in done if r.drift != 1.0]
-    summary = Summary([r for r in done if r.drift == 1.0], budget)
+    designed = [r for r in done if r.repeats == DESIGN_REPEATS]
+    summary = Summary([r for r in done if r.repeats == 1], budget)
+    cells = design_cells(designed, budget)
     args.png.parent.mkdir(parents=True, exist_ok=True)
     plot(summary, args.png)
     if args.runs:
@@ -213,8 +257,8 @@ def main() -> int:
     elapsed = time.perf_counter() - start
     if args.json:
         out = summary.to_json()
-        drift, runs = drift_summary(drifted, controls=True)
-        drift_fixed, runs_fixed = drift_summary(drifted, controls=False)
+        drift, runs = drift_summary(designed, "raced")
+        drift_fixed, runs_fixed = drift_summary(designed, "fixed")
         out.update(
             seeds=seeds,
             seconds=round(elapsed, 1),
@@ -223,6 +267,7 @@ def main() -> int:
             drift_fixed=drift_fixed,
             runs=runs,
             runs_fixed=runs_fixed,
+            designs=cells,
         )
         print(
             json.dumps(
@@ -238,6 +283,7 @@ def main() -> int:
                         "drift_fixed",
                         "runs",
                         "runs_fixed",
+                        "designs",
                         "cells",
                     )
                 },
@@ -253,9 +299,9 @@ def main() -> int:
         print("\nMedian regret over every surface and seed:\n")
         print(regret_table(summary))
         print(f"\nlosses to random at 30 % noise: {summary.losses_to_random() or 'none'}")
-        if drifted:
-            print(f"\nDrift (10 % noise, phases of 5-30 runs), after {DRIFT_TRIALS} trials:\n")
-            print(drift_table(drifted))
+        if designed:
+            print("\nDesigns (10 % noise, up to 3 runs each; drift: phases of 5-30 runs):\n")
+            print(design_table(cells))
     return 0
 
 

@@ -1,101 +1,276 @@
-"""Blocked comparisons: which runs the tuner makes, in which order, and how they are recorded.
+"""The scheduler: which runs the tuner makes, in which order, and how they are recorded.
 
-The executor here records every call and answers from a table whose values drift (every run
-of a phase multiplied by the same factor); nothing depends on which configuration wins.
+The executors here record every call and answer from a table, some with drifting phases
+(every run of a phase multiplied by the same factor); nothing depends on which
+configuration wins a noisy comparison: every value is exact.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 
 import optuna
 import pytest
 
-from commtune.knobs import Dimension, Space, load_catalog
+from commtune import stats
+from commtune.knobs import Dimension, Knob, KnobType, Space
 from commtune.progress import Silent
-from commtune.study import Role, StudySpec, config_of, role_of, run_relatives, runs_of
+from commtune.study import (
+    Role,
+    StudySpec,
+    acceptance_of,
+    config_of,
+    role_of,
+    run_relatives,
+    run_values,
+    runs_of,
+)
 from commtune.trial import Executor, RunRecord
-from commtune.tune import TuneSettings, noise_of, open_study, run_reference, search, summarize
+from commtune.tune import (
+    CONFIRM_CAP,
+    TuneSettings,
+    noise_of,
+    open_study,
+    run_reference,
+    runs_spent,
+    search,
+    summarize,
+    tune,
+)
 
-KNOB = "MPIR_CVAR_ASYNC_PROGRESS"
-COST = {None: 1.0, False: 1.0, True: 0.5}
+KNOB = "algo"
+COST = {None: 1.0, "a": 1.0, "b": 1.0, "fast": 0.5, "slow": 2.0}
 
 
-class Drifting(Executor):
-    """Answers ``COST[value] * phase``; the phase factor changes every ``period`` runs."""
+class Table(Executor):
+    """Answers ``COST[value] * phase``; the phase factor changes every ``period`` runs.
+    ``noisy`` configurations alternate between 0.5x and 1.5x their cost."""
 
-    def __init__(self, period: int = 3, factors: tuple[float, ...] = (1.0, 2.5)) -> None:
-        self.calls: list[bool | None] = []
-        self.period, self.factors = period, factors
+    def __init__(
+        self,
+        period: int = 10**9,
+        factors: tuple[float, ...] = (1.0, 2.5),
+        noisy: tuple[str, ...] = (),
+    ) -> None:
+        self.calls: list[str | None] = []
+        self.period, self.factors, self.noisy = period, factors, noisy
+        self.seen: dict[str | None, int] = {}
 
     def run(self, config: Mapping[str, object] | None, timeout: float) -> RunRecord:
-        value = None if config is None else bool(config[KNOB])
+        value = None if config is None else str(config[KNOB])
         phase = self.factors[(len(self.calls) // self.period) % len(self.factors)]
         self.calls.append(value)
         result = COST[value] * phase
+        if value in self.noisy:
+            n = self.seen[value] = self.seen.get(value, 0) + 1
+            result *= 0.5 if n % 2 else 1.5
         return RunRecord(result, result, 0)
 
 
-def _study(repeats: int, trials: int) -> tuple[optuna.Study, TuneSettings]:
-    knob = load_catalog("mpich")[KNOB]
-    space = Space("mpich", (Dimension(knob),))
-    spec = StudySpec(["x"], "mpich", space.to_json(), "wall", repeats)
+def _settings(repeats: int, trials: int, choices: tuple[str, ...], **kw: object) -> TuneSettings:
+    knob = Knob(KNOB, "synthetic", KnobType.CATEGORICAL, "a", KNOB, "ALGO", (), choices=choices)
+    space = Space("synthetic", (Dimension(knob),))
+    spec = StudySpec(["x"], "synthetic", space.to_json(), "wall", repeats)
     settings = TuneSettings(
         study="b", spec=spec, space=space, strategy="grid", trials=trials, confirm=0, seed=1
     )
-    storage = optuna.storages.InMemoryStorage()
-    return open_study(storage, settings), settings
+    return dataclasses.replace(settings, **kw)  # type: ignore[arg-type]
 
 
-def test_every_block_runs_the_defaults_beside_the_batch_alternating_sides() -> None:
-    study, settings = _study(repeats=3, trials=3)
-    executor = Drifting()
+def _search(settings: TuneSettings, executor: Executor) -> optuna.Study:
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
     run_reference(study, settings, executor, Silent())
     search(study, settings, executor, 60.0, Silent())
-    # reference: 3 runs of the defaults; one batch of the grid's two configurations in three
-    # blocks: control first, then last, then first; the trials rotated block by block.
-    assert executor.calls[:3] == [None, None, None]
-    blocks = [executor.calls[3:6], executor.calls[6:9], executor.calls[9:12]]
-    assert len(executor.calls) == 12
-    assert blocks[0][0] is None and blocks[1][-1] is None and blocks[2][0] is None
-    assert blocks[0][1:] == blocks[2][1:] and blocks[1][:2] == blocks[0][1:][::-1]
+    return study
+
+
+def _searched(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return [t for t in study.get_trials() if role_of(t) is Role.SEARCH]
+
+
+def test_fixed_repeats_with_a_control_every_few_trial_runs() -> None:
+    settings = _settings(3, 3, ("a", "fast"), racing=False, control_every=4)
+    executor = Table()
+    study = _search(settings, executor)
+    # reference: 3 runs of the defaults (the first controls); one batch of the grid's two
+    # configurations in three blocks, rotated block by block; a control run opens the
+    # second block (block 0's runs get one after them) and one closes the batch.
+    calls = executor.calls
+    assert calls[:3] == [None, None, None]
+    trial_runs = calls[3:]
+    assert [i for i, c in enumerate(trial_runs) if c is None] == [2, 7]
+    blocks = [trial_runs[0:2], trial_runs[3:5], trial_runs[5:7]]
+    assert len(trial_runs) == 8
+    assert blocks[0] == blocks[2] and blocks[1] == blocks[0][::-1]
     trials = study.get_trials()
-    roles = [role_of(t) for t in trials]
-    assert roles.count(Role.CONTROL) == 1 and roles.count(Role.SEARCH) == 2
-    control = next(t for t in trials if role_of(t) is Role.CONTROL)
-    assert control.value == 1.0 and len(runs_of(control)) == 3
-    for t in trials:
-        if role_of(t) is not Role.SEARCH:
-            continue
-        runs = runs_of(t)
-        assert [r["block"] for r in runs] == [f"{control.number}.{r}" for r in range(3)]
-        # each run divided by its own block's control run: the drift cancels exactly
-        expected = COST[config_of(t)[KNOB]]
-        assert run_relatives(t) == pytest.approx([expected] * 3)
-        assert t.value == pytest.approx(expected)
-    noise = noise_of(study)
-    assert noise.cv == pytest.approx(0.0, abs=1e-12) and noise.drift == pytest.approx(2.5)
+    assert [role_of(t) for t in trials].count(Role.CONTROL) == 1
+    seqs = sorted(r["seq"] for t in trials for r in runs_of(t))
+    assert seqs == list(range(len(calls)))  # every run has its place in time, once
+    for t in _searched(study):
+        assert len(runs_of(t)) == 3
+        assert t.value == pytest.approx(COST[config_of(t)[KNOB]])
     result = summarize(study, None)
-    assert result.runs == 12 and result.best is not None
-    assert result.best.value == pytest.approx(0.5) and result.best.speedup == pytest.approx(2.0)
+    assert result.runs == len(calls) == runs_spent(study)
 
 
-def test_a_failed_control_run_falls_back_to_the_reference() -> None:
-    study, settings = _study(repeats=2, trials=3)
+def test_each_run_is_related_to_the_nearest_control_run() -> None:
+    # phases of 7 runs alternating 2.5x and 1x: some runs fall between controls that
+    # disagree (the machine changed phase in between) and cannot be placed
+    settings = _settings(3, 3, ("a", "fast"), racing=False)
+    executor = Table(period=7, factors=(2.5, 1.0))
+    study = _search(settings, executor)
+    controls = sorted(
+        (r["seq"], r["value"])
+        for t in study.get_trials()
+        if role_of(t) in (Role.REFERENCE, Role.CONTROL)
+        for r in runs_of(t)
+    )
+    placed = unplaced = 0
+    for t in _searched(study):
+        for run in runs_of(t):
+            before = [c for c in controls if c[0] < run["seq"]][-1:]
+            after = [c for c in controls if c[0] > run["seq"]][:1]
+            if (
+                before
+                and after
+                and max(before[0][1], after[0][1]) > 1.4 * min(before[0][1], after[0][1])
+            ):  # the prior noise (10 %) times DISAGREE_Z
+                # unplaced, or the best guess for a configuration with no run placed
+                guess = run["value"] / math.sqrt(before[0][1] * after[0][1])
+                assert run["relative"] is None or run["relative"] == pytest.approx(guess)
+                unplaced += 1
+                continue
+            distance = min(abs(s - run["seq"]) for s, _ in controls)
+            nearest = [v for s, v in controls if abs(s - run["seq"]) == distance]
+            level = math.prod(nearest) ** (1 / len(nearest))
+            assert run["relative"] == pytest.approx(run["value"] / level)
+            placed += 1
+        assert len(run_relatives(t)) == 3 or len(runs_of(t)) == 6  # counted runs, capped
+    assert placed and unplaced
+    assert noise_of(study).drift == pytest.approx(2.5)
 
-    class ControlFails(Drifting):
+
+def test_a_step_of_drift_cancels_with_controls_and_not_without() -> None:
+    class Step(Table):  # everything 2.5x slower from the 6th run on (the reference is fast)
+        def run(self, config: Mapping[str, object] | None, timeout: float) -> RunRecord:
+            self.factors = (1.0,) if len(self.calls) < 5 else (2.5,)
+            return super().run(config, timeout)
+
+    for controls, factor in ((True, 1.0), (False, 2.5)):
+        settings = _settings(3, 3, ("a", "fast"), racing=False, control_every=2)
+        settings.controls = controls
+        study = _search(settings, Step())
+        for t in _searched(study):  # the median of each configuration's three runs
+            assert t.value == pytest.approx(factor * COST[config_of(t)[KNOB]])
+
+
+def test_racing_stops_the_clearly_worse_after_one_run_and_the_separated_after_two() -> None:
+    settings = _settings(3, 5, ("a", "b", "fast", "slow"))
+    executor = Table()
+    study = _search(settings, executor)
+    runs = {config_of(t)[KNOB]: len(runs_of(t)) for t in _searched(study)}
+    assert set(runs) == {"a", "b", "fast", "slow"}
+    assert runs["slow"] == 1  # twice the defaults' time: out after one run
+    assert runs["fast"] == 2  # half of it: separated from the incumbent after two
+    assert all(1 <= n <= 3 for n in runs.values())
+    trial_runs = [c for c in executor.calls[3:] if c is not None]
+    assert len(trial_runs) == sum(runs.values())
+    # no racing: every configuration to the cap
+    fixed = _search(_settings(3, 5, ("a", "b", "fast", "slow"), racing=False), Table())
+    assert all(len(runs_of(t)) == 3 for t in _searched(fixed))
+
+
+def test_the_statistic_is_the_users_choice() -> None:
+    settings = _settings(4, 2, ("noisy",), racing=False)
+    settings.spec = dataclasses.replace(settings.spec, statistic="p90")
+    COST["noisy"] = 1.0
+    try:
+        study = _search(settings, Table(noisy=("noisy",)))
+    finally:
+        del COST["noisy"]
+    (trial,) = _searched(study)
+    relatives = run_relatives(trial)
+    assert sorted(relatives) == pytest.approx([0.5, 0.5, 1.5, 1.5])
+    assert trial.value == pytest.approx(stats.statistic("p90")(relatives))
+    assert trial.value > 1.4  # the median would say 1.0
+
+
+def test_max_runs_bounds_the_whole_study_confirmation_included() -> None:
+    settings = _settings(3, 5, ("a", "b", "fast", "slow"), confirm=2, max_runs=12, racing=False)
+    executor = Table()
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    result = tune(settings, study._storage, executor, Silent())
+    assert result.runs == len(executor.calls) <= 12
+    assert result.trials < 5  # the budget of runs stopped the search first
+
+
+def test_top_k_confirmation_interleaves_the_default_and_the_candidates() -> None:
+    settings = _settings(3, 5, ("a", "b", "fast", "slow"), confirm=6, top=3, racing=False)
+    executor = Table()
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    result = tune(settings, study._storage, executor, Silent())
+    acc = acceptance_of(study)
+    assert acc is not None and result.acceptance is not None
+    searched_runs = sum(len(runs_of(t)) for t in study.get_trials())
+    confirmation = executor.calls[searched_runs:]
+    # the candidates: the configurations within noise of the default or better (a, b, fast)
+    candidates = acc.extra["candidates"]
+    assert sorted(c["params"][KNOB] for c in candidates) == ["a", "b", "fast"]
+    # each round runs the default and every candidate once, rotated; decided after 6 rounds
+    # (the signed-rank test of 6 pairs at the level corrected for 3 candidates)
+    assert len(confirmation) == 6 * 4
+    for i in range(6):
+        assert sorted(confirmation[4 * i : 4 * i + 4], key=str) == sorted(
+            [None, "a", "b", "fast"], key=str
+        )
+    assert confirmation[0] is None and confirmation[4] is not None  # the order rotates
+    assert acc.accepted and acc.params == {KNOB: "fast"} and acc.speedup == pytest.approx(2.0)
+    assert acc.default_values == [1.0] * 6 and acc.runs() == 24
+    assert result.runs == len(executor.calls)
+
+
+def test_an_undecided_candidate_gets_more_pairs_up_to_the_cap() -> None:
+    settings = _settings(2, 2, ("noisy",), confirm=3, top=1, racing=False)
+    COST["noisy"] = 0.7
+    try:
+        executor = Table(noisy=("noisy",))
+        study = open_study(optuna.storages.InMemoryStorage(), settings)
+        tune(settings, study._storage, executor, Silent())
+    finally:
+        del COST["noisy"]
+    acc = acceptance_of(study)
+    assert acc is not None and not acc.accepted
+    # runs alternate 0.35 and 1.05 against a default at 1.0: undecided every round
+    assert len(acc.default_values) == len(acc.best_values) == CONFIRM_CAP * 3
+    assert "two clusters" in acc.reason
+    mean = sum(acc.best_values) / len(acc.best_values)
+    assert acc.extra["mean_speedup"] == pytest.approx(1.0 / mean)
+
+
+def test_a_failed_control_run_is_left_out_of_the_stream() -> None:
+    settings = _settings(2, 3, ("a", "fast"), racing=False, control_every=1)
+
+    class ControlFails(Table):
         def run(self, config: Mapping[str, object] | None, timeout: float) -> RunRecord:
             record = super().run(config, timeout)
             if config is None and len(self.calls) > 2:  # every control run after the reference
                 return RunRecord(None, 0.0, 1, "exit status 1")
             return record
 
-    executor = ControlFails(period=1000)
-    run_reference(study, settings, executor, Silent())
-    search(study, settings, executor, 60.0, Silent())
-    searched = [t for t in study.get_trials() if role_of(t) is Role.SEARCH]
+    study = _search(settings, ControlFails())
+    searched = _searched(study)
     assert len(searched) == 2 and all(t.state.name == "COMPLETE" for t in searched)
-    for t in searched:  # related to the reference's median (1.0) instead
+    for t in searched:  # related to the reference's last run, the only control left
         assert run_relatives(t) == pytest.approx([COST[config_of(t)[KNOB]]] * 2)
     control = next(t for t in study.get_trials() if role_of(t) is Role.CONTROL)
-    assert control.state.name == "FAIL"
+    assert control.state.name == "FAIL" and len(run_values(control)) == 0
+
+
+def test_the_cli_offers_every_statistic() -> None:
+    from commtune.cli.tuning import OBJECTIVES
+
+    assert OBJECTIVES == stats.STATISTICS
+    with pytest.raises(ValueError, match="unknown statistic"):
+        stats.statistic("p99")

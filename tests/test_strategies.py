@@ -226,8 +226,14 @@ def test_race_json_summary_line() -> None:
     # the drift cases: each strategy by both designs, with the runs each spent
     assert set(data["drift"]) == set(data["drift_fixed"]) == {"random", "auto"}
     assert all(0 < v <= 1 for v in [*data["drift"].values(), *data["drift_fixed"].values()])
-    assert all(v == 8 for v in data["runs_fixed"].values())  # one run a trial, nothing else
-    assert all(data["runs"][s] > data["runs_fixed"][s] for s in data["runs"])  # + controls
+    assert all(v == 3 * 8 for v in data["runs_fixed"].values())  # 3 runs a trial, nothing else
+    assert all(data["runs"][s] < data["runs_fixed"][s] for s in data["runs"])  # raced
+    # per strategy, drift (none, 2.5x, 1.3x) and design: shares after the search and after
+    # the confirmation
+    assert len(data["designs"]) == 2 * 3 * 2
+    for cell in data["designs"]:
+        assert 0 < cell["share_worst"] <= cell["share"] <= 1
+        assert 0 < cell["confirmed_worst"] <= cell["confirmed"] <= 1
 
 
 def test_drift_comes_in_phases_of_5_to_30_runs() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +10,21 @@ import numpy as np
 
 def median(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float)))
+
+
+STATISTICS = ("median", "mean", "p90")  # what a trial's value is, of its runs (--objective)
+
+
+def statistic(name: str) -> Callable[[Sequence[float]], float]:
+    """The summary of a configuration's runs: ``median`` (robust, the default), ``mean``
+    (what throughput follows) or ``p90`` (penalises a heavy tail)."""
+    if name == "median":
+        return median
+    if name == "mean":
+        return lambda values: float(np.mean(np.asarray(values, dtype=float)))
+    if name == "p90":
+        return lambda values: float(np.quantile(np.asarray(values, dtype=float), 0.9))
+    raise ValueError(f"unknown statistic {name!r} (one of {', '.join(STATISTICS)})")
 
 
 def spread(values: Sequence[float]) -> float:
@@ -41,7 +56,8 @@ def clusters(values: Sequence[float], gap: float = 1.3) -> list[tuple[int, float
 
 @dataclass(frozen=True)
 class Comparison:
-    """Default against candidate: speedup = median(default) / median(candidate)."""
+    """Default against candidate: speedup = stat(default) / stat(candidate), the statistic
+    ``median`` unless told otherwise."""
 
     speedup: float
     ci_low: float
@@ -57,22 +73,65 @@ def compare(
     level: float = 0.95,
     resamples: int = 4000,
     seed: int = 0,
+    stat: str = "median",
 ) -> Comparison:
-    """Bootstrap CI of the ratio of medians, and a one-sided Mann-Whitney U test.
+    """Bootstrap CI of the ratio of the statistic (see :func:`statistic`), and a one-sided
+    Mann-Whitney U test.
 
     The candidate is called faster only when both agree: the lower end of the CI is above 1
     and the probability that the default is not slower is below 1 - level.
     """
     from scipy.stats import mannwhitneyu
 
+    statistic(stat)  # ValueError for an unknown name
     a = np.asarray(default, dtype=float)
     b = np.asarray(candidate, dtype=float)
-    speedup = float(np.median(a) / np.median(b))
+    speedup = statistic(stat)(list(a)) / statistic(stat)(list(b))
     rng = np.random.default_rng(seed)
-    ra = np.median(rng.choice(a, size=(resamples, len(a))), axis=1)
-    rb = np.median(rng.choice(b, size=(resamples, len(b))), axis=1)
+    ra = _rows(stat, rng.choice(a, size=(resamples, len(a))))
+    rb = _rows(stat, rng.choice(b, size=(resamples, len(b))))
     ratios = ra / rb
     alpha = (1 - level) / 2
     low, high = (float(x) for x in np.quantile(ratios, [alpha, 1 - alpha]))
     p = float(mannwhitneyu(a, b, alternative="greater").pvalue)
+    return Comparison(speedup, low, high, p, low > 1.0 and p < 1 - level)
+
+
+def _rows(stat: str, samples: np.ndarray) -> np.ndarray:
+    """The statistic of every row of a bootstrap sample."""
+    if stat == "mean":
+        return samples.mean(axis=1)
+    if stat == "p90":
+        return np.quantile(samples, 0.9, axis=1)
+    return np.median(samples, axis=1)
+
+
+def compare_paired(
+    default: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    level: float = 0.95,
+    resamples: int = 4000,
+    seed: int = 0,
+    stat: str = "median",
+) -> Comparison:
+    """Default against candidate, run in pairs next to each other in time (``default[i]``
+    beside ``candidate[i]``): each pair's ratio cancels whatever the machine did to both.
+    speedup = 1 / stat(candidate[i] / default[i]); a bootstrap CI over the pairs, and a
+    one-sided Wilcoxon signed-rank test that the log ratios are below 0. Faster only when
+    both agree, as in :func:`compare`."""
+    from scipy.stats import wilcoxon
+
+    summary = statistic(stat)
+    rel = np.asarray(candidate, dtype=float) / np.asarray(default, dtype=float)
+    speedup = 1.0 / summary(list(rel))
+    rng = np.random.default_rng(seed)
+    boot = 1.0 / _rows(stat, rng.choice(rel, size=(resamples, len(rel))))
+    alpha = (1 - level) / 2
+    low, high = (float(x) for x in np.quantile(boot, [alpha, 1 - alpha]))
+    logs = np.log(rel)
+    if np.all(logs == 0):
+        p = 1.0
+    else:
+        p = float(wilcoxon(logs, alternative="less", zero_method="zsplit").pvalue)
     return Comparison(speedup, low, high, p, low > 1.0 and p < 1 - level)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from commtune.trial import Executor, Objective, RunRecord
     from commtune.tune import TuneResult
 
+OBJECTIVES = ("median", "mean", "p90")  # stats.STATISTICS, without importing numpy for --help
 DEMO_ITERATIONS = 1000
 DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
 
@@ -79,7 +80,30 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         default=16 if demo else 20,
         help="trials in the study, the reference included",
     )
-    p.add_argument("--repeats", type=positive(int), default=3, help="runs per trial")
+    p.add_argument(
+        "--repeats",
+        type=positive(int),
+        default=3,
+        help="most runs per configuration (default 3): raced, a configuration clearly "
+        "slower than the best so far stops after one",
+    )
+    p.add_argument(
+        "--fixed-repeats",
+        action="store_true",
+        help="give every configuration all --repeats runs (no racing)",
+    )
+    p.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default="median",
+        help="statistic of a configuration's runs: median (default), mean (what throughput "
+        "follows) or p90 (penalises a heavy tail)",
+    )
+    p.add_argument(
+        "--max-runs",
+        type=positive(int),
+        help="bound on every run of the study (controls and confirmation included)",
+    )
     p.add_argument(
         "--timeout",
         type=positive(float),
@@ -95,7 +119,14 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         "--confirm",
         type=nonnegative_int,
         default=5,
-        help="runs each of best and default in the acceptance step (0: skip)",
+        help="first rounds of the confirmation: the best configurations and the default "
+        "once each per round, more rounds while undecided, up to 3x (0: skip)",
+    )
+    p.add_argument(
+        "--top",
+        type=positive(int),
+        default=3,
+        help="configurations the confirmation runs against the default (default 3)",
     )
     p.add_argument(
         "--metric",
@@ -135,9 +166,13 @@ class TuneOptions:
     strategy_options: dict[str, str]
     trials: int
     repeats: int
+    racing: bool
+    statistic: str
+    max_runs: int | None
     timeout: float | None
     reference_timeout: float
     confirm: int
+    top: int
     metric: str
     objective: Objective
     interposer: bool
@@ -169,9 +204,13 @@ class TuneOptions:
             strategy_options=options,
             trials=args.trials,
             repeats=args.repeats,
+            racing=not args.fixed_repeats,
+            statistic=args.objective,
+            max_runs=args.max_runs,
             timeout=args.timeout,
             reference_timeout=args.reference_timeout,
             confirm=args.confirm,
+            top=args.top,
             metric=args.metric,
             objective=objective,
             interposer=not args.no_interposer,
@@ -350,7 +389,9 @@ def _run_study(
     from commtune.study import StudySpec
     from commtune.tune import TuneSettings, tune
 
-    spec = StudySpec(list(command), library, space.to_json(), opts.metric, opts.repeats)
+    spec = StudySpec(
+        list(command), library, space.to_json(), opts.metric, opts.repeats, opts.statistic
+    )
     settings = TuneSettings(
         study=name,
         spec=spec,
@@ -362,6 +403,9 @@ def _run_study(
         timeout=opts.timeout,
         reference_timeout=opts.reference_timeout,
         confirm=opts.confirm,
+        top=opts.top,
+        max_runs=opts.max_runs,
+        racing=opts.racing,
         seed=opts.seed,
         platform=platform,
         on_run=on_run,

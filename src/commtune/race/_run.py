@@ -2,7 +2,10 @@
 
 One race run is one study in Optuna's in-memory storage, driven by :func:`commtune.tune.search`
 exactly as ``commtune tune`` drives it (reference first, batches, duplicates answered from
-earlier trials, failed trials recorded), with one run per trial. After every measured trial
+earlier trials, failed trials recorded), with one run per trial unless told ``repeats``. Two
+designs: ``raced`` (controls next to the trial runs, repeats raced up to the cap) and
+``fixed`` (the design before them: every configuration ``repeats`` times, every run
+relative to the reference, measured once at the start). After every measured trial
 the configuration the strategy would recommend (its best observed trial, the reference
 included) is scored by its noise-free value: ``regret = f(best) / f(optimum) - 1``. A run has
 *reached* at the first trial whose recommendation is within 2 % of the optimum; a run that
@@ -25,7 +28,7 @@ import numpy as np
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
 from commtune.study import Role, StudySpec, config_of, role_of, runs_of
-from commtune.tune import TuneSettings, open_study, run_reference, search
+from commtune.tune import TuneSettings, confirm, open_study, run_reference, search
 
 REACHED = 0.02
 
@@ -40,8 +43,24 @@ class RaceRun:
     reached: int | None  # trials until within 2 % of the optimum; None: never
     seconds: float
     drift: float = 1.0  # the phase factor of the executor (1: no drift)
-    controls: bool = True  # blocked comparisons (False: the design before them)
+    design: str = "raced"  # or "fixed" (see the module docstring)
     runs: int = 0  # every run the study made, controls included
+    repeats: int = 1
+    found: tuple[float, ...] = ()  # regret of the best configuration measured so far
+    confirmed: float | None = None  # regret of the configuration the confirmation hands back
+    confirm_runs: int = 0
+
+    def confirmed_share(self) -> float:
+        """The share of the best speedup the confirmed verdict holds (the default's when
+        nothing was accepted)."""
+        assert self.confirmed is not None, "raced without a confirmation"
+        return 1.0 / (1.0 + self.confirmed)
+
+    def measured_share_after(self, n: int) -> float:
+        """How much of the best measured configuration's speedup the recommendation holds
+        after ``n`` trials: 1 when the measurements picked the truly best of those tried."""
+        found = self.found[min(n, len(self.found)) - 1]
+        return (1.0 + found) / (1.0 + self.regret_after(n))
 
     def trials_to_reach(self, budget: int) -> int:
         return budget if self.reached is None else self.reached
@@ -60,11 +79,15 @@ class RaceRun:
             "noise": self.noise,
             "seed": self.seed,
             "regret": [round(r, 6) for r in self.regret],
+            "found": [round(r, 6) for r in self.found],
             "reached": self.reached,
             "seconds": round(self.seconds, 3),
             "drift": self.drift,
-            "controls": self.controls,
+            "design": self.design,
             "runs": self.runs,
+            "repeats": self.repeats,
+            "confirmed": self.confirmed,
+            "confirm_runs": self.confirm_runs,
         }
 
 
@@ -77,15 +100,19 @@ def race_one(
     options: dict[str, str] | None = None,
     *,
     drift: float = 1.0,
-    controls: bool = True,
+    design: str = "raced",
+    repeats: int = 1,
+    confirm_rounds: int = 0,
 ) -> RaceRun:
-    """One study of ``budget`` trials (reference included); see the module docstring."""
+    """One study of ``budget`` trials (reference included); see the module docstring.
+    ``confirm_rounds``: then the confirmation, of the best 3 (raced) or the best alone
+    (fixed, as before top-k)."""
     import optuna
 
     optuna.logging.set_verbosity(logging.WARNING)
     start = time.perf_counter()
     spec = StudySpec(["race", surface.name], surface.space.library, surface.space.to_json(),
-                     "wall", 1)  # fmt: skip
+                     "wall", repeats)  # fmt: skip
     settings = TuneSettings(
         study="race",
         spec=spec,
@@ -95,7 +122,8 @@ def race_one(
         trials=budget,
         confirm=0,
         seed=seed,
-        controls=controls,
+        controls=design == "raced",
+        racing=design == "raced",
     )
     storage = optuna.storages.InMemoryStorage()
     executor = surface.executor(noise, seed * 7919 + 17, drift)
@@ -105,7 +133,17 @@ def race_one(
         study = open_study(storage, settings)
         run_reference(study, settings, executor, ui)
         search(study, settings, executor, 60.0, ui)
-    regret = curve(study, surface)
+        verdict = None
+        if confirm_rounds:
+            top = 3 if design == "raced" else 1
+            verdict = confirm(study, executor, 60.0, ui, rounds=confirm_rounds, top=top)
+    confirmed = None
+    if verdict is not None:
+        default_regret = surface.default_value / surface.optimum - 1.0
+        confirmed = surface.regret(verdict.params) if verdict.accepted else default_regret
+    elif confirm_rounds:
+        confirmed = surface.default_value / surface.optimum - 1.0
+    regret, found = curve(study, surface)
     reached = next((i + 1 for i, r in enumerate(regret) if r <= REACHED), None)
     runs = sum(len(runs_of(t)) for t in study.get_trials(deepcopy=False))
     return RaceRun(
@@ -117,29 +155,38 @@ def race_one(
         reached,
         time.perf_counter() - start,
         drift,
-        controls,
+        design,
         runs,
+        repeats,
+        tuple(found),
+        confirmed,
+        verdict.runs() if verdict is not None else 0,
     )
 
 
-def curve(study: Any, surface: Surface) -> list[float]:
-    """Regret of the recommended configuration after each measured trial."""
+def curve(study: Any, surface: Surface) -> tuple[list[float], list[float]]:
+    """After each measured trial: the regret of the recommended configuration (the best
+    measured value), and that of the truly best configuration measured so far."""
+    default_regret = surface.default_value / surface.optimum - 1.0
     best_value = math.inf
     best_regret = math.inf
-    out = []
+    found = default_regret
+    out: list[float] = []
+    truth: list[float] = []
     for t in study.get_trials(deepcopy=False):
         role = role_of(t)
         if role not in (Role.REFERENCE, Role.SEARCH):
             continue
-        if t.state.name == "COMPLETE" and t.value is not None and t.value < best_value:
+        complete = t.state.name == "COMPLETE" and t.value is not None
+        if complete and role is Role.SEARCH:
+            found = min(found, surface.regret(config_of(t)))
+        if complete and t.value < best_value:
             best_value = t.value
-            if role is Role.SEARCH:
-                best_regret = surface.regret(config_of(t))
-            else:  # the library's defaults, nothing set
-                best_regret = surface.default_value / surface.optimum - 1.0
+            best_regret = surface.regret(config_of(t)) if role is Role.SEARCH else default_regret
         if t.state.name in ("COMPLETE", "FAIL"):
             out.append(best_regret)
-    return out
+            truth.append(found)
+    return out, truth
 
 
 @dataclass

@@ -25,26 +25,30 @@ def format_config(config: Mapping[str, Value], defaults: Mapping[str, Value] | N
 
 
 def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
+    stat = result.statistic
     table = Table(title=f"study {result.study}: best configurations")
     table.add_column("trial", justify="right")
     table.add_column("configuration (knobs not at default)", overflow="fold")
-    table.add_column("median", justify="right")
+    table.add_column("runs", justify="right")
+    table.add_column(stat, justify="right")
     table.add_column("vs controls", justify="right")
     table.add_column("spread", justify="right")
     table.add_column("speedup", justify="right")
-    table.add_row("ref", "(library defaults)", f"{result.default_value:.4g}", "1", "", "1.00x")
+    table.add_row("ref", "(library defaults)", "", f"{result.default_value:.4g}", "1", "", "1.00x")
     for row in result.table:
         table.add_row(
             str(row.number),
             format_config(row.config, defaults),
+            str(row.runs),
             f"{row.raw:.4g}",
             f"{row.value:.3f}",
             f"{100 * row.spread:.0f}%",
             f"{row.speedup:.2f}x",
         )
     table.caption = (
-        "median: as measured; vs controls: relative to the library defaults run in the same "
-        "blocks (what the search compares); speedup: 1 / vs controls"
+        f"{stat}: of the runs as measured; vs controls: relative to the library defaults run "
+        "next to them (what the search compares); speedup: 1 / vs controls; runs: raced, "
+        "a configuration clearly slower than the best stops early"
     )
     return table
 
@@ -53,7 +57,7 @@ def noise_line(result: TuneResult) -> str:
     noise = result.noise
     return (
         f"{result.runs} runs in all; noise {100 * noise.cv:.1f} % (CV of a configuration's "
-        f"runs), drift {noise.drift:.2f}x (slowest block of the defaults over the fastest)"
+        f"runs), drift {noise.drift:.2f}x (slowest run of the defaults over the fastest)"
     )
 
 
@@ -63,18 +67,33 @@ def acceptance_lines(result: TuneResult) -> list[str]:
         return ["no configuration to confirm: the default stays"]
     if not acc.default_values:
         return [f"not accepted ({acc.reason}): the default stays"]
+    stat = acc.extra.get("statistic", "median")
+    lines = []
+    candidates = acc.extra.get("candidates") or []
+    for c in candidates:
+        if c.get("failure"):
+            lines.append(f"  trial {c['trial']}: {c['failure']}")
+        elif c.get("ci"):
+            verdict = "faster" if c["faster"] else "not faster beyond noise"
+            lines.append(
+                f"  trial {c['trial']} ({len(c['values'])} runs): {c['speedup']:.3f}x "
+                f"[{c['ci'][0]:.3f}, {c['ci'][1]:.3f}], {verdict}"
+            )
     low, high = acc.ci or (0.0, 0.0)
+    runs = acc.runs()
+    what = f"{len(candidates)} best and the default" if candidates else "best and default"
     head = (
-        f"confirmation ({len(acc.default_values)} + {len(acc.best_values)} runs, interleaved): "
-        f"speedup {acc.speedup or 1.0:.3f}x, 95% CI [{low:.3f}, {high:.3f}], "
+        f"confirmation ({what}, {runs} runs, interleaved): trial {acc.trial} "
+        f"{stat} speedup {acc.speedup or 1.0:.3f}x, 95% CI [{low:.3f}, {high:.3f}], "
         f"p = {acc.p_value if acc.p_value is not None else 1.0:.3g}"
     )
     mean = acc.extra.get("mean_speedup")
     if mean is not None:
         head += f"; mean speedup {mean:.3f}x"
+    lines.insert(0, head)
     if acc.accepted:
-        return [head, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]
-    return [head, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
+        return [*lines, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]
+    return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
 
 
 def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:

@@ -55,6 +55,13 @@ class Acceptance:
     env: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def runs(self) -> int:
+        """The confirmation's runs: the default's and every candidate's."""
+        candidates = self.extra.get("candidates") or []
+        if candidates:
+            return len(self.default_values) + sum(len(c.get("values") or []) for c in candidates)
+        return len(self.default_values) + len(self.best_values)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,

@@ -73,7 +73,8 @@ class StudySpec:
     library: str
     space: list[dict[str, Any]]
     metric: str
-    repeats: int
+    repeats: int  # runs per configuration: the cap when repeats are raced
+    statistic: str = "median"  # of a configuration's runs (--objective); see stats.statistic
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +88,7 @@ class StudySpec:
                 list(data["space"]),
                 str(data["metric"]),
                 int(data["repeats"]),
+                str(data.get("statistic", "median")),  # before --objective: the median
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"the study's record is damaged ({exc})") from None

@@ -1,0 +1,225 @@
+"""The verdict: the best configurations and the default run again, interleaved.
+
+The top ``k`` configurations of the search that came within the noise of the default or
+beat it are the candidates. Every round runs the default and each candidate once, in an
+order rotated round by round. After ``confirm`` rounds each candidate is compared with the
+default on all its rounds, each candidate run paired with the default run of its round, so
+drift between rounds cancels (:func:`commtune.stats.compare_paired`, Bonferroni-corrected
+for ``k``):
+while the leading candidate is undecided (not faster beyond noise, yet a speedup above 1
+inside its CI) rounds go on, up to ``CONFIRM_CAP`` times ``confirm``, with the candidates
+that are ruled out (CI below 1) or clearly behind the leader left out. The verdict names
+the fastest candidate that is faster beyond noise, or, if none is, why the leader is not
+(two clusters of runs against a stable default, for one). Keeping the default is a verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from commtune import stats
+from commtune.knobs import Value
+from commtune.progress import Progress
+from commtune.study import Acceptance, Source, acceptance_of, config_of, set_acceptance
+from commtune.trial import Executor
+from commtune.tune._trials import (
+    best_trials,
+    measured,
+    noise_of,
+    reference_trial,
+    runs_spent,
+    value_of,
+)
+
+if TYPE_CHECKING:
+    import optuna
+
+CONFIRM_CAP = 3  # the sequential confirmation adds rounds up to 3x --confirm (5 + 5 -> 15 + 15)
+LEVEL = 0.95
+
+
+@dataclass
+class Candidate:
+    trial: int
+    config: dict[str, Value]
+    rounds: dict[int, float] = field(default_factory=dict)  # round -> its run's value
+    failure: str = ""
+    cmp: stats.Comparison | None = None
+
+    @property
+    def values(self) -> list[float]:
+        return list(self.rounds.values())
+
+    def pairs(self, default: dict[int, float]) -> tuple[list[float], list[float]]:
+        """(default, candidate) values of the rounds where both ran."""
+        both = [i for i in self.rounds if i in default]
+        return [default[i] for i in both], [self.rounds[i] for i in both]
+
+    def to_json(self) -> dict[str, Any]:
+        cmp = self.cmp
+        return {
+            "trial": self.trial,
+            "params": self.config,
+            "values": self.values,
+            "rounds": list(self.rounds),
+            "failure": self.failure,
+            "speedup": cmp.speedup if cmp else None,
+            "ci": [cmp.ci_low, cmp.ci_high] if cmp else None,
+            "p_value": cmp.p_value if cmp else None,
+            "faster": bool(cmp and cmp.faster),
+        }
+
+
+def confirm(
+    study: optuna.Study,
+    executor: Executor,
+    timeout: float,
+    ui: Progress,
+    *,
+    rounds: int,
+    top: int = 3,
+    statistic: str = "median",
+    max_runs: int | None = None,
+) -> Acceptance | None:
+    """Confirm the search's best configurations (see the module docstring); stored."""
+    ref = reference_trial(study)
+    best = best_trials(study, max(1, top))
+    if not best or ref is None or rounds <= 0:
+        return None
+    n_measured = len(measured(study))
+    stored = acceptance_of(study)
+    if stored and stored.source is Source.SEARCH and stored.measured_trials == n_measured:
+        return stored
+    band = max(0.02, 2 * noise_of(study).cv)
+    within = [t for t in best if value_of(t) < value_of(ref) * (1 + band)]
+    if not within:
+        acc = Acceptance(
+            Source.SEARCH,
+            config_of(best[0]),
+            False,
+            "no configuration came within noise of the default in the search",
+            speedup=value_of(ref) / value_of(best[0]),
+            ci=(0.0, 0.0),
+            p_value=1.0,
+            trial=best[0].number,
+            measured_trials=n_measured,
+        )
+        set_acceptance(study, acc)
+        return acc
+    candidates = [Candidate(t.number, config_of(t)) for t in within]
+    level = 1 - (1 - LEVEL) / len(candidates)
+    default: dict[int, float] = {}  # round -> the default's run
+    room = None if max_runs is None else max_runs - runs_spent(study)
+    active = list(candidates)
+    with ui.progress("confirming the best against the default", rounds * (1 + len(active))) as bar:
+        for i in range(CONFIRM_CAP * rounds):
+            if i >= rounds:
+                _compare(default, active, statistic, level)
+                leader = _leader(active)
+                if leader is None or leader.cmp is None:
+                    break
+                if leader.cmp.faster or leader.cmp.ci_high <= 1.0:  # decided
+                    break
+                active = [
+                    c
+                    for c in active
+                    if c.cmp is not None
+                    and c.cmp.ci_high > 1.0
+                    and c.cmp.ci_high >= leader.cmp.speedup  # not clearly behind the leader
+                ]
+                bar.grow(rounds * (1 + len(candidates)) + (i - rounds + 1) * (1 + len(active)))
+            if room is not None and room < 1 + len(active):
+                break
+            order: list[Candidate | None] = [None, *active]
+            k = i % len(order)
+            for which in order[k:] + order[:k]:
+                run = executor.run(None if which is None else which.config, timeout)
+                bar.advance()
+                if room is not None:
+                    room -= 1
+                if run.value is None:
+                    if which is not None:
+                        which.failure = f"failed when run again: {run.failure}"
+                    continue
+                (default if which is None else which.rounds)[i] = run.value
+            active = [c for c in active if not c.failure]
+            if not active:
+                break
+    _compare(default, candidates, statistic, level)
+    acc = _verdict(candidates, default, statistic, n_measured)
+    set_acceptance(study, acc)
+    return acc
+
+
+def _compare(
+    default: dict[int, float], candidates: list[Candidate], statistic: str, level: float
+) -> None:
+    for c in candidates:
+        d, v = c.pairs(default)
+        ok = not c.failure and len(d) >= 2
+        c.cmp = stats.compare_paired(d, v, stat=statistic, level=level) if ok else None
+
+
+def _leader(candidates: list[Candidate]) -> Candidate | None:
+    compared = [c for c in candidates if c.cmp is not None and not c.failure]
+    return max(compared, key=lambda c: c.cmp.speedup) if compared else None  # type: ignore[union-attr]
+
+
+def _verdict(
+    candidates: list[Candidate], rounds: dict[int, float], statistic: str, n_measured: int
+) -> Acceptance:
+    default = list(rounds.values())
+    faster = [c for c in candidates if c.cmp is not None and c.cmp.faster and not c.failure]
+    winner = max(faster, key=lambda c: c.cmp.speedup) if faster else _leader(candidates)  # type: ignore[union-attr]
+    listed = [c.to_json() for c in candidates]
+    if winner is None or winner.cmp is None:
+        first = candidates[0]
+        failures = "; ".join(f"trial {c.trial} {c.failure}" for c in candidates if c.failure)
+        return Acceptance(
+            Source.SEARCH,
+            first.config,
+            False,
+            failures or "too few successful runs to compare",
+            speedup=1.0,
+            ci=(0.0, 0.0),
+            p_value=1.0,
+            trial=first.trial,
+            measured_trials=n_measured,
+            default_values=default,
+            best_values=first.values,
+            extra={"candidates": listed, "statistic": statistic, "rounds": list(rounds)},
+        )
+    cmp = winner.cmp
+    split = stats.clusters(winner.values)
+    reason = ""
+    if not cmp.faster:
+        reason = "not faster beyond noise"
+        if len(split) == 2:
+            (n1, m1), (n2, m2) = split
+            reason += (
+                f": its runs fall into two clusters ({n1} at {m1:.4g}, {n2} at {m2:.4g}) "
+                f"against a default at {stats.median(default):.4g}"
+            )
+    paired_default, paired = winner.pairs(rounds)
+    mean_speedup = sum(paired_default) / sum(paired)  # the same rounds: throughput
+    return Acceptance(
+        Source.SEARCH,
+        winner.config,
+        cmp.faster,
+        reason,
+        speedup=cmp.speedup,
+        ci=(cmp.ci_low, cmp.ci_high),
+        p_value=cmp.p_value,
+        trial=winner.trial,
+        measured_trials=n_measured,
+        default_values=default,
+        best_values=winner.values,
+        extra={
+            "mean_speedup": mean_speedup,
+            "clusters": [{"runs": n, "median": m} for n, m in split] if len(split) == 2 else [],
+            "candidates": listed,
+            "statistic": statistic,
+            "rounds": list(rounds),
+        },
+    )

@@ -1,0 +1,121 @@
+"""The result of a study, as ``tune``, ``show`` and ``--json`` report it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from commtune import stats
+from commtune.errors import UsageError
+from commtune.knobs import Value
+from commtune.study import Acceptance, config_of, not_applied_of, run_relatives, run_values, spec_of
+from commtune.tune._trials import (
+    Noise,
+    best_trials,
+    measured,
+    noise_of,
+    reference_trial,
+    runs_spent,
+    value_of,
+)
+
+if TYPE_CHECKING:
+    import optuna
+
+
+@dataclass
+class Row:
+    """One configuration in the result table. ``value``: the statistic of its runs relative
+    to the control runs next to them (the library's defaults = 1); ``raw``: the statistic of
+    its runs as measured; ``spread`` of the relative values; ``runs`` it was given."""
+
+    number: int
+    config: dict[str, Value]
+    value: float
+    spread: float
+    speedup: float
+    raw: float = float("nan")
+    runs: int = 0
+
+
+@dataclass
+class TuneResult:
+    study: str
+    trials: int
+    failed_trials: int
+    default_value: float  # the reference's statistic, as measured
+    best: Row | None
+    acceptance: Acceptance | None
+    table: list[Row] = field(default_factory=list)
+    not_applied: dict[str, str] = field(default_factory=dict)
+    runs: int = 0  # every run the study made: trials, controls, confirmation
+    noise: Noise = field(default_factory=lambda: Noise(0.0, 1.0))
+    statistic: str = "median"
+
+    def to_json(self) -> dict[str, Any]:
+        acc = self.acceptance
+        speedup = acc.speedup if acc else (self.best.speedup if self.best else 1.0)
+        return {
+            "study": self.study,
+            "trials": self.trials,
+            "failed_trials": self.failed_trials,
+            "objective": self.statistic,
+            "best_params": self.best.config if self.best else {},
+            "best_value": self.best.value if self.best else 1.0,
+            "best_raw": self.best.raw if self.best else self.default_value,
+            "default_value": 1.0,
+            "default_raw": self.default_value,
+            "speedup": speedup,
+            "speedup_ci": list(acc.ci) if acc and acc.ci else None,
+            "accepted": bool(acc and acc.accepted),
+            "accepted_params": acc.params if acc and acc.accepted else {},
+            "confirmed": [
+                {k: c[k] for k in ("trial", "params", "speedup", "ci", "faster", "failure")}
+                | {"runs": len(c["values"])}
+                for c in (acc.extra.get("candidates") or [] if acc else [])
+            ],
+            "not_applied": self.not_applied,
+            "runs": self.runs,
+            "noise": self.noise.to_json(),
+        }
+
+
+def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
+    from optuna.trial import TrialState
+
+    ref = reference_trial(study)
+    if ref is None:
+        raise UsageError(f"study {study.study_name!r} has no reference trial yet")
+    stat = spec_of(study).statistic
+    summary = stats.statistic(stat)
+    ran = measured(study)
+    failed = sum(1 for t in ran if t.state is TrialState.FAIL)
+    rows = [
+        Row(
+            t.number,
+            config_of(t),
+            value_of(t),
+            stats.spread(run_relatives(t)),
+            value_of(ref) / value_of(t),
+            summary(run_values(t)),
+            len(run_values(t)),
+        )
+        for t in best_trials(study, 5)
+    ]
+    missing: dict[str, str] = {}
+    for t in ran:
+        for knob, reason in not_applied_of(t).items():
+            missing.setdefault(knob, reason)
+    return TuneResult(
+        study.study_name,
+        len(ran),
+        failed,
+        summary(run_values(ref)),
+        rows[0] if rows else None,
+        acceptance,
+        rows,
+        missing,
+        runs_spent(study, acceptance),
+        noise_of(study),
+        stat,
+    )
