@@ -4,6 +4,7 @@ rules, and real quick sampling under mpirun/mpiexec (2 ranks) with reuse and res
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -186,3 +187,42 @@ def test_bad_operation_and_size_are_usage_errors(
     assert code == 2 and "unknown operation 'gather'" in err
     code, _, err = run_cli(["sample", "--storage", storage, "--predict", "12Q"], capsys)
     assert code == 2 and "'12Q' is not a size" in err
+
+
+def test_launch_time_methods_are_interleaved_in_rotated_rounds() -> None:
+    from commtune.sample._sampler import launch_plan
+
+    sizes = sizes_for("pingpong", quick=True)
+    plan = launch_plan(["cma", "emulated", "none"], sizes)
+    assert len(plan) == 9  # three rounds of three launches
+    rounds = [plan[i : i + 3] for i in range(0, 9, 3)]
+    assert [r[0][0] for r in rounds] == ["cma", "emulated", "none"]  # each first once
+    for method in ("cma", "emulated", "none"):  # every size once per method, in 3 launches
+        measured = [s for m, part in plan if m == method for s in part]
+        assert sorted(measured) == sizes
+    for r in rounds:  # a round measures the same sizes for every method
+        assert all(part == r[0][1] for _, part in r)
+    assert [m for m, _ in launch_plan(["eager", "rendezvous"], sizes)] == [
+        "eager", "rendezvous", "rendezvous", "eager"
+    ]  # fmt: skip
+
+
+@pytest.mark.openmpi
+def test_only_installed_single_copy_mechanisms_are_sampled() -> None:
+    from commtune.knobs import installed_knobs
+    from commtune.sample._families import SINGLE_COPY, families
+
+    inst = find_installation(Vendor.OPENMPI)
+    (fam,) = [f for f in families(inst, {}) if f.name == SINGLE_COPY]
+    info = subprocess.run(
+        ["ompi_info", "--param", "btl", "vader", "--level", "9"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    # 'Valid values: 1:"cma", 4:"emulated", 3:"none"' after the parameter's line
+    after = info[info.index("btl_vader_single_copy_mechanism") :]
+    valid = after[after.index("Valid values:") :].splitlines()[0]
+    listed = set(re.findall(r'"([a-z]+)"', valid))
+    installed = installed_knobs(inst)[fam.knob.name].knob.domain()
+    assert set(fam.methods) == {str(v) for v in installed} <= listed
+    for mechanism in ("knem", "xpmem"):
+        assert (mechanism in fam.methods) == (mechanism in listed)

@@ -1,6 +1,6 @@
 /* ct_sample: the platform sampler (NewMadeleine-style sampling of the real hardware).
  *
- *   ct_sample [-q] [-s SIZES] [-w CVAR -v V1,V2,...] OP...
+ *   ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...
  *
  * OP is pingpong (ranks 0 and 1; the others wait), allreduce, bcast, reduce, allgather or
  * alltoall. SIZES is a comma list of byte counts (default: 1 B to 4 MiB, powers of two and their
@@ -14,7 +14,8 @@
  * TARGET seconds. A block's time is the maximum over
  * the ranks; the statistic is the median over blocks with the quartiles as spread.
  * Output, rank 0, one line each (JSON Lines):
- *   {"op":"allreduce","value":2,"size":1024,"median_ns":...,"q1_ns":...,"q3_ns":...,"iters":N}
+ *   {"op":"allreduce","value":2,"size":1024,"median_ns":...,"q1_ns":...,"q3_ns":...,"iters":N,
+ *    "control_ns":... (-1 without -c)}
  * and {"error":"..."} for a value the library refused.
  */
 #include <mpi.h>
@@ -32,8 +33,8 @@ static const char *const op_names[N_OPS] = {"pingpong", "allreduce", "bcast",
 #define MAX_VALUES 32
 #define MAX_BLOCKS 15
 
-static int blocks = MAX_BLOCKS;
-static double target = 4e-3; /* seconds per block */
+static int blocks = 9; /* the full sample: 9 blocks of 2 ms per (size, method) */
+static double target = 2e-3; /* seconds per block */
 
 /* One block of `iterations` calls of `op` with `size` bytes; seconds per call, max over ranks. */
 static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long iterations) {
@@ -80,9 +81,32 @@ static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long 
     return slowest / (double)iterations / (op == PINGPONG ? 2.0 : 1.0);
 }
 
+/* The control: a ping-pong of `control` bytes (-c), below every eager limit, so no method
+ * compared across launches changes it; it says how fast this launch's processes are (one
+ * launch on these machines can be 2.5x slower than the next, throughout). Median of 3 short
+ * blocks, in ns; -1 without -c. */
+static long control = -1;
+static long control_iterations = 0;
+
+static double control_ns(MPI_Comm comm, char *a, char *b) {
+    if (control < 0) return -1.0;
+    if (control_iterations == 0) { /* calibrated once per launch: a block of about 0.3 ms */
+        long n = 16;
+        double t = block(PINGPONG, comm, a, b, (int)control, n);
+        control_iterations = (long)(3e-4 / (t > 0 ? t : 1e-9));
+        if (control_iterations < 16) control_iterations = 16;
+        MPI_Bcast(&control_iterations, 1, MPI_LONG, 0, comm);
+    }
+    double s[3];
+    for (int k = 0; k < 3; ++k)
+        s[k] = block(PINGPONG, comm, a, b, (int)control, control_iterations) * 1e9;
+    return ct_quantile(s, 3, 0.5);
+}
+
 static void measure(enum op op, MPI_Comm comm, char *a, char *b, int size, int value) {
     int rank;
     MPI_Comm_rank(comm, &rank);
+    double level = control_ns(comm, a, b);
     /* warm-up and calibration: grow the count until a block lasts about target/4 */
     long iterations = 1;
     double t = block(op, comm, a, b, size, iterations);
@@ -98,9 +122,9 @@ static void measure(enum op op, MPI_Comm comm, char *a, char *b, int size, int v
         samples[k] = block(op, comm, a, b, size, n) * 1e9;
     if (rank == 0) {
         printf("{\"op\":\"%s\",\"value\":%d,\"size\":%d,\"median_ns\":%.2f,\"q1_ns\":%.2f,"
-               "\"q3_ns\":%.2f,\"iters\":%ld}\n",
+               "\"q3_ns\":%.2f,\"iters\":%ld,\"control_ns\":%.2f}\n",
                op_names[op], value, size, ct_quantile(samples, blocks, 0.5),
-               ct_quantile(samples, blocks, 0.25), ct_quantile(samples, blocks, 0.75), n);
+               ct_quantile(samples, blocks, 0.25), ct_quantile(samples, blocks, 0.75), n, level);
         fflush(stdout);
     }
 }
@@ -142,6 +166,8 @@ int main(int argc, char **argv) {
             n_sizes = parse_list(argv[++i], sizes, MAX_SIZES);
         } else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
             cvar = argv[++i];
+        } else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+            control = strtol(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "-v") && i + 1 < argc) {
             n_values = parse_list(argv[++i], values, MAX_VALUES);
         } else {
@@ -157,7 +183,7 @@ int main(int argc, char **argv) {
     }
     if (n_ops == 0 || (cvar && n_values == 0) || (ops[0] == PINGPONG && ranks < 2)) {
         if (rank == 0)
-            fprintf(stderr, "usage: ct_sample [-q] [-s SIZES] [-w CVAR -v V1,V2,...] OP...\n");
+            fprintf(stderr, "usage: ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (quick) {
@@ -186,10 +212,12 @@ int main(int argc, char **argv) {
                 block((enum op)ops[o], MPI_COMM_WORLD, a, b, (int)sizes[i],
                       sizes[i] >= 1 << 18 ? 4 : 32);
     /* Sizes outer, values inner: every method is measured at the same point of the run, so
-     * none gains from running later (a warmer process) than another. */
+     * none gains from running later (a warmer process) than another; the order of the values
+     * rotates size by size, so no method is always the first measured after a size change. */
     for (int o = 0; o < n_ops; ++o)
         for (int i = 0; i < n_sizes; ++i)
-            for (int v = 0; v < n_values; ++v) {
+            for (int w = 0; w < n_values; ++w) {
+                int v = (w + i) % n_values;
                 if (cvar) {
                     int err = cvar_write(cvar, (int)values[v]);
                     if (err) {

@@ -1,10 +1,19 @@
 """Running the sampler program (``native/bench/ct_sample.c``) under each method.
 
-One launch per launch-time method (eager limit, single-copy mechanism); one launch per
-collective for all its algorithms, switched through MPI_T inside the run. A launch that
-crashes or hangs is killed with its process tree and recorded as failed; the other methods go
-on. A collective whose all-in-one launch fails is retried one algorithm per launch, so one
-broken algorithm costs only its own curve.
+Launch-time methods (eager limit, single-copy mechanism) cannot be switched inside a run, so
+each is measured in several short launches instead of one long one: the sizes are dealt
+into rounds (round k takes every R-th size from the k-th), and each round launches every
+method once in an order rotated by k, so no method is always first and a slow phase of the
+machine lands on all methods' curves, as a kink between neighbouring sizes, rather than
+shifting one method's whole curve. Each of those launches also measures a control before
+every size, a ping-pong of ``CONTROL`` bytes (below every eager limit, so no method changes
+it), and its rows are scaled by the family's median control over the launch's: on these
+machines one launch can run 2.5x slower than the next, throughout. One launch per
+collective for all its algorithms, switched through MPI_T inside the run, their order
+rotated size by size (``ct_sample``).
+A launch that crashes or hangs is killed with its process tree and recorded as failed; the
+other methods go on. A collective whose all-in-one launch fails is retried one algorithm
+per launch, so one broken algorithm costs only its own curve.
 """
 
 from __future__ import annotations
@@ -26,6 +35,21 @@ from commtune.sample._profile import FamilyCurves, PlatformProfile
 from commtune.trial import run_process
 
 MAX_SIZE = 4 << 20
+CONTROL = 1  # bytes of the control ping-pong in launch-time families
+
+
+def launch_plan(methods: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, list[int]]]:
+    """(method, sizes) of each launch, in order: ``len(methods)`` rounds (at least 2) of
+    every method once, rotated round by round; round k measures sizes k, k + R, ..."""
+    rounds = max(2, len(methods))
+    plan = []
+    for k in range(rounds):
+        part = list(sizes[k::rounds])
+        if not part:
+            continue
+        order = list(methods[k % len(methods) :]) + list(methods[: k % len(methods)])
+        plan += [(method, part) for method in order]
+    return plan
 
 
 def sizes_for(op: str, quick: bool) -> list[int]:
@@ -76,6 +100,27 @@ def curve_of(method: str, rows: Sequence[dict[str, float]]) -> Curve:
     )
 
 
+def scale_to_control(launches: Sequence[Sequence[dict[str, float]]]) -> None:
+    """Scale each launch's times by the median control level of all launches over its own
+    (in place): a launch whose processes ran slower throughout is brought to the level of
+    the others. A launch's level is the median of its rows' controls (one control is three
+    short blocks; their median over the launch is steadier than each)."""
+    levels = []
+    for rows in launches:
+        own = sorted(r["control_ns"] for r in rows if r.get("control_ns", -1) > 0)
+        levels.append(own[len(own) // 2] if own else None)
+    known = sorted(level for level in levels if level)
+    if not known:
+        return
+    middle = known[len(known) // 2]
+    for rows, level in zip(launches, levels, strict=True):
+        if level is None:
+            continue
+        for r in rows:
+            for key in ("median_ns", "q1_ns", "q3_ns"):
+                r[key] *= middle / level
+
+
 class Sampler:
     def __init__(
         self,
@@ -102,10 +147,13 @@ class Sampler:
         env: dict[str, str],
         runtime: tuple[str, Sequence[int]] | None = None,
         sizes: Sequence[int] | None = None,
+        control: int | None = None,
     ) -> Launch:
         program = [str(self.binary)]
         if self.quick:
             program.append("-q")
+        if control is not None:
+            program += ["-c", str(control)]
         program += ["-s", ",".join(map(str, sizes or sizes_for(op, self.quick)))]
         if runtime is not None:
             program += ["-w", runtime[0], "-v", ",".join(map(str, runtime[1]))]
@@ -145,14 +193,25 @@ class Sampler:
         curves: dict[str, Curve] = {}
         failed: dict[str, str] = {}
         if fam.methods:
-            for method, settings in fam.methods.items():
-                self.bar.status(f"{fam.key}: {method}")
-                out = self.launch(fam.op, {**env, **settings})
-                self.bar.advance()
+            rows: dict[str, list[dict[str, float]]] = {m: [] for m in fam.methods}
+            launches: list[list[dict[str, float]]] = []
+            plan = launch_plan(list(fam.methods), sizes_for(fam.op, self.quick))
+            for i, (method, sizes) in enumerate(plan):
+                if method in failed:
+                    continue
+                self.bar.status(f"{fam.key}: {method} ({i + 1}/{len(plan)} launches)")
+                settings = {**env, **fam.methods[method]}
+                out = self.launch(fam.op, settings, sizes=sizes, control=CONTROL)
                 if out.error or not out.rows:
                     failed[method] = out.error or "no output"
                 else:
-                    curves[method] = curve_of(method, out.rows)
+                    rows[method] += out.rows
+                    launches.append(out.rows)
+            self.bar.advance(len(fam.methods))
+            scale_to_control(launches)
+            for method, measured in rows.items():
+                if method not in failed:
+                    curves[method] = curve_of(method, measured)
         else:
             self.bar.status(f"{fam.key}: {len(fam.runtime)} algorithms")
             names = {v: m for m, v in fam.runtime.items()}
@@ -171,8 +230,8 @@ class Sampler:
                         by_value.pop(value, None)
                     else:
                         by_value[value] = alone.rows
-            for value, rows in sorted(by_value.items()):
-                curves[names[value]] = curve_of(names[value], rows)
+            for value, got in sorted(by_value.items()):
+                curves[names[value]] = curve_of(names[value], got)
         return FamilyCurves(
             fam.op,
             fam.name,

@@ -68,9 +68,12 @@ class TuneResult:
             "speedup": speedup,
             "speedup_ci": list(acc.ci) if acc and acc.ci else None,
             "accepted": bool(acc and acc.accepted),
+            "p_value": acc.p_value if acc else None,
+            "reason": acc.reason if acc else "no configuration to confirm",
             "accepted_params": acc.params if acc and acc.accepted else {},
             "confirmed": [
-                {k: c[k] for k in ("trial", "params", "speedup", "ci", "faster", "failure")}
+                {k: c[k] for k in ("trial", "params", "speedup", "ci", "p_value", "faster")}
+                | {"failure": c["failure"]}
                 | {"runs": len(c["values"])}
                 for c in (acc.extra.get("candidates") or [] if acc else [])
             ],

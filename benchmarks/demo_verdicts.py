@@ -1,0 +1,74 @@
+"""The demo's verdict, again and again: is it the same each time?
+
+    python benchmarks/demo_verdicts.py [--mpi openmpi,mpich] [--times 5] [--fixed 1]
+
+Per MPI: ``commtune demo --json`` ``--times`` times in a row (raced repeats, the default),
+then ``--fixed`` times with ``--fixed-repeats`` (every trial 3 runs, the design before
+racing), each in a fresh storage. Prints one Markdown row per study (verdict, speedup and
+its CI, runs spent, noise, drift) and, per MPI and design, how many verdicts agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def demo(mpi: str, fixed: bool, storage: Path) -> dict:
+    command = [sys.executable, "-m", "commtune", "demo", "--mpi", mpi, "--json"]
+    command += ["--storage", f"sqlite:///{storage}"]
+    if fixed:
+        command.append("--fixed-repeats")
+    start = time.perf_counter()
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800)
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    data["seconds"] = time.perf_counter() - start
+    data["mpi"], data["design"] = mpi, "fixed" if fixed else "raced"
+    return data
+
+
+def row(d: dict) -> str:
+    ci = d["speedup_ci"] or [0.0, 0.0]
+    verdict = "accepted" if d["accepted"] else "default stays"
+    best = " ".join(f"{k}={v}" for k, v in d["accepted_params"].items()) or "-"
+    return (
+        f"| {d['mpi']} | {d['design']} | {verdict} | {d['speedup']:.3f}x "
+        f"[{ci[0]:.3f}, {ci[1]:.3f}] | {best} | {d['runs']} | {100 * d['noise']['cv']:.1f} % "
+        f"| {d['noise']['drift']:.2f}x | {d['seconds']:.0f} s |"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mpi", default="openmpi,mpich")
+    parser.add_argument("--times", type=int, default=5)
+    parser.add_argument("--fixed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/out/demo_verdicts.jsonl"))
+    args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    print("| MPI | design | verdict | speedup [95 % CI] | accepted | runs | noise | drift | time |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for mpi in args.mpi.split(","):
+            plan = [False] * args.times + [True] * args.fixed
+            for i, fixed in enumerate(plan):
+                data = demo(mpi, fixed, Path(tmp) / f"{mpi}-{i}.db")
+                results.append(data)
+                print(row(data), flush=True)
+                with args.out.open("a") as f:
+                    f.write(json.dumps(data) + "\n")
+    for mpi in args.mpi.split(","):
+        raced = [d for d in results if d["mpi"] == mpi and d["design"] == "raced"]
+        accepted = sum(d["accepted"] for d in raced)
+        print(f"{mpi}: {accepted}/{len(raced)} accepted, {len(raced) - accepted} default stays")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
