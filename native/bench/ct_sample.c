@@ -33,7 +33,7 @@ static const char *const op_names[N_OPS] = {"pingpong", "allreduce", "bcast",
 #define MAX_VALUES 32
 #define MAX_BLOCKS 15
 
-static int blocks = 9; /* the full sample: 9 blocks of 2 ms per (size, method) */
+static int blocks = 9;       /* the full sample: 9 blocks of 2 ms per (size, method) */
 static double target = 2e-3; /* seconds per block */
 
 /* One block of `iterations` calls of `op` with `size` bytes; seconds per call, max over ranks. */
@@ -183,7 +183,8 @@ int main(int argc, char **argv) {
     }
     if (n_ops == 0 || (cvar && n_values == 0) || (ops[0] == PINGPONG && ranks < 2)) {
         if (rank == 0)
-            fprintf(stderr, "usage: ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...\n");
+            fprintf(stderr,
+                    "usage: ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (quick) {
