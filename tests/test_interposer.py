@@ -336,7 +336,9 @@ def test_tune_on_a_profile_field_stores_every_profile(
     measured = [t for t in study.get_trials() if role_of(t) in (Role.REFERENCE, Role.SEARCH)]
     expected = [(t.number, r) for t in measured for r in range(len(runs_of(t)))]
     assert [(t, r) for t, r, _ in profiles] == expected
-    assert all(1 <= len(runs_of(t)) <= 2 for t in measured) and len(measured) == 3
+    # raced: 1 to 2 counted runs, and a run between two disagreeing controls made again
+    assert all(1 <= len(runs_of(t)) <= 2 * 2 for t in measured) and len(measured) == 3
+    assert len(runs_of(measured[0])) == 2  # the reference: every run
     for _, _, data in profiles:
         assert data["operations"]["MPI_Allreduce"]["calls"]["sum"] == 100 * RANKS[vendor]
     # Each searched configuration was read back through MPI_T as intended; the reference
