@@ -194,6 +194,13 @@ class TuneOptions:
         replay = getattr(args, "replay", None)
         if objective.needs_profile and (args.no_interposer or replay):
             raise UsageError(f"--metric {args.metric} needs the interposer (libcommtune)")
+        confirming = args.confirm * (args.top + 1)
+        least = args.repeats + confirming + 1
+        if args.max_runs is not None and args.max_runs < least:
+            raise UsageError(
+                f"--max-runs {args.max_runs} leaves no run to search: the reference takes "
+                f"{args.repeats}, the confirmation's first rounds {confirming}; at least {least}"
+            )
         if args.strategy == "predict" and args.no_interposer:
             raise UsageError("--strategy predict needs the interposer (the reference's profile)")
         return cls(

@@ -229,6 +229,7 @@ def search(
         ):
             known.setdefault(config_key(config_of(t)), (t.number, t.value))
     duplicates_in_a_row = 0
+    start = scheduler.spent
     total = scheduler.estimate(remaining)
     with ui.progress(f"{settings.strategy} search", total) as bar:
         while remaining > 0:
@@ -295,8 +296,7 @@ def search(
                 value = tell(study, live, statistic)
                 known[config_key(live.config)] = (live.trial.number, value)
             remaining -= len(batch)
-            total = scheduler.spent + scheduler.estimate(remaining)
-            bar.grow(total)
+            bar.grow(scheduler.spent - start + scheduler.estimate(remaining))
 
 
 def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: Progress) -> TuneResult:

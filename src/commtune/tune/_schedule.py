@@ -167,9 +167,12 @@ class Scheduler:
         if self.limit is None:
             return wanted
         n = wanted
-        while n > 0 and self.spent + n + (self.age + n) // self.control_every > self.limit:
+        while n > 0 and self.spent + n + self._controls_for(n) > self.limit:
             n -= 1
         return n
+
+    def _controls_for(self, runs: int) -> int:
+        return (self.age + runs) // self.control_every if self.controls else 0
 
     def _room(self, runs: int) -> bool:
         return self.limit is None or self.spent + runs <= self.limit
