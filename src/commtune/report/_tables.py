@@ -81,10 +81,12 @@ def acceptance_lines(result: TuneResult) -> list[str]:
             )
     low, high = acc.ci or (0.0, 0.0)
     runs = acc.runs()
+    # the interval of each of k candidates is a (1 - 0.05 / k) one (Bonferroni)
+    level = f"{100 * (1 - 0.05 / max(1, len(candidates))):.3g}%"
     what = f"{len(candidates)} best and the default" if candidates else "best and default"
     head = (
         f"confirmation ({what}, {runs} runs, interleaved): trial {acc.trial} "
-        f"{stat} speedup {acc.speedup or 1.0:.3f}x, 95% CI [{low:.3f}, {high:.3f}], "
+        f"{stat} speedup {acc.speedup or 1.0:.3f}x, {level} CI [{low:.3f}, {high:.3f}], "
         f"p = {acc.p_value if acc.p_value is not None else 1.0:.3g}"
     )
     mean = acc.extra.get("mean_speedup")
@@ -117,7 +119,7 @@ def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
 
 def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
     table = Table(title=title)
-    for column in ("trial", "role", "state", "value", "configuration", "note"):
+    for column in ("trial", "role", "state", "runs", "value", "configuration", "note"):
         table.add_column(column, overflow="fold")
     for t in trials:
         value = t["value"]
@@ -125,6 +127,7 @@ def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
             str(t["number"]),
             t["role"],
             t["state"],
+            str(len(t.get("runs") or [])),
             "" if value is None else f"{value:.4g}",
             format_config(t["params"]) if t["role"] != "reference" else "(library defaults)",
             t.get("note", ""),
