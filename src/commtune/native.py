@@ -48,6 +48,36 @@ def build(installation: Installation, relative: str, flags: tuple[str, ...] = ("
     return _compile(installation, source.stem, [source], _shared_headers(), flags)
 
 
+def hdf5_flags(installation: Installation) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(compile flags, link flags) of the installation's parallel HDF5 from pkg-config, or
+    None where it is not installed (Debian: libhdf5-openmpi-dev, libhdf5-mpich-dev)."""
+    package = installation.impl.hdf5_package
+    try:
+        cflags = subprocess.run(
+            ["pkg-config", "--cflags", package], capture_output=True, text=True, check=False
+        )
+        libs = subprocess.run(
+            ["pkg-config", "--libs", package], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        return None
+    if cflags.returncode != 0 or libs.returncode != 0:
+        return None
+    return tuple(cflags.stdout.split()), tuple(libs.stdout.split())
+
+
+def build_io(installation: Installation) -> tuple[Path, bool]:
+    """The I/O kernel (``native/io/ct_io.c``) and whether it has its HDF5 mode: built against
+    the installation's parallel HDF5 where there is one, MPI-IO only elsewhere."""
+    source = source_path("io/ct_io.c")
+    found = hdf5_flags(installation)
+    if found is None:
+        return _compile(installation, "ct_io", [source], [], ("-O2",)), False
+    cflags, libs = found
+    flags = ("-O2", "-DCT_HDF5", *cflags)
+    return _compile(installation, "ct_io", [source], [], flags, libs), True
+
+
 def _shared_headers() -> list[Path]:
     """Headers every program may include (``native/include``): part of each cache key."""
     return sorted((source_path("include/ct_mpit_text.h").parent).glob("*.h"))

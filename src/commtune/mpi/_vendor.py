@@ -76,6 +76,7 @@ class MPIVendor(abc.ABC):
     # Keep catalog choices the library documents but does not list (probed before use).
     keeps_unlisted_choices: ClassVar[bool]
     training_ranks: ClassVar[tuple[int, ...]]  # rank counts of `commtune train` by default
+    hdf5_package: ClassVar[str]  # pkg-config name of its parallel HDF5 (Debian's)
 
     # -- names ----------------------------------------------------------------------------
     def mpit_name(self, env_name: str) -> str | None:

@@ -15,6 +15,7 @@ class MPICH(MPIVendor):
     vendor = Vendor.MPICH
     title = "MPICH"
     env_prefix = "MPIR_CVAR_"
+    hdf5_package = "hdf5-mpich"
     launcher_names = ("mpiexec.mpich", "mpirun.mpich", "mpiexec.hydra", "mpiexec", "mpirun")
     compiler_names = ("mpicc.mpich", "mpicc")
     p2p_knobs = ("UCX_RNDV_SCHEME", "UCX_RNDV_THRESH")  # ch4:ucx moves point-to-point in UCX

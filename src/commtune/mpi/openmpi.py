@@ -25,6 +25,7 @@ class OpenMPI(MPIVendor):
     vendor = Vendor.OPENMPI
     title = "Open MPI"
     env_prefix = "OMPI_MCA_"
+    hdf5_package = "hdf5-openmpi"
     launcher_names = ("mpirun.openmpi", "mpirun", "mpiexec.openmpi", "mpiexec")
     compiler_names = ("mpicc.openmpi", "mpicc")
     export_formats = ("mca",)

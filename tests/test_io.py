@@ -1,0 +1,70 @@
+"""The I/O kernel (native/io/ct_io.c) under each MPI: the VPIC-IO layout written by MPI-IO and
+by parallel HDF5, every value read back, a damaged file caught, the file removed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commtune import native
+from commtune.launch import launcher_for
+from commtune.mpi import Vendor, find_installation
+
+from .conftest import VENDORS
+
+
+def _run(vendor: Vendor, *args: str) -> subprocess.CompletedProcess[str]:
+    installation = find_installation(vendor)
+    program, _ = native.build_io(installation)
+    launcher = launcher_for(installation)
+    plan = launcher.plan(launcher.command(2, [str(program), *args]), {})
+    return subprocess.run(
+        plan.argv, env=plan.env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _modes(vendor: Vendor) -> list[str]:
+    _, has_hdf5 = native.build_io(find_installation(vendor))
+    return ["mpiio", "hdf5"] if has_hdf5 else ["mpiio"]
+
+
+def _check_one(vendor: Vendor, mode: str, folder: Path) -> None:
+    done = _run(vendor, "-n", "32K", "-m", mode, "-d", str(folder))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["mode"] == mode and result["verified"] is True
+    assert result["ranks"] == 2 and result["particles"] == 32 << 10
+    assert result["bytes"] == 2 * (32 << 10) * 8 * 4  # 8 variables of 4 bytes
+    assert result["write_s"] > 0 and result["bandwidth_mib_s"] > 0
+    assert list(folder.iterdir()) == []  # removed after the run
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_mpiio_writes_reads_back_and_removes_its_file(vendor: Vendor, tmp_path: Path) -> None:
+    _check_one(vendor, "mpiio", tmp_path)
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_hdf5_writes_reads_back_and_removes_its_file(vendor: Vendor, tmp_path: Path) -> None:
+    if "hdf5" not in _modes(vendor):
+        pytest.skip(f"no parallel HDF5 for {vendor.value} (Debian: libhdf5-{vendor.value}-dev)")
+    _check_one(vendor, "hdf5", tmp_path)
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_damaged_file_fails_the_run(vendor: Vendor, tmp_path: Path) -> None:
+    for mode in _modes(vendor):
+        done = _run(vendor, "-n", "16K", "-m", mode, "-d", str(tmp_path), "--damage")
+        assert done.returncode != 0
+        assert "read-back:" in done.stderr and "differ from what was written" in done.stderr
+        assert "verified" not in done.stdout
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_an_unwritable_directory_is_a_usage_error(vendor: Vendor, tmp_path: Path) -> None:
+    done = _run(vendor, "-n", "1K", "-d", str(tmp_path / "missing"))
+    assert done.returncode != 0
+    assert "ct_io: cannot write to the directory:" in done.stderr
