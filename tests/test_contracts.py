@@ -102,6 +102,9 @@ def test_applier_contract(how: Apply, vendor: Vendor) -> None:
     APPLIERS[how].apply(knob, "b", vendor.impl, (), second)
     assert first == second  # pure
     assert first.env or first.cvar_writes  # it does something
+    for key, check in first.hints.items():  # hints: the knob's key, the value, in the env
+        assert key == knob.env and check == Check(knob.name, "b")
+        assert first.env == {"COMMTUNE_IO_HINTS": f"{key}=b"}
     # what it checks is owned by the knob and is an MPI_T name of the vendor
     for name, check in first.checks.items():
         assert check.knob == knob.name and isinstance(check.value, str)
@@ -126,6 +129,18 @@ def test_env_applier_checks_what_mpi_t_reads_back() -> None:
     assert got.env == {"UCX_RNDV_THRESH": "8192"} and got.checks == {}  # outside MPI_T
 
 
+def test_info_applier_joins_every_hint_into_one_variable() -> None:
+    mpich = load_catalog("mpich")
+    knobs = [mpich["cb_buffer_size"], mpich["romio_cb_write"]]
+    got = apply(knobs, {"cb_buffer_size": 1 << 22, "romio_cb_write": "enable"}, Vendor.MPICH.impl)
+    assert got.env == {"COMMTUNE_IO_HINTS": "cb_buffer_size=4194304;romio_cb_write=enable"}
+    assert got.hints == {
+        "cb_buffer_size": Check("cb_buffer_size", "4194304"),
+        "romio_cb_write": Check("romio_cb_write", "enable"),
+    }
+    assert got.checks == {} and got.cvar_writes == {}  # hints are not MPI_T variables
+
+
 def test_file_applier_loads_each_vendors_selection_file() -> None:
     from commtune.knobs import selection_file_env
 
@@ -142,11 +157,11 @@ def test_every_catalog_knob_has_an_applier_and_unknown_ways_are_refused() -> Non
     for vendor in Vendor:
         for knob in load_catalog(vendor.value).values():
             assert knob.apply in APPLIERS, knob.name
-    entry = {"name": "romio_cb_write", "type": "categorical", "default": "automatic",
-             "description": "", "choices": ["automatic", "enable"], "apply": "info"}  # fmt: skip
+    entry = {"name": "alignment", "type": "int", "default": 1, "low": 1, "high": 8,
+             "description": "", "apply": "hdf5"}  # fmt: skip
     missing = [a for a in Apply if a not in APPLIERS]
-    assert missing == [Apply.MPIT_RUNTIME, Apply.INFO, Apply.HDF5]
-    with pytest.raises(UsageError, match="applied by 'info'"):
+    assert missing == [Apply.MPIT_RUNTIME, Apply.HDF5]
+    with pytest.raises(UsageError, match="applied by 'hdf5'"):
         _knob_from_json(entry, "openmpi", "OMPI_MCA_")
     with pytest.raises(ValueError):
         _knob_from_json({**entry, "apply": "carrier-pigeon"}, "openmpi", "OMPI_MCA_")

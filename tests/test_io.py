@@ -13,7 +13,7 @@ from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
 
-from .conftest import VENDORS
+from .conftest import VENDORS, last_json, run_cli
 
 
 def _run(vendor: Vendor, *args: str) -> subprocess.CompletedProcess[str]:
@@ -68,3 +68,27 @@ def test_an_unwritable_directory_is_a_usage_error(vendor: Vendor, tmp_path: Path
     done = _run(vendor, "-n", "1K", "-d", str(tmp_path / "missing"))
     assert done.returncode != 0
     assert "ct_io: cannot write to the directory:" in done.stderr
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_hints_reach_mpi_file_open_and_an_ignored_one_is_not_applied(
+    vendor: Vendor, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    installation = find_installation(vendor)
+    program, _ = native.build_io(installation)
+    folder = tmp_path / "io"
+    folder.mkdir()
+    command = launcher_for(installation).command(2, [str(program), "-n", "16K", "-d", str(folder)])
+    args = ["tune", "--mpi", vendor.value, "--knob", "striping_factor=4"]
+    args += ["--knob", "cb_buffer_size=4M", "--strategy", "grid", "--trials", "2"]
+    args += ["--repeats", "1", "--confirm", "0", "--storage", storage, "--json", "--", *command]
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    missing = last_json(out)["not_applied"]
+    if vendor is Vendor.MPICH:  # ROMIO drops what this file system cannot stripe
+        assert set(missing) == {"striping_factor"}
+        assert "ignores it" in missing["striping_factor"]
+    else:  # OMPIO reports back any key, a probe no library knows included: nothing proven
+        assert set(missing) == {"striping_factor", "cb_buffer_size"}
+        assert all("cannot be verified" in why for why in missing.values())
+    assert list(folder.iterdir()) == []

@@ -16,6 +16,7 @@ static const struct {
     {"COMMTUNE_PROFILE", "commtune-profile-<pid>.json", "where rank 0 writes the JSON profile"},
     {"COMMTUNE_CVARS", "", "name=value;... control variables to read back after MPI_Init"},
     {"COMMTUNE_CVAR_WRITE", "", "name=value;... control variables to write through MPI_T"},
+    {"COMMTUNE_IO_HINTS", "", "key=value;... MPI-IO hints merged into every MPI_File_open"},
     {"COMMTUNE_PVARS", "1", "0: open no MPI_T performance variable session"},
     {"COMMTUNE_PVAR_INTERVAL", "0.1", "seconds between PVAR samples (0: init and finalize only)"},
 };
@@ -38,6 +39,7 @@ void ct_config_load(void) {
     ct_config.profile = setting("COMMTUNE_PROFILE");
     ct_config.cvars = setting("COMMTUNE_CVARS");
     ct_config.cvar_write = setting("COMMTUNE_CVAR_WRITE");
+    ct_config.io_hints = setting("COMMTUNE_IO_HINTS");
     ct_config.pvar_interval = 0.1;
     const char *interval = setting("COMMTUNE_PVAR_INTERVAL");
     if (interval != NULL) {

@@ -130,6 +130,7 @@ typedef struct {
     const char *profile;
     const char *cvars;      /* "name=value;..." to read back */
     const char *cvar_write; /* "name=value;..." to write through MPI_T, then read back */
+    const char *io_hints;   /* "key=value;..." MPI-IO hints for every MPI_File_open */
 } ct_config_t;
 extern ct_config_t ct_config;
 void ct_config_load(void);
@@ -143,6 +144,11 @@ void ct_mpit_finalize(void);
 int ct_mpit_write_cvars_json(FILE *out);
 size_t ct_mpit_pvar_lines(char **out);
 size_t ct_user_lines(char **out);
+
+/* MPI-IO hints: ct_hints.c */
+MPI_Info ct_hints_merge(MPI_Info user, int *owned);
+void ct_hints_check(MPI_File fh);
+int ct_hints_write_json(FILE *out);
 
 /* The profile: ct_profile.c */
 typedef struct {

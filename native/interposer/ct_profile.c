@@ -262,6 +262,8 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
     }
     fputs(first ? "},\n  \"cvars\": " : "\n  },\n  \"cvars\": ", out);
     ct_mpit_write_cvars_json(out);
+    fputs(",\n  \"hints\": ", out);
+    ct_hints_write_json(out);
     fputs(",\n  \"pvars\": ", out);
     write_variables(out, vars, n_vars, 0, size);
     fputs(",\n  \"user\": ", out);

@@ -660,9 +660,13 @@ CT_EXPORT int MPI_File_open(MPI_Comm comm, const char *filename, int amode, MPI_
     if (!ct_enter()) {
         return PMPI_File_open(comm, filename, amode, info, fh);
     }
+    int owned = 0;
+    MPI_Info merged = ct_hints_merge(info, &owned);
     uint64_t t0 = ct_now();
-    int rc = PMPI_File_open(comm, filename, amode, info, fh);
+    int rc = PMPI_File_open(comm, filename, amode, merged, fh);
     uint64_t t1 = ct_now();
+    if (rc == MPI_SUCCESS) ct_hints_check(*fh);
+    if (owned) PMPI_Info_free(&merged);
     ct_leave(CT_OP_MPI_File_open, rc == MPI_SUCCESS ? (uint64_t)(0) : 0, t0, t1);
     return rc;
 }

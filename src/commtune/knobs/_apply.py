@@ -16,9 +16,9 @@ The ways a knob can reach a library (:class:`Apply`):
 - ``info``: an ``MPI_Info`` hint merged in at ``MPI_File_open`` (ROMIO, OMPIO);
 - ``hdf5``: an HDF5 file-access or transfer property.
 
-The last three are declared so the catalog and the record can name them; their appliers come
-with the I/O and policy work, and until then a catalog knob naming one is refused when the
-catalog is loaded (:data:`APPLIERS` has no entry for it).
+``mpit-runtime`` and ``hdf5`` are declared so the catalog and the record can name them; their
+appliers come with the policy and HDF5 work, and until then a catalog knob naming one is
+refused when the catalog is loaded (:data:`APPLIERS` has no entry for it).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ class Applied:
     env: dict[str, str] = field(default_factory=dict)
     cvar_writes: dict[str, str] = field(default_factory=dict)
     checks: dict[str, Check] = field(default_factory=dict)
+    hints: dict[str, Check] = field(default_factory=dict)  # MPI-IO hint key -> its knob, value
 
     def check_values(self) -> dict[str, str]:
         return {name: check.value for name, check in self.checks.items()}
@@ -151,9 +152,31 @@ class MpitInitApplier(Applier):
         into.checks[name] = self._check(knob, text, vendor, enumerators)
 
 
+HINTS_VARIABLE = "COMMTUNE_IO_HINTS"  # libcommtune merges these into every MPI_File_open
+
+
+class InfoApplier(Applier):
+    """An MPI-IO hint (the knob's ``env`` is the hint's key): libcommtune merges every hint
+    of the configuration into the info object of each ``MPI_File_open`` and reads them back
+    with ``MPI_File_get_info`` (``COMMTUNE_IO_HINTS``, ``native/interposer/ct_hints.c``)."""
+
+    how = Apply.INFO
+
+    def apply(
+        self,
+        knob: Knob,
+        text: str,
+        vendor: MPIVendor,
+        enumerators: Sequence[str],
+        into: Applied,
+    ) -> None:
+        into.hints[knob.env] = Check(knob.name, text)
+        into.env[HINTS_VARIABLE] = ";".join(f"{k}={c.value}" for k, c in into.hints.items())
+
+
 # how -> applier; a kind without an entry is declared but not applicable yet.
 APPLIERS: dict[Apply, Applier] = {
-    a.how: a for a in (EnvApplier(), FileApplier(), MpitInitApplier())
+    a.how: a for a in (EnvApplier(), FileApplier(), MpitInitApplier(), InfoApplier())
 }
 
 

@@ -18,7 +18,7 @@ from commtune.knobs._knob import Knob, KnobType
 from commtune.mpi import VENDOR_NAMES
 
 LIBRARIES = VENDOR_NAMES
-PRESETS = ("p2p", "collectives", "progress")
+PRESETS = ("p2p", "collectives", "progress", "io")
 
 
 @cache

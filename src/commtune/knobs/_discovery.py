@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from commtune import native
 from commtune.errors import UsageError
+from commtune.knobs._apply import Apply
 from commtune.knobs._catalog import load_catalog
 from commtune.knobs._knob import Knob, KnobType
 from commtune.mpi import Installation, Variable
@@ -134,6 +135,9 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
             ok = knob.requires_device in installation.device
             reason = "" if ok else f"needs the {knob.requires_device} device"
             out[name] = KnobStatus(knob, ok, reason)
+            continue
+        if knob.apply is Apply.INFO:  # a hint: every MPI-IO has them; read back per run
+            out[name] = KnobStatus(knob, True)
             continue
         var = variables.get(name)
         if var is None:

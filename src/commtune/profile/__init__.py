@@ -2,11 +2,12 @@
 setting a run up to write one (``libcommtune`` preloaded, variables to check)."""
 
 from commtune.profile._checks import not_applied
-from commtune.profile._profile import CvarCheck, Profile, ProfileError, relative_to
+from commtune.profile._profile import CvarCheck, HintCheck, Profile, ProfileError, relative_to
 from commtune.profile._setup import Profiling
 
 __all__ = [
     "CvarCheck",
+    "HintCheck",
     "Profile",
     "ProfileError",
     "Profiling",

@@ -1,5 +1,6 @@
-"""Which knobs did not take: the profile's MPI_T read-back against what the appliers intended
-(``knobs.Applied.checks``: MPI_T name -> the knob and the value it must read back)."""
+"""Which knobs did not take: the profile's MPI_T and MPI-IO hint read-back against what the
+appliers intended (``knobs.Applied.checks``: MPI_T name -> the knob and the value it must read
+back; ``knobs.Applied.hints``: hint key -> the same)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,21 @@ from commtune.knobs import Check
 from commtune.profile._profile import Profile
 
 
-def not_applied(profile: Profile, checks: Mapping[str, Check]) -> dict[str, str]:
-    """knob -> why it did not take, for every checked variable that did not read back right."""
+def not_applied(
+    profile: Profile, checks: Mapping[str, Check], hints: Mapping[str, Check] | None = None
+) -> dict[str, str]:
+    """knob -> why it did not take, for every checked variable that did not read back right
+    and every MPI-IO hint (``hints``: key -> its knob) the library did not take."""
     out: dict[str, str] = {}
     for check in profile.cvars:
         intent = checks.get(check.name)
         if intent is not None and not check.applied:
             out.setdefault(intent.knob, f"{check.name}: {check.reason}")
+    seen = {h.name: h for h in profile.hints}
+    for key, intent in (hints or {}).items():
+        hint = seen.get(key)
+        if hint is None:
+            out.setdefault(intent.knob, f"hint {key}: not in the profile (no MPI_File_open)")
+        elif not hint.applied:
+            out.setdefault(intent.knob, f"hint {key}: {hint.reason}")
     return out

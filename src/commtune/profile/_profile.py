@@ -53,6 +53,34 @@ class CvarCheck:
 
 
 @dataclass(frozen=True)
+class HintCheck:
+    """One MPI-IO hint read back with ``MPI_File_get_info`` after the first ``MPI_File_open``.
+
+    ``status``: ``applied``, ``differs``, ``ignored`` (the library did not report it back),
+    ``unverified`` (the library reports back every key it is given, a probe key included,
+    so nothing is proven: Open MPI) or ``unchecked`` (no file was opened with MPI-IO).
+    """
+
+    name: str
+    intended: str
+    actual: str | None
+    status: str
+
+    @property
+    def applied(self) -> bool:
+        return self.status == "applied"
+
+    @property
+    def reason(self) -> str:
+        return {
+            "differs": f"the library uses {self.actual!r}, not {self.intended!r}",
+            "ignored": "the library ignores it (MPI_File_get_info does not report it)",
+            "unverified": "cannot be verified: the library reports back every hint it is given",
+            "unchecked": "not checked: the program opened no file with MPI-IO",
+        }.get(self.status, self.status)
+
+
+@dataclass(frozen=True)
 class Profile:
     data: Mapping[str, Any]
 
@@ -91,6 +119,10 @@ class Profile:
     @property
     def cvars(self) -> list[CvarCheck]:
         return [CvarCheck(**c) for c in self.data["cvars"]]
+
+    @property
+    def hints(self) -> list[HintCheck]:
+        return [HintCheck(**h) for h in self.data.get("hints", [])]
 
     @property
     def pvars(self) -> list[dict[str, Any]]:

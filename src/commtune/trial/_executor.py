@@ -101,6 +101,11 @@ class LocalExecutor(Executor):
                     "knobs written through MPI_T need the interposer: "
                     + ", ".join(sorted(applied.cvar_writes))
                 )
+            if applied.hints:
+                raise UsageError(
+                    "MPI-IO hints are merged in by the interposer: "
+                    + ", ".join(sorted(c.knob for c in applied.hints.values()))
+                )
             return self._run(config, timeout, applied, {}, None)
         with self.profiling.target() as path:
             checks = applied.check_values() if config else {}
@@ -133,7 +138,8 @@ class LocalExecutor(Executor):
             elif value is None:
                 failure = f"metric {self.objective.spec!r} not found in the output"
         checks = applied.checks if config else {}
-        missing = not_applied(profile, checks) if profile is not None else {}
+        hints = applied.hints if config else {}
+        missing = not_applied(profile, checks, hints) if profile is not None else {}
         return RunRecord(
             value, result.wall, result.returncode, failure, result.stderr_tail, missing, profile
         )
