@@ -81,7 +81,8 @@ def test_hints_reach_mpi_file_open_and_an_ignored_one_is_not_applied(
     command = launcher_for(installation).command(2, [str(program), "-n", "16K", "-d", str(folder)])
     args = ["tune", "--mpi", vendor.value, "--knob", "striping_factor=4"]
     args += ["--knob", "cb_buffer_size=4M", "--strategy", "grid", "--trials", "2"]
-    args += ["--repeats", "1", "--confirm", "0", "--storage", storage, "--json", "--", *command]
+    args += ["--repeats", "1", "--confirm", "0", "--study", "h", "--storage", storage]
+    args += ["--json", "--", *command]
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     missing = last_json(out)["not_applied"]
@@ -92,3 +93,11 @@ def test_hints_reach_mpi_file_open_and_an_ignored_one_is_not_applied(
         assert set(missing) == {"striping_factor", "cb_buffer_size"}
         assert all("cannot be verified" in why for why in missing.values())
     assert list(folder.iterdir()) == []
+    # handed back as a ROMIO hints file (ROMIO_HINTS) and, with a note, as env lines
+    code, out, _ = run_cli(["export", "h", "--best", "--format", "romio-hints",
+                            "--storage", storage], capsys)  # fmt: skip
+    assert code == 0
+    assert out.splitlines()[1:] == ["striping_factor 4", "cb_buffer_size 4194304"]
+    code, out, _ = run_cli(["export", "h", "--best", "--storage", storage], capsys)
+    assert code == 0 and "ROMIO_HINTS" in out
+    assert "export COMMTUNE_IO_HINTS='striping_factor=4;cb_buffer_size=4194304'" in out

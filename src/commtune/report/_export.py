@@ -1,5 +1,6 @@
-"""A configuration in the forms the libraries read: env lines, JSON, and each vendor's own
-(Open MPI's ``mca-params.conf``), asked of the vendor."""
+"""A configuration in the forms the libraries read: env lines, JSON, a ROMIO hints file (the
+file ``ROMIO_HINTS`` names: one ``key value`` per line), and each vendor's own (Open MPI's
+``mca-params.conf``), asked of the vendor."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from commtune.errors import UsageError
 from commtune.knobs import Knob, Value, apply
 from commtune.mpi import Vendor
 
-COMMON_FORMATS = ("env", "json")
+COMMON_FORMATS = ("env", "json", "romio-hints")
 FORMATS = (*COMMON_FORMATS, *dict.fromkeys(f for v in Vendor for f in v.impl.export_formats))
 
 
@@ -24,9 +25,19 @@ def render(
 ) -> str:
     """``extra``: variables beyond the knobs (those that load a collective selection file)."""
     vendor = Vendor(library).impl
-    env = {**apply(knobs, config, vendor).env, **(extra or {})}
+    applied = apply(knobs, config, vendor)
+    env = {**applied.env, **(extra or {})}
+    hints = {key: check.value for key, check in applied.hints.items()}
+    if fmt == "romio-hints":
+        lines = [f"# commtune study {study} ({library}): export ROMIO_HINTS=<this file>"]
+        return "\n".join([*lines, *(f"{k} {v}" for k, v in hints.items())]) + "\n"
     if fmt == "env":
         lines = [f"# commtune study {study} ({library})"]
+        if hints:
+            lines.append(
+                "# MPI-IO hints: COMMTUNE_IO_HINTS needs libcommtune preloaded; without it, "
+                "write them with --format romio-hints and export ROMIO_HINTS=FILE (ROMIO)"
+            )
         lines += [f"export {name}={_shell_quote(value)}" for name, value in env.items()]
         return "\n".join(lines) + "\n"
     if fmt == "json":
