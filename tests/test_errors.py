@@ -60,7 +60,7 @@ def check_error(
         (["tune", "--trials", "0", *TRUE_OMPI], "must be positive"),
         (["tune", "--max-runs", "20", *TRUE_OMPI], "--max-runs 20 leaves no run to search"),
         (["tune", "--objective", "p99", *TRUE_OMPI], "invalid choice: 'p99'"),
-        (["tune", "--preset", "io", *TRUE_OMPI], "invalid choice"),
+        (["tune", "--preset", "nope", *TRUE_OMPI], "invalid choice"),
     ],
 )
 @needs_openmpi
