@@ -16,6 +16,14 @@ from commtune.mpi import Vendor, find_installation
 from .conftest import VENDORS, last_json, run_cli
 
 
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_cli_prints_the_kernel_it_builds(
+    vendor: Vendor, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(["io-kernel", "--mpi", vendor.value], capsys)
+    assert code == 0 and out.strip() == str(native.build_io(find_installation(vendor))[0])
+
+
 def _run(vendor: Vendor, *args: str) -> subprocess.CompletedProcess[str]:
     installation = find_installation(vendor)
     program, _ = native.build_io(installation)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING
 
 from commtune.cli._common import (
@@ -28,6 +29,23 @@ if TYPE_CHECKING:
 def _add_lib(p: argparse.ArgumentParser) -> None:
     add_mpi(p)
     p.add_argument("--header", action="store_true", help="print the path of commtune.h instead")
+
+
+def _add_io_kernel(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+
+
+def cmd_io_kernel(args: argparse.Namespace, command: list[str] | None) -> int:
+    """The bundled I/O kernel's path (ct_io: -n PARTICLES -m mpiio|hdf5 -d DIR), built with
+    the MPI's mpicc, against its parallel HDF5 where there is one."""
+    from commtune import native
+
+    program, has_hdf5 = native.build_io(installation_of(args.mpi))
+    print(program)
+    if not has_hdf5:
+        print("commtune: no parallel HDF5 for this MPI: the kernel has -m mpiio only",
+              file=sys.stderr)  # fmt: skip
+    return 0
 
 
 def _add_profile(p: argparse.ArgumentParser) -> None:
@@ -141,6 +159,12 @@ COMMANDS = [
         "print the path of libcommtune (built if needed) for LD_PRELOAD",
         _add_lib,
         cmd_lib,
+    ),
+    Command(
+        "io-kernel",
+        "print the path of the bundled I/O kernel (VPIC-IO layout; built if needed)",
+        _add_io_kernel,
+        cmd_io_kernel,
     ),
     Command(
         "profile",
