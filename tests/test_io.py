@@ -109,3 +109,17 @@ def test_hints_reach_mpi_file_open_and_an_ignored_one_is_not_applied(
     code, out, _ = run_cli(["export", "h", "--best", "--storage", storage], capsys)
     assert code == 0 and "ROMIO_HINTS" in out
     assert "export COMMTUNE_IO_HINTS='striping_factor=4;cb_buffer_size=4194304'" in out
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_default_directory_is_on_disk_and_tmpfs_is_warned_about(vendor: Vendor) -> None:
+    before = set(Path("/var/tmp").glob("ct_io.*"))
+    done = _run(vendor, "-n", "1K")  # default: /var/tmp
+    assert done.returncode == 0, done.stderr
+    assert "tmpfs" not in done.stderr and set(Path("/var/tmp").glob("ct_io.*")) <= before
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm here to stand for a tmpfs directory")
+    done = _run(vendor, "-n", "1K", "--io-dir", str(shm))
+    assert done.returncode == 0, done.stderr
+    assert f"ct_io: warning: {shm} is tmpfs" in done.stderr

@@ -1,14 +1,15 @@
 /* ct_io: a VPIC-IO-like parallel write kernel (the I/O workload of the Behzad et al. tuner).
  *
- *   ct_io [-n PARTICLES] [-m mpiio|hdf5] [-d DIR] [-k] [--damage]
+ *   ct_io [-n PARTICLES] [-m mpiio|hdf5] [--io-dir DIR] [-k] [--damage]
  *
  * Each rank writes PARTICLES particles (default 1M; K and M suffixes) with 8 variables, the
  * VPIC-IO layout: x, y, z, px, py, pz (float) and id1, id2 (int), each variable one 1-D array
- * of every rank's particles in rank order, in one shared file in DIR (default: the current
- * directory). mpiio: the arrays one after the other, each written with MPI_File_write_at_all;
- * hdf5 (built only against a parallel HDF5, CT_HDF5): 8 datasets written collectively.
- * Timed from before the open to after the close, a flush to storage (MPI_File_sync /
- * H5Fflush) included, the slowest rank's time.
+ * of every rank's particles in rank order, in one shared file in DIR (--io-dir or -d; default
+ * /var/tmp, on disk on Debian, not the tmpfs /tmp may be; a tmpfs DIR is warned about, since
+ * its write times measure memory, not storage). mpiio: the arrays one after the other, each written
+ * with MPI_File_write_at_all; hdf5 (built only against a parallel HDF5, CT_HDF5): 8 datasets
+ * written collectively. Timed from before the open to after the close, a flush to storage
+ * (MPI_File_sync / H5Fflush) included, the slowest rank's time.
  *
  * Then every value is read back and compared: a configuration that corrupts data fails (exit
  * status 3), it is never fast. --damage overwrites bytes of the file between the write and the
@@ -24,12 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #ifdef CT_HDF5
 #include <hdf5.h>
 #endif
 
 #define N_VARS 8
+#define TMPFS_MAGIC_NUMBER 0x01021994
 
 /* The value of variable `v` of global particle `g`: floats for 0-5, ints for 6-7, both 4 bytes,
  * every one distinct so a misplaced block is caught as surely as a damaged one. */
@@ -179,7 +182,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     long n = 1L << 20;
-    const char *mode = "mpiio", *dir = ".";
+    const char *mode = "mpiio", *dir = access("/var/tmp", W_OK) == 0 ? "/var/tmp" : ".";
     int keep = 0, spoil = 0;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-n") && i + 1 < argc) {
@@ -187,14 +190,15 @@ int main(int argc, char **argv) {
             if (n < 0 || n > (1L << 28)) usage_error(rank, "bad particle count: ", argv[i]);
         } else if (!strcmp(argv[i], "-m") && i + 1 < argc) {
             mode = argv[++i];
-        } else if (!strcmp(argv[i], "-d") && i + 1 < argc) {
+        } else if ((!strcmp(argv[i], "-d") || !strcmp(argv[i], "--io-dir")) && i + 1 < argc) {
             dir = argv[++i];
         } else if (!strcmp(argv[i], "-k")) {
             keep = 1;
         } else if (!strcmp(argv[i], "--damage")) {
             spoil = 1;
         } else {
-            usage_error(rank, "usage: ct_io [-n PARTICLES] [-m mpiio|hdf5] [-d DIR] [-k]", NULL);
+            usage_error(rank, "usage: ct_io [-n PARTICLES] [-m mpiio|hdf5] [--io-dir DIR] [-k]",
+                        NULL);
         }
     }
     int hdf5 = !strcmp(mode, "hdf5");
@@ -204,6 +208,12 @@ int main(int argc, char **argv) {
 #endif
     if (rank == 0 && access(dir, W_OK) != 0)
         usage_error(rank, "cannot write to the directory: ", dir);
+    struct statfs fs;
+    if (rank == 0 && statfs(dir, &fs) == 0 && (unsigned long)fs.f_type == TMPFS_MAGIC_NUMBER)
+        fprintf(stderr,
+                "ct_io: warning: %s is tmpfs: the write time measures memory, not "
+                "storage\n",
+                dir);
     /* one name for all ranks: rank 0's pid, so concurrent runs never share a file */
     char path[4096];
     long pid = (long)getpid();
