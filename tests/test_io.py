@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,14 @@ def test_hints_reach_mpi_file_open_and_an_ignored_one_is_not_applied(
     code, out, _ = run_cli(["export", "h", "--best", "--storage", storage], capsys)
     assert code == 0 and "ROMIO_HINTS" in out
     assert "export COMMTUNE_IO_HINTS='striping_factor=4;cb_buffer_size=4194304'" in out
+    # and as H5Tuner's configuration: hints under their layer of the I/O stack
+    code, out, _ = run_cli(["export", "h", "--best", "--format", "h5tuner",
+                            "--storage", storage], capsys)  # fmt: skip
+    assert code == 0
+    root = ET.fromstring(out)
+    assert root.tag == "Parameters"
+    assert root.findtext("Middleware_Layer/cb_buffer_size") == "4194304"
+    assert root.findtext("Parallel_File_System/striping_factor") == "4"
 
 
 @pytest.mark.parametrize("vendor", VENDORS)

@@ -1,6 +1,6 @@
 """A configuration in the forms the libraries read: env lines, JSON, a ROMIO hints file (the
-file ``ROMIO_HINTS`` names: one ``key value`` per line), and each vendor's own (Open MPI's
-``mca-params.conf``), asked of the vendor."""
+file ``ROMIO_HINTS`` names: one ``key value`` per line), H5Tuner's XML configuration, and each
+vendor's own (Open MPI's ``mca-params.conf``), asked of the vendor."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from commtune.errors import UsageError
 from commtune.knobs import Knob, Value, apply
 from commtune.mpi import Vendor
 
-COMMON_FORMATS = ("env", "json", "romio-hints")
+COMMON_FORMATS = ("env", "json", "romio-hints", "h5tuner")
+# H5Tuner's configuration file puts each hint under its layer of the I/O stack.
+FILE_SYSTEM_HINTS = ("striping_factor", "striping_unit")
 FORMATS = (*COMMON_FORMATS, *dict.fromkeys(f for v in Vendor for f in v.impl.export_formats))
 
 
@@ -28,6 +30,8 @@ def render(
     applied = apply(knobs, config, vendor)
     env = {**applied.env, **(extra or {})}
     hints = {key: check.value for key, check in applied.hints.items()}
+    if fmt == "h5tuner":
+        return _h5tuner(hints, study)
     if fmt == "romio-hints":
         lines = [f"# commtune study {study} ({library}): export ROMIO_HINTS=<this file>"]
         return "\n".join([*lines, *(f"{k} {v}" for k, v in hints.items())]) + "\n"
@@ -49,6 +53,23 @@ def render(
     if owner is not None:
         raise UsageError(f"--format {fmt} is {owner.title}'s file; study {study} tunes {library}")
     raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def _h5tuner(hints: Mapping[str, str], study: str) -> str:
+    """H5Tuner's XML (``<Parameters>``: the HDF5 layer, MPI-IO's hints, the file system's),
+    the form H5Tuner reads from ``H5TUNER_CONFIG_FILE``."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("Parameters")
+    root.append(ET.Comment(f" commtune study {study} "))
+    ET.SubElement(root, "High_Level_IO_Library")
+    middleware = ET.SubElement(root, "Middleware_Layer")
+    file_system = ET.SubElement(root, "Parallel_File_System")
+    for key, value in hints.items():
+        parent = file_system if key in FILE_SYSTEM_HINTS else middleware
+        ET.SubElement(parent, key).text = value
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode") + "\n"
 
 
 def _shell_quote(value: str) -> str:
