@@ -51,13 +51,18 @@ def build(installation: Installation, relative: str, flags: tuple[str, ...] = ("
 def hdf5_flags(installation: Installation) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(compile flags, link flags) of the installation's parallel HDF5 from pkg-config, or
     None where it is not installed (Debian: libhdf5-openmpi-dev, libhdf5-mpich-dev)."""
-    package = installation.impl.hdf5_package
+    return _pkg_config(installation.impl.hdf5_package)
+
+
+@functools.cache
+def _pkg_config(package: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """Asked once per process: every build of the I/O kernel needs it."""
     try:
-        cflags = subprocess.run(
-            ["pkg-config", "--cflags", package], capture_output=True, text=True, check=False
-        )
-        libs = subprocess.run(
-            ["pkg-config", "--libs", package], capture_output=True, text=True, check=False
+        cflags, libs = (
+            subprocess.run(
+                ["pkg-config", what, package], capture_output=True, text=True, check=False
+            )
+            for what in ("--cflags", "--libs")
         )
     except FileNotFoundError:
         return None

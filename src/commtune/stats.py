@@ -15,16 +15,12 @@ def median(values: Sequence[float]) -> float:
 STATISTICS = ("median", "mean", "p90")  # what a trial's value is, of its runs (--objective)
 
 
-def statistic(name: str) -> Callable[[Sequence[float]], float]:
+def statistic(name: str) -> Callable[[Sequence[float] | np.ndarray], float]:
     """The summary of a configuration's runs: ``median`` (robust, the default), ``mean``
     (what throughput follows) or ``p90`` (penalises a heavy tail)."""
-    if name == "median":
-        return median
-    if name == "mean":
-        return lambda values: float(np.mean(np.asarray(values, dtype=float)))
-    if name == "p90":
-        return lambda values: float(np.quantile(np.asarray(values, dtype=float), 0.9))
-    raise ValueError(f"unknown statistic {name!r} (one of {', '.join(STATISTICS)})")
+    if name not in STATISTICS:
+        raise ValueError(f"unknown statistic {name!r} (one of {', '.join(STATISTICS)})")
+    return lambda values: float(_rows(name, np.asarray(values, dtype=float)[None, :])[0])
 
 
 def spread(values: Sequence[float]) -> float:
@@ -83,17 +79,20 @@ def compare(
     """
     from scipy.stats import mannwhitneyu
 
-    statistic(stat)  # ValueError for an unknown name
+    summary = statistic(stat)  # ValueError for an unknown name
     a = np.asarray(default, dtype=float)
     b = np.asarray(candidate, dtype=float)
-    speedup = statistic(stat)(list(a)) / statistic(stat)(list(b))
     rng = np.random.default_rng(seed)
     ra = _rows(stat, rng.choice(a, size=(resamples, len(a))))
     rb = _rows(stat, rng.choice(b, size=(resamples, len(b))))
-    ratios = ra / rb
-    alpha = (1 - level) / 2
-    low, high = (float(x) for x in np.quantile(ratios, [alpha, 1 - alpha]))
     p = float(mannwhitneyu(a, b, alternative="greater").pvalue)
+    return _comparison(summary(a) / summary(b), ra / rb, p, level)
+
+
+def _comparison(speedup: float, boot: np.ndarray, p: float, level: float) -> Comparison:
+    """The verdict from the speedup, its bootstrap replicates and the test's p-value."""
+    alpha = (1 - level) / 2
+    low, high = (float(x) for x in np.quantile(boot, [alpha, 1 - alpha]))
     return Comparison(speedup, low, high, p, low > 1.0 and p < 1 - level)
 
 
@@ -124,14 +123,12 @@ def compare_paired(
 
     summary = statistic(stat)
     rel = np.asarray(candidate, dtype=float) / np.asarray(default, dtype=float)
-    speedup = 1.0 / summary(list(rel))
     rng = np.random.default_rng(seed)
     boot = 1.0 / _rows(stat, rng.choice(rel, size=(resamples, len(rel))))
-    alpha = (1 - level) / 2
-    low, high = (float(x) for x in np.quantile(boot, [alpha, 1 - alpha]))
     logs = np.log(rel)
-    if np.all(logs == 0):
-        p = 1.0
-    else:
-        p = float(wilcoxon(logs, alternative="less", zero_method="zsplit").pvalue)
-    return Comparison(speedup, low, high, p, low > 1.0 and p < 1 - level)
+    p = (
+        1.0
+        if np.all(logs == 0)
+        else float(wilcoxon(logs, alternative="less", zero_method="zsplit").pvalue)
+    )
+    return _comparison(1.0 / summary(rel), boot, p, level)

@@ -138,11 +138,9 @@ def race_one(
             top = 3 if design == "raced" else 1
             verdict = confirm(study, executor, 60.0, ui, rounds=confirm_rounds, top=top)
     confirmed = None
-    if verdict is not None:
-        default_regret = surface.default_value / surface.optimum - 1.0
-        confirmed = surface.regret(verdict.params) if verdict.accepted else default_regret
-    elif confirm_rounds:
-        confirmed = surface.default_value / surface.optimum - 1.0
+    if confirm_rounds:  # the verdict's configuration; the default's when nothing is accepted
+        accepted = verdict.params if verdict is not None and verdict.accepted else None
+        confirmed = surface.regret(accepted) if accepted else surface.default_regret
     regret, found = curve(study, surface)
     reached = next((i + 1 for i, r in enumerate(regret) if r <= REACHED), None)
     runs = sum(len(runs_of(t)) for t in study.get_trials(deepcopy=False))
@@ -167,7 +165,7 @@ def race_one(
 def curve(study: Any, surface: Surface) -> tuple[list[float], list[float]]:
     """After each measured trial: the regret of the recommended configuration (the best
     measured value), and that of the truly best configuration measured so far."""
-    default_regret = surface.default_value / surface.optimum - 1.0
+    default_regret = surface.default_regret
     best_value = math.inf
     best_regret = math.inf
     found = default_regret

@@ -57,6 +57,7 @@ class Surface:
         finite = [v for v in values if math.isfinite(v)]
         self.optimum = min(finite)
         self.default_value = self.reference or self.value(self.space.defaults())
+        self.default_regret = self.default_value / self.optimum - 1.0
 
     def configs(self) -> list[dict[str, Value]]:
         dims = self.space.dimensions

@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from commtune import native
+from commtune import native, stats
 from commtune.errors import UsageError
 from commtune.launch import launcher_for
 from commtune.mpi import Installation
@@ -107,12 +107,12 @@ def scale_to_control(launches: Sequence[Sequence[dict[str, float]]]) -> None:
     short blocks; their median over the launch is steadier than each)."""
     levels = []
     for rows in launches:
-        own = sorted(r["control_ns"] for r in rows if r.get("control_ns", -1) > 0)
-        levels.append(own[len(own) // 2] if own else None)
-    known = sorted(level for level in levels if level)
+        own = [r["control_ns"] for r in rows if r.get("control_ns", -1) > 0]
+        levels.append(stats.median(own) if own else None)
+    known = [level for level in levels if level]
     if not known:
         return
-    middle = known[len(known) // 2]
+    middle = stats.median(known)
     for rows, level in zip(launches, levels, strict=True):
         if level is None:
             continue

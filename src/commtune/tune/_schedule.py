@@ -147,7 +147,7 @@ class Scheduler:
         self.limit = limit  # runs the study may reach (None: no bound)
         self.spent = runs_spent(study)
         self.control: Live | None = None  # the control runs of the current batch
-        self.stream: list[tuple[int, float]] = []  # (seq, value) of every control run
+        self.stream: list[tuple[int, float]] = []  # (seq, value) of every control run, in order
         self.age = control_every  # trial runs since the last control run
         self.cv = PRIOR_CV  # the noise, measured at the start of each batch
         ref = reference_trial(study)
@@ -260,8 +260,7 @@ class Scheduler:
         geometric mean)."""
         if not self.controls or not self.stream:
             return self.fallback
-        seqs = [s for s, _ in self.stream]
-        i = bisect.bisect_left(seqs, seq)
+        i = bisect.bisect_left(self.stream, (seq,))
         before = self.stream[i - 1] if i > 0 else None
         after = self.stream[i] if i < len(self.stream) else None
         if before is None or after is None:
