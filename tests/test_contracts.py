@@ -105,6 +105,9 @@ def test_applier_contract(how: Apply, vendor: Vendor) -> None:
     for key, check in first.hints.items():  # hints: the knob's key, the value, in the env
         assert key == knob.env and check == Check(knob.name, "b")
         assert first.env == {"COMMTUNE_IO_HINTS": f"{key}=b"}
+    for key, check in first.properties.items():  # HDF5 properties: the same, their variable
+        assert key == knob.env and check == Check(knob.name, "b")
+        assert first.env == {"COMMTUNE_HDF5_PROPS": f"{key}=b"}
     # what it checks is owned by the knob and is an MPI_T name of the vendor
     for name, check in first.checks.items():
         assert check.knob == knob.name and isinstance(check.value, str)
@@ -141,6 +144,21 @@ def test_info_applier_joins_every_hint_into_one_variable() -> None:
     assert got.checks == {} and got.cvar_writes == {}  # hints are not MPI_T variables
 
 
+def test_hdf5_applier_leaves_the_programs_own_choice_at_the_default() -> None:
+    ompi = load_catalog("openmpi")
+    knobs = [ompi["hdf5_alignment"], ompi["hdf5_xfer_mode"], ompi["hdf5_coll_metadata_write"]]
+    config = {"hdf5_alignment": 1 << 20, "hdf5_xfer_mode": "app", "hdf5_coll_metadata_write": True}
+    got = apply(knobs, config, Vendor.OPENMPI.impl)
+    assert got.env == {"COMMTUNE_HDF5_PROPS": "alignment=1048576;coll_metadata_write=1"}
+    assert got.properties == {
+        "alignment": Check("hdf5_alignment", "1048576"),
+        "coll_metadata_write": Check("hdf5_coll_metadata_write", "1"),
+    }
+    assert set(got.settings()) == {"alignment", "coll_metadata_write"} and got.hints == {}
+    defaults = {k.name: k.default for k in knobs}  # all at their defaults: nothing set
+    assert apply(knobs, defaults, Vendor.OPENMPI.impl) == Applied()
+
+
 def test_file_applier_loads_each_vendors_selection_file() -> None:
     from commtune.knobs import selection_file_env
 
@@ -157,11 +175,11 @@ def test_every_catalog_knob_has_an_applier_and_unknown_ways_are_refused() -> Non
     for vendor in Vendor:
         for knob in load_catalog(vendor.value).values():
             assert knob.apply in APPLIERS, knob.name
-    entry = {"name": "alignment", "type": "int", "default": 1, "low": 1, "high": 8,
-             "description": "", "apply": "hdf5"}  # fmt: skip
+    entry = {"name": "eager", "type": "int", "default": 1, "low": 1, "high": 8,
+             "description": "", "apply": "mpit-runtime"}  # fmt: skip
     missing = [a for a in Apply if a not in APPLIERS]
-    assert missing == [Apply.MPIT_RUNTIME, Apply.HDF5]
-    with pytest.raises(UsageError, match="applied by 'hdf5'"):
+    assert missing == [Apply.MPIT_RUNTIME]
+    with pytest.raises(UsageError, match="applied by 'mpit-runtime'"):
         _knob_from_json(entry, "openmpi", "OMPI_MCA_")
     with pytest.raises(ValueError):
         _knob_from_json({**entry, "apply": "carrier-pigeon"}, "openmpi", "OMPI_MCA_")

@@ -132,3 +132,62 @@ def test_the_default_directory_is_on_disk_and_tmpfs_is_warned_about(vendor: Vend
     done = _run(vendor, "-n", "1K", "--io-dir", str(shm))
     assert done.returncode == 0, done.stderr
     assert f"ct_io: warning: {shm} is tmpfs" in done.stderr
+
+
+HDF5_KNOBS = {
+    "hdf5_alignment": ("1M", "1048576"),
+    "hdf5_alignment_threshold": ("64K", "65536"),
+    "hdf5_sieve_buf_size": ("1M", "1048576"),
+    "hdf5_meta_block_size": ("64K", "65536"),
+    "hdf5_chunk_cache_bytes": ("4M", "4194304"),
+    "hdf5_coll_metadata_ops": ("true", "1"),
+    "hdf5_coll_metadata_write": ("true", "1"),
+    "hdf5_xfer_mode": ("independent", "independent"),
+}
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_hdf5_properties_reach_an_unchanged_program_and_are_read_back(
+    vendor: Vendor, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if "hdf5" not in _modes(vendor):
+        pytest.skip(f"no parallel HDF5 for {vendor.value} (Debian: libhdf5-{vendor.value}-dev)")
+    installation = find_installation(vendor)
+    program, _ = native.build_io(installation)
+    launcher = launcher_for(installation)
+    folder = tmp_path / "io"
+    folder.mkdir()
+    args = ["tune", "--mpi", vendor.value, "--strategy", "grid", "--trials", "2"]
+    for name, (value, _) in HDF5_KNOBS.items():
+        args += ["--knob", f"{name}={value}"]
+    args += ["--repeats", "1", "--confirm", "0", "--storage", storage, "--json", "--"]
+    # the HDF5 kernel: every property set on the program's own lists and read back
+    hdf5 = [str(program), "-n", "16K", "-m", "hdf5", "-d", str(folder)]
+    code, out, err = run_cli([*args[:-2], "--study", "h5", *args[-2:],
+                              *launcher.command(2, hdf5)], capsys)  # fmt: skip
+    assert code == 0, err
+    assert last_json(out)["not_applied"] == {}
+    code, out, _ = run_cli(["show", "h5", "--storage", storage, "--json"], capsys)
+    assert code == 0
+    tuned = [t for t in json.loads(out)["trials"] if t["params"]]
+    assert tuned and all(t["not_applied"] == {} for t in tuned)
+    # the MPI-IO kernel opens no HDF5 file: each property is reported unchecked, not applied
+    mpiio = [str(program), "-n", "16K", "-m", "mpiio", "-d", str(folder)]
+    code, out, err = run_cli([*args[:-2], "--study", "mpiio", *args[-2:],
+                              *launcher.command(2, mpiio)], capsys)  # fmt: skip
+    assert code == 0, err
+    missing = last_json(out)["not_applied"]
+    assert set(missing) == set(HDF5_KNOBS)
+    assert all("no HDF5 file" in why for why in missing.values())
+    assert list(folder.iterdir()) == []
+    # handed back as H5Tuner's configuration: the properties in the HDF5 layer
+    code, out, _ = run_cli(["export", "h5", "--best", "--format", "h5tuner",
+                            "--storage", storage], capsys)  # fmt: skip
+    assert code == 0
+    library = ET.fromstring(out).find("High_Level_IO_Library")
+    assert library is not None
+    assert {e.tag: e.text for e in library} == {
+        "alignment": "1048576", "alignment_threshold": "65536", "sieve_buf_size": "1048576",
+        "meta_block_size": "65536", "rdcc_nbytes": "4194304", "all_coll_metadata_ops": "1",
+        "coll_metadata_write": "1", "xfer_mode": "independent",
+    }  # fmt: skip

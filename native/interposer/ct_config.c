@@ -40,6 +40,7 @@ void ct_config_load(void) {
     ct_config.cvars = setting("COMMTUNE_CVARS");
     ct_config.cvar_write = setting("COMMTUNE_CVAR_WRITE");
     ct_config.io_hints = setting("COMMTUNE_IO_HINTS");
+    ct_config.hdf5_props = setting("COMMTUNE_HDF5_PROPS");
     ct_config.pvar_interval = 0.1;
     const char *interval = setting("COMMTUNE_PVAR_INTERVAL");
     if (interval != NULL) {

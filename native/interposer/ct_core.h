@@ -131,6 +131,7 @@ typedef struct {
     const char *cvars;      /* "name=value;..." to read back */
     const char *cvar_write; /* "name=value;..." to write through MPI_T, then read back */
     const char *io_hints;   /* "key=value;..." MPI-IO hints for every MPI_File_open */
+    const char *hdf5_props; /* "key=value;..." HDF5 properties for H5Fcreate/H5Fopen/H5Dwrite */
 } ct_config_t;
 extern ct_config_t ct_config;
 void ct_config_load(void);
@@ -145,7 +146,16 @@ int ct_mpit_write_cvars_json(FILE *out);
 size_t ct_mpit_pvar_lines(char **out);
 size_t ct_user_lines(char **out);
 
-/* MPI-IO hints: ct_hints.c */
+/* MPI-IO hints and HDF5 properties: ct_hints.c, ct_hdf5.c */
+enum { CT_SETTING_HINT, CT_SETTING_HDF5 };
+typedef struct {
+    char key[MPI_MAX_INFO_KEY + 1];
+    char intended[256];
+    char actual[256];
+    const char *status; /* NULL until read back */
+    int kind;           /* CT_SETTING_HINT or CT_SETTING_HDF5 */
+} ct_setting;
+ct_setting *ct_settings(int *n);
 MPI_Info ct_hints_merge(MPI_Info user, int *owned);
 void ct_hints_check(MPI_File fh);
 int ct_hints_write_json(FILE *out);

@@ -165,6 +165,7 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
         config_of,
         duplicate_of,
         fail_reason,
+        not_applied_of,
         role_of,
         run_relatives,
         run_values,
@@ -189,6 +190,7 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
                 "params": config_of(t),
                 "runs": run_values(t),
                 "relative": run_relatives(t),
+                "not_applied": not_applied_of(t),
                 "note": note,
             }
         )

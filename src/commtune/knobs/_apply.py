@@ -14,11 +14,12 @@ The ways a knob can reach a library (:class:`Apply`):
 - ``mpit-init``: written by libcommtune through MPI_T before ``MPI_Init``;
 - ``mpit-runtime``: written through MPI_T while the application runs (the policy engine);
 - ``info``: an ``MPI_Info`` hint merged in at ``MPI_File_open`` (ROMIO, OMPIO);
-- ``hdf5``: an HDF5 file-access or transfer property.
+- ``hdf5``: an HDF5 file-access or transfer property, set by libcommtune on a copy of the
+  application's property list in ``H5Fcreate``/``H5Fopen``/``H5Dwrite`` (H5Tuner's way).
 
-``mpit-runtime`` and ``hdf5`` are declared so the catalog and the record can name them; their
-appliers come with the policy and HDF5 work, and until then a catalog knob naming one is
-refused when the catalog is loaded (:data:`APPLIERS` has no entry for it).
+``mpit-runtime`` is declared so the catalog and the record can name it; its applier comes with
+the policy work, and until then a catalog knob naming it is refused when the catalog is loaded
+(:data:`APPLIERS` has no entry for it).
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ class Applied:
     cvar_writes: dict[str, str] = field(default_factory=dict)
     checks: dict[str, Check] = field(default_factory=dict)
     hints: dict[str, Check] = field(default_factory=dict)  # MPI-IO hint key -> its knob, value
+    properties: dict[str, Check] = field(default_factory=dict)  # HDF5 property -> the same
+
+    def settings(self) -> dict[str, Check]:
+        """The MPI-IO hints and HDF5 properties, which libcommtune applies and reads back."""
+        return {**self.hints, **self.properties}
 
     def check_values(self) -> dict[str, str]:
         return {name: check.value for name, check in self.checks.items()}
@@ -174,9 +180,36 @@ class InfoApplier(Applier):
         into.env[HINTS_VARIABLE] = ";".join(f"{k}={c.value}" for k, c in into.hints.items())
 
 
+PROPERTIES_VARIABLE = "COMMTUNE_HDF5_PROPS"  # libcommtune sets these on HDF5's property lists
+
+
+class Hdf5Applier(Applier):
+    """An HDF5 property (the knob's ``env`` is the property's key in ``COMMTUNE_HDF5_PROPS``,
+    ``native/interposer/ct_hdf5.c``). A knob at its default is *not* set: the application's
+    own choice (its alignment, its collective transfers) is the default being tuned against,
+    and HDF5's library default would override it."""
+
+    how = Apply.HDF5
+
+    def apply(
+        self,
+        knob: Knob,
+        text: str,
+        vendor: MPIVendor,
+        enumerators: Sequence[str],
+        into: Applied,
+    ) -> None:
+        if text == knob.format(knob.default):
+            return
+        into.properties[knob.env] = Check(knob.name, text)
+        into.env[PROPERTIES_VARIABLE] = ";".join(
+            f"{k}={c.value}" for k, c in into.properties.items()
+        )
+
+
 # how -> applier; a kind without an entry is declared but not applicable yet.
 APPLIERS: dict[Apply, Applier] = {
-    a.how: a for a in (EnvApplier(), FileApplier(), MpitInitApplier(), InfoApplier())
+    a.how: a for a in (EnvApplier(), FileApplier(), MpitInitApplier(), InfoApplier(), Hdf5Applier())
 }
 
 

@@ -1,6 +1,6 @@
-"""Which knobs did not take: the profile's MPI_T and MPI-IO hint read-back against what the
-appliers intended (``knobs.Applied.checks``: MPI_T name -> the knob and the value it must read
-back; ``knobs.Applied.hints``: hint key -> the same)."""
+"""Which knobs did not take: the profile's MPI_T, MPI-IO hint and HDF5 property read-back
+against what the appliers intended (``knobs.Applied.checks``: MPI_T name -> the knob and the
+value it must read back; ``knobs.Applied.settings()``: hint or property key -> the same)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def not_applied(
     for key, intent in (hints or {}).items():
         hint = seen.get(key)
         if hint is None:
-            out.setdefault(intent.knob, f"hint {key}: not in the profile (no MPI_File_open)")
+            out.setdefault(intent.knob, f"{key}: not in the profile (the program opened no file)")
         elif not hint.applied:
-            out.setdefault(intent.knob, f"hint {key}: {hint.reason}")
+            kind = "HDF5 property" if hint.kind == "hdf5" else "hint"
+            out.setdefault(intent.knob, f"{kind} {key}: {hint.reason}")
     return out

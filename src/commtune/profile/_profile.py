@@ -54,17 +54,21 @@ class CvarCheck:
 
 @dataclass(frozen=True)
 class HintCheck:
-    """One MPI-IO hint read back with ``MPI_File_get_info`` after the first ``MPI_File_open``.
+    """One MPI-IO hint read back with ``MPI_File_get_info`` after the first ``MPI_File_open``
+    (``kind`` "mpi-io"), or one HDF5 property read back from the first file's access list or
+    the first write's actual I/O mode (``kind`` "hdf5").
 
     ``status``: ``applied``, ``differs``, ``ignored`` (the library did not report it back),
     ``unverified`` (the library reports back every key it is given, a probe key included,
-    so nothing is proven: Open MPI) or ``unchecked`` (no file was opened with MPI-IO).
+    so nothing is proven: Open MPI), ``unsupported`` (this HDF5 has no such call: a serial
+    build) or ``unchecked`` (no file was opened, or nothing was written).
     """
 
     name: str
     intended: str
     actual: str | None
     status: str
+    kind: str = "mpi-io"
 
     @property
     def applied(self) -> bool:
@@ -76,7 +80,10 @@ class HintCheck:
             "differs": f"the library uses {self.actual!r}, not {self.intended!r}",
             "ignored": "the library ignores it (MPI_File_get_info does not report it)",
             "unverified": "cannot be verified: the library reports back every hint it is given",
-            "unchecked": "not checked: the program opened no file with MPI-IO",
+            "unsupported": "this HDF5 has no such property (a serial build?)",
+            "unchecked": "not checked: the program opened no file with MPI-IO"
+            if self.kind == "mpi-io"
+            else "not checked: the program created, opened or wrote no HDF5 file",
         }.get(self.status, self.status)
 
 

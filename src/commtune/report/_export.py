@@ -30,8 +30,9 @@ def render(
     applied = apply(knobs, config, vendor)
     env = {**applied.env, **(extra or {})}
     hints = {key: check.value for key, check in applied.hints.items()}
+    properties = {key: check.value for key, check in applied.properties.items()}
     if fmt == "h5tuner":
-        return _h5tuner(hints, study)
+        return _h5tuner(hints, properties, study)
     if fmt == "romio-hints":
         lines = [f"# commtune study {study} ({library}): export ROMIO_HINTS=<this file>"]
         return "\n".join([*lines, *(f"{k} {v}" for k, v in hints.items())]) + "\n"
@@ -41,6 +42,11 @@ def render(
             lines.append(
                 "# MPI-IO hints: COMMTUNE_IO_HINTS needs libcommtune preloaded; without it, "
                 "write them with --format romio-hints and export ROMIO_HINTS=FILE (ROMIO)"
+            )
+        if properties:
+            lines.append(
+                "# HDF5 properties: COMMTUNE_HDF5_PROPS needs libcommtune preloaded; without it, "
+                "set them in the program (H5Pset_*) or use --format h5tuner with H5Tuner"
             )
         lines += [f"export {name}={_shell_quote(value)}" for name, value in env.items()]
         return "\n".join(lines) + "\n"
@@ -55,14 +61,17 @@ def render(
     raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
-def _h5tuner(hints: Mapping[str, str], study: str) -> str:
+def _h5tuner(hints: Mapping[str, str], properties: Mapping[str, str], study: str) -> str:
     """H5Tuner's XML (``<Parameters>``: the HDF5 layer, MPI-IO's hints, the file system's),
-    the form H5Tuner reads from ``H5TUNER_CONFIG_FILE``."""
+    the form H5Tuner reads from ``H5TUNER_CONFIG_FILE``. HDF5 properties keep the names of
+    ``COMMTUNE_HDF5_PROPS`` (one element each: ``alignment_threshold``, ``alignment``, ...)."""
     import xml.etree.ElementTree as ET
 
     root = ET.Element("Parameters")
     root.append(ET.Comment(f" commtune study {study} "))
-    ET.SubElement(root, "High_Level_IO_Library")
+    library = ET.SubElement(root, "High_Level_IO_Library")
+    for key, value in properties.items():
+        ET.SubElement(library, key).text = value
     middleware = ET.SubElement(root, "Middleware_Layer")
     file_system = ET.SubElement(root, "Parallel_File_System")
     for key, value in hints.items():

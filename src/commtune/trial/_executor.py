@@ -101,10 +101,10 @@ class LocalExecutor(Executor):
                     "knobs written through MPI_T need the interposer: "
                     + ", ".join(sorted(applied.cvar_writes))
                 )
-            if applied.hints:
+            if applied.settings():
                 raise UsageError(
-                    "MPI-IO hints are merged in by the interposer: "
-                    + ", ".join(sorted(c.knob for c in applied.hints.values()))
+                    "MPI-IO hints and HDF5 properties are set by the interposer: "
+                    + ", ".join(sorted(c.knob for c in applied.settings().values()))
                 )
             return self._run(config, timeout, applied, {}, None)
         with self.profiling.target() as path:
@@ -138,7 +138,7 @@ class LocalExecutor(Executor):
             elif value is None:
                 failure = f"metric {self.objective.spec!r} not found in the output"
         checks = applied.checks if config else {}
-        hints = applied.hints if config else {}
+        hints = applied.settings() if config else {}
         missing = not_applied(profile, checks, hints) if profile is not None else {}
         return RunRecord(
             value, result.wall, result.returncode, failure, result.stderr_tail, missing, profile
