@@ -12,6 +12,7 @@ import pytest
 from .conftest import needs_mpich, needs_openmpi, run_cli
 
 TRUE_OMPI = ["--", "mpirun", "--allow-run-as-root", "-np", "1", "true"]
+SIZED = ["--", "mpirun", "--allow-run-as-root", "-np", "1", "echo", "-n", "{size}"]
 
 
 def check_error(
@@ -61,6 +62,32 @@ def check_error(
         (["tune", "--max-runs", "20", *TRUE_OMPI], "--max-runs 20 leaves no run to search"),
         (["tune", "--objective", "p99", *TRUE_OMPI], "invalid choice: 'p99'"),
         (["tune", "--preset", "nope", *TRUE_OMPI], "invalid choice"),
+        # the I/O knobs: an MPI-IO hint or HDF5 property the catalog does not have, a value
+        # outside the domain
+        (["tune", "--knob", "romio_cb_writes", *TRUE_OMPI], "unknown knob 'romio_cb_writes'"),
+        (["tune", "--knob", "cb_nodes=99", *TRUE_OMPI], "outside its domain"),
+        (["tune", "--knob", "hdf5_xfer_mode=fast", *TRUE_OMPI], "outside its domain"),
+        # scales: the command as a template
+        (["tune", "--scale", "size=1M", *TRUE_OMPI], "the command has no {size}"),
+        (
+            ["tune", "--scale", "ranks=1", *SIZED[:4], "{ranks}", *SIZED[5:]],
+            "the command has {size}: give --scale size",
+        ),
+        (["tune", "--scale", "size=big", *SIZED], "'big' is not a positive number"),
+        (
+            ["tune", "--strategy", "model", "--scale", "size=1M", "--train", "size", *SIZED],
+            "expected NAME=VALUE",
+        ),
+        (["tune", "--strategy", "model", "--train", "size=1K", *SIZED], "need --scale NAME=VALUE"),
+        (
+            ["tune", "--scale", "size=1M", "--train", "ranks=1", "--strategy", "model", *SIZED],
+            "--train ranks: no --scale ranks=VALUE",
+        ),
+        (["tune", "--scale", "size=1M", "--train", "size=1K", *SIZED], "for --strategy model"),
+        (
+            ["tune", "--strategy", "model", "--scale", "size=1M", "--train-from", "nope", *SIZED],
+            "--train-from: no storage",
+        ),
     ],
 )
 @needs_openmpi

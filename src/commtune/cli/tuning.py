@@ -4,7 +4,7 @@ demo app) from the command line to the result table."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from commtune.profile import Profile
     from commtune.report import UI
     from commtune.store import Store
+    from commtune.study import Scale
     from commtune.trial import Executor, Objective, RunRecord
     from commtune.tune import TuneResult
 
@@ -147,6 +148,27 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
 
 def _add_tune(p: argparse.ArgumentParser) -> None:
     _add_tune_options(p, demo=False)
+    p.add_argument(
+        "--scale",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the command is a template: {NAME} in it becomes VALUE, the scale tuned at "
+        "(e.g. --scale size=1M -- mpirun -np 2 ./kernel -n {size}); repeatable",
+    )
+    p.add_argument(
+        "--train",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="--strategy model: train at these values of a --scale first (every combination "
+        "of them), then predict the target; repeatable",
+    )
+    p.add_argument(
+        "--train-from",
+        metavar="STUDY",
+        help="--strategy model: use the training runs of STUDY (same storage, same template)",
+    )
     p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
 
 
@@ -181,6 +203,9 @@ class TuneOptions:
     json: bool
     storage: str
     replay: str | None = None
+    scales: tuple[str, ...] = ()
+    trains: tuple[str, ...] = ()
+    train_from: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -203,6 +228,9 @@ class TuneOptions:
             )
         if args.strategy == "predict" and args.no_interposer:
             raise UsageError("--strategy predict needs the interposer (the reference's profile)")
+        trains, train_from = tuple(getattr(args, "train", ())), getattr(args, "train_from", None)
+        if (trains or train_from) and args.strategy != "model":
+            raise UsageError("--train and --train-from are for --strategy model (its training)")
         return cls(
             mpi=args.mpi,
             knobs=tuple(args.knob),
@@ -226,6 +254,9 @@ class TuneOptions:
             json=args.json,
             storage=normalize_url(args.storage),
             replay=replay,
+            scales=tuple(getattr(args, "scale", ())),
+            trains=trains,
+            train_from=train_from,
         )
 
 
@@ -265,7 +296,12 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     ui = UI(json_mode=opts.json)
     if opts.replay:
         return _tune_replay(opts, ui)
+    from commtune.study import Scale
+
     command = need_command(command, "to tune")
+    scale = Scale.parse(command, opts.scales, opts.trains, opts.train_from)
+    if scale is not None:
+        command = scale.command()
     inst = resolve_command(command, vendor(opts.mpi))
     statuses = installed_knobs(inst)
     space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets)
@@ -275,6 +311,8 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         from commtune.predict import Predictor, model_store
 
         predictor = Predictor.load(model_store(opts.storage, inst), inst, False, ui)
+    if scale is not None and scale.train_from:
+        _check_training_study(opts.storage, scale, space)
     # Everything is valid: from here on, the storage is written.
     store, platform = open_store(opts.storage, inst)
     space = probe(space, launcher, store, platform, ui)
@@ -291,9 +329,22 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     )
     on_run = _run_observer(store, ui) if opts.interposer else None
     name = opts.study or default_study_name(command, inst.vendor.value, space)
+
+    def executor_at(values: Mapping[str, str]) -> Executor:
+        assert scale is not None
+        return LocalExecutor(
+            launcher,
+            scale.command(values),
+            knobs,
+            opts.objective,
+            profiling=executor.profiling,
+            enumerators=executor.enumerators,
+        )
+
     result = _run_study(
         opts, ui, store, space, command, inst.vendor.value, executor, platform, name, on_run,
         _prediction_hints(store, predictor, space, name, ui) if predictor else None,
+        scale, executor_at if scale is not None and scale.train else None,
     )  # fmt: skip
     return _print_result(opts, ui, result, space)
 
@@ -392,12 +443,20 @@ def _run_study(
     name: str,
     on_run: Callable[[Any, int, RunRecord], None] | None = None,
     hints_from_reference: Callable[[Any], list[dict[str, Value]]] | None = None,
+    scale: Scale | None = None,
+    executor_at: Callable[[Mapping[str, str]], Executor] | None = None,
 ) -> TuneResult:
     from commtune.study import StudySpec
     from commtune.tune import TuneSettings, tune
 
     spec = StudySpec(
-        list(command), library, space.to_json(), opts.metric, opts.repeats, opts.statistic
+        list(command),
+        library,
+        space.to_json(),
+        opts.metric,
+        opts.repeats,
+        opts.statistic,
+        scale.to_json() if scale is not None else None,
     )
     settings = TuneSettings(
         study=name,
@@ -417,9 +476,34 @@ def _run_study(
         platform=platform,
         on_run=on_run,
         hints_from_reference=hints_from_reference,
+        executor_at=executor_at,
     )
     ui.info(f"study [bold]{name}[/bold] in {store.url} (re-run to resume)")
     return tune(settings, store.optuna, executor, ui)
+
+
+def _check_training_study(url: str, scale: Scale, space: Space) -> None:
+    """``--train-from STUDY``: it exists in the storage (nothing is created to find out),
+    was trained with the same template and scale names, and on these knobs."""
+    from commtune.cli._common import load_study
+    from commtune.study import Scale, spec_of
+
+    assert scale.train_from is not None
+    try:
+        _, other = load_study(url, scale.train_from)
+    except UsageError as exc:
+        raise UsageError(f"--train-from: {exc}") from None
+    spec = spec_of(other)
+    theirs = Scale.from_json(spec.scale) if spec.scale else None
+    if theirs is None or not theirs.train:
+        raise UsageError(f"--train-from {scale.train_from}: that study has no training runs")
+    if theirs.template != scale.template or theirs.target.keys() != scale.target.keys():
+        raise UsageError(
+            f"--train-from {scale.train_from}: trained with another command template "
+            f"({' '.join(theirs.template)})"
+        )
+    if spec.knob_names() != space.names:
+        raise UsageError(f"--train-from {scale.train_from}: trained on other knobs")
 
 
 def _prediction_hints(

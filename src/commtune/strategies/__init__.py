@@ -37,15 +37,21 @@ def get_strategy(
 
 
 def design_configs(space: Space, n: int, seed: int) -> list[dict[str, Value]]:
-    """``n`` configurations spread over ``space`` (a Latin hypercube of the strategies'
-    points; all of a space that small), the same for the same seed."""
+    """``n`` distinct configurations spread over ``space`` (a Latin hypercube of the
+    strategies' points, a denser one where rows coincide; all of a space that small), the
+    same for the same seed."""
     from commtune.strategies._history import History
 
     history = History.of_space(space)
     if space.size() <= n:
         points = list(history.all_points())
     else:
-        points = list(dict.fromkeys(history.design(n, seed)))
+        m = n
+        points = list(dict.fromkeys(history.design(m, seed)))
+        while len(points) < n:
+            m *= 2
+            points = list(dict.fromkeys([*points, *history.design(m, seed)]))
+        points = points[:n]
     out = []
     for p in points:
         params = history.params_of(p)

@@ -22,9 +22,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from commtune.errors import UsageError
 from commtune.knobs import KnobType, Space
 from commtune.strategies._base import Strategy, derive_seed, distributions
-from commtune.study import Role, arm_of, features_of_trial, role_of
+from commtune.study import (
+    Role,
+    arm_of,
+    config_of,
+    features_of_trial,
+    magnitude,
+    role_of,
+    scale_of,
+    spec_of,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -52,6 +62,10 @@ class History:
     reference: float | None = None  # the value of the reference run (library defaults)
     reference_features: dict[str, float] | None = None
     space: Space | None = None
+    # Training runs at other scales (``tune/_train.py``): (point, scale values, value), and
+    # the scale this study is tuned at; the names in both are ``scale_names``.
+    training: list[tuple[Point, dict[str, float], float]] = field(default_factory=list)
+    target_scale: dict[str, float] = field(default_factory=dict)
     # The study and the trial being sampled (``auto`` asks Optuna's samplers for that trial).
     study: optuna.Study | None = None
     trial: optuna.trial.FrozenTrial | None = None
@@ -78,8 +92,11 @@ class History:
         history = cls.of_space(space)
         history.study, history.trial = study, trial
         seen_values: dict[Point, float] = {}
+        history.read_training(study)
         for t in study.get_trials(deepcopy=False):
             features = features_of_trial(t)
+            if role_of(t) is Role.TRAINING:
+                continue
             if role_of(t) is Role.REFERENCE:
                 if t.state is TrialState.COMPLETE and t.value is not None:
                     history.reference = float(t.value)
@@ -114,6 +131,34 @@ class History:
             history.values.insert(0, history.reference)
             history.features.insert(0, history.reference_features)
         return history
+
+    def read_training(self, study: optuna.Study) -> None:
+        """The study's training runs, or those of the study it trains from (``train_from``),
+        and its target scale."""
+        import optuna
+        from optuna.trial import TrialState
+
+        try:
+            scale = spec_of(study).scale
+        except UsageError:
+            return
+        if not scale:
+            return
+        self.target_scale = {k: magnitude(v) for k, v in scale["target"].items()}
+        source = study
+        if scale.get("train_from"):
+            try:
+                source = optuna.load_study(study_name=scale["train_from"], storage=study._storage)
+            except KeyError:
+                return
+        for t in source.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            values = scale_of(t)
+            if role_of(t) is not Role.TRAINING or not values or t.value is None:
+                continue
+            point = self.point_of(t.params) if config_of(t) else self.default
+            if point is not None and values.keys() == self.target_scale.keys():
+                self.training.append((point, {k: magnitude(v) for k, v in values.items()},
+                                      float(t.value)))  # fmt: skip
 
     # -- points -------------------------------------------------------------------------------
     def point_of(self, params: Mapping[str, Any]) -> Point | None:

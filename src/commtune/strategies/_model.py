@@ -15,6 +15,11 @@ of the space and keep the ``top_k`` best (default 20); *explore*: run them; *ref
 run the ``top_m`` best of the refitted model (default 10). The best measured is the answer.
 With budget left, the model is refitted after every batch and its best unmeasured
 configurations are run.
+
+With training runs at other scales (``--scale``/``--train``, ``tune/_train.py``) the design
+is those runs: the scale values are inputs too (each over its smallest value), the first fit
+predicts the target scale, and the prune, explore and refit steps run there. The target's
+values and the training's are both relative to the library's defaults at their own scale.
 """
 
 from __future__ import annotations
@@ -137,6 +142,8 @@ class ModelStrategy(HistoryStrategy):
     _candidates: tuple[object, list[Point], np.ndarray, np.ndarray] | None = None
 
     def propose(self, history: History, rng: np.random.Generator, seed: int | None) -> Point:
+        if history.training:
+            return self.propose_trained(history, rng, seed)
         o = self.options
         n0 = int(o["initial"]) or max(8, 2 * len(history.sizes) + 2)
         n = history.n_measured()
@@ -162,6 +169,57 @@ class ModelStrategy(HistoryStrategy):
         terms = min(int(o["terms"]), max(1, len(train) // 3))
         model = fit_model(x, np.array([v for _, v in train]), terms, ind)
         candidates, x, ind = self.candidates(history, seed)
+        return self.best_unseen(history, model, candidates, x, ind, rng)
+
+    def propose_trained(
+        self, history: History, rng: np.random.Generator, seed: int | None
+    ) -> Point:
+        """With training runs at other scales (the paper's flow): the first fit is on them
+        alone, the scale values among its inputs, and predicts the target scale; the
+        ``top_k`` best predicted run at the target (explore); the refit adds those; its
+        ``top_m`` best run; then every measurement counts."""
+        o = self.options
+        at_target = [p for p in distinct_order(history) if p != history.default]
+        k = len(at_target)
+        if o["refit"] == "always" or k >= o["top_k"] + o["top_m"]:
+            fitted_on = set(at_target)
+        elif k < o["top_k"]:
+            fitted_on = set()
+        else:
+            fitted_on = set(at_target[: int(o["top_k"])])
+        names = sorted(history.target_scale)
+        rows = [(p, scale, v) for p, scale, v in history.training]
+        target = history.target_scale
+        measured = dict(zip(history.points, history.values, strict=True))
+        if history.default is not None and history.reference is not None:
+            rows.append((history.default, target, history.reference))
+        rows += [(p, target, measured[p]) for p in fitted_on if p in measured]
+        if len(rows) < 2:
+            return history.unseen_random(rng)
+        base = {n: min([target[n], *(scale[n] for _, scale, _ in rows)]) for n in names}
+
+        def with_scale(x: np.ndarray, scales: list[dict[str, float]]) -> np.ndarray:
+            columns = [[s[n] / base[n] for s in scales] for n in names]
+            return np.column_stack([x, *map(np.array, columns)]) if columns else x
+
+        x, ind = inputs(history, [p for p, _, _ in rows])
+        x = with_scale(x, [scale for _, scale, _ in rows])
+        terms = min(int(o["terms"]), max(1, len(rows) // 3))
+        model = fit_model(x, np.array([v for _, _, v in rows]), terms, ind)
+        candidates, cx, cind = self.candidates(history, seed)
+        cx = with_scale(cx, [target] * len(candidates))
+        return self.best_unseen(history, model, candidates, cx, cind, rng)
+
+    @staticmethod
+    def best_unseen(
+        history: History,
+        model: EmpiricalModel,
+        candidates: list[Point],
+        x: np.ndarray,
+        ind: np.ndarray,
+        rng: np.random.Generator,
+    ) -> Point:
+        """The configuration the model predicts fastest among those not measured yet."""
         ranking = np.argsort(model.predict(x, ind), kind="stable")
         seen = history.seen()
         best = next((candidates[int(i)] for i in ranking if candidates[int(i)] not in seen), None)

@@ -33,6 +33,7 @@ from commtune.study._record import (
     run_values,
     run_walls,
     runs_of,
+    scale_of,
     set_arm,
     set_config,
     set_duplicate_of,
@@ -42,9 +43,11 @@ from commtune.study._record import (
     set_relative,
     set_role,
     set_runs,
+    set_scale,
     set_spec,
     spec_of,
 )
+from commtune.study._scale import Scale, magnitude
 
 __all__ = [
     "ACCEPTANCE",
@@ -52,6 +55,7 @@ __all__ = [
     "INTERRUPTED",
     "Acceptance",
     "Role",
+    "Scale",
     "Source",
     "StudySpec",
     "acceptance_of",
@@ -61,6 +65,7 @@ __all__ = [
     "duplicate_of",
     "fail_reason",
     "features_of_trial",
+    "magnitude",
     "not_applied_of",
     "platform_of",
     "raw_acceptance",
@@ -74,6 +79,7 @@ __all__ = [
     "run_walls",
     "runs_of",
     "save_result_study",
+    "scale_of",
     "set_acceptance",
     "set_arm",
     "set_config",
@@ -84,6 +90,7 @@ __all__ = [
     "set_relative",
     "set_role",
     "set_runs",
+    "set_scale",
     "set_spec",
     "spec_of",
     "upgrade",

@@ -15,6 +15,7 @@ module is the only one that knows their names and shapes. Trial attributes (all 
 ``features``   the profile's features of the first run; ``relative``: its variables
                relative to the reference (AITuning)
 ``arm``        which of ``auto``'s strategies proposed it
+``scale``      a training trial's scale values (name -> value as in the command)
 
 Study attributes: ``commtune`` (:class:`StudySpec`), ``platform`` (fingerprint key) and
 ``acceptance`` (``study._acceptance``).
@@ -45,6 +46,7 @@ class Role(enum.Enum):
     SEARCH = "search"
     DUPLICATE = "duplicate"
     CONTROL = "control"  # the library's defaults run again beside a batch (its blocks)
+    TRAINING = "training"  # a run at a training scale (``scale``), for the model only
 
 
 class _Attr:
@@ -57,6 +59,7 @@ class _Attr:
     FEATURES = "features"
     RELATIVE = "relative"
     ARM = "arm"
+    SCALE = "scale"
 
 
 def config_key(config: Mapping[str, Value] | None) -> str:
@@ -75,6 +78,7 @@ class StudySpec:
     metric: str
     repeats: int  # runs per configuration: the cap when repeats are raced
     statistic: str = "median"  # of a configuration's runs (--objective); see stats.statistic
+    scale: dict[str, Any] | None = None  # ``Scale.to_json()``: the command's template, ...
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,6 +93,7 @@ class StudySpec:
                 str(data["metric"]),
                 int(data["repeats"]),
                 str(data.get("statistic", "median")),  # before --objective: the median
+                dict(data["scale"]) if data.get("scale") else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"the study's record is damaged ({exc})") from None
@@ -191,6 +196,15 @@ def duplicate_of(trial: FrozenTrial) -> int | None:
 
 def set_duplicate_of(trial: BaseTrial, number: int) -> None:
     trial.set_user_attr(_Attr.DUPLICATE_OF, number)
+
+
+def scale_of(trial: FrozenTrial | BaseTrial) -> dict[str, str] | None:
+    value = trial.user_attrs.get(_Attr.SCALE)
+    return dict(value) if isinstance(value, Mapping) else None
+
+
+def set_scale(trial: BaseTrial, values: Mapping[str, str]) -> None:
+    trial.set_user_attr(_Attr.SCALE, dict(values))
 
 
 def features_of_trial(trial: FrozenTrial | BaseTrial) -> dict[str, float] | None:

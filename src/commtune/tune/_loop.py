@@ -54,6 +54,7 @@ from commtune.trial import Executor, RunRecord, clean_shm
 from commtune.tune._confirm import confirm
 from commtune.tune._schedule import CONTROL_EVERY, Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
+from commtune.tune._train import train
 from commtune.tune._trials import measured, reference_trial
 
 if TYPE_CHECKING:
@@ -92,6 +93,8 @@ class TuneSettings:
     on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None
     # Hints that need the reference run (a prediction from its profile): called once it is done.
     hints_from_reference: Callable[[optuna.trial.FrozenTrial], list[dict[str, Value]]] | None = None
+    # The command at a training scale (``spec.scale``): runs the training before the search.
+    executor_at: Callable[[Mapping[str, str]], Executor] | None = None
 
     def search_limit(self) -> int | None:
         """Runs the search may reach: ``max_runs`` less the confirmation's first rounds."""
@@ -316,6 +319,8 @@ def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: Progress)
     )
     if settings.hints_from_reference is not None:
         settings.hints = [*settings.hints_from_reference(ref), *settings.hints]
+    if settings.executor_at is not None:
+        train(study, settings, settings.executor_at, timeout, ui)
     search(study, settings, executor, timeout, ui)
     acceptance = confirm(
         study,

@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from commtune import stats
@@ -46,6 +46,7 @@ from commtune.study import (
     set_not_applied,
     set_role,
     set_runs,
+    set_scale,
 )
 from commtune.trial import Executor, RunRecord
 from commtune.tune._trials import incumbent_value, noise_of, reference_trial, runs_spent
@@ -135,7 +136,10 @@ class Scheduler:
         racing: bool = True,
         control_every: int = CONTROL_EVERY,
         limit: int | None = None,
+        scale: Mapping[str, str] | None = None,
     ) -> None:
+        """``scale``: the runs are training runs at this scale (``tune/_train.py``): their
+        controls are training trials too, and nothing relates them to the reference."""
         self.study = study
         self.executor = executor
         self.timeout = timeout
@@ -152,9 +156,12 @@ class Scheduler:
         self.cv = PRIOR_CV  # the noise, measured at the start of each batch
         ref = reference_trial(study)
         assert ref is not None, "the reference runs before the search"
-        self.fallback = stats.median(run_values(ref))
+        self.scale = scale
+        self.fallback: float | None = stats.median(run_values(ref))
         trials = study.get_trials(deepcopy=False)
-        if trials and trials[-1].number == ref.number:  # a fresh study: the reference was last
+        if scale is not None:
+            self.fallback = None  # another command: the reference says nothing of its level
+        elif trials and trials[-1].number == ref.number:  # a fresh study: the reference was last
             for i, run in enumerate(runs_of(ref)):
                 if run.get("value") is not None:
                     self.stream.append((run.get("seq", i), float(run["value"])))
@@ -220,6 +227,11 @@ class Scheduler:
                     if len(live.relatives()) < n and self._races(live, incumbent)
                 ]
 
+    def close(self, bar: Bar) -> None:
+        """A control after the last runs, so that each has one on both sides."""
+        if self.controls and self.age > 0 and self._room(1):
+            self._run_control(f"{self.control.trial.number if self.control else 0}.end", bar)
+
     def _races(self, live: Live, incumbent: float) -> bool:
         """Whether ``live`` runs again: see the module docstring."""
         relatives = live.relatives()
@@ -244,7 +256,7 @@ class Scheduler:
 
     def _run_control(self, block: str, bar: Bar) -> None:
         if self.control is None:
-            self.control = control_trial(self.study)
+            self.control = control_trial(self.study, self.scale)
         run = self.executor.run(None, self.timeout)
         self.control.record(run, block, self.spent)
         if run.value is not None:
@@ -297,9 +309,10 @@ def status_line(live: Live, run: RunRecord, what: str = "trial") -> str:
     return f"{what} {live.trial.number}: {run.value:.4g}"
 
 
-def control_trial(study: optuna.Study) -> Live:
+def control_trial(study: optuna.Study, scale: Mapping[str, str] | None = None) -> Live:
     """A trial holding a batch's control runs. Asked with a sampler that samples nothing, so
-    the strategy's sampler neither sees nor spends anything on it."""
+    the strategy's sampler neither sees nor spends anything on it. At a training ``scale``:
+    a training trial of the defaults at that scale."""
     import optuna
 
     saved = study.sampler
@@ -308,7 +321,9 @@ def control_trial(study: optuna.Study) -> Live:
         trial = study.ask()
     finally:
         study.sampler = saved
-    set_role(trial, Role.CONTROL)
+    set_role(trial, Role.CONTROL if scale is None else Role.TRAINING)
+    if scale is not None:
+        set_scale(trial, scale)
     set_config(trial, {})
     return Live(trial, None, control=True)
 

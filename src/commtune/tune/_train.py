@@ -1,0 +1,150 @@
+"""Training runs at small scale, for the ``model`` strategy (Behzad et al.'s training set).
+
+At each training scale (``Scale.training_scales()``: fewer ranks, smaller files) the same
+space-filling design of the space runs once per configuration, with the library's defaults
+at that scale as its controls (every ``CONTROL_EVERY`` runs, first and last), through the
+scheduler that runs the search: each run is relative to the nearest control run, so a
+training value says how much faster than the defaults a configuration is *at its scale*,
+and drift between scales cancels. The runs are training trials (role ``training``, their
+scale recorded); the search never counts them as measured at the target, the model fits
+them with the scale values as inputs.
+
+A study resumed after an interruption runs only the design points not trained yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from commtune import stats
+from commtune.knobs import Value
+from commtune.progress import Progress
+from commtune.strategies import design_configs, distributions
+from commtune.study import (
+    INTERRUPTED,
+    Role,
+    Scale,
+    config_key,
+    config_of,
+    fail_reason,
+    role_of,
+    scale_of,
+    set_config,
+    set_fail_reason,
+    set_role,
+    set_scale,
+)
+from commtune.trial import Executor
+from commtune.tune._schedule import Live, Scheduler, tell, tell_control
+
+if TYPE_CHECKING:
+    import optuna
+
+    from commtune.tune._loop import TuneSettings
+
+TRAIN_REPEATS = 1  # runs per training configuration: the paper runs each once
+
+
+def training_size(settings: TuneSettings) -> int:
+    """Configurations of the design at each training scale: the model's ``initial`` option,
+    by default ``max(8, 2 x knobs + 2)`` (the design it would run at the target)."""
+    given = int(settings.strategy_options.get("initial", "0") or 0)
+    return given or max(8, 2 * len(settings.space.dimensions) + 2)
+
+
+def trained(study: optuna.Study) -> set[tuple[str, str]]:
+    """(scale key, configuration key) of every training run already made (interrupted ones
+    are made again)."""
+    out = set()
+    for t in study.get_trials(deepcopy=False):
+        scale = scale_of(t)
+        finished = t.state.name in ("COMPLETE", "FAIL") and fail_reason(t) != INTERRUPTED
+        if role_of(t) is Role.TRAINING and scale and finished and config_of(t):
+            out.add((config_key(scale), config_key(config_of(t))))
+    return out
+
+
+def train(
+    study: optuna.Study,
+    settings: TuneSettings,
+    executor_at: Callable[[Mapping[str, str]], Executor],
+    timeout: float,
+    ui: Progress,
+) -> None:
+    """Run the training design at every training scale not done yet (see the module)."""
+    if settings.spec.scale is None:
+        return
+    scale = Scale.from_json(settings.spec.scale)
+    if not scale.train:
+        return
+    space = settings.space
+    design = design_configs(space, training_size(settings), settings.seed or 0)
+    statistic = stats.statistic(settings.spec.statistic)
+    done = trained(study)
+    for values in scale.training_scales():
+        todo = [c for c in design if (config_key(values), config_key(c)) not in done]
+        if not todo:
+            continue
+        label = ", ".join(f"{k}={v}" for k, v in values.items())
+        scheduler = Scheduler(
+            study,
+            executor_at(values),
+            timeout,
+            repeats=TRAIN_REPEATS,
+            statistic=settings.spec.statistic,
+            racing=False,
+            control_every=settings.control_every,
+            limit=settings.search_limit(),
+            scale=values,
+        )
+        if not scheduler.affordable(len(todo)):
+            ui.info(f"the run budget (--max-runs {settings.max_runs}) is spent")
+            return
+        batch = [_training_trial(study, settings, config, values) for config in todo]
+        with ui.progress(f"training at {label}", scheduler.estimate(len(batch)) + 1) as bar:
+            try:
+                scheduler.run_batch(batch, bar)
+                scheduler.close(bar)
+            except BaseException:
+                _finish(study, scheduler, batch, statistic, interrupted=True)
+                raise
+        _finish(study, scheduler, batch, statistic)
+
+
+def _training_trial(
+    study: optuna.Study, settings: TuneSettings, config: dict[str, Value], values: Mapping[str, str]
+) -> Live:
+    """A trial with exactly ``config``'s parameters (enqueued, so no sampler decides)."""
+    import optuna
+
+    space = settings.space
+    saved = study.sampler
+    study.sampler = optuna.samplers.RandomSampler(seed=0)
+    try:
+        params = {d.knob.name: d.knob.to_internal(config[d.knob.name]) for d in space.dimensions}
+        study.enqueue_trial(params)
+        trial = study.ask(fixed_distributions=distributions(space))
+    finally:
+        study.sampler = saved
+    set_role(trial, Role.TRAINING)
+    set_scale(trial, values)
+    set_config(trial, config)
+    return Live(trial, config, settings.on_run)
+
+
+def _finish(
+    study: optuna.Study,
+    scheduler: Scheduler,
+    batch: list[Live],
+    statistic: Callable[[list[float]], float],
+    interrupted: bool = False,
+) -> None:
+    scheduler.settle(batch)
+    for live in batch:
+        if interrupted and live.failure is None:
+            live.failure = INTERRUPTED
+            set_fail_reason(live.trial, INTERRUPTED)
+        tell(study, live, statistic)
+    if scheduler.control is not None:
+        tell_control(study, scheduler.control)
