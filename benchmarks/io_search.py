@@ -6,8 +6,8 @@ I/O kernel, side by side.
 
 Per MPI (2 ranks, the MPI-IO kernel ``ct_io`` writing to ``--io-dir``) and per target size:
 
-* ``exhaustive``: ``commtune tune --strategy grid`` over the whole space (raced repeats, cap
-  3, no confirmation): its best is the exhaustive best;
+* ``exhaustive``: ``commtune tune --strategy grid --fixed-repeats`` over the whole space
+  (3 runs of every configuration, no confirmation): its best is the exhaustive best;
 * ``ga``: ``--strategy ga --trials 40`` (the reference counts as one);
 * ``model``: ``--strategy model`` with ``top_k=20``, ``top_m=10``: 1 + 20 + 10 trials at the
   target, after training at the ``--train`` sizes; the first size trains, the next ones
@@ -72,7 +72,7 @@ def main() -> int:
     parser.add_argument("--mpi", default="openmpi,mpich")
     parser.add_argument("--sizes", default="1M,4M", help="particles per rank at the targets")
     parser.add_argument("--train", default="128K,256K", help="particles per rank in training")
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--io-dir", default="/var/tmp/commtune-io-bench")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/out/io_search.json")
@@ -97,7 +97,8 @@ def main() -> int:
                 command = [a.replace("{size}", size) for a in template]
                 label = f"{mpi} {size}"
                 exhaustive, t_exh = cli(["tune", *common, "--strategy", "grid", "--trials",
-                                         "100000", "--study", f"grid-{size}", "--", *command])  # fmt: skip
+                                         "100000", "--fixed-repeats", "--study", f"grid-{size}",
+                                         "--", *command])  # fmt: skip
                 print(f"{label}: exhaustive {exhaustive['trials']} trials, "
                       f"{exhaustive['runs']} runs, {t_exh:.0f} s", file=sys.stderr)  # fmt: skip
                 ga, t_ga = cli(["tune", *common, "--strategy", "ga", "--trials", "40",
@@ -146,8 +147,7 @@ def main() -> int:
                         for name, v in row.items():
                             times[name].append(v)  # type: ignore[arg-type]
                 comparisons = {
-                    name: stats.compare_paired(times["default"], times[name])
-                    for name in answers
+                    name: stats.compare_paired(times["default"], times[name]) for name in answers
                 }
                 best = comparisons["exhaustive"].speedup
                 row_out = {

@@ -191,3 +191,66 @@ def test_hdf5_properties_reach_an_unchanged_program_and_are_read_back(
         "meta_block_size": "65536", "rdcc_nbytes": "4194304", "all_coll_metadata_ops": "1",
         "coll_metadata_write": "1", "xfer_mode": "independent",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_knobs_lists_the_io_preset_with_domains_and_apply_paths(
+    vendor: Vendor, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(["knobs", "--mpi", vendor.value, "--preset", "io", "--json"], capsys)
+    assert code == 0
+    knobs = {k["name"]: k for k in json.loads(out)["knobs"]}
+    assert all("io" in k["presets"] and k["domain"] for k in knobs.values())
+    hints = {"cb_buffer_size", "cb_nodes", "romio_cb_write", "romio_ds_write", "romio_no_indep_rw",
+             "ind_wr_buffer_size", "striping_factor", "striping_unit"}  # fmt: skip
+    assert {n for n, k in knobs.items() if k["apply"] == "info"} == hints
+    properties = {n for n, k in knobs.items() if k["apply"] == "hdf5"}
+    assert properties == set(HDF5_KNOBS)
+    assert knobs["hdf5_xfer_mode"]["domain"] == ["app", "collective", "independent"]
+    assert knobs["hdf5_alignment"]["domain"][0] == 1 and knobs["cb_nodes"]["domain"] == [1, 2, 3, 4]
+    ompio = {"io", "fcoll", "fbtl", "io_ompio_num_aggregators", "io_ompio_bytes_per_agg"}
+    if vendor is Vendor.OPENMPI:  # OMPIO's own settings: MCA variables
+        assert ompio <= set(knobs) and all(knobs[n]["apply"] == "env" for n in ompio)
+        assert {"ompio", "romio321"} <= set(knobs["io"]["domain"])
+    else:
+        assert not ompio & set(knobs)
+
+
+JOINT = {  # a communication knob, an MPI-IO hint and an HDF5 property in one space
+    Vendor.OPENMPI: ["btl_vader_eager_limit=4K", "romio_cb_write=disable",
+                     "hdf5_sieve_buf_size=1M"],
+    Vendor.MPICH: ["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=recursive_doubling",
+                   "romio_cb_write=disable", "hdf5_sieve_buf_size=1M"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_communication_and_io_knobs_in_one_study(
+    vendor: Vendor, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if "hdf5" not in _modes(vendor):
+        pytest.skip(f"no parallel HDF5 for {vendor.value} (Debian: libhdf5-{vendor.value}-dev)")
+    installation = find_installation(vendor)
+    program, _ = native.build_io(installation)
+    folder = tmp_path / "io"
+    folder.mkdir()
+    kernel = [str(program), "-n", "16K", "-m", "hdf5", "-d", str(folder)]
+    args = ["tune", "--mpi", vendor.value, "--strategy", "grid", "--trials", "2"]
+    args += [a for k in JOINT[vendor] for a in ("--knob", k)]
+    args += ["--repeats", "1", "--confirm", "0", "--storage", storage, "--json", "--study", "j"]
+    code, out, err = run_cli([*args, "--", *launcher_for(installation).command(2, kernel)], capsys)
+    assert code == 0, err
+    result = last_json(out)
+    assert result["failed_trials"] == 0
+    tuned = {k.split("=")[0] for k in JOINT[vendor]}
+    assert set(result["best_params"]) == tuned
+    # each took its own way: the MPI_T variable read back, the hint and the property merged
+    missing = result["not_applied"]
+    if vendor is Vendor.MPICH:
+        assert missing == {}
+    else:  # OMPIO echoes every hint it is given: nothing proven for the hint alone
+        assert set(missing) == {"romio_cb_write"}
+    code, out, _ = run_cli(["export", "j", "--best", "--storage", storage], capsys)
+    assert code == 0
+    assert "COMMTUNE_IO_HINTS=romio_cb_write=disable" in out
+    assert "COMMTUNE_HDF5_PROPS=sieve_buf_size=1048576" in out

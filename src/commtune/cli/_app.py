@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from commtune import __version__
-from commtune.cli import interposer, knobs, platform, prediction, studies, tuning
+from commtune.cli import interposer, knobs, platform, policy, prediction, studies, tuning
 from commtune.cli._common import Command, Parser
 from commtune.errors import UsageError
 
@@ -17,6 +17,7 @@ COMMANDS: tuple[Command, ...] = (
     *knobs.COMMANDS,
     *studies.COMMANDS,
     *interposer.COMMANDS,
+    *policy.COMMANDS,
     *platform.COMMANDS,
     *prediction.COMMANDS,
 )

@@ -148,6 +148,13 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
         ui.print(cvars_table(profile))
     for knob, reason in run.not_applied.items():
         ui.warn(f"{knob} not applied: {reason}")
+    if not args.json:  # commtune's built-in recommendations for this library
+        from commtune.policy import builtin_rules, evaluate
+        from commtune.report import actions_table
+
+        actions = evaluate(builtin_rules(inst.vendor.value), profile)
+        if actions:
+            ui.print(actions_table(actions, command, "recommendations"))
     if args.json:
         print_json(profile.data)
     return 0

@@ -24,6 +24,8 @@ _WHERE = {
     "operations_table": "_profile_tables",
     "summary_table": "_profile_tables",
     "variables_table": "_profile_tables",
+    "actions_table": "_policy_tables",
+    "tune_line": "_policy_tables",
     "rails_table": "_rails_tables",
     "checks_table": "_sample_tables",
     "predict_table": "_sample_tables",
@@ -39,6 +41,7 @@ _WHERE = {
 if TYPE_CHECKING:
     from commtune.report._console import UI, Bar
     from commtune.report._export import FORMATS, render
+    from commtune.report._policy_tables import actions_table, tune_line
     from commtune.report._predict_tables import prediction_table, train_tables
     from commtune.report._profile_tables import (
         cvars_table,
@@ -73,6 +76,7 @@ __all__ = [
     "UI",
     "Bar",
     "acceptance_lines",
+    "actions_table",
     "checks_table",
     "cvars_table",
     "features_table",
@@ -90,5 +94,6 @@ __all__ = [
     "summary_table",
     "train_tables",
     "trials_table",
+    "tune_line",
     "variables_table",
 ]

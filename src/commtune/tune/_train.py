@@ -14,7 +14,7 @@ A study resumed after an interruption runs only the design points not trained ye
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from commtune import stats
@@ -137,7 +137,7 @@ def _finish(
     study: optuna.Study,
     scheduler: Scheduler,
     batch: list[Live],
-    statistic: Callable[[list[float]], float],
+    statistic: Callable[[Sequence[float]], float],
     interrupted: bool = False,
 ) -> None:
     scheduler.settle(batch)

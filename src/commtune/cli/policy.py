@@ -1,0 +1,130 @@
+"""``commtune policy check|eval|run``: the policy engine's rule files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from commtune.cli._common import (
+    Command,
+    add_mpi,
+    need_command,
+    positive,
+    print_json,
+    profiling,
+    vendor,
+)
+from commtune.errors import UsageError
+from commtune.mpi import installation_of
+
+
+def _add_policy(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", required=True, parser_class=type(p))
+    check = sub.add_parser("check", help="check rule files against the installed MPI")
+    check.add_argument("files", nargs="+", metavar="FILE")
+    add_mpi(check)
+    check.add_argument("--json", action="store_true")
+    evaluate = sub.add_parser("eval", help="evaluate the final rules on a saved profile")
+    evaluate.add_argument("profile", metavar="PROFILE.json")
+    evaluate.add_argument("--rules", action="append", default=[], metavar="FILE")
+    evaluate.add_argument("--no-builtin", action="store_true", help="only the --rules files")
+    evaluate.add_argument("--json", action="store_true")
+    run = sub.add_parser("run", help="run once with the rules: commtune policy run -- mpirun ...")
+    run.add_argument("--rules", action="append", default=[], metavar="FILE")
+    run.add_argument("--no-builtin", action="store_true", help="only the --rules files")
+    add_mpi(run)
+    run.add_argument("--timeout", type=positive(float), default=3600.0)
+    run.add_argument("-o", "--output", help="also write the profile JSON to this file")
+    run.add_argument("--json", action="store_true")
+
+
+def cmd_policy(args: argparse.Namespace, command: list[str] | None) -> int:
+    if command is not None and args.action != "run":
+        raise UsageError(f"commtune policy {args.action} takes no command after '--'")
+    return {"check": _check, "eval": _eval, "run": _run}[args.action](args, command)
+
+
+def _check(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.policy import check_rules, load_rules
+    from commtune.report import UI
+
+    inst = installation_of(args.mpi)
+    rules = load_rules(args.files)
+    check_rules(rules, inst)
+    ui = UI(json_mode=args.json)
+    periodic = sum(r.when == "periodic" for r in rules.rules)
+    ui.info(
+        f"{len(rules)} rule(s) in {len(args.files)} file(s), {periodic} periodic: "
+        f"valid for {inst.describe()}"
+    )
+    if args.json:
+        print_json({"rules": [r.name for r in rules.rules], "periodic": periodic, "ok": True})
+    return 0
+
+
+def _rules(files: list[str], library: str, builtin: bool):  # type: ignore[no-untyped-def]
+    from commtune.policy import RuleSet, builtin_path, load_rules
+
+    paths = ([str(builtin_path(library))] if builtin else []) + list(files)
+    return load_rules(paths) if paths else RuleSet()
+
+
+def _show(ui, actions, command: list[str], as_json: bool, title: str) -> None:  # type: ignore[no-untyped-def]
+    from commtune.report import actions_table, tune_line
+
+    if actions:
+        ui.print(actions_table(actions, command, title))
+    else:
+        ui.info("no rule fired")
+    if as_json:
+        print_json({"actions": [{**a.to_json(), "tune": tune_line(a, command)} for a in actions]})
+
+
+def _eval(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.policy import evaluate
+    from commtune.profile import Profile
+    from commtune.report import UI
+
+    profile = Profile.load(args.profile)
+    library = str(profile.data.get("vendor", ""))
+    rules = _rules(args.rules, library, not args.no_builtin)
+    ui = UI(json_mode=args.json)
+    _show(ui, evaluate(rules, profile), ["..."], args.json, f"rules on {args.profile}")
+    return 0
+
+
+def _run(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.launch import launcher_for
+    from commtune.mpi import resolve_command
+    from commtune.policy import check_rules, evaluate
+    from commtune.report import UI
+    from commtune.trial import LocalExecutor, Objective
+    from commtune.util import write_atomic
+
+    command = need_command(command, "to run")
+    inst = resolve_command(command, vendor(args.mpi))
+    rules = _rules(args.rules, inst.vendor.value, not args.no_builtin)
+    check_rules(rules, inst)
+    executor = LocalExecutor(
+        launcher_for(inst), command, [], Objective.parse("wall"), profiling=profiling(inst)
+    )
+    ui = UI(json_mode=args.json)
+    ui.info(f"{inst.describe()}; {len(rules)} rule(s)")
+    run = executor.run(None, args.timeout)
+    if run.failure is not None or run.profile is None:
+        raise UsageError(f"the command failed ({run.failure or 'no profile written'})")
+    if args.output:
+        write_atomic(args.output, json.dumps(run.profile.data, indent=1) + "\n")
+    _show(ui, evaluate(rules, run.profile), command, args.json, "policy: final rules")
+    return 0
+
+
+COMMANDS = [
+    Command(
+        "policy",
+        "rule files: check them, evaluate them on a profile, run with them",
+        _add_policy,
+        cmd_policy,
+        takes_command=True,
+    ),
+]

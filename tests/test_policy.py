@@ -1,0 +1,190 @@
+"""The policy engine's rules: the language and its one-line errors (file and JSON path), the
+final rules on a profile, the check against the installed library, and a real run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from commtune.errors import UsageError
+from commtune.mpi import Vendor, find_installation
+from commtune.policy import (
+    PolicyError,
+    builtin_path,
+    builtin_rules,
+    check_rules,
+    evaluate,
+    load_rules,
+)
+from commtune.profile import Profile
+
+from .conftest import VENDORS, demo_command, last_json, run_cli
+
+
+def _stats(mean: float) -> dict[str, float]:
+    return {"sum": 2 * mean, "min": mean, "max": mean, "mean": mean, "median": mean, "std": 0}
+
+
+def _profile(allreduce_sizes: list[tuple[int, int, int]], time_share: float) -> Profile:
+    """A 2-rank profile whose allreduces have these size classes (min, max, calls)."""
+    calls = sum(c for _, _, c in allreduce_sizes)
+    data = {
+        "format": "commtune-profile", "version": 1, "vendor": "mpich", "library": "x",
+        "ranks": 2, "wall_time": _stats(1.0), "mpi_time": _stats(0.5), "comm_time": _stats(0.5),
+        "features": {"p2p_time_share": 0.1, "coll_time_share": time_share,
+                     "comm_time_share": 0.5, "comm_size": 2},
+        "operations": {"MPI_Allreduce": {
+            "class": "coll", "calls": _stats(calls / 2), "bytes": _stats(8.0 * calls / 2),
+            "time": _stats(time_share), "sizes": [
+                {"min": lo, "max": hi, "calls": c} for lo, hi, c in allreduce_sizes]}},
+        "cvars": [], "hints": [], "user": [],
+        "pvars": [{"name": "queue", "class": "size", "samples": 4, "min": 1, "max": 90,
+                   "mean": 30, "std": 5, "final": _stats(12)}],
+    }  # fmt: skip
+    return Profile.from_json(data)
+
+
+RULE = {
+    "name": "small",
+    "operation": {
+        "condition": {"and": [
+            {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.time_share", "operator": ">",
+             "rightoperand": 0.1},
+            {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.share_at_most:15", "operator": ">=",
+             "rightoperand": 0.5}]},
+        "result": {"recommend": "small: {ct:MPI_Allreduce.share_at_most:15}", "knob": "k",
+                   "value": 1},
+        "else": {"condition": {"stmt": "if", "leftoperand": "pvar:queue@max", "operator": ">",
+                               "rightoperand": 64},
+                 "result": {"leftoperand": "MPIR_CVAR_X", "operator": "=", "rightoperand": 2}},
+    },
+}  # fmt: skip
+
+
+def _write(tmp_path: Path, data: object, name: str = "r.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_final_rules_on_a_profile_take_the_branch_the_values_say(tmp_path: Path) -> None:
+    rules = load_rules([_write(tmp_path, {"rules": [RULE]})])
+    small = evaluate(rules, _profile([(8, 15, 30), (65536, 131071, 10)], 0.3))
+    assert [(a.kind, a.target, a.value) for a in small] == [("recommend", "k", 1)]
+    assert small[0].message == "small: 0.75"  # 30 of 40 calls at most 15 B
+    assert small[0].trigger == {"ct:MPI_Allreduce.time_share": 0.3,
+                                "ct:MPI_Allreduce.share_at_most:15": 0.75}  # fmt: skip
+    # large allreduces: the else branch, a nested operation on a PVAR's maximum
+    large = evaluate(rules, _profile([(8, 15, 10), (65536, 131071, 30)], 0.3))
+    assert [(a.kind, a.target, a.value) for a in large] == [("assign", "MPIR_CVAR_X", 2)]
+    assert large[0].trigger["pvar:queue@max"] == 90
+    # periodic rules are not final ones
+    periodic = load_rules([_write(tmp_path, {"rules": [{**RULE, "when": "periodic"}]}, "p.json")])
+    assert evaluate(periodic, _profile([(8, 15, 30)], 0.3)) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ("{", "not JSON"),
+        ({"rules": {}}, "rules: expected a list of rules"),
+        ({"rules": [{"operation": {}}]}, "rules[0]: missing 'name'"),
+        ({"rules": [{**RULE, "when": "sometimes"}]}, "rules[0].when: expected one of final"),
+        ({"rules": [{**RULE, "colour": 1}]}, "rules[0].colour: unknown key"),
+        ({"rules": [RULE, RULE]}, "rules[1].name: rule 'small' is also defined"),
+        ({"rules": [{**RULE, "operation": {**RULE["operation"], "condition": {
+            "stmt": "if", "leftoperand": "ct:MPI_Allreduce.calls", "operator": "<>",
+            "rightoperand": 1}}}]}, "rules[0].operation.condition.operator: expected one of"),
+        ({"rules": [{**RULE, "operation": {**RULE["operation"], "condition": {
+            "stmt": "if", "leftoperand": 1, "operator": "<", "rightoperand": 2}}}]},
+         "rules[0].operation.condition: compares two constants"),
+        ({"rules": [{**RULE, "operation": {**RULE["operation"], "condition": {
+            "stmt": "if", "leftoperand": "pvar:x@median", "operator": "<", "rightoperand": 2}}}]},
+         "rules[0].operation.condition.leftoperand: 'pvar:x@median': expected pvar:NAME[@STAT]"),
+        ({"rules": [{**RULE, "operation": {**RULE["operation"], "condition": {
+            "stmt": "if", "leftoperand": "ct:MPI_Allreduce.speed", "operator": "<",
+            "rightoperand": 2}}}]}, "ct:MPI_Allreduce.speed: unknown counter"),
+        ({"rules": [{**RULE, "operation": {**RULE["operation"], "result": {
+            "leftoperand": "X", "operator": "+=", "rightoperand": 1}}}]},
+         "rules[0].operation.result.operator: an assignment's operator is '='"),
+        ({"rules": [{**RULE, "operation": {**RULE["operation"], "result": {
+            "recommend": "x", "knob": "k"}}}]},
+         "rules[0].operation.result: a recommendation names a knob and its value, or neither"),
+        ({"rules": [{**RULE, "pvars": ["other"]}]}, "uses pvar:queue@max but does not list it"),
+    ],
+)  # fmt: skip
+def test_a_bad_rule_file_is_one_line_naming_file_and_path(
+    data: object, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    with pytest.raises(PolicyError) as error:
+        load_rules([path])
+    assert str(error.value).startswith(f"{path}: ") and needle in str(error.value)
+    code, out, err = run_cli(["policy", "check", str(path), "--mpi", "mpich"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and needle in err
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_what_the_library_lacks_is_an_error_at_check_time(vendor: Vendor, tmp_path: Path) -> None:
+    inst = find_installation(vendor)
+    check_rules(builtin_rules(vendor.value), inst)  # the built-in rules are valid
+    base = json.loads(builtin_path(vendor.value).read_text())["rules"][0]
+    cases = {
+        "no performance variable 'nope'": {**base, "pvars": ["nope"], "operation": {
+            "condition": {"stmt": "if", "leftoperand": "pvar:nope", "operator": ">",
+                          "rightoperand": 1}, "result": {"recommend": "x"}}},
+        "no control variable 'NO_SUCH_CVAR'": {**base, "operation": {
+            **base["operation"], "result": {"leftoperand": "NO_SUCH_CVAR", "operator": "=",
+                                            "rightoperand": 1}}},
+        "has no knob 'warp_drive'": {**base, "operation": {
+            **base["operation"], "result": {"recommend": "x", "knob": "warp_drive", "value": 1}}},
+        "libcommtune does not count MPI_Foo": {**base, "operation": {
+            **base["operation"], "condition": {"stmt": "if", "leftoperand": "ct:MPI_Foo.calls",
+                                               "operator": ">", "rightoperand": 1}}},
+    }  # fmt: skip
+    for needle, rule in cases.items():
+        path = _write(tmp_path, {"rules": [rule]})
+        with pytest.raises(UsageError, match=needle):
+            check_rules(load_rules([path]), inst)
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_policy_run_on_the_demo_recommends_with_a_ready_tune_line(
+    vendor: Vendor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = demo_command(vendor, 100)
+    always = {"rules": [{"name": "always", "operation": {
+        "condition": {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.calls", "operator": ">",
+                      "rightoperand": 0},
+        "result": {"recommend": "{ct:MPI_Allreduce.calls} allreduces"}}}]}  # fmt: skip
+    path = _write(tmp_path, always)
+    out_profile = tmp_path / "p.json"
+    args = ["policy", "run", "--rules", str(path), "-o", str(out_profile), "--json", "--"]
+    code, out, err = run_cli([*args, *command], capsys)
+    assert code == 0, err
+    actions = last_json(out)["actions"]
+    profile = Profile.load(out_profile)
+    calls = profile.data["operations"]["MPI_Allreduce"]["calls"]["mean"]
+    mine = [a for a in actions if a["rule"] == "always"]
+    assert mine == [{"rule": "always", "kind": "recommend", "target": None, "value": None,
+                     "message": f"{calls:.4g} allreduces",
+                     "trigger": {"ct:MPI_Allreduce.calls": calls}, "source": str(path),
+                     "tune": None}]  # fmt: skip
+    # the built-in rules ran first; each recommendation with a knob has its tune line
+    builtin = [a for a in actions if a["source"] == str(builtin_path(vendor.value))]
+    assert actions[: len(builtin)] == builtin
+    for a in builtin:
+        if a["target"] is not None:
+            assert a["tune"].startswith(f"commtune tune --knob {a['target']}=")
+            assert a["tune"].endswith(" ".join(command[-2:]))
+    # the same final rules on the saved profile give the same actions
+    code, out, _ = run_cli(["policy", "eval", str(out_profile), "--rules", str(path), "--json"],
+                           capsys)  # fmt: skip
+    assert code == 0
+    again = last_json(out)["actions"]
+    assert [(a["rule"], a["message"]) for a in again] == [
+        (a["rule"], a["message"]) for a in actions
+    ]
