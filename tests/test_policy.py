@@ -3,6 +3,7 @@ final rules on a profile, the check against the installed library, and a real ru
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from commtune.policy import (
 )
 from commtune.profile import Profile
 
-from .conftest import VENDORS, demo_command, last_json, run_cli
+from .conftest import VENDORS, demo_command, last_json, needs_openmpi, run_cli
 
 
 def _stats(mean: float) -> dict[str, float]:
@@ -188,3 +189,67 @@ def test_policy_run_on_the_demo_recommends_with_a_ready_tune_line(
     assert [(a["rule"], a["message"]) for a in again] == [
         (a["rule"], a["message"]) for a in actions
     ]
+
+
+SWITCH = {  # (CVAR, value for the large phase, value for the small one)
+    Vendor.OPENMPI: ("coll_tuned_allreduce_algorithm", "ring", "recursive_doubling"),
+    Vendor.MPICH: ("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "reduce_scatter_allgather",
+                   "recursive_doubling"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_periodic_rule_switches_the_algorithm_with_the_phase(
+    vendor: Vendor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from commtune import native
+    from commtune.launch import launcher_for
+
+    inst = find_installation(vendor)
+    program = native.build(inst, "demo/ct_phases.c")
+    command = launcher_for(inst).command(2, [str(program), "2", "60000", "1000"])
+    cvar, large, small = SWITCH[vendor]
+    rule = {"rules": [{"name": "switch", "when": "periodic", "operation": {
+        "condition": {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.mean_bytes",
+                      "operator": ">", "rightoperand": 4096},
+        "result": {"leftoperand": cvar, "operator": "=", "rightoperand": large},
+        "else": {"leftoperand": cvar, "operator": "=", "rightoperand": small}}}]}  # fmt: skip
+    path = _write(tmp_path, rule)
+    args = ["policy", "run", "--no-builtin", "--rules", str(path), "--interval", "0.02", "--json"]
+    code, out, err = run_cli([*args, "--", *command], capsys)
+    assert code == 0, err
+    runtime = last_json(out)["runtime"]
+    assert runtime["rules"] == 1 and runtime["every"] == 64 and runtime["safe_points"] > 0
+    actions = runtime["actions"]
+    # both phases were seen, each decision follows the values that triggered it, the library
+    # took every write, and no action repeats the value already set
+    for a in actions:
+        assert a["rule"] == "switch" and a["cvar"] == cvar and a["status"] == "applied"
+        mean = float(a["trigger"].split("=")[1])
+        assert (mean > 4096) == (a["value"] in (large, _mpit(inst, cvar, large)))
+    assert all(x["value"] != y["value"] for x, y in itertools.pairwise(actions))
+    assert len({a["value"] for a in actions}) == 2
+    times = [a["time"] for a in actions]
+    assert times == sorted(times) and times[0] > 0
+
+
+def _mpit(inst, cvar: str, value: str) -> str:  # type: ignore[no-untyped-def]
+    """The value as MPI_T takes it (MPICH: the algorithm's position)."""
+    from commtune.knobs import enumerators, load_catalog
+
+    knob = next((k for k in load_catalog(inst.vendor.value).values() if k.env == cvar), None)
+    if knob is None:
+        return value
+    return inst.impl.mpit_value(value, tuple(enumerators(inst).get(knob.name, ())), True)
+
+
+@needs_openmpi
+def test_a_read_only_cvar_cannot_be_assigned(tmp_path: Path) -> None:
+    inst = find_installation(Vendor.OPENMPI)
+    rule = {"rules": [{"name": "yield", "when": "periodic", "operation": {
+        "condition": {"stmt": "if", "leftoperand": "ct:ranks", "operator": ">",
+                      "rightoperand": 1},
+        "result": {"leftoperand": "mpi_yield_when_idle", "operator": "=",
+                   "rightoperand": True}}}]}  # fmt: skip
+    with pytest.raises(UsageError, match=r"mpi_yield_when_idle is readonly .* cannot be written"):
+        check_rules(load_rules([_write(tmp_path, rule)]), inst)

@@ -30,8 +30,8 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int rounds = argc > 1 ? atoi(argv[1]) : 2;
-    int small_calls = argc > 2 ? atoi(argv[2]) : 20000;
-    int large_calls = argc > 3 ? atoi(argv[3]) : 300;
+    int small_calls = argc > 2 ? atoi(argv[2]) : 100000;
+    int large_calls = argc > 3 ? atoi(argv[3]) : 2000;
     long large_bytes = argc > 4 ? atol(argv[4]) : 262144;
     if (rounds < 1 || small_calls < 0 || large_calls < 0 || large_bytes < 8) {
         if (rank == 0) fprintf(stderr, "usage: ct_phases [ROUNDS] [SMALL] [LARGE] [BYTES]\n");
@@ -41,7 +41,8 @@ int main(int argc, char **argv) {
     double *buf = calloc((size_t)large_count, sizeof(double));
     double *out = calloc((size_t)large_count, sizeof(double));
     if (buf == NULL || out == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
-    for (int i = 0; i < large_count; ++i) buf[i] = rank + i % 7;
+    for (int i = 0; i < large_count; ++i)
+        buf[i] = rank + i % 7;
     double total = 0;
     for (int r = 0; r < rounds; ++r) {
         double small = phase(small_calls, 1, buf, out);

@@ -125,6 +125,7 @@ void ct_init_leave(int op, int rc, int provided, uint64_t t0) {
         if (PMPI_Comm_dup(MPI_COMM_WORLD, &ct_run.comm) == MPI_SUCCESS) {
             PMPI_Comm_set_errhandler(ct_run.comm, MPI_ERRORS_RETURN);
             ct_mpit_after_init();
+            ct_policy_init();
             ct_table *t = ct_tls ? ct_tls : ct_thread_table();
             if (t != NULL) {
                 t->ops[op].calls++;

@@ -146,6 +146,15 @@ int ct_mpit_write_cvars_json(FILE *out);
 size_t ct_mpit_pvar_lines(char **out);
 size_t ct_user_lines(char **out);
 
+/* The policy engine's periodic rules: ct_policy.c */
+extern int ct_policy_on;
+void ct_policy_init(void);
+void ct_policy_safe_point(MPI_Comm comm);
+void ct_policy_write_json(FILE *out);
+int ct_cvar_write(const char *name, const char *value, char *why, size_t size);
+int ct_pvar_value(const char *name, const char *stat, double *out);
+int ct_user_value(const char *name, const char *stat, double *out);
+
 /* MPI-IO hints and HDF5 properties: ct_hints.c, ct_hdf5.c */
 enum { CT_SETTING_HINT, CT_SETTING_HDF5 };
 typedef struct {

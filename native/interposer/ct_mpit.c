@@ -568,16 +568,52 @@ void ct_mpit_finalize(void) {
 }
 
 /* ---- writes at run time (commtune.h), for runtime rules ---- */
-CT_EXPORT int commtune_cvar_write_impl(const char *name, const char *value) {
-    if (!mpit_up || name == NULL || value == NULL) return -1;
+int ct_cvar_write(const char *name, const char *value, char *why, size_t size) {
+    if (!mpit_up || name == NULL || value == NULL) {
+        snprintf(why, size, "refused: MPI_T is not available");
+        return -1;
+    }
     cvar_check c;
     memset(&c, 0, sizeof c);
     c.name = (char *)name;
     c.intended = (char *)value;
     int rc = try_write(&c);
-    if (rc != MPI_SUCCESS && ct_config.debug)
-        fprintf(stderr, "commtune: cannot write %s=%s: %s\n", name, value, c.refused);
+    snprintf(why, size, "%s", rc == MPI_SUCCESS ? "" : c.refused);
     return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+CT_EXPORT int commtune_cvar_write_impl(const char *name, const char *value) {
+    char why[96];
+    int rc = ct_cvar_write(name, value, why, sizeof why);
+    if (rc != 0 && ct_config.debug)
+        fprintf(stderr, "commtune: cannot write %s=%s: %s\n", name, value, why);
+    return rc;
+}
+
+/* A PVAR's running statistic for the policy engine (0; -1: no such variable or no sample). */
+int ct_pvar_value(const char *name, const char *stat, double *out) {
+    int rc = -1;
+    pthread_mutex_lock(&sample_lock);
+    for (int i = 0; i < n_pvars; ++i) {
+        const pvar_t *p = &pvars[i];
+        if (strcmp(p->name, name) != 0 || p->samples == 0) continue;
+        rc = 0;
+        if (strcmp(stat, "min") == 0)
+            *out = p->min;
+        else if (strcmp(stat, "max") == 0)
+            *out = p->max;
+        else if (strcmp(stat, "mean") == 0)
+            *out = p->mean;
+        else if (strcmp(stat, "sd") == 0)
+            *out = sqrt(p->m2 / (double)p->samples);
+        else if (strcmp(stat, "n") == 0)
+            *out = (double)p->samples;
+        else
+            *out = p->last; /* last; sum: a counter's last reading is its total */
+        break;
+    }
+    pthread_mutex_unlock(&sample_lock);
+    return rc;
 }
 
 /* ---- reporting ---- */

@@ -264,6 +264,8 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
     ct_mpit_write_cvars_json(out);
     fputs(",\n  \"hints\": ", out);
     ct_hints_write_json(out);
+    fputs(",\n  \"policy\": ", out);
+    ct_policy_write_json(out);
     fputs(",\n  \"pvars\": ", out);
     write_variables(out, vars, n_vars, 0, size);
     fputs(",\n  \"user\": ", out);

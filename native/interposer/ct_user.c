@@ -3,6 +3,7 @@
  */
 #include "ct_core.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -12,7 +13,7 @@
 typedef struct {
     char name[USER_NAME_LEN];
     uint64_t samples;
-    double min, max, mean, m2;
+    double min, max, mean, m2, last;
 } user_var;
 
 static user_var vars[MAX_USER_VARS];
@@ -50,8 +51,37 @@ CT_EXPORT void commtune_pvar_record_impl(int id, double value) {
         v->m2 += delta * (value - v->mean);
         v->min = v->samples == 1 || value < v->min ? value : v->min;
         v->max = v->samples == 1 || value > v->max ? value : v->max;
+        v->last = value;
     }
     pthread_mutex_unlock(&lock);
+}
+
+/* A user variable's statistic on this rank for the policy engine (0; -1: none yet). */
+int ct_user_value(const char *name, const char *stat, double *out) {
+    int rc = -1;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_vars; ++i) {
+        const user_var *v = &vars[i];
+        if (strcmp(v->name, name) != 0 || v->samples == 0) continue;
+        rc = 0;
+        if (strcmp(stat, "min") == 0)
+            *out = v->min;
+        else if (strcmp(stat, "max") == 0)
+            *out = v->max;
+        else if (strcmp(stat, "mean") == 0)
+            *out = v->mean;
+        else if (strcmp(stat, "sd") == 0)
+            *out = sqrt(v->m2 / (double)v->samples);
+        else if (strcmp(stat, "n") == 0)
+            *out = (double)v->samples;
+        else if (strcmp(stat, "sum") == 0)
+            *out = v->mean * (double)v->samples;
+        else
+            *out = v->last;
+        break;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 size_t ct_user_lines(char **out) {

@@ -312,6 +312,7 @@ CT_EXPORT int MPI_Barrier(MPI_Comm comm) {
     int rc = PMPI_Barrier(comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Barrier, rc == MPI_SUCCESS ? (uint64_t)(0) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -323,6 +324,7 @@ CT_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root
     int rc = PMPI_Bcast(buffer, count, datatype, root, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Bcast, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(count, datatype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -334,6 +336,7 @@ CT_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     int rc = PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Reduce, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(count, datatype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -345,6 +348,7 @@ CT_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_D
     int rc = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Allreduce, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(count, datatype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -356,6 +360,7 @@ CT_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int *
     int rc = PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Reduce_scatter, rc == MPI_SUCCESS ? (uint64_t)(ct_vbytes(recvcounts, datatype, comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -367,6 +372,7 @@ CT_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int r
     int rc = PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Reduce_scatter_block, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(recvcount, datatype) * ct_size(comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -378,6 +384,7 @@ CT_EXPORT int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     int rc = PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Scan, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(count, datatype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -389,6 +396,7 @@ CT_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Data
     int rc = PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Exscan, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(count, datatype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -400,6 +408,7 @@ CT_EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendty
     int rc = PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Gather, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -411,6 +420,7 @@ CT_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendt
     int rc = PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Gatherv, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcounts[ct_rank(comm)], recvtype) : ct_bytes(sendcount, sendtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -422,6 +432,7 @@ CT_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendt
     int rc = PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Scatter, rc == MPI_SUCCESS ? (uint64_t)(ct_is_root(root, comm) ? ct_bytes(sendcount, sendtype) * ct_size(comm) : ct_bytes(recvcount, recvtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -433,6 +444,7 @@ CT_EXPORT int MPI_Scatterv(const void *sendbuf, const int *sendcounts, const int
     int rc = PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Scatterv, rc == MPI_SUCCESS ? (uint64_t)(ct_is_root(root, comm) ? ct_vbytes(sendcounts, sendtype, comm) : ct_bytes(recvcount, recvtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -444,6 +456,7 @@ CT_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sen
     int rc = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Allgather, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -455,6 +468,7 @@ CT_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype se
     int rc = PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Allgatherv, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcounts[ct_rank(comm)], recvtype) : ct_bytes(sendcount, sendtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -466,6 +480,7 @@ CT_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype send
     int rc = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Alltoall, rc == MPI_SUCCESS ? (uint64_t)((CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) * ct_size(comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -477,6 +492,7 @@ CT_EXPORT int MPI_Alltoallv(const void *sendbuf, const int *sendcounts, const in
     int rc = PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Alltoallv, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_vbytes(recvcounts, recvtype, comm) : ct_vbytes(sendcounts, sendtype, comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 
@@ -488,6 +504,7 @@ CT_EXPORT int MPI_Alltoallw(const void *sendbuf, const int *sendcounts, const in
     int rc = PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     uint64_t t1 = ct_now();
     ct_leave(CT_OP_MPI_Alltoallw, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_wbytes(recvcounts, recvtypes, comm) : ct_wbytes(sendcounts, sendtypes, comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
     return rc;
 }
 

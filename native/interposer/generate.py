@@ -178,6 +178,8 @@ def c_wrapper(call: Call) -> str:
             "t0, t1);\n"
             "    return rc;\n}\n"
         )
+    # A collective on a communicator may be the policy engine's safe point (ct_policy.c).
+    safe = call.klass == "coll" and any(p.name == "comm" for p in call.params)
     return (
         f"CT_EXPORT int {call.name}({decl}) {{\n"
         f"    if (!ct_enter()) {{\n        return {pmpi};\n    }}\n"
@@ -185,7 +187,8 @@ def c_wrapper(call: Call) -> str:
         f"    int rc = {pmpi};\n"
         "    uint64_t t1 = ct_now();\n"
         f"    ct_leave({call.op}, rc == MPI_SUCCESS ? (uint64_t)({call.expression}) : 0, t0, t1);\n"
-        "    return rc;\n}\n"
+        + ("    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);\n" if safe else "")
+        + "    return rc;\n}\n"
     )
 
 

@@ -33,6 +33,12 @@ def _add_policy(p: argparse.ArgumentParser) -> None:
     run.add_argument("--rules", action="append", default=[], metavar="FILE")
     run.add_argument("--no-builtin", action="store_true", help="only the --rules files")
     add_mpi(run)
+    run.add_argument(
+        "--interval",
+        type=positive(float),
+        default=0.05,
+        help="seconds between evaluations of the periodic rules (default 0.05)",
+    )
     run.add_argument("--timeout", type=positive(float), default=3600.0)
     run.add_argument("-o", "--output", help="also write the profile JSON to this file")
     run.add_argument("--json", action="store_true")
@@ -94,10 +100,12 @@ def _eval(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def _run(args: argparse.Namespace, command: list[str] | None) -> int:
+    import tempfile
+
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
-    from commtune.policy import check_rules, evaluate
-    from commtune.report import UI
+    from commtune.policy import check_rules, evaluate, load_rules
+    from commtune.report import UI, runtime_table
     from commtune.trial import LocalExecutor, Objective
     from commtune.util import write_atomic
 
@@ -105,18 +113,76 @@ def _run(args: argparse.Namespace, command: list[str] | None) -> int:
     inst = resolve_command(command, vendor(args.mpi))
     rules = _rules(args.rules, inst.vendor.value, not args.no_builtin)
     check_rules(rules, inst)
-    executor = LocalExecutor(
-        launcher_for(inst), command, [], Objective.parse("wall"), profiling=profiling(inst)
-    )
+    periodic = load_rules(args.rules) if args.rules else None
     ui = UI(json_mode=args.json)
-    ui.info(f"{inst.describe()}; {len(rules)} rule(s)")
-    run = executor.run(None, args.timeout)
+    with tempfile.TemporaryDirectory(prefix="commtune-policy-") as tmp:
+        variables = {"COMMTUNE_PVAR_INTERVAL": str(args.interval)}
+        if periodic is not None and any(r.when == "periodic" for r in periodic.rules):
+            files = [_for_the_interposer(inst, path, tmp, i) for i, path in enumerate(args.rules)]
+            variables["COMMTUNE_POLICY"] = ":".join(files)
+        executor = LocalExecutor(
+            launcher_for(inst),
+            command,
+            [],
+            Objective.parse("wall"),
+            profiling=profiling(inst, args.interval),
+            variables=variables,
+        )
+        n_periodic = sum(r.when == "periodic" for r in rules.rules)
+        ui.info(f"{inst.describe()}; {len(rules)} rule(s), {n_periodic} periodic")
+        run = executor.run(None, args.timeout)
     if run.failure is not None or run.profile is None:
         raise UsageError(f"the command failed ({run.failure or 'no profile written'})")
+    profile = run.profile
     if args.output:
-        write_atomic(args.output, json.dumps(run.profile.data, indent=1) + "\n")
-    _show(ui, evaluate(rules, run.profile), command, args.json, "policy: final rules")
+        write_atomic(args.output, json.dumps(profile.data, indent=1) + "\n")
+    runtime = profile.data.get("policy") or {}
+    if runtime.get("actions"):
+        ui.print(runtime_table(runtime["actions"]))
+    elif n_periodic:
+        ui.info(f"periodic rules: no action at {runtime.get('safe_points', 0)} safe point(s)")
+    actions = evaluate(rules, profile)
+    _show(ui, actions, command, False, "policy: final rules")
+    if args.json:
+        from commtune.report import tune_line
+
+        print_json(
+            {
+                "actions": [{**a.to_json(), "tune": tune_line(a, command)} for a in actions],
+                "runtime": runtime,
+                "wall_time": profile.data["wall_time"]["max"],
+            }
+        )
     return 0
+
+
+def _for_the_interposer(inst, path: str, folder: str, index: int) -> str:  # type: ignore[no-untyped-def]
+    """A copy of the rule file whose CVAR values are what MPI_T takes: an algorithm's name
+    becomes its number where the library lists algorithms by position (MPICH)."""
+    from pathlib import Path
+
+    from commtune.knobs import enumerators, load_catalog
+
+    names = enumerators(inst)
+    by_env = {k.env: k for k in load_catalog(inst.vendor.value).values()}
+
+    def walk(node):  # type: ignore[no-untyped-def]
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: walk(v) for k, v in node.items()}
+        cvar = out.get("leftoperand")
+        if out.get("operator", "=") == "=" and "rightoperand" in out and isinstance(cvar, str):
+            knob = by_env.get(cvar.removeprefix("cvar:"))
+            if knob is not None and isinstance(out["rightoperand"], str):
+                listed = tuple(names.get(knob.name, ()))
+                out["rightoperand"] = inst.impl.mpit_value(out["rightoperand"], listed, True)
+        return out
+
+    target = Path(folder) / f"{index}-{Path(path).name}"
+    target.write_text(json.dumps(walk(json.loads(Path(path).read_text()))))
+    return str(target)
 
 
 COMMANDS = [

@@ -26,6 +26,7 @@ _WHERE = {
     "variables_table": "_profile_tables",
     "actions_table": "_policy_tables",
     "tune_line": "_policy_tables",
+    "runtime_table": "_policy_tables",
     "rails_table": "_rails_tables",
     "checks_table": "_sample_tables",
     "predict_table": "_sample_tables",
@@ -41,7 +42,7 @@ _WHERE = {
 if TYPE_CHECKING:
     from commtune.report._console import UI, Bar
     from commtune.report._export import FORMATS, render
-    from commtune.report._policy_tables import actions_table, tune_line
+    from commtune.report._policy_tables import actions_table, runtime_table, tune_line
     from commtune.report._predict_tables import prediction_table, train_tables
     from commtune.report._profile_tables import (
         cvars_table,
@@ -90,6 +91,7 @@ __all__ = [
     "rails_table",
     "render",
     "result_table",
+    "runtime_table",
     "sample_tables",
     "summary_table",
     "train_tables",

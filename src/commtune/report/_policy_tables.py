@@ -30,3 +30,19 @@ def actions_table(actions: Sequence[Action], command: Sequence[str], title: str)
         setting = f"{a.target}={a.value}" if a.target is not None else ""
         table.add_row(a.rule, a.message, setting, tune_line(a, command) or "")
     return table
+
+
+def runtime_table(actions: Sequence[dict[str, object]]) -> Table:
+    """The periodic rules' actions during the run (the profile's ``policy.actions``)."""
+    table = Table(title="policy: actions during the run")
+    for column in ("time", "rule", "set", "because", "status"):
+        table.add_column(column, justify="right" if column == "time" else "left")
+    for a in actions:
+        table.add_row(
+            f"{float(a['time']):.3f} s",  # type: ignore[arg-type]
+            str(a["rule"]),
+            f"{a['cvar']}={a['value']}",
+            str(a["trigger"]),
+            str(a["status"]),
+        )
+    return table

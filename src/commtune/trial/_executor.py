@@ -75,10 +75,12 @@ class LocalExecutor(Executor):
         base_env: Mapping[str, str] | None = None,
         profiling: Profiling | None = None,
         enumerators: Mapping[str, Sequence[str]] | None = None,
+        variables: Mapping[str, str] | None = None,
     ) -> None:
         """``profiling``: preload libcommtune into every run, read its profile back and check
         that the knobs took; ``enumerators``: each algorithm knob's names in the library's own
-        order (what MPI_T reads back for them), from discovery."""
+        order (what MPI_T reads back for them), from discovery; ``variables``: set for the
+        ranks of every run (``COMMTUNE_POLICY``)."""
         if objective.needs_profile and profiling is None:
             raise UsageError(f"--metric {objective.spec} needs the interposer (libcommtune)")
         self.launcher = launcher
@@ -88,6 +90,7 @@ class LocalExecutor(Executor):
         self.base_env = base_env
         self.profiling = profiling
         self.enumerators = enumerators
+        self.variables = dict(variables or {})
 
     def applied(self, config: Mapping[str, Value] | None) -> Applied:
         """What the appliers of the knobs make of ``config`` (None: nothing set)."""
@@ -122,7 +125,7 @@ class LocalExecutor(Executor):
     ) -> RunRecord:
         plan = self.launcher.plan(
             self.command,
-            {**applied.env, **extra},
+            {**self.variables, **applied.env, **extra},
             remove=[k.env for k in self.knobs],
             preload=str(self.profiling.library) if self.profiling else None,
             base_env=self.base_env,
