@@ -21,7 +21,7 @@ from commtune.policy import (
 )
 from commtune.profile import Profile
 
-from .conftest import VENDORS, demo_command, last_json, needs_openmpi, run_cli
+from .conftest import VENDORS, demo_command, last_json, needs_mpich, needs_openmpi, run_cli
 
 
 def _stats(mean: float) -> dict[str, float]:
@@ -253,3 +253,38 @@ def test_a_read_only_cvar_cannot_be_assigned(tmp_path: Path) -> None:
                    "rightoperand": True}}}]}  # fmt: skip
     with pytest.raises(UsageError, match=r"mpi_yield_when_idle is readonly .* cannot be written"):
         check_rules(load_rules([_write(tmp_path, rule)]), inst)
+
+
+@needs_mpich
+def test_memory_as_a_second_objective_gives_a_front_and_a_compared_confirmation(
+    storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = demo_command(Vendor.MPICH, 100)
+    args = ["tune", "--mpi", "mpich", "--knob", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=auto,"
+            "recursive_doubling,reduce_scatter_allgather", "--strategy", "grid", "--trials", "4",
+            "--repeats", "2", "--confirm", "2", "--metric", r"regex:time ([0-9.eE+-]+) s",
+            "--metric", "profile:memory_peak", "--study", "mem", "--storage", storage,
+            "--json"]  # fmt: skip
+    code, out, err = run_cli([*args, "--", *command], capsys)
+    assert code == 0, err
+    result = last_json(out)
+    front = result["pareto"]
+    assert front and [p["value"] for p in front] == sorted(p["value"] for p in front)
+    peaks = [p["objectives"]["profile:memory_peak"] for p in front]
+    assert all(peak > 1 << 20 for peak in peaks)  # a rank's resident high-water mark
+    for a, b in itertools.permutations(front, 2):  # no point of the front beats another
+        assert not (a["value"] <= b["value"] and a["objectives"]["profile:memory_peak"]
+                    <= b["objectives"]["profile:memory_peak"] and a != b)  # fmt: skip
+    # the confirmation compares memory too, in the same rounds as the time
+    compared = [c for c in result["confirmed"] if c["runs"] >= 2 and not c["failure"]]
+    assert compared
+    for c in compared:
+        memory = c["objectives"]["profile:memory_peak"]
+        assert memory["default"] > 0 and memory["candidate"] > 0
+        assert memory["ci"][0] <= memory["improvement"] <= memory["ci"][1]
+    code, out, _ = run_cli(["show", "mem", "--storage", storage, "--json"], capsys)
+    assert code == 0 and last_json(out)["pareto"] == front
+    assert last_json(out)["spec"]["objectives"] == ["profile:memory_peak"]
+    code, _, err = run_cli([*args[:-5], "--metric", "wall", "--metric", "wall", "--storage",
+                            storage, "--", *command], capsys)  # fmt: skip
+    assert code == 2 and "--metric wall is given twice" in err

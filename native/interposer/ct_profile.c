@@ -17,7 +17,22 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { PER_OP = 3, WALL = 0, MPI_TIME = 1, COMM_TIME = 2, EXTRA = 3 };
+enum { PER_OP = 3, WALL = 0, MPI_TIME = 1, COMM_TIME = 2, MEMORY_PEAK = 3, EXTRA = 4 };
+
+/* This process's memory high-water mark (VmHWM, resident), in bytes; NaN where unknown. */
+static double memory_peak(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL) return NAN;
+    char line[256];
+    double kib = NAN;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            kib = strtod(line + 6, NULL);
+            break;
+        }
+    fclose(f);
+    return kib * 1024.0;
+}
 
 static void number(FILE *out, double v) {
     if (!isfinite(v))
@@ -196,7 +211,7 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
             thread_level(ct_run.provided));
     fprintf(out, "  \"ticks_per_second\": %.6g,\n  \"pvar_interval\": %g,\n",
             ct_run.ticks_per_second, ct_config.pvar_interval);
-    const char *extras[] = {"wall_time", "mpi_time", "comm_time"};
+    const char *extras[] = {"wall_time", "mpi_time", "comm_time", "memory_peak"};
     for (int e = 0; e < EXTRA; ++e) {
         fprintf(out, "  \"%s\": ", extras[e]);
         stats(out, all + CT_NUM_OPS * PER_OP + e, size, n);
@@ -327,6 +342,7 @@ void ct_profile_write(void) {
             memcpy(hist + op * CT_SIZE_CLASSES, sum[op].sizes, sizeof sum[op].sizes);
         }
         local[CT_NUM_OPS * PER_OP + WALL] = ct_seconds(ct_run.finalize_enter - ct_run.init_enter);
+        local[CT_NUM_OPS * PER_OP + MEMORY_PEAK] = memory_peak();
     }
     size_t pl = ct_mpit_pvar_lines(&pv), ul = ct_user_lines(&uv);
     int text_len = (int)(pl + ul);

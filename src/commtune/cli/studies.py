@@ -171,7 +171,7 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
         run_values,
         spec_of,
     )
-    from commtune.tune import noise_of, runs_spent
+    from commtune.tune import noise_of, pareto_front, runs_spent
 
     _, study = load_study(args.storage, args.study)
     trials: list[dict[str, Any]] = []
@@ -200,6 +200,12 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
     verdict = acceptance_of(study)
     runs = runs_spent(study, verdict)
     ui.info(f"{runs} runs; noise {100 * noise.cv:.1f} %, drift {noise.drift:.2f}x")
+    metrics = spec_of(study).objectives
+    front = pareto_front(study, metrics) if metrics else []
+    if front:
+        from commtune.report import pareto_table
+
+        ui.print(pareto_table(front, spec_of(study).metric, metrics))
     if args.json:
         print_json(
             {
@@ -209,6 +215,7 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
                 "acceptance": verdict.to_json() if verdict else None,
                 "runs": runs,
                 "noise": noise.to_json(),
+                "pareto": front,
             }
         )
     return 0

@@ -131,10 +131,15 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     )
     p.add_argument(
         "--metric",
-        default=DEMO_METRIC if demo else "wall",
+        action="append",
+        default=None,
         help="'wall' (default), 'regex:PATTERN' (first group of the last match) or "
-        "'profile:FIELD' (a field of the interposer's profile, e.g. profile:mpi_time)",
+        "'profile:FIELD' (a field of the interposer's profile, e.g. profile:mpi_time); "
+        "given again, more objectives (e.g. --metric wall --metric profile:memory_peak): "
+        "the first is searched and confirmed, the others are measured in every run, "
+        "compared in the confirmation and shown with the Pareto front",
     )
+    p.set_defaults(default_metric=DEMO_METRIC if demo else "wall")
     p.add_argument(
         "--no-interposer",
         action="store_true",
@@ -197,6 +202,7 @@ class TuneOptions:
     top: int
     metric: str
     objective: Objective
+    secondary: tuple[Objective, ...]
     interposer: bool
     seed: int | None
     study: str | None
@@ -215,10 +221,17 @@ class TuneOptions:
 
         options = _strategy_options(args.strategy_option)
         get_strategy(args.strategy, options)  # UsageError for a bad name or option
-        objective = Objective.parse(args.metric)
+        metrics = list(args.metric or [args.default_metric])
+        twice = next((m for i, m in enumerate(metrics) if m in metrics[:i]), None)
+        if twice is not None:
+            raise UsageError(f"--metric {twice} is given twice")
+        objective = Objective.parse(metrics[0])
+        secondary = tuple(Objective.parse(m) for m in metrics[1:])
         replay = getattr(args, "replay", None)
+        if any(o.needs_profile for o in secondary) and (args.no_interposer or replay):
+            raise UsageError("a profile: --metric needs the interposer (libcommtune)")
         if objective.needs_profile and (args.no_interposer or replay):
-            raise UsageError(f"--metric {args.metric} needs the interposer (libcommtune)")
+            raise UsageError(f"--metric {metrics[0]} needs the interposer (libcommtune)")
         confirming = args.confirm * (args.top + 1)
         least = args.repeats + confirming + 1
         if args.max_runs is not None and args.max_runs < least:
@@ -246,7 +259,8 @@ class TuneOptions:
             reference_timeout=args.reference_timeout,
             confirm=args.confirm,
             top=args.top,
-            metric=args.metric,
+            metric=metrics[0],
+            secondary=secondary,
             objective=objective,
             interposer=not args.no_interposer,
             seed=args.seed,
@@ -326,6 +340,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         opts.objective,
         profiling=profiling(inst) if opts.interposer else None,
         enumerators=knob_enumerators(inst) if opts.interposer else None,
+        secondary=opts.secondary,
     )
     on_run = _run_observer(store, ui) if opts.interposer else None
     name = opts.study or default_study_name(command, inst.vendor.value, space)
@@ -339,6 +354,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
             opts.objective,
             profiling=executor.profiling,
             enumerators=executor.enumerators,
+            secondary=opts.secondary,
         )
 
     result = _run_study(
@@ -457,6 +473,7 @@ def _run_study(
         opts.repeats,
         opts.statistic,
         scale.to_json() if scale is not None else None,
+        [o.spec for o in opts.secondary],
     )
     settings = TuneSettings(
         study=name,

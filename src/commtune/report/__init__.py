@@ -35,6 +35,7 @@ _WHERE = {
     "format_config": "_tables",
     "knobs_table": "_tables",
     "noise_line": "_tables",
+    "pareto_table": "_tables",
     "result_table": "_tables",
     "trials_table": "_tables",
 }
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
         format_config,
         knobs_table,
         noise_line,
+        pareto_table,
         result_table,
         trials_table,
     )
@@ -86,6 +88,7 @@ __all__ = [
     "mpit_table",
     "noise_line",
     "operations_table",
+    "pareto_table",
     "predict_table",
     "prediction_table",
     "rails_table",

@@ -133,3 +133,18 @@ def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
             t.get("note", ""),
         )
     return table
+
+
+def pareto_table(front: list[dict[str, Any]], metric: str, metrics: list[str]) -> Table:
+    """The trials no other beats on the value and every further objective at once."""
+    table = Table(
+        title=f"Pareto front: {metric} (relative to the defaults) and {', '.join(metrics)}"
+    )
+    table.add_column("trial", justify="right")
+    table.add_column("value", justify="right")
+    for m in metrics:
+        table.add_column(m, justify="right")
+    for p in front:
+        label = "ref" if p["role"] == "reference" else str(p["number"])
+        table.add_row(label, f"{p['value']:.4g}", *(f"{p['objectives'][m]:.4g}" for m in metrics))
+    return table

@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
@@ -79,6 +79,7 @@ class StudySpec:
     repeats: int  # runs per configuration: the cap when repeats are raced
     statistic: str = "median"  # of a configuration's runs (--objective); see stats.statistic
     scale: dict[str, Any] | None = None  # ``Scale.to_json()``: the command's template, ...
+    objectives: list[str] = field(default_factory=list)  # further --metric: measured, shown
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -94,6 +95,7 @@ class StudySpec:
                 int(data["repeats"]),
                 str(data.get("statistic", "median")),  # before --objective: the median
                 dict(data["scale"]) if data.get("scale") else None,
+                [str(m) for m in data.get("objectives", [])],
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"the study's record is damaged ({exc})") from None

@@ -32,6 +32,8 @@ class RunRecord:
     stderr_tail: str = ""
     not_applied: dict[str, str] = field(default_factory=dict)  # knob -> why it did not take
     profile: Profile | None = field(default=None, compare=False)
+    # the study's other objectives (``--metric`` given more than once): metric -> value
+    secondary: dict[str, float | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The record without its profile (profiles are stored apart, they are large)."""
@@ -76,13 +78,16 @@ class LocalExecutor(Executor):
         profiling: Profiling | None = None,
         enumerators: Mapping[str, Sequence[str]] | None = None,
         variables: Mapping[str, str] | None = None,
+        secondary: Sequence[Objective] = (),
     ) -> None:
         """``profiling``: preload libcommtune into every run, read its profile back and check
         that the knobs took; ``enumerators``: each algorithm knob's names in the library's own
         order (what MPI_T reads back for them), from discovery; ``variables``: set for the
-        ranks of every run (``COMMTUNE_POLICY``)."""
-        if objective.needs_profile and profiling is None:
-            raise UsageError(f"--metric {objective.spec} needs the interposer (libcommtune)")
+        ranks of every run (``COMMTUNE_POLICY``); ``secondary``: more objectives, measured
+        in every run beside the first (``RunRecord.secondary``)."""
+        for o in (objective, *secondary):
+            if o.needs_profile and profiling is None:
+                raise UsageError(f"--metric {o.spec} needs the interposer (libcommtune)")
         self.launcher = launcher
         self.command = list(command)
         self.knobs = list(knobs)
@@ -91,6 +96,7 @@ class LocalExecutor(Executor):
         self.profiling = profiling
         self.enumerators = enumerators
         self.variables = dict(variables or {})
+        self.secondary = list(secondary)
 
     def applied(self, config: Mapping[str, Value] | None) -> Applied:
         """What the appliers of the knobs make of ``config`` (None: nothing set)."""
@@ -143,8 +149,19 @@ class LocalExecutor(Executor):
         checks = applied.checks if config else {}
         hints = applied.settings() if config else {}
         missing = not_applied(profile, checks, hints) if profile is not None else {}
+        others = {
+            o.spec: o.extract(result.wall, result.stdout, profile) if failure is None else None
+            for o in self.secondary
+        }
         return RunRecord(
-            value, result.wall, result.returncode, failure, result.stderr_tail, missing, profile
+            value,
+            result.wall,
+            result.returncode,
+            failure,
+            result.stderr_tail,
+            missing,
+            profile,
+            others,
         )
 
 

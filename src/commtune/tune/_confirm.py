@@ -46,6 +46,9 @@ class Candidate:
     rounds: dict[int, float] = field(default_factory=dict)  # round -> its run's value
     failure: str = ""
     cmp: stats.Comparison | None = None
+    # the study's other objectives: round -> metric -> value; and their comparisons
+    others: dict[int, dict[str, float | None]] = field(default_factory=dict)
+    others_cmp: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def values(self) -> list[float]:
@@ -68,6 +71,7 @@ class Candidate:
             "ci": [cmp.ci_low, cmp.ci_high] if cmp else None,
             "p_value": cmp.p_value if cmp else None,
             "faster": bool(cmp and cmp.faster),
+            "objectives": self.others_cmp,
         }
 
 
@@ -110,6 +114,7 @@ def confirm(
     candidates = [Candidate(t.number, config_of(t)) for t in within]
     level = 1 - (1 - LEVEL) / len(candidates)
     default: dict[int, float] = {}  # round -> the default's run
+    default_others: dict[int, dict[str, float | None]] = {}
     room = None if max_runs is None else max_runs - runs_spent(study)
     active = list(candidates)
     with ui.progress("confirming the best against the default", rounds * (1 + len(active))) as bar:
@@ -143,10 +148,13 @@ def confirm(
                         which.failure = f"failed when run again: {run.failure}"
                     continue
                 (default if which is None else which.rounds)[i] = run.value
+                (default_others if which is None else which.others)[i] = run.secondary
             active = [c for c in active if not c.failure]
             if not active:
                 break
     _compare(default, candidates, statistic, level)
+    for c in candidates:
+        c.others_cmp = _compare_others(default_others, c, level)
     acc = _verdict(candidates, default, statistic, n_measured)
     set_acceptance(study, acc)
     return acc
@@ -159,6 +167,37 @@ def _compare(
         d, v = c.pairs(default)
         ok = not c.failure and len(d) >= 2
         c.cmp = stats.compare_paired(d, v, stat=statistic, level=level) if ok else None
+
+
+def _compare_others(
+    default: dict[int, dict[str, float | None]], c: Candidate, level: float
+) -> dict[str, dict[str, Any]]:
+    """Each further objective of the candidate against the default's, in the same rounds:
+    ``improvement`` = default / candidate (above 1: lower, better), its CI, and whether it is
+    lower beyond noise."""
+    metrics = {m for values in default.values() for m in values}
+    out: dict[str, dict[str, Any]] = {}
+    for m in sorted(metrics):
+        both = [
+            i
+            for i in c.others
+            if i in default and c.others[i].get(m) is not None and default[i].get(m) is not None
+        ]
+        d = [float(default[i][m]) for i in both]  # type: ignore[arg-type]
+        v = [float(c.others[i][m]) for i in both]  # type: ignore[arg-type]
+        if len(both) < 2 or min(d + v) <= 0:
+            out[m] = {"default": None, "candidate": None, "improvement": None, "ci": None,
+                      "better": False}  # fmt: skip
+            continue
+        cmp = stats.compare_paired(d, v, level=level)
+        out[m] = {
+            "default": stats.median(d),
+            "candidate": stats.median(v),
+            "improvement": cmp.speedup,
+            "ci": [cmp.ci_low, cmp.ci_high],
+            "better": cmp.faster,
+        }
+    return out
 
 
 def _leader(candidates: list[Candidate]) -> Candidate | None:
@@ -217,6 +256,7 @@ def _verdict(
         best_values=winner.values,
         extra={
             "mean_speedup": mean_speedup,
+            "objectives": winner.others_cmp,
             "clusters": [{"runs": n, "median": m} for n, m in split] if len(split) == 2 else [],
             "candidates": listed,
             "statistic": statistic,

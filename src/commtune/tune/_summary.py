@@ -14,6 +14,7 @@ from commtune.tune._trials import (
     best_trials,
     measured,
     noise_of,
+    pareto_front,
     reference_trial,
     runs_spent,
     value_of,
@@ -51,6 +52,7 @@ class TuneResult:
     runs: int = 0  # every run the study made: trials, controls, confirmation
     noise: Noise = field(default_factory=lambda: Noise(0.0, 1.0))
     statistic: str = "median"
+    pareto: list[dict[str, Any]] = field(default_factory=list)  # with further objectives
 
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance
@@ -74,9 +76,11 @@ class TuneResult:
             "confirmed": [
                 {k: c[k] for k in ("trial", "params", "speedup", "ci", "p_value", "faster")}
                 | {"failure": c["failure"]}
-                | {"runs": len(c["values"])}
+                | {"runs": len(c["values"]), "objectives": c.get("objectives", {})}
                 for c in (acc.extra.get("candidates") or [] if acc else [])
             ],
+            "objectives": acc.extra.get("objectives", {}) if acc else {},
+            "pareto": self.pareto,
             "not_applied": self.not_applied,
             "runs": self.runs,
             "noise": self.noise.to_json(),
@@ -121,4 +125,5 @@ def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
         runs_spent(study, acceptance),
         noise_of(study),
         stat,
+        pareto_front(study, spec_of(study).objectives) if spec_of(study).objectives else [],
     )

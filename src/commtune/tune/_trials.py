@@ -93,3 +93,37 @@ def noise_of(study: optuna.Study) -> Noise:
                 spreads.append(stats.cv(relatives))
     drift = max(levels) / min(levels) if len(levels) >= 2 and min(levels) > 0 else 1.0
     return Noise(stats.median(spreads) if spreads else 0.0, drift)
+
+
+def objectives_of(trial: optuna.trial.FrozenTrial) -> dict[str, float]:
+    """The median of each further objective over the trial's runs (``--metric`` again)."""
+    values: dict[str, list[float]] = {}
+    for run in runs_of(trial):
+        for metric, v in (run.get("secondary") or {}).items():
+            if v is not None:
+                values.setdefault(metric, []).append(float(v))
+    return {m: stats.median(v) for m, v in values.items()}
+
+
+def pareto_front(study: optuna.Study, metrics: list[str]) -> list[dict[str, object]]:
+    """The finished trials (the defaults and the search's) that no other beats on the study's
+    value and every further objective at once (lower is better on each), by value."""
+    from optuna.trial import TrialState
+
+    points = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if role_of(t) not in (Role.REFERENCE, Role.SEARCH) or t.value is None:
+            continue
+        others = objectives_of(t)
+        if all(m in others for m in metrics):
+            points.append((t, (float(t.value), *(others[m] for m in metrics)), others))
+
+    def dominated(a: tuple[float, ...]) -> bool:
+        return any(all(x <= y for x, y in zip(b, a, strict=True)) and b != a for _, b, _ in points)
+
+    front = [(t, v, o) for t, v, o in points if not dominated(v)]
+    front.sort(key=lambda p: p[1])
+    return [
+        {"number": t.number, "role": role_of(t).value, "value": v[0], "objectives": o}  # type: ignore[union-attr]
+        for t, v, o in front
+    ]
