@@ -283,8 +283,17 @@ def test_memory_as_a_second_objective_gives_a_front_and_a_compared_confirmation(
         assert memory["default"] > 0 and memory["candidate"] > 0
         assert memory["ci"][0] <= memory["improvement"] <= memory["ci"][1]
     code, out, _ = run_cli(["show", "mem", "--storage", storage, "--json"], capsys)
-    assert code == 0 and last_json(out)["pareto"] == front
-    assert last_json(out)["spec"]["objectives"] == ["profile:memory_peak"]
+    shown = last_json(out)
+    assert code == 0 and shown["pareto"] == front
+    # any point of the front is handed back
+    last = front[-1]["number"]
+    code, out, _ = run_cli(["export", "mem", "--trial", str(last), "--format", "json",
+                            "--storage", storage], capsys)  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["params"] == next(
+        t["params"] for t in shown["trials"] if t["number"] == last
+    )
+    assert shown["spec"]["objectives"] == ["profile:memory_peak"]
     code, _, err = run_cli([*args[:-5], "--metric", "wall", "--metric", "wall", "--storage",
                             storage, "--", *command], capsys)  # fmt: skip
     assert code == 2 and "--metric wall is given twice" in err

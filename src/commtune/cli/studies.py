@@ -37,6 +37,12 @@ def _add_export(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="export the best measured configuration even if it was not accepted",
     )
+    p.add_argument(
+        "--trial",
+        type=int,
+        metavar="N",
+        help="export trial N's configuration (e.g. a point of the Pareto front)",
+    )
     add_storage(p)
 
 
@@ -73,11 +79,18 @@ def _chosen(study: optuna.Study, best: bool) -> tuple[dict[str, Value], dict[str
 
 def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import render
+    from commtune.study import config_of
     from commtune.util import write_atomic
 
     _, study = load_study(args.storage, args.study)
     library, knobs = study_knobs(study)
-    chosen = _chosen(study, args.best)
+    if args.trial is not None:
+        trials = [t for t in study.get_trials(deepcopy=False) if t.number == args.trial]
+        if not trials or trials[0].state.name != "COMPLETE":
+            raise UsageError(f"study {args.study!r} has no finished trial {args.trial}")
+        chosen: tuple[dict[str, Any], dict[str, str]] | None = (config_of(trials[0]), {})
+    else:
+        chosen = _chosen(study, args.best)
     if chosen is None:
         raise UsageError(
             f"study {args.study!r} has no accepted configuration (the default stays); "
