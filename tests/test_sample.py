@@ -98,6 +98,17 @@ def test_mpich_tree_keeps_every_collective_and_names_known_algorithms(tmp_path: 
         "avg_msg_size=any": {"algorithm=MPIR_Allreduce_allcomm_nb": {}},
     }
     validate_mpich_tree(json.dumps(tree), base, known)
+    # reduce-scatter-allgather asserts count >= pof2 when a file calls it: counts below go to
+    # recursive doubling, and an 8-byte allreduce on 2 ranks runs (it aborted before)
+    rsa = mpich_tree(base, {"allreduce": [Segment(0, None, "reduce_scatter_allgather")]}, 2, known)
+    assert rsa["collective=allreduce"]["comm_type=intra"] == {"avg_msg_size=any": {
+        "count<pow2": {"algorithm=MPIR_Allreduce_intra_recursive_doubling": {}},
+        "count=any": {"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather": {}}}}  # fmt: skip
+    text = json.dumps(rsa)
+    validate_mpich_tree(text, base, known)
+    path = tmp_path / "rsa.json"
+    path.write_text(text)
+    _run_with(Vendor.MPICH, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)}, "allreduce")
     with pytest.raises(RulesError, match="no algorithm=MPIR_Bogus"):
         intra["avg_msg_size=any"] = {"algorithm=MPIR_Bogus": {}}
         validate_mpich_tree(json.dumps(tree), base, known)

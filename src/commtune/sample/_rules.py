@@ -177,6 +177,13 @@ def mpich_name(op: str, algorithm: str, known: set[str]) -> str | None:
     return None
 
 
+# Algorithms MPICH asserts on when the count is below the largest power of two not above the
+# ranks (allreduce_intra_reduce_scatter_allgather.c: "count >= pof2"). Forced through the CVAR
+# the library falls back by itself; called from a selection file it aborts, so the file
+# sends those counts to the fallback (the key MPICH's own tree uses: count<pow2).
+NEEDS_POF2_COUNT = {"allreduce": "recursive_doubling", "reduce": "binomial"}
+
+
 def mpich_tree(
     base: Mapping[str, Any],
     segs: Mapping[str, Sequence[Segment]],
@@ -193,6 +200,11 @@ def mpich_tree(
             if name is None:
                 raise RulesError(f"{op}: MPICH has no selection name for {seg.method!r}")
             leaf: dict[str, Any] = {f"algorithm={name}": {}}
+            fallback = NEEDS_POF2_COUNT.get(op)
+            if fallback and "reduce_scatter" in seg.method and seg.method != fallback:
+                other = mpich_name(op, fallback, known)
+                if other is not None:
+                    leaf = {"count<pow2": {f"algorithm={other}": {}}, "count=any": leaf}
             if seg.high is None:
                 subtree[f"{key}=any"] = leaf
             else:
