@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -45,11 +46,10 @@ PHASES = ["2", "100000", "2000"]
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float | None:
+    """The program's own "time T s" (the last one printed), None if the run failed."""
     result = run_process(argv, env, 300)
-    for line in reversed(result.stdout.splitlines()):
-        if line.startswith("time "):
-            return float(line.split()[1])
-    return None
+    found = re.findall(r"time ([0-9.eE+-]+) s", result.stdout)
+    return float(found[-1]) if result.returncode == 0 and found else None
 
 
 def rounds_of(runs: dict[str, tuple[list[str], dict[str, str]]], n: int) -> dict[str, list[float]]:
@@ -235,7 +235,9 @@ def summary(r: dict) -> str:
         "medians: " + ", ".join(f"{k} {v:.3f} s" for k, v in r["medians"].items()),
         f"policy vs default: {d[0]:.3f}x [{d[1]:.3f}, {d[2]:.3f}]; vs {r['best_static']}: "
         f"{s[0]:.3f}x [{s[1]:.3f}, {s[2]:.3f}] ({r['rounds']} rounds)",
-        f"actions: {len(r['actions'])} at {r['safe_points']} safe points; "
+        f"actions: {len(r['actions'])} at {r['safe_points']} safe points, "
+        f"{r['evaluations']} evaluations in {r['evaluation_seconds']} s, "
+        f"sync {r['sync_seconds']} s; "
         f"overhead on the demo: {100 * (o[0] - 1):+.2f} % [{100 * (o[1] - 1):+.2f}, "
         f"{100 * (o[2] - 1):+.2f}] ({r['overhead_rounds']} pairs)",
     ]

@@ -5,7 +5,7 @@
  * only rules with "when": "periodic" run; final rules are evaluated on the profile.
  *
  * Rank consistency: rules are evaluated on rank 0 only, and their decisions reach every rank
- * at a *safe point*: every COMMTUNE_POLICY_EVERY-th (default 64) collective call on
+ * at a *safe point*: every COMMTUNE_POLICY_EVERY-th (default 256) collective call on
  * MPI_COMM_WORLD, which every rank makes in the same order. There all ranks take part in one
  * broadcast (on libcommtune's own duplicate of MPI_COMM_WORLD) of rank 0's decisions, then each
  * writes the assigned CVARs through MPI_T; rank 0 evaluates at a safe point only when
@@ -206,8 +206,9 @@ static action_t actions[MAX_LOG];
 static int n_actions;
 
 int ct_policy_on;
-static int every = 64;
+static int every = 256;
 static uint64_t world_calls, last_eval;
+static uint64_t evaluations, evaluation_ticks, sync_ticks; /* what the engine costs */
 static uint64_t interval_ticks;
 
 /* The counters of the previous evaluation: periodic rules see the interval since. */
@@ -498,11 +499,15 @@ void ct_policy_safe_point(MPI_Comm comm) {
     if (rank == 0 && now - last_eval >= interval_ticks) {
         last_eval = now;
         evaluate(now);
+        evaluations++;
+        evaluation_ticks += ct_now() - now;
     }
+    uint64_t sync_start = ct_now();
     int n = n_decisions;
     PMPI_Bcast(&n, 1, MPI_INT, 0, ct_run.comm);
+    if (n > 0) PMPI_Bcast(decisions, n * DECISION_TEXT, MPI_CHAR, 0, ct_run.comm);
+    sync_ticks += ct_now() - sync_start;
     if (n <= 0) return;
-    PMPI_Bcast(decisions, n * DECISION_TEXT, MPI_CHAR, 0, ct_run.comm);
     double t = (double)(now - ct_run.init_enter) / ct_run.ticks_per_second;
     for (int i = 0; i < n; ++i)
         apply(decisions[i].text, t);
@@ -511,8 +516,11 @@ void ct_policy_safe_point(MPI_Comm comm) {
 /* ---- the log, in the profile ---- */
 void ct_policy_write_json(FILE *out) {
     fputs("{\"rules\": ", out);
-    fprintf(out, "%d, \"every\": %d, \"safe_points\": %llu, \"actions\": [", n_rules, every,
-            (unsigned long long)(world_calls / (uint64_t)every));
+    fprintf(out,
+            "%d, \"every\": %d, \"safe_points\": %llu, \"evaluations\": %llu, "
+            "\"evaluation_seconds\": %.9f, \"sync_seconds\": %.9f, \"actions\": [",
+            n_rules, every, (unsigned long long)(world_calls / (uint64_t)every),
+            (unsigned long long)evaluations, ct_seconds(evaluation_ticks), ct_seconds(sync_ticks));
     for (int i = 0; i < n_actions; ++i) {
         const action_t *a = &actions[i];
         fprintf(out, "%s\n    {\"time\": %.6f, \"rule\": ", i ? "," : "", a->t);
