@@ -147,8 +147,9 @@ def bench(mpi: str, rounds: int, recommend: bool) -> dict[str, object]:
         vs_default = stats.compare_paired(times["default"], times["policy"])
         vs_static = stats.compare_paired(times[best_static], times["policy"])
         log_path = Path(tmp) / "profile.json"
-        argv, env = plan(PHASES, {"COMMTUNE_POLICY": str(rule_path)})
-        env["COMMTUNE_PROFILE"] = str(log_path)
+        argv, env = plan(
+            PHASES, {"COMMTUNE_POLICY": str(rule_path), "COMMTUNE_PROFILE": str(log_path)}
+        )
         run_process(argv, env, 300)
         log = json.loads(log_path.read_text()).get("policy", {}) if log_path.exists() else {}
         # 3. overhead: the demo, a rule that never fires, against no rules
@@ -157,7 +158,7 @@ def bench(mpi: str, rounds: int, recommend: bool) -> dict[str, object]:
             "no rules": _plan_demo(launcher, demo, {**base}, lib),
             "rules": _plan_demo(launcher, demo, {**base, "COMMTUNE_POLICY": str(never_path)}, lib),
         }  # fmt: skip
-        over = rounds_of(pairs, 3 * rounds)
+        over = rounds_of(pairs, 5 * rounds)
         overhead = stats.compare_paired(over["no rules"], over["rules"])
     row = {
         "mpi": mpi,
@@ -170,6 +171,9 @@ def bench(mpi: str, rounds: int, recommend: bool) -> dict[str, object]:
         "policy_vs_best_static": [vs_static.speedup, vs_static.ci_low, vs_static.ci_high],
         "actions": log.get("actions", []),
         "safe_points": log.get("safe_points"),
+        "evaluations": log.get("evaluations"),
+        "evaluation_seconds": log.get("evaluation_seconds"),
+        "sync_seconds": log.get("sync_seconds"),
         "overhead_demo": [1 / overhead.speedup, 1 / overhead.ci_high, 1 / overhead.ci_low],
         "overhead_rounds": len(over["rules"]),
     }
