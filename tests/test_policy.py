@@ -298,3 +298,32 @@ def test_memory_as_a_second_objective_gives_a_front_and_a_compared_confirmation(
     code, _, err = run_cli([*args[:-5], "--metric", "wall", "--metric", "wall", "--storage",
                             storage, "--", *command], capsys)  # fmt: skip
     assert code == 2 and "--metric wall is given twice" in err
+
+
+def test_the_schema_accepts_what_the_parser_accepts_and_refuses_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is a test extra")
+    from commtune.policy import SCHEMA
+
+    code, out, _ = run_cli(["policy", "schema"], capsys)
+    assert code == 0 and json.loads(out) == json.loads(SCHEMA.read_text())
+    validator = jsonschema.Draft202012Validator(json.loads(out))
+    good = [json.loads(builtin_path(v.value).read_text()) for v in Vendor]
+    good += [{"rules": [RULE]}, [RULE], {"rules": [{**RULE, "when": "periodic"}]}]
+    for data in good:
+        validator.validate(data)
+        load_rules([_write(tmp_path, data)])  # and the parser takes it
+    bad = [
+        {"rules": [{**RULE, "when": "sometimes"}]},
+        {"rules": [{**RULE, "colour": 1}]},
+        {"rules": [{"operation": RULE["operation"]}]},
+        {"rules": [{**RULE, "operation": {**RULE["operation"], "condition": {
+            "stmt": "if", "leftoperand": "ct:ranks", "operator": "<>", "rightoperand": 1}}}]},
+        {"rules": [{**RULE, "operation": {**RULE["operation"], "result": {
+            "recommend": "x", "knob": "k"}}}]},
+    ]  # fmt: skip
+    for data in bad:
+        assert not validator.is_valid(data), data
+        with pytest.raises(PolicyError):
+            load_rules([_write(tmp_path, data)])

@@ -24,6 +24,7 @@ def _add_policy(p: argparse.ArgumentParser) -> None:
     check.add_argument("files", nargs="+", metavar="FILE")
     add_mpi(check)
     check.add_argument("--json", action="store_true")
+    sub.add_parser("schema", help="print the JSON schema of rule files (for editors)")
     evaluate = sub.add_parser("eval", help="evaluate the final rules on a saved profile")
     evaluate.add_argument("profile", metavar="PROFILE.json")
     evaluate.add_argument("--rules", action="append", default=[], metavar="FILE")
@@ -47,7 +48,16 @@ def _add_policy(p: argparse.ArgumentParser) -> None:
 def cmd_policy(args: argparse.Namespace, command: list[str] | None) -> int:
     if command is not None and args.action != "run":
         raise UsageError(f"commtune policy {args.action} takes no command after '--'")
-    return {"check": _check, "eval": _eval, "run": _run}[args.action](args, command)
+    return {"check": _check, "eval": _eval, "run": _run, "schema": _schema}[args.action](
+        args, command
+    )
+
+
+def _schema(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.policy import SCHEMA
+
+    print(SCHEMA.read_text(), end="")
+    return 0
 
 
 def _check(args: argparse.Namespace, command: list[str] | None) -> int:

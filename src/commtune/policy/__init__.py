@@ -10,6 +10,7 @@ from commtune.policy._evaluate import Action, evaluate, value_in
 from commtune.policy._language import PolicyError, Rule, RuleSet, Variable, load_rules
 
 DATA = Path(__file__).parent / "data"
+SCHEMA = DATA / "rules.schema.json"  # the rule files' JSON schema (editors; tests check it)
 
 
 def builtin_path(library: str) -> Path:
@@ -23,6 +24,7 @@ def builtin_rules(library: str) -> RuleSet:
 
 
 __all__ = [
+    "SCHEMA",
     "Action",
     "PolicyError",
     "Rule",
