@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,32 @@ def test_the_schema_accepts_what_the_parser_accepts_and_refuses_the_rest(
         assert not validator.is_valid(data), data
         with pytest.raises(PolicyError):
             load_rules([_write(tmp_path, data)])
+
+
+@pytest.mark.parametrize("library", ["openmpi", "mpich"])
+def test_the_oversubscription_rule_compares_ranks_per_node_with_cpus(library: str) -> None:
+    def profile(node_ranks: int) -> Profile:
+        data = dict(_profile([(8, 15, 10)], 0.1).data)
+        data.update(cpus=2, node_ranks=node_ranks, vendor=library)
+        data["features"] = {**data["features"], "comm_time_share": 0.6}
+        return Profile.from_json(data)
+
+    rules = builtin_rules(library)
+    fired = [a for a in evaluate(rules, profile(4)) if a.rule == "waiting-oversubscribed"]
+    assert len(fired) == 1 and fired[0].message.startswith("4 ranks share 2 CPUs")
+    assert fired[0].trigger["ct:node_ranks"] == 4 and fired[0].trigger["ct:cpus"] == 2
+    assert not [a for a in evaluate(rules, profile(2)) if a.rule == "waiting-oversubscribed"]
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_the_profile_knows_the_nodes_cpus_and_ranks(
+    vendor: Vendor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_profile = tmp_path / "p.json"
+    code, _, err = run_cli(["profile", "-o", str(out_profile), "--", *demo_command(vendor, 20)],
+                           capsys)  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out_profile.read_text())
+    assert data["cpus"] == len(os.sched_getaffinity(0)) or data["cpus"] == os.cpu_count()
+    assert data["node_ranks"] == data["ranks"] == 2  # one node
+    assert data["memory_peak"]["min"] > 1 << 20

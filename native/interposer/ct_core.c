@@ -3,7 +3,9 @@
  */
 #define _GNU_SOURCE
 #include "ct_core.h"
+
 #include "ct_vendor.h"
+#include <unistd.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -124,6 +126,14 @@ void ct_init_leave(int op, int rc, int provided, uint64_t t0) {
         ct_run.provided = provided;
         if (PMPI_Comm_dup(MPI_COMM_WORLD, &ct_run.comm) == MPI_SUCCESS) {
             PMPI_Comm_set_errhandler(ct_run.comm, MPI_ERRORS_RETURN);
+            MPI_Comm node;
+            ct_run.cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+            ct_run.node_ranks = 0;
+            if (PMPI_Comm_split_type(ct_run.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+                MPI_SUCCESS) {
+                PMPI_Comm_size(node, &ct_run.node_ranks);
+                PMPI_Comm_free(&node);
+            }
             ct_mpit_after_init();
             ct_policy_init();
             ct_table *t = ct_tls ? ct_tls : ct_thread_table();

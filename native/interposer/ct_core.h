@@ -174,7 +174,9 @@ typedef struct {
     uint64_t init_enter, finalize_enter;
     double ticks_per_second;
     int provided;
-    MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD */
+    MPI_Comm comm;  /* our duplicate of MPI_COMM_WORLD */
+    int cpus;       /* online CPUs of this node */
+    int node_ranks; /* ranks on this node (MPI_COMM_TYPE_SHARED) */
 } ct_run_t;
 extern ct_run_t ct_run;
 void ct_profile_write(void);

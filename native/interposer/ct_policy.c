@@ -283,6 +283,10 @@ static int counter(const window_t *w, const char *field, double *out) {
             *out = size;
             return 0;
         }
+        if (strcmp(field, "cpus") == 0 || strcmp(field, "node_ranks") == 0) {
+            *out = field[0] == 'c' ? ct_run.cpus : ct_run.node_ranks;
+            return 0;
+        }
         if (strcmp(field, "wall_time") == 0) {
             *out = w->wall;
             return 0;

@@ -209,6 +209,7 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
     ct_json_string(out, library);
     fprintf(out, ",\n  \"ranks\": %d,\n  \"thread_level\": \"%s\",\n", size,
             thread_level(ct_run.provided));
+    fprintf(out, "  \"cpus\": %d,\n  \"node_ranks\": %d,\n", ct_run.cpus, ct_run.node_ranks);
     fprintf(out, "  \"ticks_per_second\": %.6g,\n  \"pvar_interval\": %g,\n",
             ct_run.ticks_per_second, ct_config.pvar_interval);
     const char *extras[] = {"wall_time", "mpi_time", "comm_time", "memory_peak"};

@@ -71,8 +71,8 @@ def value_in(profile: Profile, var: Variable) -> float | None:
             return _mean(entry.get("final", {}).get("sum") if "final" in entry else None)
         return _mean(entry.get(key))
     name = var.name
-    if name == "ranks":
-        return float(data.get("ranks", 0))
+    if name in ("ranks", "cpus", "node_ranks"):
+        return float(data[name]) if data.get(name) else None
     if name in ("wall_time", "mpi_time", "comm_time"):
         return _mean(data.get(name))
     if "." not in name:
