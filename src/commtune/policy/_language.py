@@ -24,8 +24,9 @@ Operands: numbers, strings, and variables written ``KIND:NAME``:
   STAT: ``last`` (default), ``min``, ``max``, ``mean``, ``sd``, ``n`` (samples), ``sum``;
 * ``ct:FIELD`` the interposer's counters, per rank (mean over ranks): ``wall_time``,
   ``mpi_time``, ``comm_time``, ``ranks``, ``cpus`` and ``node_ranks`` (rank 0's node: its
-  online CPUs and the ranks on it; more ranks than CPUs is oversubscription), the features (``p2p_time_share``,
-  ``coll_time_share``, ``comm_time_share``, ``p2p_bytes``, ``coll_bytes``), and per wrapped
+  online CPUs and the ranks on it; more ranks than CPUs is oversubscription), the features
+  (``p2p_time_share``, ``coll_time_share``, ``comm_time_share``, ``p2p_bytes``,
+  ``coll_bytes``), and per wrapped
   operation ``OP.calls``, ``OP.bytes``, ``OP.time``, ``OP.mean_bytes``, ``OP.time_share``
   (of the wall time), ``OP.share_at_most:N`` / ``OP.share_above:N`` (the share of its calls
   whose message size is at most / above N bytes, from the size histogram).
