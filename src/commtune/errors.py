@@ -7,3 +7,13 @@ class UsageError(Exception):
     Raised before anything is written to storage. The CLI prints ``commtune: error: <message>``
     on one line of stderr and exits with status 2.
     """
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP (what ``timeout``, systemd and a batch system's time limit send):
+    raised wherever commtune is, so that the running trial's processes are killed, the trial
+    is recorded as interrupted and the command exits with 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum

@@ -3,13 +3,15 @@ becomes one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from commtune import __version__
 from commtune.cli import interposer, knobs, platform, policy, prediction, studies, tuning
 from commtune.cli._common import Command, Parser
-from commtune.errors import UsageError
+from commtune.errors import Stopped, UsageError
 
 # Every command, in the order ``commtune --help`` lists them; a group adds its own.
 COMMANDS: tuple[Command, ...] = (
@@ -40,9 +42,18 @@ def split_command(argv: list[str]) -> tuple[list[str], list[str] | None]:
     return argv, None
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     own, user_command = split_command(argv)
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM and SIGHUP stop commtune as Ctrl-C does: the running trial's processes
+        # are killed, the trial is recorded as interrupted, finished ones are kept.
+        handlers = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
         args = build_parser().parse_args(own)
         command = next(c for c in COMMANDS if c.name == args.cmd)
@@ -57,3 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "commtune: interrupted; finished trials are saved (re-run to resume)", file=sys.stderr
         )
         return 130
+    except Stopped as stop:
+        name = signal.Signals(stop.signum).name
+        print(
+            f"commtune: stopped by {name}; finished trials are saved (re-run to resume)",
+            file=sys.stderr,
+        )
+        return 128 + stop.signum
+    finally:
+        for s, previous in handlers.items():
+            signal.signal(s, previous)

@@ -167,6 +167,11 @@ def run_process(
             timed_out = True
             returncode = None
             stop(proc)
+        except BaseException:  # Ctrl-C, SIGTERM: the run's whole tree goes before commtune
+            stop(proc)
+            _reap_strays(keep)
+            clean_shm(start_wall - 1)
+            raise
         wall = time.perf_counter() - t0
         # Anything the run left behind (daemons, orphaned ranks) goes too.
         _reap_strays(keep)

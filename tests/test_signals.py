@@ -1,0 +1,69 @@
+"""A clean stop: SIGTERM, SIGHUP and SIGINT stop the tuner the same way. The running trial's
+whole process tree is killed (a wrapper's children too), the trial is recorded as
+interrupted, the exit status is 128 + the signal, and a rerun resumes the study."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import optuna
+import pytest
+
+from commtune.study import INTERRUPTED, Role, fail_reason, role_of
+
+from .conftest import commtune_subprocess, needs_openmpi
+
+
+def _named(name: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", name], capture_output=True, text=True, check=False)
+    return [line for line in out.stdout.splitlines() if "pgrep" not in line and "bash" not in line]
+
+
+@needs_openmpi
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_kills_the_trials_tree_and_a_rerun_resumes(
+    sig: signal.Signals, tmp_path: Path
+) -> None:
+    name = f"ctstop{uuid.uuid4().hex[:8]}"
+    flag = tmp_path / "fast"
+    # mpirun's children are not MPI programs: they outlive a killed launcher unless commtune
+    # kills them; once the flag exists the same command finishes at once
+    script = f"if [ -e {flag} ]; then exit 0; fi; exec -a {name} sleep 60"
+    command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+               "bash", "-c", script]  # fmt: skip
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K",
+            "--strategy", "grid", "--trials", "3", "--repeats", "1", "--confirm", "0",
+            "--no-interposer", "--study", "s", "--storage", storage, "--json", "--",
+            *command]  # fmt: skip
+    proc = commtune_subprocess(args)
+    deadline = time.time() + 60
+    while len(_named(name)) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    assert len(_named(name)) == 2, "the trial's processes did not start"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert err.strip().splitlines()[-1].startswith("commtune: ")
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    assert _named(name) == []  # nothing of the trial is left
+    study = optuna.load_study(study_name="s", storage=storage)
+    (trial,) = study.get_trials()
+    assert role_of(trial) is Role.REFERENCE and trial.state.name == "FAIL"
+    assert fail_reason(trial) == INTERRUPTED
+    # the rerun resumes: the interrupted trial is kept, the study finishes
+    flag.touch()
+    done = subprocess.run([sys.executable, "-m", "commtune", *args], capture_output=True,
+                          text=True, check=False, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["trials"] == 3
+    trials = optuna.load_study(study_name="s", storage=storage).get_trials()
+    assert trials[0].number == trial.number and fail_reason(trials[0]) == INTERRUPTED
+    assert next(role_of(t) for t in trials if t.state.name == "COMPLETE") is Role.REFERENCE
