@@ -187,3 +187,22 @@ def test_reference_failure_stops_with_a_clear_error(
     code, _, err = run_cli(args, capsys)
     assert code == 2
     assert "the reference run (library defaults) failed with exit status 1" in err
+
+
+@pytest.mark.parametrize(
+    ("url", "needle"),
+    [
+        ("mysql://me:secret@localhost/db", "needs the mysql driver"),
+        ("postgresql://me:secret@localhost/db", "pip install 'commtune[postgres]'"),
+    ],
+)
+def test_a_missing_database_driver_is_named_without_the_password(
+    url: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    if "postgresql" in url and importlib.util.find_spec("psycopg") is not None:
+        pytest.skip("the PostgreSQL driver is installed here")
+    code, out, err = run_cli(["studies", "--storage", url], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert needle in err and "secret" not in err and "me:***@localhost" in err

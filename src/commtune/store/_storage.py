@@ -172,6 +172,14 @@ def normalize_url(url: str) -> str:
     )
 
 
+def shown_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return url
+
+
 def sqlite_path(url: str) -> str | None:
     return url.split(":///", 1)[1] if url.startswith("sqlite:///") else None
 
@@ -189,7 +197,18 @@ class Store:
                 head = f.read(16)
             if head and not head.startswith(b"SQLite format 3"):
                 raise UsageError(f"bad storage: {path} is not a SQLite database")
-        self.engine = sa.create_engine(self.url)
+        try:
+            self.engine = sa.create_engine(self.url)
+        except ImportError as exc:  # the database's driver is an optional extra
+            dialect = self.url.split("://", 1)[0].split("+", 1)[0]
+            how = (
+                "pip install 'commtune[postgres]'"
+                if dialect == "postgresql"
+                else f"install the Python module {exc.name}"
+            )
+            raise UsageError(
+                f"storage {shown_url(self.url)} needs the {dialect} driver ({exc.name}): {how}"
+            ) from None
         self._optuna: optuna.storages.RDBStorage | None = None
         self._init_schema()
 
@@ -207,7 +226,7 @@ class Store:
                     else {},
                 )
             except Exception as exc:  # Optuna raises several types for a broken database
-                raise UsageError(f"cannot open storage {self.url}: {exc}") from None
+                raise UsageError(f"cannot open storage {shown_url(self.url)}: {exc}") from None
         return self._optuna
 
     def _init_schema(self) -> None:
@@ -237,7 +256,10 @@ class Store:
                     .values(value=str(version))
                 )
         except sa.exc.SQLAlchemyError as exc:
-            raise UsageError(f"cannot open storage {self.url}: {exc.__class__.__name__}") from None
+            reason = str(getattr(exc, "orig", None) or exc.__class__.__name__).strip().splitlines()
+            raise UsageError(
+                f"cannot open storage {shown_url(self.url)}: {reason[0] if reason else exc}"
+            ) from None
 
     # -- platforms ----------------------------------------------------------------------------
     def save_platform(self, fingerprint: Fingerprint) -> str:
