@@ -6,7 +6,7 @@ VENV = .venv
 BIN = $(CURDIR)/$(VENV)/bin
 APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfortran \
 	libhdf5-openmpi-dev libhdf5-mpich-dev pkg-config \
-	clang-format procps iproute2 python3-venv python3-pip
+	clang-format procps iproute2 python3-venv python3-pip postgresql
 STAMP = $(VENV)/.installed
 
 export PATH := $(BIN):$(PATH)
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,postgres]'
 	touch $(STAMP)
 
 setup: $(STAMP)

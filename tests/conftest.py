@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,52 @@ def processes_named(name: str) -> list[int]:
 
 requires_pgrep = pytest.mark.skipif(shutil.which("pgrep") is None, reason="needs pgrep")
 os.environ.setdefault("COLUMNS", "160")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server from this machine's packages (Debian: postgresql), started for the
+    tests and stopped after them: the URL of an empty database on it. Tests using it skip,
+    with the reason, where it cannot start."""
+    import importlib.util
+    import socket
+    import tempfile
+
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        pytest.skip("no PostgreSQL server here (Debian: apt-get install postgresql)")
+    if importlib.util.find_spec("psycopg") is None:
+        pytest.skip("no PostgreSQL driver (pip install 'commtune[postgres]')")
+    bindir = Path(found[-1]).parent
+    base = Path(tempfile.mkdtemp(prefix="commtune-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # the server refuses to run as root
+        as_user = ["runuser", "-u", "postgres", "--"]
+        shutil.chown(base, "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data, log = base / "data", base / "server.log"
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*as_user, *argv], capture_output=True, text=True, check=False,
+                              timeout=120)  # fmt: skip
+
+    steps = [
+        [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+        [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60", "-o",
+         f"-p {port} -k {base} -c listen_addresses=''", "start"],
+        [str(bindir / "createdb"), "-h", str(base), "-p", str(port), "-U", "postgres", "commtune"],
+    ]  # fmt: skip
+    for argv in steps:
+        done = run(*argv)
+        if done.returncode != 0:
+            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+            shutil.rmtree(base, ignore_errors=True)
+            why = (done.stderr or done.stdout).strip().splitlines()
+            pytest.skip(f"cannot start PostgreSQL: {why[-1] if why else Path(argv[0]).name}")
+    try:
+        yield f"postgresql://postgres@/commtune?host={base}&port={port}"
+    finally:
+        run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
+        shutil.rmtree(base, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -357,3 +358,34 @@ def test_the_profile_knows_the_nodes_cpus_and_ranks(
     assert data["cpus"] == len(os.sched_getaffinity(0)) or data["cpus"] == os.cpu_count()
     assert data["node_ranks"] == data["ranks"] == 2  # one node
     assert data["memory_peak"]["min"] > 1 << 20
+
+
+@needs_mpich
+def test_a_profile_path_that_is_not_a_file_is_written_not_replaced(tmp_path: Path) -> None:
+    """COMMTUNE_PROFILE=/dev/null once replaced the device with a regular file (the atomic
+    rename): a FIFO stands for it here, read while the program writes."""
+    import stat
+    import threading
+
+    from commtune import native
+    from commtune.launch import launcher_for
+
+    fifo = tmp_path / "profile.fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    inst = find_installation(Vendor.MPICH)
+    launcher = launcher_for(inst)
+    plan = launcher.plan(
+        demo_command(Vendor.MPICH, 10),
+        {"COMMTUNE_PROFILE": str(fifo)},
+        preload=str(native.build_interposer(inst)),
+    )
+    done = subprocess.run(plan.argv, env=plan.env, capture_output=True, text=True, timeout=120,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO
+    assert json.loads(got[0])["ranks"] == 2
+    assert list(tmp_path.iterdir()) == [fifo]  # no temporary file beside it

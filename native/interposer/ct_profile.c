@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { PER_OP = 3, WALL = 0, MPI_TIME = 1, COMM_TIME = 2, MEMORY_PEAK = 3, EXTRA = 4 };
@@ -296,6 +297,19 @@ static void write_file(int size, const double *all, int n, const uint64_t *hist,
     if (path == NULL) {
         snprintf(fallback, sizeof fallback, "commtune-profile-%d.json", (int)getpid());
         path = fallback;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* /dev/null, a FIFO: written as it is; a rename would replace the device itself */
+        FILE *direct = fopen(path, "w");
+        if (direct == NULL) {
+            fprintf(stderr, "commtune: cannot write the profile to %s: %s\n", path,
+                    strerror(errno));
+            return;
+        }
+        write_json(direct, size, all, n, hist, vars, n_vars);
+        fclose(direct);
+        return;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *out = fopen(tmp, "w");

@@ -162,10 +162,12 @@ def normalize_url(url: str) -> str:
             raise UsageError(f"bad storage URL {url!r}: {path} is a directory")
         return "sqlite:///" + os.path.abspath(path)
     if dialect in _SERVER_SCHEMES:
+        if scheme == "postgresql":  # the driver of commtune[postgres]: psycopg 3
+            url = "postgresql+psycopg://" + url.split("://", 1)[1]
         try:
             sa.engine.make_url(url)
         except sa.exc.ArgumentError as exc:
-            raise UsageError(f"bad storage URL {url!r}: {exc}") from None
+            raise UsageError(f"bad storage URL {shown_url(url)!r}: {exc}") from None
         return url
     raise UsageError(
         f"bad storage URL {url!r}: use a file path, sqlite:///FILE, postgresql://... or mysql://..."
