@@ -67,3 +67,35 @@ def test_a_signal_kills_the_trials_tree_and_a_rerun_resumes(
     trials = optuna.load_study(study_name="s", storage=storage).get_trials()
     assert trials[0].number == trial.number and fail_reason(trials[0]) == INTERRUPTED
     assert next(role_of(t) for t in trials if t.state.name == "COMPLETE") is Role.REFERENCE
+
+
+@needs_openmpi
+def test_after_kill_9_the_next_tuner_kills_what_the_last_one_left(tmp_path: Path) -> None:
+    name = f"ctleft{uuid.uuid4().hex[:8]}"
+    command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+               "bash", "-c", f"exec -a {name} sleep 60"]  # fmt: skip
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K",
+            "--strategy", "grid", "--trials", "2", "--repeats", "1", "--confirm", "0",
+            "--no-interposer", "--study", "s", "--storage", storage, "--", *command]  # fmt: skip
+    first = commtune_subprocess(args)
+    deadline = time.time() + 60
+    while len(_named(name)) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    assert len(_named(name)) == 2, "the trial's processes did not start"
+    first.kill()  # kill -9: no handler runs; the ranks of a non-MPI command outlive it
+    first.communicate(timeout=30)
+    time.sleep(0.5)
+    survivors = _named(name)
+    # another study on this machine: its tuner cleans up before anything else
+    quick = ["mpirun", "--allow-run-as-root", "-np", "1", "true"]
+    head = args[: args.index("--study")]
+    second = commtune_subprocess([*head, "--study", "other", "--storage", storage, "--", *quick])
+    deadline = time.time() + 30
+    while _named(name) and time.time() < deadline and second.poll() is None:
+        time.sleep(0.2)
+    out, err = second.communicate(timeout=120)
+    assert _named(name) == [], err  # the second tuner killed them
+    if survivors:
+        said = " ".join((out + err).split())  # the terminal may wrap the line
+        assert f"killed {len(survivors)} process(es) that an earlier tuner left running" in said

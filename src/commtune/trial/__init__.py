@@ -3,7 +3,7 @@
 from commtune.trial._executor import Executor, LocalExecutor, ReplayExecutor, RunRecord
 from commtune.trial._objective import Objective
 from commtune.trial._probe import probe_space
-from commtune.trial._process import ProcessResult, clean_shm, run_process
+from commtune.trial._process import ProcessResult, clean_shm, kill_leftovers, run_process
 
 __all__ = [
     "Executor",
@@ -13,6 +13,7 @@ __all__ = [
     "ReplayExecutor",
     "RunRecord",
     "clean_shm",
+    "kill_leftovers",
     "probe_space",
     "run_process",
 ]

@@ -7,6 +7,12 @@ found from ``/proc``. Stopping a run: SIGTERM to the launcher (it forwards it to
 a short grace period, then SIGKILL to every remaining descendant. Launchers get
 ``PR_SET_PDEATHSIG`` so a run dies with the tuner, even on ``kill -9``. Shared-memory segments
 that a killed run leaves in ``/dev/shm`` are removed.
+
+Every run carries ``COMMTUNE_TUNER=PID:START`` (the tuner's pid and start time) in its
+environment, which every process it starts inherits. A tuner killed with ``kill -9`` cannot
+clean up; the next one on this machine finds the processes whose tuner is gone from that mark
+(:func:`kill_leftovers`), whatever they are (ranks, wrapper scripts, their children), and
+kills them: a pid alone could have been reused, a pid with its start time cannot.
 """
 
 from __future__ import annotations
@@ -85,6 +91,50 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+TUNER_VARIABLE = "COMMTUNE_TUNER"
+
+
+def start_time(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, /proc/PID/stat field 22); None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()[19].decode()
+
+
+@functools.cache
+def tuner_mark() -> str:
+    """This tuner's ``COMMTUNE_TUNER`` value."""
+    return f"{os.getpid()}:{start_time(os.getpid())}"
+
+
+def kill_leftovers() -> list[int]:
+    """Kill the processes that a tuner no longer alive left behind (see the module
+    docstring); returns their pids."""
+    mine = tuner_mark()
+    marker = f"{TUNER_VARIABLE}=".encode()
+    left = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        for item in environ.split(b"\0"):
+            if item.startswith(marker):
+                owner = item[len(marker) :].decode(errors="replace")
+                pid, _, started = owner.partition(":")
+                if owner != mine and (not pid.isdigit() or start_time(int(pid)) != started):
+                    left.append(int(entry.name))
+                break
+    _signal_all(left, signal.SIGKILL)
+    return left
+
+
 def _signal_all(pids: Iterable[int], sig: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
@@ -155,7 +205,7 @@ def run_process(
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
-            env=env,
+            env={**env, TUNER_VARIABLE: tuner_mark()},
             cwd=cwd,
             # Safe here: commtune starts no threads (its progress bar refreshes on demand).
             preexec_fn=_die_with_parent,  # noqa: PLW1509

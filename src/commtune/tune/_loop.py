@@ -50,7 +50,7 @@ from commtune.study import (
     set_spec,
     spec_of,
 )
-from commtune.trial import Executor, RunRecord, clean_shm
+from commtune.trial import Executor, RunRecord, clean_shm, kill_leftovers
 from commtune.tune._confirm import confirm
 from commtune.tune._schedule import CONTROL_EVERY, Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
@@ -304,10 +304,14 @@ def search(
 
 def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: Progress) -> TuneResult:
     """Run (or resume) a study to its budget, confirm the best, and return the result."""
-    study = open_study(storage, settings)
+    left = kill_leftovers()  # a tuner killed with kill -9 could not stop its run
+    if left:
+        ui.warn(f"killed {len(left)} process(es) that an earlier tuner left running")
+        time.sleep(0.5)  # their shared memory is free once they are gone
     stale = clean_shm(until=time.time() - 60)  # left by killed jobs, e.g. an earlier tuner
     if stale:
         ui.info(f"removed {len(stale)} stale MPI shared-memory segment(s) from /dev/shm")
+    study = open_study(storage, settings)
     interrupted = recover(study)
     if interrupted:
         ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
