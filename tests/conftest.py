@@ -128,13 +128,19 @@ def postgres() -> Iterator[str]:
          f"-p {port} -k {base} -c listen_addresses=''", "start"],
         [str(bindir / "createdb"), "-h", str(base), "-p", str(port), "-U", "postgres", "commtune"],
     ]  # fmt: skip
-    for argv in steps:
+    for i, argv in enumerate(steps):
+        if i == 1:  # a role that must give its password, for the wrong-password test
+            hba = data / "pg_hba.conf"
+            text = hba.read_text() if hba.exists() else ""
+            hba.write_text("local all ctpassword scram-sha-256\n" + text)
         done = run(*argv)
         if done.returncode != 0:
             run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
             shutil.rmtree(base, ignore_errors=True)
             why = (done.stderr or done.stdout).strip().splitlines()
             pytest.skip(f"cannot start PostgreSQL: {why[-1] if why else Path(argv[0]).name}")
+    run(str(bindir / "psql"), "-h", str(base), "-p", str(port), "-U", "postgres", "-d",
+        "commtune", "-c", "CREATE ROLE ctpassword LOGIN PASSWORD 'right'")  # fmt: skip
     try:
         yield f"postgresql://postgres@/commtune?host={base}&port={port}"
     finally:

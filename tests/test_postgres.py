@@ -40,3 +40,13 @@ def test_an_unreachable_server_is_one_line(
     code, out, err = run_cli(["studies", "--storage", url], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith("commtune: error: cannot open storage postgresql+psycopg://")
+
+
+def test_a_wrong_password_is_one_line_and_hidden(
+    postgres: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = postgres.replace("postgres@", "ctpassword:wrongsecret@")
+    code, out, err = run_cli(["studies", "--storage", url], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "password authentication failed" in err
+    assert "wrongsecret" not in err and "***" in err

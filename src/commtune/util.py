@@ -5,7 +5,9 @@ Nothing here knows about MPI, knobs or studies.
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,3 +73,34 @@ def write_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+
+
+def start_time(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, /proc/PID/stat field 22); None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()[19].decode()
+
+
+@functools.cache
+def worker_id() -> str:
+    """This process as a worker of a study: ``HOST:PID:START``, unique across the machines
+    that share a storage and over time (a pid reused later has another start time)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
+
+
+def process_alive(worker: str) -> bool | None:
+    """Whether the process named by ``worker_id()`` value ``worker`` still runs; None if it
+    ran on another host (this one cannot tell)."""
+    host, pid, started = _split_worker(worker)
+    if host != socket.gethostname():
+        return None
+    return pid is not None and start_time(pid) == started
+
+
+def _split_worker(worker: str) -> tuple[str, int | None, str]:
+    host, pid, started = [*worker.rsplit(":", 2), "", ""][:3]
+    return host, int(pid) if pid.isdigit() else None, started

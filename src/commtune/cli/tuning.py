@@ -462,8 +462,9 @@ def _run_study(
     scale: Scale | None = None,
     executor_at: Callable[[Mapping[str, str]], Executor] | None = None,
 ) -> TuneResult:
+    from commtune.store import shown_url
     from commtune.study import StudySpec
-    from commtune.tune import TuneSettings, tune
+    from commtune.tune import TuneSettings, Workers, tune
 
     spec = StudySpec(
         list(command),
@@ -495,8 +496,11 @@ def _run_study(
         hints_from_reference=hints_from_reference,
         executor_at=executor_at,
     )
-    ui.info(f"study [bold]{name}[/bold] in {store.url} (re-run to resume)")
-    return tune(settings, store.optuna, executor, ui)
+    ui.info(
+        f"study [bold]{name}[/bold] in {shown_url(store.url)} (re-run to resume; "
+        "run the same command elsewhere to add a worker)"
+    )
+    return tune(settings, store.optuna, executor, ui, Workers(store, name))
 
 
 def _check_training_study(url: str, scale: Scale, space: Space) -> None:

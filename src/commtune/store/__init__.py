@@ -1,5 +1,21 @@
 """Storage: Optuna's studies and trials plus commtune's own tables, under one URL."""
 
-from commtune.store._storage import DEFAULT_URL, SCHEMA_VERSION, Store, normalize_url, sqlite_path
+from commtune.store._storage import (
+    DEFAULT_URL,
+    SCHEMA_VERSION,
+    Claim,
+    Store,
+    normalize_url,
+    shown_url,
+    sqlite_path,
+)
 
-__all__ = ["DEFAULT_URL", "SCHEMA_VERSION", "Store", "normalize_url", "sqlite_path"]
+__all__ = [
+    "DEFAULT_URL",
+    "SCHEMA_VERSION",
+    "Claim",
+    "Store",
+    "normalize_url",
+    "shown_url",
+    "sqlite_path",
+]

@@ -7,16 +7,25 @@ the knob values tested on each platform, the interposer's profile of every run, 
 platform profile of each fingerprint; training sets and models later.
 Values are JSON text, never pickles.
 
-Accepted URLs: ``sqlite:///FILE``, a plain file path (a SQLite file), or a server URL
-(``postgresql://...``, ``mysql://...``) for several workers.
+Accepted URLs: ``sqlite:///FILE``, a plain file path (a SQLite file), a server URL
+(``postgresql://...``, ``mysql://...``), or ``journal:///FILE``: Optuna's journal file for
+clusters with a shared file system and no database server, commtune's tables then in a SQLite
+file beside it (``FILE.commtune.sqlite``).
+
+Several workers on one study coordinate through ``commtune_claims`` (who does the reference,
+the confirmation, each configuration; one row per claim, the study's lock row taken first so
+that a claim and the count of the study's claims are one step for every database) and
+``commtune_workers`` (each worker's last heartbeat).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -29,7 +38,7 @@ from commtune.study import upgrade as upgrade_acceptance
 if TYPE_CHECKING:
     import optuna
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DEFAULT_URL = "sqlite:///commtune.db"
 _SERVER_SCHEMES = ("postgresql", "mysql")
 
@@ -97,6 +106,42 @@ models_table = sa.Table(
 )
 
 
+# Coordination of several workers on one study (see the module docstring).
+claims_table = sa.Table(
+    "commtune_claims",
+    _metadata,
+    sa.Column("study", sa.String(512), primary_key=True),
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("worker", sa.String(256), nullable=False),
+    sa.Column("trial", sa.Integer, nullable=True),
+    sa.Column("counted", sa.Boolean, nullable=False),  # spends one trial of the budget
+    sa.Column("created", sa.Float, nullable=False),
+)
+workers_table = sa.Table(
+    "commtune_workers",
+    _metadata,
+    sa.Column("study", sa.String(512), primary_key=True),
+    sa.Column("worker", sa.String(256), primary_key=True),
+    sa.Column("beat", sa.Float, nullable=False),
+)
+locks_table = sa.Table(
+    "commtune_locks",
+    _metadata,
+    sa.Column("study", sa.String(512), primary_key=True),
+    sa.Column("taken", sa.Integer, nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who holds ``key`` of a study: ``worker`` (``util.worker_id``), for ``trial``."""
+
+    key: str
+    worker: str
+    trial: int | None = None
+    counted: bool = False
+
+
 def _add_profiles(conn: sa.Connection) -> None:
     profiles_table.create(conn, checkfirst=True)
 
@@ -134,12 +179,18 @@ def _one_acceptance_format(conn: sa.Connection) -> None:
             )
 
 
+def _add_coordination(conn: sa.Connection) -> None:
+    for table in (claims_table, workers_table, locks_table):
+        table.create(conn, checkfirst=True)
+
+
 # version -> function upgrading a database from that version to the next one.
 _MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {
     1: _add_profiles,
     2: _add_samples,
     3: _add_training,
     4: _one_acceptance_format,
+    5: _add_coordination,
 }
 
 
@@ -151,6 +202,17 @@ def normalize_url(url: str) -> str:
         url = "sqlite:///" + os.path.abspath(url)
     scheme = url.split("://", 1)[0]
     dialect = scheme.split("+", 1)[0]
+    if dialect == "journal":  # like file://: journal:///abs/path, journal://rel/path
+        path = url.split("://", 1)[1]
+        if not path:
+            raise UsageError(f"bad storage URL {url!r}: a journal storage needs a file path")
+        path = os.path.abspath(path)
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent):
+            raise UsageError(f"bad storage URL {url!r}: directory {parent} does not exist")
+        if os.path.isdir(path):
+            raise UsageError(f"bad storage URL {url!r}: {path} is a directory")
+        return "journal://" + path
     if dialect == "sqlite":
         path = url.split(":///", 1)[1] if ":///" in url else ""
         if not path or path == ":memory:":
@@ -170,7 +232,8 @@ def normalize_url(url: str) -> str:
             raise UsageError(f"bad storage URL {shown_url(url)!r}: {exc}") from None
         return url
     raise UsageError(
-        f"bad storage URL {url!r}: use a file path, sqlite:///FILE, postgresql://... or mysql://..."
+        f"bad storage URL {url!r}: use a file path, sqlite:///FILE, journal:///FILE, "
+        "postgresql://... or mysql://..."
     )
 
 
@@ -186,13 +249,60 @@ def sqlite_path(url: str) -> str | None:
     return url.split(":///", 1)[1] if url.startswith("sqlite:///") else None
 
 
+def journal_path(url: str) -> str | None:
+    return url.split("://", 1)[1] if url.startswith("journal://") else None
+
+
+SIDECAR = ".commtune.sqlite"  # commtune's tables beside a journal file
+
+
+_CREATE_ATTEMPTS = 5
+
+
+def _check_journal(path: str) -> None:
+    """A file that exists is an Optuna journal: JSON lines with an ``op_code`` (Optuna skips
+    lines it cannot read, so anything else would look like an empty storage)."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb") as f:
+        first = f.readline(1 << 20)
+    if not first:
+        return
+    try:
+        entry = json.loads(first)
+    except ValueError:
+        entry = None
+    if not isinstance(entry, dict) or "op_code" not in entry:
+        raise UsageError(f"bad storage: {path} is not an Optuna journal file")
+
+
+def _racing(exc: Exception) -> bool:
+    """A new database's tables made by two workers at once: the loser's error; retried."""
+    text = str(exc).lower()
+    return "already exists" in text or "unique constraint" in text or "duplicate key" in text
+
+
 class Store:
     """An open storage. ``create=False`` refuses a SQLite file that does not exist yet."""
 
     def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = normalize_url(url)
-        path = sqlite_path(self.url)
-        if path is not None and not create and not os.path.exists(path):
+        self.journal = journal_path(self.url)
+        if self.journal is not None:
+            if not create and not os.path.exists(self.journal):
+                raise UsageError(f"no storage at {self.journal} (run 'commtune tune' first)")
+            if not os.access(os.path.dirname(self.journal), os.W_OK | os.X_OK):
+                raise UsageError(
+                    f"cannot open storage {self.url}: directory "
+                    f"{os.path.dirname(self.journal)} is not writable (the journal's lock "
+                    "and commtune's tables are written beside it)"
+                )
+            _check_journal(self.journal)
+            self.db_url = "sqlite:///" + self.journal + SIDECAR
+        else:
+            self.db_url = self.url
+        path = sqlite_path(self.db_url)
+        if self.journal is None and path is not None and not create and not os.path.exists(path):
             raise UsageError(f"no storage at {path} (run 'commtune tune' first)")
         if path is not None and os.path.exists(path):
             with open(path, "rb") as f:
@@ -200,7 +310,11 @@ class Store:
             if head and not head.startswith(b"SQLite format 3"):
                 raise UsageError(f"bad storage: {path} is not a SQLite database")
         try:
-            self.engine = sa.create_engine(self.url)
+            self.engine = sa.create_engine(
+                self.db_url,
+                # several workers write one SQLite file: wait for the lock, do not fail
+                connect_args={"timeout": 60} if path is not None else {},
+            )
         except ImportError as exc:  # the database's driver is an optional extra
             dialect = self.url.split("://", 1)[0].split("+", 1)[0]
             how = (
@@ -211,27 +325,60 @@ class Store:
             raise UsageError(
                 f"storage {shown_url(self.url)} needs the {dialect} driver ({exc.name}): {how}"
             ) from None
-        self._optuna: optuna.storages.RDBStorage | None = None
+        self._optuna: optuna.storages.BaseStorage | None = None
+        self._lock_rows: set[str] = set()  # studies whose lock row exists
         self._init_schema()
 
     @property
-    def optuna(self) -> optuna.storages.RDBStorage:
+    def optuna(self) -> optuna.storages.BaseStorage:
         if self._optuna is None:
             import optuna
 
             optuna.logging.set_verbosity(optuna.logging.WARNING)
-            try:
-                self._optuna = optuna.storages.RDBStorage(
-                    self.url,
-                    engine_kwargs={"connect_args": {"timeout": 60}}
-                    if self.url.startswith("sqlite")
-                    else {},
-                )
-            except Exception as exc:  # Optuna raises several types for a broken database
-                raise UsageError(f"cannot open storage {shown_url(self.url)}: {exc}") from None
+            if self.journal is not None:
+                from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+
+                try:
+                    # the open lock (O_EXCL) works on NFS, unlike a symlink on some mounts
+                    backend = JournalFileBackend(
+                        self.journal, lock_obj=JournalFileOpenLock(self.journal)
+                    )
+                    self._optuna = optuna.storages.JournalStorage(backend)
+                except Exception as exc:  # a file that is not a journal fails in many ways
+                    raise UsageError(f"cannot open storage {self.url}: {exc}") from None
+                return self._optuna
+            for attempt in range(_CREATE_ATTEMPTS):
+                try:
+                    self._optuna = optuna.storages.RDBStorage(
+                        self.url,
+                        engine_kwargs={"connect_args": {"timeout": 60}}
+                        if self.url.startswith("sqlite")
+                        else {},
+                    )
+                    break
+                except Exception as exc:  # Optuna raises several types for a broken database
+                    if attempt + 1 < _CREATE_ATTEMPTS and _racing(exc):
+                        time.sleep(0.2 * (attempt + 1))
+                        continue
+                    reason = str(exc).strip().splitlines()
+                    raise UsageError(
+                        f"cannot open storage {shown_url(self.url)}: {reason[0] if reason else exc}"
+                    ) from None
+        assert self._optuna is not None
         return self._optuna
 
     def _init_schema(self) -> None:
+        for attempt in range(_CREATE_ATTEMPTS):
+            try:
+                self._create_schema()
+                return
+            except UsageError as exc:
+                if attempt + 1 < _CREATE_ATTEMPTS and _racing(exc):
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                raise
+
+    def _create_schema(self) -> None:
         try:
             with self.engine.begin() as conn:
                 _metadata.create_all(conn)
@@ -408,3 +555,152 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(models_table.c.platform, models_table.c.data))
             return {r.platform: json.loads(r.data) for r in rows}
+
+    # -- several workers on one study ---------------------------------------------------------
+    @contextlib.contextmanager
+    def _lock(self, study: str) -> Iterator[sa.Connection]:
+        """A transaction holding the study's lock row (a row lock on a server, the database's
+        write lock in SQLite): claims of one study are made one at a time."""
+        if study not in self._lock_rows:
+            try:
+                with self.engine.begin() as conn:
+                    exists = conn.execute(
+                        sa.select(locks_table.c.study).where(locks_table.c.study == study)
+                    ).first()
+                    if not exists:
+                        conn.execute(locks_table.insert().values(study=study, taken=0))
+            except sa.exc.IntegrityError:  # another worker made it at the same moment
+                pass
+            self._lock_rows.add(study)
+        with self.engine.begin() as conn:
+            conn.execute(
+                locks_table.update()
+                .where(locks_table.c.study == study)
+                .values(taken=locks_table.c.taken + 1)
+            )
+            yield conn
+
+    def claim(
+        self,
+        study: str,
+        key: str,
+        worker: str,
+        *,
+        trial: int | None = None,
+        counted: bool = False,
+        limit: int | None = None,
+    ) -> Claim | None:
+        """Claim ``key`` for ``worker``; returns the holder (``worker`` if it was free, the
+        earlier holder if not), or None if ``limit`` counted claims are held already."""
+        with self._lock(study) as conn:
+            row = conn.execute(
+                sa.select(claims_table).where(
+                    (claims_table.c.study == study) & (claims_table.c.key == key)
+                )
+            ).first()
+            if row is not None:
+                return Claim(row.key, row.worker, row.trial, row.counted)
+            if counted and limit is not None:
+                held = conn.execute(
+                    sa.select(sa.func.count()).where(
+                        (claims_table.c.study == study) & claims_table.c.counted
+                    )
+                ).scalar_one()
+                if held >= limit:
+                    return None
+            conn.execute(
+                claims_table.insert().values(
+                    study=study,
+                    key=key,
+                    worker=worker,
+                    trial=trial,
+                    counted=counted,
+                    created=time.time(),
+                )
+            )
+        return Claim(key, worker, trial, counted)
+
+    def release(
+        self,
+        study: str,
+        key: str | None = None,
+        worker: str | None = None,
+        trial: int | None = None,
+    ) -> int:
+        """Free the claims of ``study`` on ``key``, of ``worker``, for ``trial`` (those given);
+        returns how many were held."""
+        cond = claims_table.c.study == study
+        if key is not None:
+            cond &= claims_table.c.key == key
+        if worker is not None:
+            cond &= claims_table.c.worker == worker
+        if trial is not None:
+            cond &= claims_table.c.trial == trial
+        with self.engine.begin() as conn:
+            return int(conn.execute(claims_table.delete().where(cond)).rowcount)
+
+    def bind(self, study: str, key: str, worker: str, trial: int) -> None:
+        """The trial that carries out ``worker``'s claim on ``key``."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                claims_table.update()
+                .where(
+                    (claims_table.c.study == study)
+                    & (claims_table.c.key == key)
+                    & (claims_table.c.worker == worker)
+                )
+                .values(trial=trial)
+            )
+
+    def claims(self, study: str) -> list[Claim]:
+        query = sa.select(claims_table).where(claims_table.c.study == study)
+        with self.engine.connect() as conn:
+            return [Claim(r.key, r.worker, r.trial, r.counted) for r in conn.execute(query)]
+
+    def add_claims(self, study: str, claims: Iterable[Claim]) -> int:
+        """Record claims that are missing (a study made before claims, or by one worker
+        alone); returns how many were added."""
+        added = 0
+        with self._lock(study) as conn:
+            held = {
+                r[0]
+                for r in conn.execute(
+                    sa.select(claims_table.c.key).where(claims_table.c.study == study)
+                )
+            }
+            for c in claims:
+                if c.key not in held:
+                    conn.execute(
+                        claims_table.insert().values(
+                            study=study,
+                            key=c.key,
+                            worker=c.worker,
+                            trial=c.trial,
+                            counted=c.counted,
+                            created=time.time(),
+                        )
+                    )
+                    held.add(c.key)
+                    added += 1
+        return added
+
+    def beat(self, study: str, worker: str) -> None:
+        """``worker`` is alive (its heartbeat, for workers on other hosts to see)."""
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                workers_table.update()
+                .where((workers_table.c.study == study) & (workers_table.c.worker == worker))
+                .values(beat=time.time())
+            ).rowcount
+            if not done:
+                conn.execute(
+                    workers_table.insert().values(study=study, worker=worker, beat=time.time())
+                )
+
+    def beats(self, study: str) -> dict[str, float]:
+        """worker -> the time of its last heartbeat."""
+        query = sa.select(workers_table.c.worker, workers_table.c.beat).where(
+            workers_table.c.study == study
+        )
+        with self.engine.connect() as conn:
+            return {r.worker: r.beat for r in conn.execute(query)}

@@ -46,6 +46,7 @@ from commtune.study._record import (
     set_scale,
     set_spec,
     spec_of,
+    worker_of,
 )
 from commtune.study._scale import Scale, magnitude
 
@@ -94,4 +95,5 @@ __all__ = [
     "set_spec",
     "spec_of",
     "upgrade",
+    "worker_of",
 ]

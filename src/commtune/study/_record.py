@@ -16,6 +16,7 @@ module is the only one that knows their names and shapes. Trial attributes (all 
                relative to the reference (AITuning)
 ``arm``        which of ``auto``'s strategies proposed it
 ``scale``      a training trial's scale values (name -> value as in the command)
+``worker``     the tuner process that ran it, ``HOST:PID:START`` (several work on one study)
 
 Study attributes: ``commtune`` (:class:`StudySpec`), ``platform`` (fingerprint key) and
 ``acceptance`` (``study._acceptance``).
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
 from commtune.knobs import Value
+from commtune.util import worker_id
 
 if TYPE_CHECKING:
     import optuna
@@ -60,6 +62,7 @@ class _Attr:
     RELATIVE = "relative"
     ARM = "arm"
     SCALE = "scale"
+    WORKER = "worker"
 
 
 def config_key(config: Mapping[str, Value] | None) -> str:
@@ -137,7 +140,15 @@ def role_of(trial: FrozenTrial | BaseTrial) -> Role | None:
 
 
 def set_role(trial: BaseTrial, role: Role) -> None:
+    """The trial's role, and the worker (this process, ``util.worker_id``) that runs it."""
     trial.set_user_attr(_Attr.ROLE, role.value)
+    trial.set_user_attr(_Attr.WORKER, worker_id())
+
+
+def worker_of(trial: FrozenTrial) -> str | None:
+    """The worker that ran the trial (None for trials of commtune before 0.16)."""
+    value = trial.user_attrs.get(_Attr.WORKER)
+    return value if isinstance(value, str) else None
 
 
 def config_of(trial: FrozenTrial | BaseTrial) -> dict[str, Value]:

@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from commtune.util import start_time
+
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -92,16 +94,6 @@ def descendants(root: int) -> list[int]:
 
 
 TUNER_VARIABLE = "COMMTUNE_TUNER"
-
-
-def start_time(pid: int) -> str | None:
-    """When ``pid`` started (clock ticks since boot, /proc/PID/stat field 22); None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()[19].decode()
 
 
 @functools.cache

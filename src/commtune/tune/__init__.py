@@ -7,7 +7,6 @@ from commtune.tune._loop import (
     TuneSettings,
     inherited_mpi_env,
     open_study,
-    recover,
     run_reference,
     search,
     tune,
@@ -25,6 +24,7 @@ from commtune.tune._trials import (
     runs_spent,
     value_of,
 )
+from commtune.tune._workers import Workers
 
 __all__ = [
     "CONFIRM_CAP",
@@ -37,6 +37,7 @@ __all__ = [
     "Scheduler",
     "TuneResult",
     "TuneSettings",
+    "Workers",
     "best_trials",
     "confirm",
     "inherited_mpi_env",
@@ -45,7 +46,6 @@ __all__ = [
     "objectives_of",
     "open_study",
     "pareto_front",
-    "recover",
     "reference_trial",
     "run_reference",
     "runs_spent",

@@ -29,9 +29,11 @@ from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Space, Value
 from commtune.progress import Progress
+from commtune.store import Claim
 from commtune.strategies import distributions, get_strategy
 from commtune.study import (
     INTERRUPTED,
+    Acceptance,
     Role,
     Source,
     StudySpec,
@@ -39,7 +41,7 @@ from commtune.study import (
     config_key,
     config_of,
     fail_reason,
-    record_fail_reason,
+    raw_spec,
     role_of,
     run_values,
     run_walls,
@@ -54,8 +56,9 @@ from commtune.trial import Executor, RunRecord, clean_shm, kill_leftovers
 from commtune.tune._confirm import confirm
 from commtune.tune._schedule import CONTROL_EVERY, Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
-from commtune.tune._train import train
-from commtune.tune._trials import measured, reference_trial
+from commtune.tune._train import train, training_done
+from commtune.tune._trials import best_trials, measured, reference_trial
+from commtune.tune._workers import CONFIRM, POLL, REFERENCE, TRAINING, Workers, config_claim
 
 if TYPE_CHECKING:
     import optuna
@@ -111,11 +114,20 @@ def open_study(storage: optuna.storages.BaseStorage, settings: TuneSettings) -> 
     try:
         study = optuna.load_study(study_name=settings.study, storage=storage)
     except KeyError:
-        study = optuna.create_study(
-            study_name=settings.study, storage=storage, direction="minimize"
-        )
-        set_spec(study, settings.spec, settings.platform)
-        return study
+        try:
+            study = optuna.create_study(
+                study_name=settings.study, storage=storage, direction="minimize"
+            )
+        except optuna.exceptions.DuplicatedStudyError:  # another worker made it just now
+            study = optuna.load_study(study_name=settings.study, storage=storage)
+        else:
+            set_spec(study, settings.spec, settings.platform)
+            return study
+    for _ in range(50):  # a worker that made the study writes its spec just after
+        if raw_spec(study.user_attrs):
+            break
+        time.sleep(0.2)
+        study = optuna.load_study(study_name=settings.study, storage=storage)
     stored = spec_of(study).to_json()
     verdict = acceptance_of(study)
     if verdict is not None and verdict.source is not Source.SEARCH:
@@ -132,19 +144,6 @@ def open_study(storage: optuna.storages.BaseStorage, settings: TuneSettings) -> 
     return study
 
 
-def recover(study: optuna.Study) -> int:
-    """Mark trials left RUNNING by a killed tuner as failed; returns how many."""
-    from optuna.trial import TrialState
-
-    storage = study._storage
-    n = 0
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        record_fail_reason(study, trial, INTERRUPTED)
-        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-        n += 1
-    return n
-
-
 def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """MPI-related variables in the user's environment (they stay part of the baseline)."""
     env = os.environ if env is None else env
@@ -153,14 +152,50 @@ def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 # -- running ----------------------------------------------------------------------------------
 def run_reference(
-    study: optuna.Study, settings: TuneSettings, executor: Executor, ui: Progress
+    study: optuna.Study,
+    settings: TuneSettings,
+    executor: Executor,
+    ui: Progress,
+    workers: Workers | None = None,
 ) -> optuna.trial.FrozenTrial:
-    """The library's defaults, ``repeats`` times: the first control level of the study."""
-    ref = reference_trial(study)
-    if ref is not None:
-        return ref
+    """The library's defaults, ``repeats`` times: the first control level of the study. One
+    worker runs it; the others wait for it."""
+    workers = workers or Workers.solo(study.study_name)
+    while True:
+        ref = reference_trial(study)
+        if ref is not None:
+            return ref
+        holder = workers.claim(REFERENCE, counted=True)
+        if workers.mine(holder):
+            break
+        assert holder is not None
+        if not workers.alive(holder.worker):
+            workers.release(REFERENCE, worker=holder.worker)
+            continue
+        ui.info(f"worker {holder.worker} runs the reference; waiting for it")
+        while (
+            reference_trial(study) is None
+            and workers.claim(REFERENCE) == holder
+            and workers.alive(holder.worker)
+        ):
+            time.sleep(POLL)
+    try:
+        return _reference_runs(study, settings, executor, ui, workers)
+    except BaseException:
+        workers.release(REFERENCE, worker=workers.me)  # the next worker (or start) runs it
+        raise
+
+
+def _reference_runs(
+    study: optuna.Study,
+    settings: TuneSettings,
+    executor: Executor,
+    ui: Progress,
+    workers: Workers,
+) -> optuna.trial.FrozenTrial:
     statistic = stats.statistic(settings.spec.statistic)
     trial = study.ask()
+    workers.bind(REFERENCE, trial.number)
     set_role(trial, Role.REFERENCE)
     set_config(trial, {})
     live = Live(trial, None, settings.on_run)
@@ -200,14 +235,19 @@ def search(
     executor: Executor,
     timeout: float,
     ui: Progress,
+    workers: Workers | None = None,
 ) -> None:
+    """Batches of proposals to the study's budget, shared with the study's other workers:
+    each configuration is claimed before it runs (:mod:`commtune.tune._workers`)."""
     import optuna
 
+    workers = workers or Workers.solo(study.study_name)
+    workers.sync(study)
     strategy = get_strategy(settings.strategy, settings.strategy_options, settings.hints)
     space = settings.space
     dists = distributions(space)
     statistic = stats.statistic(settings.spec.statistic)
-    remaining = settings.trials - len(measured(study))
+    remaining = settings.trials - workers.counted()
     if remaining <= 0:
         return
     scheduler = Scheduler(
@@ -221,21 +261,13 @@ def search(
         control_every=settings.control_every,
         limit=settings.search_limit(),
     )
-    # configuration -> (trial number, its value; None if it failed)
-    known: dict[str, tuple[int, float | None]] = {}
-    for t in study.get_trials(deepcopy=False):
-        # A configuration that failed is not run again either, unless it was interrupted.
-        if (
-            role_of(t) is Role.SEARCH
-            and t.state.name in ("COMPLETE", "FAIL")
-            and fail_reason(t) != INTERRUPTED
-        ):
-            known.setdefault(config_key(config_of(t)), (t.number, t.value))
     duplicates_in_a_row = 0
     start = scheduler.spent
     total = scheduler.estimate(remaining)
+    spent = False  # the study's trials are all claimed, by this worker or others
     with ui.progress(f"{settings.strategy} search", total) as bar:
-        while remaining > 0:
+        while remaining > 0 and not spent:
+            known = _known(study)  # every worker's measurements so far
             if strategy.exhausted(space, len(known)):
                 ui.info(f"all {space.size()} configurations of the space are measured")
                 break
@@ -257,15 +289,26 @@ def search(
                 set_config(trial, config)
                 key = config_key(config)
                 earlier = known.get(key)
+                holder = None
                 if earlier is None and key not in in_batch:
-                    set_role(trial, Role.SEARCH)
-                    batch.append(Live(trial, config, settings.on_run))
-                    in_batch.add(key)
-                    duplicates_in_a_row = 0
-                    continue
+                    holder = _claim(study, workers, config, trial.number, settings.trials)
+                    if holder is None:  # the other workers took the last trials
+                        set_role(trial, Role.DUPLICATE)
+                        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                        spent = True
+                        break
+                    if workers.mine(holder, trial.number):
+                        set_role(trial, Role.SEARCH)
+                        batch.append(Live(trial, config, settings.on_run))
+                        in_batch.add(key)
+                        duplicates_in_a_row = 0
+                        continue
                 # Proposed again: answer from the earlier measurement, run nothing.
                 set_role(trial, Role.DUPLICATE)
-                if earlier is not None:
+                if holder is not None and holder.trial is not None:  # another worker runs it
+                    set_duplicate_of(trial, holder.trial)
+                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                elif earlier is not None:
                     number, value = earlier
                     set_duplicate_of(trial, number)
                     if value is not None:
@@ -278,7 +321,8 @@ def search(
                 if duplicates_in_a_row >= 200:
                     break
             if not batch:
-                ui.info("the strategy proposes only configurations already measured; stopping")
+                if not spent:
+                    ui.info("the strategy proposes only configurations already measured; stopping")
                 break
             try:
                 scheduler.run_batch(batch, bar)
@@ -289,6 +333,7 @@ def search(
                         live.failure = INTERRUPTED
                         set_fail_reason(live.trial, INTERRUPTED)
                     tell(study, live, statistic)
+                    workers.release(trial=live.trial.number)  # to be run again
                 if scheduler.control is not None:
                     tell_control(study, scheduler.control)
                 raise
@@ -296,14 +341,65 @@ def search(
             if scheduler.control is not None:
                 tell_control(study, scheduler.control)
             for live in batch:
-                value = tell(study, live, statistic)
-                known[config_key(live.config)] = (live.trial.number, value)
-            remaining -= len(batch)
-            bar.grow(scheduler.spent - start + scheduler.estimate(remaining))
+                tell(study, live, statistic)
+                if live.failure == INTERRUPTED or fail_reason(live.trial) == INTERRUPTED:
+                    workers.release(trial=live.trial.number)
+            remaining = settings.trials - workers.counted()
+            bar.grow(scheduler.spent - start + scheduler.estimate(max(0, remaining)))
 
 
-def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: Progress) -> TuneResult:
-    """Run (or resume) a study to its budget, confirm the best, and return the result."""
+def _known(study: optuna.Study) -> dict[str, tuple[int, float | None]]:
+    """configuration -> (trial number, its value; None if it failed) of the search trials
+    that ran; one that failed is not run again either, unless it was interrupted."""
+    known: dict[str, tuple[int, float | None]] = {}
+    for t in study.get_trials(deepcopy=False):
+        if (
+            role_of(t) is Role.SEARCH
+            and t.state.name in ("COMPLETE", "FAIL")
+            and fail_reason(t) != INTERRUPTED
+        ):
+            known.setdefault(config_key(config_of(t)), (t.number, t.value))
+    return known
+
+
+def _claim(
+    study: optuna.Study,
+    workers: Workers,
+    config: dict[str, Value],
+    number: int,
+    trials: int,
+) -> Claim | None:
+    """Claim ``config`` for trial ``number`` within the study's ``trials``: the holder, or
+    None if the budget is spent. A claim whose worker died is taken back first."""
+    key = config_claim(config)
+    holder = workers.claim(key, trial=number, counted=True, limit=trials)
+    if holder is not None and not workers.mine(holder) and not workers.alive(holder.worker):
+        workers.recover(study)
+        workers.release(key, worker=holder.worker)
+        holder = workers.claim(key, trial=number, counted=True, limit=trials)
+    return holder
+
+
+def _train(
+    study: optuna.Study,
+    settings: TuneSettings,
+    executor_at: Callable[[Mapping[str, str]], Executor],
+    timeout: float,
+    ui: Progress,
+) -> bool:
+    train(study, settings, executor_at, timeout, ui)
+    return True
+
+
+def tune(
+    settings: TuneSettings,
+    storage: Any,
+    executor: Executor,
+    ui: Progress,
+    workers: Workers | None = None,
+) -> TuneResult:
+    """Run (or resume) a study to its budget, confirm the best, and return the result.
+    Several tuners may run it at once on one storage (``workers``, see ``_workers``)."""
     left = kill_leftovers()  # a tuner killed with kill -9 could not stop its run
     if left:
         ui.warn(f"killed {len(left)} process(es) that an earlier tuner left running")
@@ -312,28 +408,53 @@ def tune(settings: TuneSettings, storage: Any, executor: Executor, ui: Progress)
     if stale:
         ui.info(f"removed {len(stale)} stale MPI shared-memory segment(s) from /dev/shm")
     study = open_study(storage, settings)
-    interrupted = recover(study)
-    if interrupted:
-        ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
-    ref = run_reference(study, settings, executor, ui)
-    timeout = settings.timeout or max(MIN_TIMEOUT, 5 * stats.median(run_walls(ref)))
-    ui.info(
-        f"reference: {stats.median(run_values(ref)):.4g} (median of {len(run_values(ref))}); "
-        f"run timeout {timeout:.1f} s"
-    )
-    if settings.hints_from_reference is not None:
-        settings.hints = [*settings.hints_from_reference(ref), *settings.hints]
-    if settings.executor_at is not None:
-        train(study, settings, settings.executor_at, timeout, ui)
-    search(study, settings, executor, timeout, ui)
-    acceptance = confirm(
-        study,
-        executor,
-        timeout,
-        ui,
-        rounds=settings.confirm,
-        top=settings.top,
-        statistic=settings.spec.statistic,
-        max_runs=settings.max_runs,
-    )
+    workers = workers or Workers.solo(settings.study)
+    with workers.heartbeat():
+        interrupted = workers.recover(study)
+        if interrupted:
+            ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
+        ref = run_reference(study, settings, executor, ui, workers)
+        timeout = settings.timeout or max(MIN_TIMEOUT, 5 * stats.median(run_walls(ref)))
+        ui.info(
+            f"reference: {stats.median(run_values(ref)):.4g} (median of "
+            f"{len(run_values(ref))}); run timeout {timeout:.1f} s"
+        )
+        if settings.hints_from_reference is not None:
+            settings.hints = [*settings.hints_from_reference(ref), *settings.hints]
+        executor_at = settings.executor_at
+        if executor_at is not None:
+            workers.once(
+                TRAINING,
+                lambda: True if training_done(study, settings) else None,
+                lambda: _train(study, settings, executor_at, timeout, ui),
+                ui,
+                "training",
+            )
+        search(study, settings, executor, timeout, ui, workers)
+        while workers.wait_for_others(study, ui):  # a worker died: its trials run here
+            ui.warn("a worker stopped during its trials; they are run again")
+            search(study, settings, executor, timeout, ui, workers)
+
+        def confirmed() -> Acceptance | None:
+            stored = acceptance_of(study)
+            if stored is not None and stored.measured_trials == len(measured(study)):
+                return stored
+            return None
+
+        def run_confirmation() -> Acceptance | None:
+            return confirm(
+                study,
+                executor,
+                timeout,
+                ui,
+                rounds=settings.confirm,
+                top=settings.top,
+                statistic=settings.spec.statistic,
+                max_runs=settings.max_runs,
+            )
+
+        if settings.confirm <= 0 or not best_trials(study, 1):
+            acceptance = run_confirmation()  # nothing to run: no need to wait on another
+        else:
+            acceptance = workers.once(CONFIRM, confirmed, run_confirmation, ui, "confirmation")
     return summarize(study, acceptance)

@@ -65,6 +65,19 @@ def trained(study: optuna.Study) -> set[tuple[str, str]]:
     return out
 
 
+def training_done(study: optuna.Study, settings: TuneSettings) -> bool:
+    """Whether every training run of the study is made (by this worker or another)."""
+    if settings.spec.scale is None or not Scale.from_json(settings.spec.scale).train:
+        return True
+    design = design_configs(settings.space, training_size(settings), settings.seed or 0)
+    done = trained(study)
+    return all(
+        (config_key(values), config_key(c)) in done
+        for values in Scale.from_json(settings.spec.scale).training_scales()
+        for c in design
+    )
+
+
 def train(
     study: optuna.Study,
     settings: TuneSettings,

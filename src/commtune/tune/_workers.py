@@ -1,0 +1,251 @@
+"""Several tuners on one study: who does what, and who is still alive.
+
+Each ``commtune tune`` process is a *worker* (``util.worker_id``: host, pid, start time); every
+trial names the worker that runs it. Workers share one storage and coordinate through claims
+(``Store.claim``: a row per claim, made under the study's lock row, so a claim and the count of
+the study's claims are one atomic step on SQLite, PostgreSQL and a journal's side file):
+
+- ``reference``, ``training`` and ``confirm`` are done by the worker that claims them; the
+  others wait for the result (polling the study) and take the work over if its holder dies;
+- each configuration is claimed before it runs (``config:HASH``): one proposed by two workers
+  is measured once, the second answered from the first; a claim also spends one trial of the
+  study's budget (``--trials``), checked in the same step, so the workers together run no more;
+- a worker whose trials are still running holds the confirmation back until they end.
+
+A worker is alive while its process runs (same host: the pid with the same start time) or, on
+another host, while its heartbeat (written every ``BEAT`` seconds) is younger than ``GRACE``.
+Trials and claims of a dead worker are taken back (``recover``): its running trials become
+failed (``interrupted``) and their configurations free to run again; finished trials of every
+worker stay as they were committed.
+
+Without a storage (``Workers.solo``) the claims live in memory: one worker, the same code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+from commtune.knobs import Value
+from commtune.progress import Progress
+from commtune.store import Claim, Store
+from commtune.study import (
+    INTERRUPTED,
+    Role,
+    config_key,
+    config_of,
+    fail_reason,
+    record_fail_reason,
+    role_of,
+    worker_of,
+)
+from commtune.util import process_alive, worker_id
+
+if TYPE_CHECKING:
+    import optuna
+
+T = TypeVar("T")
+
+REFERENCE = "reference"
+TRAINING = "training"
+CONFIRM = "confirm"
+BEAT = 15.0  # seconds between two heartbeats
+GRACE = 120.0  # a worker on another host silent this long is dead
+POLL = 1.0  # seconds between two looks at a study another worker is working on
+
+
+def config_claim(config: Mapping[str, Value] | None) -> str:
+    return "config:" + hashlib.sha1(config_key(config).encode()).hexdigest()
+
+
+class Workers:
+    """This tuner as one of the workers of study ``study`` (see the module docstring)."""
+
+    def __init__(self, store: Store | None, study: str) -> None:
+        self.store = store
+        self.study = study
+        self.me = worker_id()
+        self._memory: dict[str, Claim] = {}  # the claims without a storage
+
+    @classmethod
+    def solo(cls, study: str) -> Workers:
+        return cls(None, study)
+
+    # -- claims -----------------------------------------------------------------------------
+    def claim(
+        self, key: str, *, trial: int | None = None, counted: bool = False, limit: int | None = None
+    ) -> Claim | None:
+        """The holder of ``key`` (this worker if it was free); None if ``counted`` and the
+        study's ``limit`` trials are claimed."""
+        if self.store is not None:
+            return self.store.claim(
+                self.study, key, self.me, trial=trial, counted=counted, limit=limit
+            )
+        if key in self._memory:
+            return self._memory[key]
+        if counted and limit is not None and self.counted() >= limit:
+            return None
+        self._memory[key] = Claim(key, self.me, trial, counted)
+        return self._memory[key]
+
+    def mine(self, claim: Claim | None, trial: int | None = None) -> bool:
+        return (
+            claim is not None
+            and claim.worker == self.me
+            and (trial is None or claim.trial == trial)
+        )
+
+    def release(
+        self, key: str | None = None, *, worker: str | None = None, trial: int | None = None
+    ) -> None:
+        if self.store is not None:
+            self.store.release(self.study, key, worker, trial)
+            return
+        for k, c in list(self._memory.items()):
+            if (
+                (key is None or k == key)
+                and (worker is None or c.worker == worker)
+                and (trial is None or c.trial == trial)
+            ):
+                del self._memory[k]
+
+    def bind(self, key: str, trial: int) -> None:
+        if self.store is not None:
+            self.store.bind(self.study, key, self.me, trial)
+        elif key in self._memory:
+            self._memory[key] = Claim(key, self.me, trial, self._memory[key].counted)
+
+    def counted(self) -> int:
+        """Trials of the budget claimed by all workers (the reference and configurations)."""
+        claims = self.store.claims(self.study) if self.store else list(self._memory.values())
+        return sum(1 for c in claims if c.counted)
+
+    def sync(self, study: optuna.Study) -> None:
+        """Claims for the study's measured trials that have none (made before claims)."""
+        claims = []
+        for t in study.get_trials(deepcopy=False):
+            role = role_of(t)
+            if t.state.name not in ("COMPLETE", "FAIL") or fail_reason(t) == INTERRUPTED:
+                continue
+            if role is Role.REFERENCE and t.state.name == "COMPLETE":
+                claims.append(Claim(REFERENCE, worker_of(t) or self.me, t.number, True))
+            elif role is Role.SEARCH:
+                key = config_claim(config_of(t))
+                claims.append(Claim(key, worker_of(t) or self.me, t.number, True))
+        if self.store is not None:
+            self.store.add_claims(self.study, claims)
+        else:
+            for c in claims:
+                self._memory.setdefault(c.key, c)
+
+    # -- liveness -----------------------------------------------------------------------------
+    def alive(self, worker: str | None) -> bool:
+        if worker is None:  # a trial of a commtune that did not name workers
+            return False
+        if worker == self.me:
+            return True
+        here = process_alive(worker)
+        if here is not None:
+            return here
+        beat = self.store.beats(self.study).get(worker) if self.store else None
+        return beat is not None and time.time() - beat < GRACE
+
+    @contextlib.contextmanager
+    def heartbeat(self) -> Iterator[None]:
+        """Beat while the block runs, for workers on other hosts to see this one alive."""
+        if self.store is None:
+            yield
+            return
+        store = self.store
+        stop = threading.Event()
+
+        def beat() -> None:
+            while True:
+                with contextlib.suppress(Exception):  # a missed beat is not an error
+                    store.beat(self.study, self.me)
+                if stop.wait(BEAT):
+                    return
+
+        thread = threading.Thread(target=beat, name="commtune-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=5)
+
+    def recover(self, study: optuna.Study) -> int:
+        """Trials left RUNNING by dead workers become failed (interrupted) and their claims
+        free; returns how many."""
+        from optuna.trial import TrialState
+
+        storage = study._storage
+        n = 0
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            worker = worker_of(trial)
+            if self.alive(worker):
+                continue
+            try:
+                record_fail_reason(study, trial, INTERRUPTED)
+                storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+            except RuntimeError:  # another worker recovered it first
+                continue
+            self.release(trial=trial.number)
+            n += 1
+        return n
+
+    def others_running(self, study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+        """Trials that live workers other than this one are running."""
+        from optuna.trial import TrialState
+
+        return [
+            t
+            for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+            if worker_of(t) != self.me and self.alive(worker_of(t))
+        ]
+
+    # -- work done once -------------------------------------------------------------------------
+    def once(
+        self,
+        key: str,
+        done: Callable[[], T | None],
+        work: Callable[[], T],
+        ui: Progress,
+        what: str,
+    ) -> T:
+        """``done()`` if another worker did it; else ``work()`` by the worker that claims
+        ``key`` while the others wait. A holder that dies leaves the work to the next."""
+        told = False
+        while True:
+            result = done()
+            if result is not None:
+                return result
+            holder = self.claim(key)
+            assert holder is not None
+            if self.mine(holder):
+                try:
+                    return work()
+                finally:
+                    self.release(key, worker=self.me)
+            if not self.alive(holder.worker):
+                self.release(key, worker=holder.worker)
+                continue
+            if not told:
+                ui.info(f"worker {holder.worker} is doing the {what}; waiting for it")
+                told = True
+            time.sleep(POLL)
+
+    def wait_for_others(self, study: optuna.Study, ui: Progress) -> int:
+        """Until the trials that other live workers are running have ended; returns how many
+        trials of workers that died meanwhile were taken back (to be run again)."""
+        told = False
+        while running := self.others_running(study):
+            if not told:
+                ui.info(f"waiting for {len(running)} trial(s) of other workers to end")
+                told = True
+            time.sleep(POLL)
+        return self.recover(study)

@@ -1,0 +1,201 @@
+"""Several tuners on one study, through SQLite, Optuna's journal file and a real PostgreSQL
+server: the reference and the confirmation are done once, no configuration runs twice, the
+budget holds across workers, and a worker killed with ``kill -9`` loses nothing."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import optuna
+import pytest
+
+from commtune.mpi import Vendor
+from commtune.store import Store
+from commtune.study import INTERRUPTED, Role, config_key, config_of, fail_reason, role_of, worker_of
+
+from .conftest import commtune_subprocess, demo_command, needs_openmpi, run_cli
+
+KINDS = ["sqlite", "journal", "postgres"]
+
+
+def _url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 's.db'}"
+    if kind == "journal":
+        return f"journal://{tmp_path / 's.journal'}"
+    url: str = request.getfixturevalue("postgres")
+    # one database per test: the session's server is shared
+    name = f"w{os.getpid()}_{int(time.time() * 1000) % 10**9}"
+    host = url.split("?", 1)[1]
+    params = dict(p.split("=", 1) for p in host.split("&"))
+    subprocess.run(["runuser", "-u", "postgres", "--", "createdb", "-h", params["host"], "-p",
+                    params["port"], "-U", "postgres", name], check=True)  # fmt: skip
+    return url.replace("/commtune?", f"/{name}?")
+
+
+def _claim_many(url: str, worker: str, keys: int, limit: int, out: multiprocessing.Queue) -> None:
+    store = Store(url)
+    got = []
+    for k in range(keys):
+        holder = store.claim("s", f"k{k}", worker, counted=True, limit=limit)
+        if holder is not None and holder.worker == worker:
+            got.append(k)
+    out.put((worker, got))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_claims_are_one_holder_each_and_within_the_limit(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = _url(kind, tmp_path, request)
+    Store(url)  # the tables exist before the workers race for claims
+    ctx = multiprocessing.get_context("fork")
+    out: multiprocessing.Queue = ctx.Queue()
+    procs = [ctx.Process(target=_claim_many, args=(url, f"w{i}", 40, 25, out)) for i in range(4)]
+    for p in procs:
+        p.start()
+    results = dict(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    granted = [k for got in results.values() for k in got]
+    assert len(granted) == 25 and len(set(granted)) == 25  # one holder per key, the limit held
+    held = Store(url).claims("s")
+    assert {c.key for c in held} == {f"k{k}" for k in granted}
+    assert Counter(c.worker for c in held) == Counter(
+        {w: len(got) for w, got in results.items() if got}
+    )
+
+
+def _tune_args(url: str, study: str, trials: int, iterations: int = 300) -> list[str]:
+    command = demo_command(Vendor.OPENMPI, iterations)
+    return ["tune", "--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K,16K,32K",
+            "--knob", "btl_vader_single_copy_mechanism", "--strategy", "random", "--trials",
+            str(trials), "--repeats", "2", "--confirm", "2", "--study", study, "--storage", url,
+            "--json", "--", *command]  # fmt: skip
+
+
+def _measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    return [t for t in study.get_trials() if role_of(t) in (Role.REFERENCE, Role.SEARCH)
+            and t.state.name in ("COMPLETE", "FAIL")]  # fmt: skip
+
+
+@needs_openmpi
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_workers_share_one_study(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = _url(kind, tmp_path, request)
+    args = _tune_args(url, "w", 8)
+    first = commtune_subprocess(args)
+    time.sleep(0.3)
+    second = commtune_subprocess(args)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    for p, (_, err) in zip((first, second), outs, strict=True):
+        assert p.returncode == 0, err
+    errs = "".join(err for _, err in outs)
+    assert errs.count("reference (library defaults)") == 1  # run by one worker only
+    assert errs.count("confirming the best") <= 1
+    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    assert results[0]["trials"] == results[1]["trials"] == 8  # the budget, across workers
+    for field in ("accepted", "reason", "speedup", "accepted_params"):  # one confirmation
+        assert results[0][field] == results[1][field]
+    store = Store(url)
+    study = optuna.load_study(study_name="w", storage=store.optuna)
+    measured = _measured(study)
+    assert len(measured) == 8
+    assert sum(role_of(t) is Role.REFERENCE for t in measured) == 1
+    keys = [config_key(config_of(t)) for t in measured if role_of(t) is Role.SEARCH]
+    assert len(keys) == len(set(keys)) == 7  # no configuration measured twice
+    assert {worker_of(t) for t in study.get_trials()} <= {c.worker for c in store.claims("w")} | {
+        worker_of(t) for t in measured
+    }
+
+
+@needs_openmpi
+def test_a_worker_killed_with_kill_9_loses_nothing(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    args = _tune_args(url, "k", 10, iterations=600)
+    victim = commtune_subprocess(args)
+    time.sleep(0.3)
+    survivor = commtune_subprocess(args)
+    store = Store(url)
+    deadline = time.time() + 120
+    finished: dict[int, float] = {}
+    victim_id = None
+    while time.time() < deadline and victim.poll() is None:
+        try:
+            study = optuna.load_study(study_name="k", storage=store.optuna)
+        except KeyError:
+            time.sleep(0.2)
+            continue
+        trials = study.get_trials()
+        mine = {worker_of(t) for t in trials if role_of(t) is Role.SEARCH}
+        pid_of = {w: int(w.split(":")[1]) for w in mine if w}
+        victim_id = next((w for w, pid in pid_of.items() if pid == victim.pid), None)
+        done = [t for t in trials if worker_of(t) == victim_id and t.state.name == "COMPLETE"
+                and role_of(t) is Role.SEARCH]  # fmt: skip
+        running = [t for t in trials if worker_of(t) == victim_id and t.state.name == "RUNNING"
+                   and role_of(t) is Role.SEARCH]  # fmt: skip
+        if done and running:
+            finished = {t.number: t.value for t in done}
+            victim.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.1)
+    victim.communicate(timeout=60)
+    if not finished:
+        survivor.kill()
+        pytest.skip("the victim worker finished before it could be killed mid-trial")
+    _, err = survivor.communicate(timeout=300)
+    assert survivor.returncode == 0, err
+    study = optuna.load_study(study_name="k", storage=store.optuna)
+    by_number = {t.number: t for t in study.get_trials()}
+    for number, value in finished.items():  # the killed worker's finished trials are intact
+        assert by_number[number].state.name == "COMPLETE" and by_number[number].value == value
+    interrupted = [t for t in study.get_trials() if worker_of(t) == victim_id
+                   and fail_reason(t) == INTERRUPTED]  # fmt: skip
+    assert interrupted  # its running trial, taken back by the survivor
+    measured = [t for t in _measured(study) if fail_reason(t) != INTERRUPTED]
+    assert len(measured) == 10  # the budget is still met: the survivor ran the rest
+    keys = [config_key(config_of(t)) for t in measured if role_of(t) is Role.SEARCH]
+    assert len(keys) == len(set(keys))
+
+
+def test_a_journal_on_a_read_only_directory_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(ro)],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a directory here: {mounted.stderr.strip()}")
+    url = f"journal://{ro / 'j.log'}"
+    try:  # a journal that exists, on a directory mounted read-only since
+        made = subprocess.run([sys.executable, "-c", "import sys; from commtune.store import "
+                               "Store; Store(sys.argv[1]).optuna", url], check=False)  # fmt: skip
+        assert made.returncode == 0  # the journal and its side file exist
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        code, out, err = run_cli(["studies", "--storage", url], capsys)
+    finally:
+        subprocess.run(["umount", str(ro)], check=False)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "is not writable" in err and str(ro) in err
+
+
+def test_a_file_that_is_not_a_journal_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "not.journal"
+    bad.write_text("this is not a journal\n")
+    code, out, err = run_cli(["studies", "--storage", f"journal://{bad}"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"commtune: error: bad storage: {bad} is not an Optuna journal")
