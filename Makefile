@@ -6,7 +6,8 @@ VENV = .venv
 BIN = $(CURDIR)/$(VENV)/bin
 APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfortran \
 	libhdf5-openmpi-dev libhdf5-mpich-dev pkg-config \
-	clang-format procps iproute2 python3-venv python3-pip postgresql
+	clang-format procps iproute2 python3-venv python3-pip postgresql \
+	slurmctld slurmd slurm-client munge
 STAMP = $(VENV)/.installed
 
 export PATH := $(BIN):$(PATH)

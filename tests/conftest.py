@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,3 +149,105 @@ def postgres() -> Iterator[str]:
     finally:
         run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
         shutil.rmtree(base, ignore_errors=True)
+
+
+_SLURM_CONF = """ClusterName=commtune-test
+SlurmctldHost={host}
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort={ctld_port}
+SlurmdPort={d_port}
+AuthType=auth/munge
+AuthInfo=socket={base}/munge.sock
+CredType=cred/munge
+StateSaveLocation={base}/state
+SlurmdSpoolDir={base}/spool
+SlurmctldPidFile={base}/slurmctld.pid
+SlurmdPidFile={base}/slurmd.pid
+SlurmctldLogFile={base}/slurmctld.log
+SlurmdLogFile={base}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName={host} CPUs={cpus} Feature=commtune State=UNKNOWN
+PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+@pytest.fixture(scope="session")
+def slurm() -> Iterator[dict[str, str]]:
+    """A one-node Slurm cluster from this machine's packages (Debian: slurmctld, slurmd,
+    munge), started for the tests and stopped after them: the environment its clients need
+    (``SLURM_CONF``). Tests using it skip, with the reason, where it cannot start."""
+    import socket
+    import tempfile
+
+    if os.geteuid() != 0:
+        pytest.skip("a test Slurm cluster runs its daemons as root")
+    for tool in ("munged", "mungekey", "slurmctld", "slurmd", "sinfo", "sbatch", "srun"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"no {tool} here (Debian: apt-get install slurmctld slurmd munge)")
+    base = Path(tempfile.mkdtemp(prefix="commtune-slurm-"))
+    (base / "state").mkdir()
+    (base / "spool").mkdir()
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("", 0))
+            ports.append(s.getsockname()[1])
+    host = socket.gethostname().split(".")[0]
+    conf = base / "slurm.conf"
+    conf.write_text(_SLURM_CONF.format(host=host, ctld_port=ports[0], d_port=ports[1],
+                                       base=base, cpus=os.cpu_count() or 1))  # fmt: skip
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    for name in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NODELIST"):
+        env.pop(name, None)
+    key = base / "munge.key"
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
+                              timeout=60)  # fmt: skip
+
+    def stop() -> None:
+        run("scancel", "--quiet", "--user", "root")
+        for pid_file in ("slurmd.pid", "slurmctld.pid", "munged.pid"):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int((base / pid_file).read_text().split()[0]), signal.SIGTERM)
+        time.sleep(0.5)
+        shutil.rmtree(base, ignore_errors=True)
+
+    steps = [
+        ["mungekey", "--create", "--keyfile", str(key), "--force"],
+        ["munged", "--force", f"--socket={base}/munge.sock", f"--key-file={key}",
+         f"--log-file={base}/munged.log", f"--pid-file={base}/munged.pid",
+         f"--seed-file={base}/munged.seed"],
+        ["slurmctld", "-f", str(conf)],
+        ["slurmd", "-f", str(conf)],
+    ]  # fmt: skip
+    for argv in steps:
+        done = run(*argv)
+        if done.returncode != 0:
+            stop()
+            why = (done.stderr or done.stdout).strip().splitlines()
+            pytest.skip(f"cannot start Slurm: {argv[0]}: {why[-1] if why else 'failed'}")
+    deadline = time.time() + 60
+    state = ""
+    while time.time() < deadline:
+        state = run("sinfo", "-h", "-o", "%t").stdout.strip()
+        if state == "idle":
+            break
+        time.sleep(0.5)
+    if state != "idle":
+        log = (base / "slurmd.log").read_text().strip().splitlines()[-1:] if (
+            base / "slurmd.log").exists() else []  # fmt: skip
+        stop()
+        pytest.skip(f"Slurm did not come up (node {state or 'unknown'}): {' '.join(log)}")
+    try:
+        yield {"SLURM_CONF": str(conf)}
+    finally:
+        stop()

@@ -26,6 +26,7 @@ from commtune.study import (
     StudySpec,
     acceptance_of,
     save_result_study,
+    upgrade,
 )
 
 from .conftest import last_json, run_cli
@@ -214,6 +215,7 @@ ADDED = {
     2: ["commtune_profiles"],
     3: ["commtune_samples"],
     4: ["commtune_training", "commtune_models"],
+    6: ["commtune_claims", "commtune_workers", "commtune_locks"],
 }
 OLD_SEARCH = {
     "trial": 3, "params": {"MPIR_CVAR_ASYNC_PROGRESS": True}, "default_values": [1.0, 1.1],
@@ -239,9 +241,10 @@ def _database_at(version: int, path: Path) -> str:
         study = optuna.create_study(study_name=name, storage=store.optuna)
         spec = StudySpec(["mpiexec", "./app"], "mpich", [], "wall", 1)
         study.set_user_attr("commtune", spec.to_json())
-        study.set_user_attr("acceptance", old)
+        # from version 5 on, verdicts were written in the one format
+        study.set_user_attr("acceptance", old if version < 5 else upgrade(old))
     with store.engine.begin() as conn:
-        for v in range(version + 1, 5):
+        for v in range(version + 1, SCHEMA_VERSION + 1):
             for table in ADDED.get(v, []):
                 conn.execute(sa.text(f"DROP TABLE {table}"))
         conn.execute(

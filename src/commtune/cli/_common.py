@@ -121,13 +121,14 @@ def default_study_name(command: Sequence[str], library: str, space: Space) -> st
     return f"{program}-{library}-{digest[:6]}"
 
 
-def open_store(url: str, installation: Installation) -> tuple[Store, str]:
-    """The storage, with this platform's fingerprint recorded; returns its key too."""
+def open_store(url: str, installation: Installation, nodes: str | None = None) -> tuple[Store, str]:
+    """The storage, with this platform's fingerprint recorded (``nodes``: the Slurm nodes'
+    type, where runs are Slurm's); returns its key too."""
     from commtune.platform import Fingerprint
     from commtune.store import Store
 
     store = Store(url)
-    return store, store.save_platform(Fingerprint.of(installation))
+    return store, store.save_platform(Fingerprint.of(installation, nodes=nodes))
 
 
 def probe(space: Space, launcher: Launcher, store: Store, platform: str, ui: UI) -> Space:

@@ -4,6 +4,7 @@ demo app) from the command line to the result table."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -174,6 +175,13 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
         metavar="STUDY",
         help="--strategy model: use the training runs of STUDY (same storage, same template)",
     )
+    p.add_argument(
+        "--sbatch",
+        metavar="ARGS",
+        help="run every run as its own Slurm job, submitted with sbatch ARGS "
+        "(e.g. --sbatch '-N 2 -p compute --exclusive'; '' for Slurm's defaults): for tuning "
+        "from a login node; the command is the job's launch line (srun or mpirun)",
+    )
     p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
 
 
@@ -212,6 +220,7 @@ class TuneOptions:
     scales: tuple[str, ...] = ()
     trains: tuple[str, ...] = ()
     train_from: str | None = None
+    sbatch: tuple[str, ...] | None = None  # each run its own Slurm job, with these options
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -244,6 +253,16 @@ class TuneOptions:
         trains, train_from = tuple(getattr(args, "train", ())), getattr(args, "train_from", None)
         if (trains or train_from) and args.strategy != "model":
             raise UsageError("--train and --train-from are for --strategy model (its training)")
+        sbatch = getattr(args, "sbatch", None)
+        if sbatch is not None:
+            try:
+                sbatch = tuple(shlex.split(sbatch))
+            except ValueError as exc:
+                raise UsageError(f"--sbatch {args.sbatch!r}: {exc}") from None
+            if any(a.startswith(("--wait", "--parsable", "--output", "--error")) for a in sbatch):
+                raise UsageError(
+                    "--sbatch: commtune sets --wait, --parsable, --output and --error itself"
+                )
         return cls(
             mpi=args.mpi,
             knobs=tuple(args.knob),
@@ -271,6 +290,7 @@ class TuneOptions:
             scales=tuple(getattr(args, "scale", ())),
             trains=trains,
             train_from=train_from,
+            sbatch=sbatch,
         )
 
 
@@ -305,7 +325,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
     from commtune.report import UI
-    from commtune.trial import LocalExecutor
+    from commtune.trial import LocalExecutor, SlurmJobs, run_process
 
     ui = UI(json_mode=opts.json)
     if opts.replay:
@@ -327,8 +347,9 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         predictor = Predictor.load(model_store(opts.storage, inst), inst, False, ui)
     if scale is not None and scale.train_from:
         _check_training_study(opts.storage, scale, space)
+    runner = SlurmJobs(opts.sbatch) if opts.sbatch is not None else run_process
     # Everything is valid: from here on, the storage is written.
-    store, platform = open_store(opts.storage, inst)
+    store, platform = open_store(opts.storage, inst, _slurm_nodes(opts, command))
     space = probe(space, launcher, store, platform, ui)
     ui.info(f"{inst.describe()}; tuning {space.size()} configurations of {', '.join(space.names)}")
     knobs = [d.knob for d in space.dimensions]
@@ -341,6 +362,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         profiling=profiling(inst) if opts.interposer else None,
         enumerators=knob_enumerators(inst) if opts.interposer else None,
         secondary=opts.secondary,
+        runner=runner,
     )
     on_run = _run_observer(store, ui) if opts.interposer else None
     name = opts.study or default_study_name(command, inst.vendor.value, space)
@@ -355,6 +377,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
             profiling=executor.profiling,
             enumerators=executor.enumerators,
             secondary=opts.secondary,
+            runner=runner,
         )
 
     result = _run_study(
@@ -363,6 +386,22 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         scale, executor_at if scale is not None and scale.train else None,
     )  # fmt: skip
     return _print_result(opts, ui, result, space)
+
+
+def _slurm_nodes(opts: TuneOptions, command: Sequence[str]) -> str | None:
+    """The Slurm nodes' type, for the fingerprint, where the runs are Slurm's: each its own
+    job (the partition of ``--sbatch``), or steps of the allocation the tuner runs in."""
+    import os
+
+    from commtune.platform import slurm_node_type
+
+    if opts.sbatch is not None:
+        sbatch = argparse.ArgumentParser(add_help=False)
+        sbatch.add_argument("-p", "--partition")
+        return slurm_node_type(sbatch.parse_known_args(list(opts.sbatch))[0].partition)
+    if os.environ.get("SLURM_JOB_ID") or os.path.basename(command[0]) == "srun":
+        return slurm_node_type()
+    return None
 
 
 def _report_inherited_env(ui: UI, knobs: Sequence[Knob]) -> None:

@@ -4,7 +4,8 @@ A configuration becomes environment variables (and, in later layers, generated f
 interposer's ``LD_PRELOAD``). Locally both MPIs hand the launcher's environment to the ranks;
 across nodes Open MPI forwards only ``OMPI_MCA_*`` variables, so every other one is named with
 ``-x NAME``, and MPICH's hydra gets ``-genv NAME VALUE``. ``LD_PRELOAD`` is given to the ranks
-only, never set in the launcher's own environment.
+only, never set in the launcher's own environment. Slurm's ``srun`` (a tuner inside an
+allocation) passes its whole environment to the tasks; the preload goes in its ``--export``.
 
 Contract: :meth:`Launcher.plan` is pure (no I/O); the same inputs give the same plan.
 """
@@ -16,6 +17,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from commtune.errors import UsageError
 from commtune.mpi import Installation, is_launcher
 
 
@@ -65,12 +67,20 @@ class Launcher(abc.ABC):
         env.update(variables)
         argv = list(command)
         launched = bool(argv) and is_launcher(argv[0])
+        srun = bool(argv) and os.path.basename(argv[0]) == "srun"
         to_ranks = {k: v for k, v in variables.items() if not self.forwarded(k)}
         if preload:
             if env.get("LD_PRELOAD"):  # keep the user's own preloads, after ours
                 preload = f"{preload}:{env['LD_PRELOAD']}"
             if launched:
                 to_ranks["LD_PRELOAD"] = preload
+            elif srun:  # Slurm's launcher passes its environment on; the preload is the tasks'
+                if any(a == "--export" or a.startswith("--export=") for a in argv[1:]):
+                    raise UsageError(
+                        "commtune passes the configuration through srun's environment: "
+                        "leave --export out of the srun command"
+                    )
+                argv.insert(1, f"--export=ALL,LD_PRELOAD={preload}")
             else:  # a wrapper script: only the environment reaches the ranks
                 env["LD_PRELOAD"] = preload
         if launched and to_ranks:

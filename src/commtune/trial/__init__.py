@@ -4,6 +4,7 @@ from commtune.trial._executor import Executor, LocalExecutor, ReplayExecutor, Ru
 from commtune.trial._objective import Objective
 from commtune.trial._probe import probe_space
 from commtune.trial._process import ProcessResult, clean_shm, kill_leftovers, run_process
+from commtune.trial._slurm import SlurmJobs
 
 __all__ = [
     "Executor",
@@ -12,6 +13,7 @@ __all__ = [
     "ProcessResult",
     "ReplayExecutor",
     "RunRecord",
+    "SlurmJobs",
     "clean_shm",
     "kill_leftovers",
     "probe_space",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,9 @@ from commtune.knobs import Applied, Knob, Value, apply
 from commtune.launch import Launcher
 from commtune.profile import Profile, Profiling, not_applied
 from commtune.trial._objective import Objective
-from commtune.trial._process import run_process
+from commtune.trial._process import ProcessResult, run_process
+
+Runner = Callable[[list[str], dict[str, str], float], ProcessResult]
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class RunRecord:
     profile: Profile | None = field(default=None, compare=False)
     # the study's other objectives (``--metric`` given more than once): metric -> value
     secondary: dict[str, float | None] = field(default_factory=dict)
+    job: dict[str, str] | None = None  # the Slurm job (id, nodes) the run was or was part of
 
     def to_json(self) -> dict[str, Any]:
         """The record without its profile (profiles are stored apart, they are large)."""
@@ -79,12 +82,14 @@ class LocalExecutor(Executor):
         enumerators: Mapping[str, Sequence[str]] | None = None,
         variables: Mapping[str, str] | None = None,
         secondary: Sequence[Objective] = (),
+        runner: Runner = run_process,
     ) -> None:
         """``profiling``: preload libcommtune into every run, read its profile back and check
         that the knobs took; ``enumerators``: each algorithm knob's names in the library's own
         order (what MPI_T reads back for them), from discovery; ``variables``: set for the
         ranks of every run (``COMMTUNE_POLICY``); ``secondary``: more objectives, measured
-        in every run beside the first (``RunRecord.secondary``)."""
+        in every run beside the first (``RunRecord.secondary``); ``runner``: how a launch
+        line runs (``run_process`` here, ``SlurmJobs`` as a job of its own)."""
         for o in (objective, *secondary):
             if o.needs_profile and profiling is None:
                 raise UsageError(f"--metric {o.spec} needs the interposer (libcommtune)")
@@ -97,6 +102,7 @@ class LocalExecutor(Executor):
         self.enumerators = enumerators
         self.variables = dict(variables or {})
         self.secondary = list(secondary)
+        self.runner = runner
 
     def applied(self, config: Mapping[str, Value] | None) -> Applied:
         """What the appliers of the knobs make of ``config`` (None: nothing set)."""
@@ -136,7 +142,7 @@ class LocalExecutor(Executor):
             preload=str(self.profiling.library) if self.profiling else None,
             base_env=self.base_env,
         )
-        result = run_process(plan.argv, plan.env, timeout)
+        result = self.runner(plan.argv, plan.env, timeout)
         profile = Profiling.read(profile_path) if profile_path is not None else None
         failure = _failure(result.returncode, result.timed_out, timeout)
         value = None
@@ -162,6 +168,7 @@ class LocalExecutor(Executor):
             missing,
             profile,
             others,
+            result.job,
         )
 
 

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +50,7 @@ class ProcessResult:
     timed_out: bool
     stdout: str
     stderr_tail: str
+    job: dict[str, str] | None = None  # a Slurm job's id and nodes, where it was one
 
 
 @functools.cache
@@ -199,7 +200,8 @@ def run_process(
             stderr=err,
             env={**env, TUNER_VARIABLE: tuner_mark()},
             cwd=cwd,
-            # Safe here: commtune starts no threads (its progress bar refreshes on demand).
+            # Safe here: the one thread beside (the heartbeat of several workers) holds no
+            # lock that prctl needs.
             preexec_fn=_die_with_parent,  # noqa: PLW1509
         )
         timed_out = False
@@ -223,7 +225,13 @@ def run_process(
         err.seek(0)
         stdout = out.read().decode(errors="replace")
         stderr = err.read().decode(errors="replace")
-    return ProcessResult(wall, returncode, timed_out, stdout, stderr[-STDERR_TAIL:])
+    return ProcessResult(wall, returncode, timed_out, stdout, stderr[-STDERR_TAIL:], job_of(env))
+
+
+def job_of(env: Mapping[str, str]) -> dict[str, str] | None:
+    """The Slurm job a run is a step of (a tuner inside an allocation), or None."""
+    job = env.get("SLURM_JOB_ID")
+    return {"job": job, "nodes": env.get("SLURM_JOB_NODELIST", "")} if job else None
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
