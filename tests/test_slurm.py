@@ -55,6 +55,8 @@ def test_each_run_is_its_own_job(slurm: dict[str, str], tmp_path: Path) -> None:
     store = Store(storage)
     platform = store.platform(study.user_attrs["platform"])
     assert platform is not None and "AvailableFeatures=commtune" in (platform.nodes or "")
+    # libcommtune's profiles came back from the jobs (written under .commtune-jobs/)
+    assert len(store.profiles("sb")) == 3
     assert list((tmp_path / ".commtune-jobs").iterdir()) == []  # nothing of the jobs is left
 
 

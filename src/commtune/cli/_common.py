@@ -142,13 +142,15 @@ def probe(space: Space, launcher: Launcher, store: Store, platform: str, ui: UI)
     return space
 
 
-def profiling(installation: Installation, interval: float = 0.1) -> Profiling:
+def profiling(
+    installation: Installation, interval: float = 0.1, shared: str | None = None
+) -> Profiling:
     """libcommtune for the installation; COMMTUNE_PROFILE_DIR: where rank 0 writes profiles
-    (a directory its node can write, for multi-node runs)."""
+    (a directory its node can write, for multi-node runs), else ``shared`` if given."""
     from commtune import native
     from commtune.profile import Profiling
 
-    directory = os.environ.get("COMMTUNE_PROFILE_DIR") or None
+    directory = os.environ.get("COMMTUNE_PROFILE_DIR") or shared
     return Profiling(native.build_interposer(installation), interval, directory)
 
 

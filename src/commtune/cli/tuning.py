@@ -348,6 +348,8 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     if scale is not None and scale.train_from:
         _check_training_study(opts.storage, scale, space)
     runner = SlurmJobs(opts.sbatch) if opts.sbatch is not None else run_process
+    # each run its own job: rank 0's node writes the profile where the tuner reads it
+    jobs_dir = str(runner.workdir) if isinstance(runner, SlurmJobs) else None
     # Everything is valid: from here on, the storage is written.
     store, platform = open_store(opts.storage, inst, _slurm_nodes(opts, command))
     space = probe(space, launcher, store, platform, ui)
@@ -359,7 +361,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         command,
         knobs,
         opts.objective,
-        profiling=profiling(inst) if opts.interposer else None,
+        profiling=profiling(inst, shared=jobs_dir) if opts.interposer else None,
         enumerators=knob_enumerators(inst) if opts.interposer else None,
         secondary=opts.secondary,
         runner=runner,
