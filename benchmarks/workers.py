@@ -158,8 +158,10 @@ def main() -> int:
         r["share"] = f["speedup"] / best
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"rows": rows, "final": final}, indent=1) + "\n")
-    print("| workers | study | wall (s) | trials | runs | trials per worker | measured twice "
-          "| verdict | best, re-measured | share of best |")
+    print(
+        "| workers | study | wall (s) | trials | runs | trials per worker | measured twice "
+        "| verdict | best, re-measured | share of best |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in sorted(rows, key=lambda r: (r["workers"], r["tag"])):
         verdict = "accepted" if r["accepted"] else "default stays"
