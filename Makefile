@@ -7,7 +7,7 @@ BIN = $(CURDIR)/$(VENV)/bin
 APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfortran \
 	libhdf5-openmpi-dev libhdf5-mpich-dev pkg-config \
 	clang-format procps iproute2 python3-venv python3-pip postgresql \
-	slurmctld slurmd slurm-client munge
+	slurmctld slurmd slurm-client munge chromium
 STAMP = $(VENV)/.installed
 
 export PATH := $(BIN):$(PATH)

@@ -49,3 +49,21 @@ def test_atomic_writes_are_whole_and_private(tmp_path: Path) -> None:
     assert target.read_text() == "first" and list(tmp_path.iterdir()) == [target]
     with pytest.raises(UsageError, match="does not exist"):
         write_atomic(tmp_path / "missing" / "x", "text")
+
+
+def test_an_atomic_write_keeps_a_device_and_the_files_mode(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    write_atomic(os.devnull, "discarded\n")  # written into, never replaced by a file
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    target = tmp_path / "out.env"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    write_atomic(target, "new\n")
+    assert target.read_text() == "new\n" and stat.S_IMODE(target.stat().st_mode) == 0o640
+    fresh = tmp_path / "fresh.html"
+    write_atomic(fresh, "x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~mask  # as a plain open() would

@@ -49,6 +49,16 @@ def format_size(size: float | None) -> str:
     return f"{size:.0f} B"
 
 
+def _mode_for(target: Path) -> int:
+    """The mode of the file being replaced, or the one a new file gets (0666 less umask)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path``, unique to this writer, renamed onto ``path`` when the
@@ -58,10 +68,18 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     directory = target.resolve().parent
     if not directory.is_dir():
         raise UsageError(f"cannot write {path}: directory {directory} does not exist")
+    if target.exists() and not target.is_file():  # /dev/stdout, a FIFO: written, never replaced
+        with tempfile.TemporaryDirectory() as scratch:
+            tmp_path = Path(scratch) / target.name
+            yield tmp_path
+            with open(target, "wb") as out:
+                out.write(tmp_path.read_bytes() if tmp_path.exists() else b"")
+        return
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=target.suffix)
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, _mode_for(target))  # mkstemp's 0600 is for the temporary file only
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

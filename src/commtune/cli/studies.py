@@ -234,6 +234,45 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
     return 0
 
 
+def _add_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("study", nargs="?", help="the study to report on")
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="STUDY",
+        help="several studies side by side (e.g. one app tuned on two MPIs or two machines)",
+    )
+    p.add_argument("-o", "--output", default="report.html", help="default: report.html")
+    add_json(p)
+    add_storage(p)
+
+
+def cmd_report(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.report import UI, collect, page
+    from commtune.util import write_atomic
+
+    names = list(args.compare or []) if args.study is None else [args.study, *(args.compare or [])]
+    if not names:
+        raise UsageError("name a study, or several after --compare")
+    if args.compare is not None and len(names) < 2:
+        raise UsageError("--compare needs at least two studies")
+    loaded = [load_study(args.storage, name) for name in names]  # all found, or nothing written
+    ui = UI(json_mode=args.json)
+    with ui.progress("writing the report", len(loaded)) as bar:
+        data = []
+        for store, study in loaded:
+            data.append(collect(store, study))
+            bar.advance(status=study.study_name)
+    title = f"commtune: {' vs '.join(names)}" if len(names) > 1 else f"commtune study {names[0]}"
+    text = page(data, title)
+    write_atomic(args.output, text)
+    size = len(text.encode())
+    ui.info(f"wrote {args.output} ({size / 1024:.0f} KiB; open it in any browser, offline)")
+    if args.json:
+        print_json({"report": os.path.abspath(args.output), "bytes": size, "studies": names})
+    return 0
+
+
 COMMANDS = [
     Command(
         "export", "write a study's configuration in a library's format", _add_export, cmd_export
@@ -247,4 +286,7 @@ COMMANDS = [
     ),
     Command("studies", "list the studies in a storage", _add_studies, cmd_studies),
     Command("show", "show one study and its trials", _add_show, cmd_show),
+    Command(
+        "report", "write a study's report: one HTML page with its plots", _add_report, cmd_report
+    ),
 ]

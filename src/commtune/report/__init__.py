@@ -38,11 +38,14 @@ _WHERE = {
     "pareto_table": "_tables",
     "result_table": "_tables",
     "trials_table": "_tables",
+    "collect": "_study_data",
+    "page": "_html",
 }
 
 if TYPE_CHECKING:
     from commtune.report._console import UI, Bar
     from commtune.report._export import FORMATS, render
+    from commtune.report._html import page
     from commtune.report._policy_tables import actions_table, runtime_table, tune_line
     from commtune.report._predict_tables import prediction_table, train_tables
     from commtune.report._profile_tables import (
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
     )
     from commtune.report._rails_tables import rails_table
     from commtune.report._sample_tables import checks_table, predict_table, sample_tables
+    from commtune.report._study_data import collect
     from commtune.report._tables import (
         acceptance_lines,
         format_config,
@@ -81,6 +85,7 @@ __all__ = [
     "acceptance_lines",
     "actions_table",
     "checks_table",
+    "collect",
     "cvars_table",
     "features_table",
     "format_config",
@@ -88,6 +93,7 @@ __all__ = [
     "mpit_table",
     "noise_line",
     "operations_table",
+    "page",
     "pareto_table",
     "predict_table",
     "prediction_table",

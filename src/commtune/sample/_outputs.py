@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from commtune import native
 from commtune.knobs import apply, load_catalog, selection_file_env
@@ -19,6 +20,9 @@ from commtune.sample._curves import Segment
 from commtune.sample._families import ALGORITHM
 from commtune.sample._profile import FamilyCurves, PlatformProfile
 from commtune.util import atomic_path, format_size, write_atomic
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass
@@ -137,6 +141,16 @@ def write_outputs(
 
 
 def plot_family(fam: FamilyCurves, profile: PlatformProfile, path: Path) -> None:
+    """:func:`family_figure` as a PNG file."""
+    import matplotlib.pyplot as plt
+
+    fig = family_figure(fam, profile)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+
+
+def family_figure(fam: FamilyCurves, profile: PlatformProfile) -> Figure:
     """Time against size (log-log) for every method, the chosen ranges shaded below and the
     thresholds between them as vertical lines; a second panel: each curve relative to the
     fastest at each size, which is where the crossings are easy to see."""
@@ -185,6 +199,4 @@ def plot_family(fam: FamilyCurves, profile: PlatformProfile, path: Path) -> None
     bottom.set_xlabel("message size (bytes)")
     bottom.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    return fig

@@ -150,6 +150,7 @@ class Scheduler:
         self.control_every = control_every
         self.limit = limit  # runs the study may reach (None: no bound)
         self.spent = runs_spent(study)
+        self.others = 0  # runs other workers made since (see ``affordable``)
         self.control: Live | None = None  # the control runs of the current batch
         self.stream: list[tuple[int, float]] = []  # (seq, value) of every control run, in order
         self.age = control_every  # trial runs since the last control run
@@ -173,8 +174,11 @@ class Scheduler:
         that go with them) within the limit."""
         if self.limit is None:
             return wanted
+        # the runs of other workers on the study since this scheduler began (all of this
+        # one's are stored: none is running between batches)
+        self.others = max(0, runs_spent(self.study) - self.spent)
         n = wanted
-        while n > 0 and self.spent + n + self._controls_for(n) > self.limit:
+        while n > 0 and self.spent + self.others + n + self._controls_for(n) > self.limit:
             n -= 1
         return n
 
@@ -182,7 +186,7 @@ class Scheduler:
         return (self.age + runs) // self.control_every if self.controls else 0
 
     def _room(self, runs: int) -> bool:
-        return self.limit is None or self.spent + runs <= self.limit
+        return self.limit is None or self.spent + self.others + runs <= self.limit
 
     # -- running --------------------------------------------------------------------------
     def run_batch(self, batch: Sequence[Live], bar: Bar) -> None:

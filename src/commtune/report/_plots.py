@@ -1,0 +1,156 @@
+"""The report's figures, drawn with matplotlib and embedded as PNG data (no network, no files).
+
+Every function takes plain data (:class:`commtune.report._study_data.StudyData` and its parts)
+and returns ``data:image/png;base64,...`` text for an ``<img>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from commtune.report._study_data import StudyData
+
+FAILED = "#c0392b"
+CONTROL = "#7f8c8d"
+BEST = "#2471a3"
+
+
+def _figure(width: float = 8.0, height: float = 3.6, rows: int = 1) -> tuple[Figure, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(rows, 1, figsize=(width, height), squeeze=rows == 1)
+
+
+def png(fig: Figure, dpi: int = 90) -> str:
+    """The figure as a data URI (and closed)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=dpi)
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def convergence(data: StudyData) -> str:
+    """Every run's relative value and each trial's value over the trials, the best so far,
+    failed trials marked on the top edge."""
+    fig, ax = _figure()
+    best = float("inf")
+    xs, bests = [], []
+    top = max([1.2, *(v for t in data.searched for v in t.relative)])
+    for t in data.searched:
+        if t.failed:
+            ax.scatter([t.number], [top], marker="x", color=FAILED, zorder=3)
+            continue
+        ax.scatter([t.number] * len(t.relative), t.relative, s=10, color="#aab7b8", zorder=2)
+        if t.value is not None:
+            ax.scatter([t.number], [t.value], s=22, color=BEST, zorder=3)
+            best = min(best, t.value)
+        if best < float("inf"):
+            xs.append(t.number)
+            bests.append(best)
+    if xs:
+        ax.step(xs, bests, where="post", color=BEST, label="best so far")
+    ax.axhline(1.0, color=CONTROL, linestyle="--", linewidth=1, label="library defaults")
+    if any(t.failed for t in data.searched):
+        ax.scatter([], [], marker="x", color=FAILED, label="failed / timed out")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("time relative to the defaults\n(lower is faster)")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(f"{data.name}: search convergence", fontsize=10)
+    return png(fig)
+
+
+def drift(data: StudyData) -> str:
+    """The raw values of the defaults' runs (reference and controls) in the order they ran."""
+    fig, ax = _figure(height=3.0)
+    ref = [(s, v) for s, v, kind in data.default_runs if kind == "reference"]
+    ctl = [(s, v) for s, v, kind in data.default_runs if kind == "control"]
+    if ref:
+        ax.scatter(*zip(*ref, strict=True), color=BEST, s=18, label="reference")
+    if ctl:
+        ax.plot(*zip(*ctl, strict=True), marker="o", markersize=3, color=CONTROL,
+                label="controls")  # fmt: skip
+    ax.set_xlabel("run (in the order the study made them)")
+    ax.set_ylabel(data.metric)
+    ax.legend(fontsize=8)
+    ax.set_title(f"the defaults over time: drift {data.drift:.2f}x", fontsize=10)
+    return png(fig)
+
+
+def importance(importances: Mapping[str, float], title: str) -> str:
+    fig, ax = _figure(height=0.5 + 0.4 * len(importances))
+    names = list(importances)[::-1]
+    ax.barh(names, [importances[n] for n in names], color=BEST)
+    ax.set_xlabel("importance (PED-ANOVA, on the relative values)")
+    ax.set_title(title, fontsize=10)
+    return png(fig)
+
+
+def slice_plot(knob: str, points: Sequence[tuple[Any, float]]) -> str:
+    """Each trial's value against the knob's value (categories in their order of first
+    appearance sorted as text, numbers on a log axis where they span a decade)."""
+    fig, ax = _figure(width=5.0, height=3.0)
+    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x, _ in points)
+    if numeric:
+        ax.scatter([x for x, _ in points], [y for _, y in points], color=BEST, s=16)
+        xs = [float(x) for x, _ in points]
+        if min(xs) > 0 and max(xs) / min(xs) >= 10:
+            ax.set_xscale("log", base=2)
+    else:
+        labels = sorted({str(x) for x, _ in points})
+        pos = {label: i for i, label in enumerate(labels)}
+        ax.scatter([pos[str(x)] for x, _ in points], [y for _, y in points], color=BEST, s=16)
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
+    ax.axhline(1.0, color=CONTROL, linestyle="--", linewidth=1)
+    ax.set_xlabel(knob, fontsize=8)
+    ax.set_ylabel("relative time")
+    return png(fig)
+
+
+def confirmation(default: Sequence[float], candidates: Mapping[str, Sequence[float]]) -> str:
+    """Strip plot of the confirmation: the default's runs beside each candidate's."""
+    import numpy as np
+
+    fig, ax = _figure(width=6.0, height=3.2)
+    groups = {"default": list(default), **{k: list(v) for k, v in candidates.items()}}
+    rng = np.random.default_rng(0)
+    for i, (_name, values) in enumerate(groups.items()):
+        jitter = rng.uniform(-0.12, 0.12, len(values))
+        ax.scatter(i + jitter, values, s=18, color=CONTROL if i == 0 else BEST, alpha=0.8)
+        if values:
+            ax.hlines(float(np.median(values)), i - 0.25, i + 0.25, color="black", linewidth=1.5)
+    ax.set_xticks(range(len(groups)), list(groups), fontsize=8)
+    ax.set_ylabel("run value")
+    ax.set_title("confirmation runs (medians as bars)", fontsize=10)
+    return png(fig)
+
+
+def compared_convergence(studies: Sequence[StudyData]) -> str:
+    """The best-so-far curves of several studies on one axis."""
+    fig, ax = _figure()
+    for data in studies:
+        best, xs, ys = float("inf"), [], []
+        values = [t.value for t in data.searched if t.value is not None]
+        for i, value in enumerate(values):
+            best = min(best, value)
+            xs.append(i + 1)
+            ys.append(best)
+        if xs:
+            ax.step(xs, ys, where="post", label=data.name)
+    ax.axhline(1.0, color=CONTROL, linestyle="--", linewidth=1)
+    ax.set_xlabel("finished search trials")
+    ax.set_ylabel("best relative time so far")
+    ax.legend(fontsize=8)
+    ax.set_title("convergence, side by side", fontsize=10)
+    return png(fig)

@@ -1,0 +1,141 @@
+"""The study report: one self-contained HTML page, rendered in a real headless Chromium
+(Debian's chromium): its sections are there, its images load, the console has no error; and
+the edge cases (failed trials only, one trial, no confirmation) say so instead of failing."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commtune.mpi import Vendor
+
+from .conftest import demo_command, last_json, needs_openmpi, run_cli
+
+SECTIONS = ("study", "convergence", "importance", "best", "verdict", "export", "trials")
+REPLAY = Path(__file__).parent.parent / "benchmarks" / "data" / "replay-openmpi.json"
+REPLAY_KNOBS = ["--knob", "btl_vader_eager_limit", "--knob",
+                "btl_vader_single_copy_mechanism=cma,emulated,none", "--knob",
+                "coll_tuned_allreduce_algorithm"]  # fmt: skip
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return name
+    pytest.skip("no headless browser here (Debian: apt-get install chromium)")
+
+
+def _browse(page: Path, out: Path) -> tuple[str, str, Path]:
+    """The DOM after load, the browser's log, and a screenshot of ``page``."""
+    browser = _chromium()
+    base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--allow-file-access-from-files", "--enable-logging=stderr", "--v=0",
+            f"--user-data-dir={out / 'profile'}"]  # fmt: skip
+    url = page.resolve().as_uri()
+    dom = subprocess.run([*base, "--virtual-time-budget=5000", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    if dom.returncode != 0 or "<body" not in dom.stdout:
+        pytest.skip(f"{browser} cannot run here: {dom.stderr.strip().splitlines()[-1:]}")
+    shot = out / "shot.png"
+    subprocess.run([*base, f"--screenshot={shot}", "--window-size=1200,2400", url],
+                   capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    return dom.stdout, dom.stderr, shot
+
+
+def _tune(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    return run_cli(["tune", *args], capsys)
+
+
+@needs_openmpi
+def test_the_report_of_a_real_study_renders_in_chromium(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    command = demo_command(Vendor.OPENMPI, 200)
+    code, _, err = _tune(["--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K,16K,32K",
+                          "--knob", "btl_vader_single_copy_mechanism", "--strategy", "grid",
+                          "--trials", "9", "--repeats", "2", "--confirm", "2", "--study", "r",
+                          "--storage", storage, "--json", "--", *command], capsys)  # fmt: skip
+    assert code == 0, err
+    page = tmp_path / "r.html"
+    code, out, err = run_cli(["report", "r", "-o", str(page), "--storage", storage, "--json"],
+                             capsys)  # fmt: skip
+    assert code == 0, err
+    assert last_json(out)["bytes"] == page.stat().st_size
+    text = page.read_text()
+    assert "http://" not in text and "https://" not in text  # nothing to fetch
+    dom, log, shot = _browse(page, tmp_path)
+    for section in SECTIONS:
+        assert f'id="{section}"' in dom, section
+    images = int(re.search(r'data-images="(\d+)"', dom).group(1))  # type: ignore[union-attr]
+    loaded = int(re.search(r'data-images-ok="(\d+)"', dom).group(1))  # type: ignore[union-attr]
+    assert images >= 3 and loaded == images  # convergence, drift, importance, slices...
+    assert not [line for line in log.splitlines() if "CONSOLE" in line and "rror" in line]
+    assert shot.exists() and shot.stat().st_size > 20_000  # a page, not a blank screen
+    assert "mpirun" in dom and "btl_vader_eager_limit" in dom
+
+
+def test_edge_cases_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    common = ["--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K", "--no-interposer",
+              "--repeats", "1", "--storage", storage]  # fmt: skip
+    # failed trials only: the command fails, so the reference does
+    code, _, _ = _tune([*common, "--study", "broken", "--", "bash", "-c", "exit 3"], capsys)
+    assert code == 2
+    # one trial: the reference alone
+    code, _, err = _tune([*common, "--trials", "1", "--study", "one", "--", "true"], capsys)
+    assert code == 0, err
+    # no confirmation
+    code, _, err = _tune([*common, "--trials", "3", "--confirm", "0", "--strategy", "grid",
+                          "--study", "noconf", "--", "true"], capsys)  # fmt: skip
+    assert code == 0, err
+    expected = {
+        "broken": "no search trial ran",
+        "one": "no search trial ran",
+        "noconf": "has no confirmation",
+    }
+    for name, says in expected.items():
+        page = tmp_path / f"{name}.html"
+        code, _, err = run_cli(["report", name, "-o", str(page), "--storage", storage], capsys)
+        assert code == 0, err
+        text = page.read_text()
+        assert says in text, name
+        assert all(f'id="{s}"' in text for s in SECTIONS)
+
+
+def test_compare_and_a_50_trial_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    for name, seed in (("a", "1"), ("b", "2")):
+        code, _, err = _tune(["--replay", str(REPLAY), "--mpi", "openmpi", *REPLAY_KNOBS,
+                              "--trials", "50", "--seed", seed, "--study", name, "--storage",
+                              storage], capsys)  # fmt: skip
+        assert code == 0, err
+    page = tmp_path / "a.html"
+    code, _, err = run_cli(["report", "a", "-o", str(page), "--storage", storage], capsys)
+    assert code == 0, err
+    assert page.stat().st_size < 2 * 1024 * 1024
+    text = page.read_text()
+    assert "PED-ANOVA over" in text and "slice of" in text  # importances and slices
+    both = tmp_path / "ab.html"
+    code, _, err = run_cli(["report", "--compare", "a", "b", "-o", str(both), "--storage",
+                            storage], capsys)  # fmt: skip
+    assert code == 0, err
+    text = both.read_text()
+    assert 'id="compare"' in text and 'id="a-convergence"' in text and 'id="b-convergence"' in text
+
+
+def test_an_unknown_study_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    code, _, err = _tune(["--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K", "--trials",
+                          "1", "--no-interposer", "--repeats", "1", "--study", "x",
+                          "--storage", storage, "--", "true"], capsys)  # fmt: skip
+    assert code == 0, err
+    page = tmp_path / "r.html"
+    code, out, err = run_cli(["report", "--compare", "x", "nope", "-o", str(page), "--storage",
+                              storage], capsys)  # fmt: skip
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "nope" in err and not page.exists()
