@@ -128,7 +128,9 @@ def test_compare_and_a_50_trial_study(tmp_path: Path, capsys: pytest.CaptureFixt
     assert 'id="compare"' in text and 'id="a-convergence"' in text and 'id="b-convergence"' in text
 
 
-def test_an_unknown_study_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_study_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     storage = f"sqlite:///{tmp_path / 's.db'}"
     code, _, err = _tune(["--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K", "--trials",
                           "1", "--no-interposer", "--repeats", "1", "--study", "x",

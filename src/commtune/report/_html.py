@@ -73,9 +73,9 @@ def _note(text: str) -> str:
 
 
 def page(studies: Sequence[StudyData], title: str) -> str:
-    parts = [f"<h1>{_e(title)}</h1>"]
-    if len(studies) > 1:
-        parts.append(_compare(studies))
+    parts = []
+    if len(studies) > 1:  # one study: its own heading is the page's
+        parts += [f"<h1>{_e(title)}</h1>", _compare(studies)]
     parts += [_study(s, prefix=f"{s.name}-" if len(studies) > 1 else "") for s in studies]
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -156,6 +156,7 @@ def _importance(s: StudyData, prefix: str) -> str:
     if not s.importances:
         return _section(prefix, "importance", "Knob importance", _note(s.importance_note))
     body = _img(plots.importance(s.importances, s.importance_note), "knob importance")
+    body += _note(f"{s.importance_note}; lower relative time is faster")
     slices = "".join(_img(plots.slice_plot(k, pts), f"slice of {k}") for k, pts in s.slices.items())
     if slices:
         body += f'<div class="slices">{slices}</div>'

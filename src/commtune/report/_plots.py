@@ -30,6 +30,19 @@ def _figure(width: float = 8.0, height: float = 3.6, rows: int = 1) -> tuple[Fig
     return plt.subplots(rows, 1, figsize=(width, height), squeeze=rows == 1)
 
 
+def _log_if_wide(ax: Any, values: Sequence[float]) -> None:
+    """A log axis for relative times that span more than 3x (a slow outlier would flatten
+    everything near 1 on a linear one)."""
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) / min(positive) > 3:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_yscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+
+
 def png(fig: Figure, dpi: int = 90) -> str:
     """The figure as a data URI (and closed)."""
     import matplotlib.pyplot as plt
@@ -48,22 +61,33 @@ def convergence(data: StudyData) -> str:
     best = float("inf")
     xs, bests = [], []
     top = max([1.2, *(v for t in data.searched for v in t.relative)])
-    for t in data.searched:
+    runs_x: list[int] = []
+    runs_y: list[float] = []
+    values_x: list[int] = []
+    values_y: list[float] = []
+    failed_x: list[int] = []
+    for t in data.searched:  # one scatter per kind of point: fast for long studies
         if t.failed:
-            ax.scatter([t.number], [top], marker="x", color=FAILED, zorder=3)
+            failed_x.append(t.number)
             continue
-        ax.scatter([t.number] * len(t.relative), t.relative, s=10, color="#aab7b8", zorder=2)
+        runs_x += [t.number] * len(t.relative)
+        runs_y += t.relative
         if t.value is not None:
-            ax.scatter([t.number], [t.value], s=22, color=BEST, zorder=3)
+            values_x.append(t.number)
+            values_y.append(t.value)
             best = min(best, t.value)
         if best < float("inf"):
             xs.append(t.number)
             bests.append(best)
+    ax.scatter(runs_x, runs_y, s=10, color="#aab7b8", zorder=2, label="runs")
+    ax.scatter(values_x, values_y, s=22, color=BEST, zorder=3, label="trial values")
+    if failed_x:
+        ax.scatter(failed_x, [top] * len(failed_x), marker="x", color=FAILED, zorder=3,
+                   label="failed / timed out")  # fmt: skip
     if xs:
         ax.step(xs, bests, where="post", color=BEST, label="best so far")
     ax.axhline(1.0, color=CONTROL, linestyle="--", linewidth=1, label="library defaults")
-    if any(t.failed for t in data.searched):
-        ax.scatter([], [], marker="x", color=FAILED, label="failed / timed out")
+    _log_if_wide(ax, runs_y + values_y)
     ax.set_xlabel("trial")
     ax.set_ylabel("time relative to the defaults\n(lower is faster)")
     ax.legend(fontsize=8, loc="upper right")
@@ -113,6 +137,7 @@ def slice_plot(knob: str, points: Sequence[tuple[Any, float]]) -> str:
         ax.scatter([pos[str(x)] for x, _ in points], [y for _, y in points], color=BEST, s=16)
         ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
     ax.axhline(1.0, color=CONTROL, linestyle="--", linewidth=1)
+    _log_if_wide(ax, [y for _, y in points])
     ax.set_xlabel(knob, fontsize=8)
     ax.set_ylabel("relative time")
     return png(fig)
