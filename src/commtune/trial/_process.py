@@ -25,7 +25,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,20 +63,24 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _parents() -> dict[int, int]:
-    """pid -> ppid of every process."""
-    out = {}
+def _proc_files(name: str) -> Iterator[tuple[int, bytes]]:
+    """(pid, contents of /proc/PID/NAME) of every process that can be read."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
+            with open(f"/proc/{entry.name}/{name}", "rb") as f:
+                yield int(entry.name), f.read()
         except OSError:
             continue
+
+
+def _parents() -> dict[int, int]:
+    """pid -> ppid of every process."""
+    out = {}
+    for pid, stat in _proc_files("stat"):
         # The command name may contain spaces and parentheses: split after the last ')'.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        out[int(entry.name)] = int(fields[1])
+        out[pid] = int(stat[stat.rfind(b")") + 2 :].split()[1])
     return out
 
 
@@ -109,20 +113,15 @@ def kill_leftovers() -> list[int]:
     mine = tuner_mark()
     marker = f"{TUNER_VARIABLE}=".encode()
     left = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
+    for proc, environ in _proc_files("environ"):
+        if proc == os.getpid():
             continue
         for item in environ.split(b"\0"):
             if item.startswith(marker):
                 owner = item[len(marker) :].decode(errors="replace")
                 pid, _, started = owner.partition(":")
                 if owner != mine and (not pid.isdigit() or start_time(int(pid)) != started):
-                    left.append(int(entry.name))
+                    left.append(proc)
                 break
     _signal_all(left, signal.SIGKILL)
     return left
