@@ -121,8 +121,11 @@ def test_two_workers_share_one_study(
 
 
 @needs_openmpi
-def test_a_worker_killed_with_kill_9_loses_nothing(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_worker_killed_with_kill_9_loses_nothing(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = _url(kind, tmp_path, request)
     args = _tune_args(url, "k", 10, iterations=600)
     victim = commtune_subprocess(args)
     time.sleep(0.3)
