@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -202,3 +203,28 @@ def test_a_file_that_is_not_a_journal_is_one_line(
     code, out, err = run_cli(["studies", "--storage", f"journal://{bad}"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"commtune: error: bad storage: {bad} is not an Optuna journal")
+
+
+def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -> None:
+    """Between ``ask`` and its worker's name there is a moment; a worker recovering dead
+    workers' trials then must leave the trial alone (seen as a race with two workers)."""
+    import datetime
+
+    from commtune.study import set_role
+    from commtune.tune._workers import UNNAMED, Workers
+
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    study = optuna.create_study(study_name="r", storage=store.optuna)
+    fresh = study.ask()  # its worker has not stamped it yet
+    named = study.ask()
+    set_role(named, Role.SEARCH)  # this process's, alive
+    old = study.ask()  # unnamed for longer than any stamping takes: a dead commtune's
+    started = datetime.datetime.now() - datetime.timedelta(seconds=UNNAMED + 1)
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("UPDATE trials SET datetime_start = ? WHERE trial_id = ?",
+                   (started.isoformat(" "), old._trial_id))  # fmt: skip
+    study = optuna.load_study(study_name="r", storage=Store(store.url).optuna)
+    assert Workers(store, "r").recover(study) == 1
+    states = {t.number: t.state.name for t in study.get_trials()}
+    assert states == {fresh.number: "RUNNING", named.number: "RUNNING", old.number: "FAIL"}
+    assert fail_reason(study.get_trials()[old.number]) == INTERRUPTED

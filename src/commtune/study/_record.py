@@ -141,8 +141,8 @@ def role_of(trial: FrozenTrial | BaseTrial) -> Role | None:
 
 def set_role(trial: BaseTrial, role: Role) -> None:
     """The trial's role, and the worker (this process, ``util.worker_id``) that runs it."""
+    trial.set_user_attr(_Attr.WORKER, worker_id())  # first: a trial without it may be recovered
     trial.set_user_attr(_Attr.ROLE, role.value)
-    trial.set_user_attr(_Attr.WORKER, worker_id())
 
 
 def worker_of(trial: FrozenTrial) -> str | None:

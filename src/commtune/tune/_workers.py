@@ -55,6 +55,9 @@ TRAINING = "training"
 CONFIRM = "confirm"
 BEAT = 15.0  # seconds between two heartbeats
 GRACE = 120.0  # a worker on another host silent this long is dead
+# A trial is asked before its worker stamps its name on it: so long, a trial without a name is
+# taken for one being stamped (a trial of a commtune before 0.16 is unnamed for ever).
+UNNAMED = 60.0
 POLL = 1.0  # seconds between two looks at a study another worker is working on
 
 
@@ -154,6 +157,14 @@ class Workers:
         beat = self.store.beats(self.study).get(worker) if self.store else None
         return beat is not None and time.time() - beat < GRACE
 
+    def running_alive(self, trial: optuna.trial.FrozenTrial) -> bool:
+        """Whether the RUNNING ``trial``'s worker may still finish it."""
+        worker = worker_of(trial)
+        if worker is None:
+            start = trial.datetime_start  # Optuna's local time, as datetime.now() gives it
+            return start is not None and time.time() - start.timestamp() < UNNAMED
+        return self.alive(worker)
+
     @contextlib.contextmanager
     def heartbeat(self) -> Iterator[None]:
         """Beat while the block runs, for workers on other hosts to see this one alive."""
@@ -186,8 +197,7 @@ class Workers:
         storage = study._storage
         n = 0
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            worker = worker_of(trial)
-            if self.alive(worker):
+            if self.running_alive(trial):
                 continue
             try:
                 record_fail_reason(study, trial, INTERRUPTED)
@@ -205,7 +215,7 @@ class Workers:
         return [
             t
             for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-            if worker_of(t) != self.me and self.alive(worker_of(t))
+            if worker_of(t) != self.me and self.running_alive(t)
         ]
 
     # -- work done once -------------------------------------------------------------------------
