@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -180,6 +181,34 @@ def test_export_and_show_of_an_accepted_study(
     assert code == 0 and last_json(out)["studies"][0]["accepted"] is True
 
 
+def _next_steps(err: str) -> list[list[str]]:
+    """The commands the tuner prints after ``next:``, as argument lists without ``commtune``."""
+    lines = err.splitlines()
+    steps = lines[lines.index("next:") + 1 :]
+    return [shlex.split(line.split("(")[0])[1:] for line in steps if line.startswith("  commtune")]
+
+
+def test_the_next_steps_printed_work_as_printed(
+    replay_file: Path,
+    storage: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, _, err = run_cli(tune_args(replay_file, storage, "grid", 40), capsys)
+    assert code == 0
+    steps = _next_steps(err)
+    assert [step[0] for step in steps] == ["run", "export", "report"]
+    # one line each whatever the console's width (the storage's path is longer than 80)
+    assert steps[0] == ["run", "--study", "s", "--storage", storage, "--", "mpiexec", "..."]
+    for step in steps[1:]:
+        assert run_cli(step, capsys)[0] == 0, step
+    assert "export MPIR_CVAR_ASYNC_PROGRESS=0" in (tmp_path / "tuned.env").read_text()
+    assert "<html" in (tmp_path / "s.html").read_text()
+
+
 def test_not_faster_beyond_noise_keeps_the_default(
     tmp_path: Path, storage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -206,8 +235,9 @@ def test_not_faster_beyond_noise_keeps_the_default(
         "n",
         "--json",
     ]
-    code, out, _ = run_cli(args, capsys)
+    code, out, err = run_cli(args, capsys)
     assert code == 0 and last_json(out)["accepted"] is False
+    assert [step[0] for step in _next_steps(err)] == ["report"]  # nothing to run or export
     code, _, err = run_cli(["export", "n", "--storage", storage], capsys)
     assert code == 2 and "default stays" in err
 

@@ -81,10 +81,14 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 4096, 64K, 1M)") from None
 
 
+def default_storage() -> str:
+    return os.environ.get("COMMTUNE_STORAGE", "sqlite:///commtune.db")
+
+
 def add_storage(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--storage",
-        default=os.environ.get("COMMTUNE_STORAGE", "sqlite:///commtune.db"),
+        default=default_storage(),
         help="database URL or SQLite file (default: ./commtune.db)",
     )
 

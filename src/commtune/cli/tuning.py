@@ -4,6 +4,7 @@ demo app) from the command line to the result table."""
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -14,6 +15,7 @@ from commtune.cli._common import (
     add_json,
     add_mpi,
     add_storage,
+    default_storage,
     default_study_name,
     need_command,
     nonnegative_int,
@@ -387,7 +389,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         _prediction_hints(store, predictor, space, name, ui) if predictor else None,
         scale, executor_at if scale is not None and scale.train else None,
     )  # fmt: skip
-    return _print_result(opts, ui, result, space)
+    return _print_result(opts, ui, result, space, inst.vendor.value)
 
 
 def _slurm_nodes(opts: TuneOptions, command: Sequence[str]) -> str | None:
@@ -465,7 +467,7 @@ def _tune_replay(opts: TuneOptions, ui: UI) -> int:
     command = ["replay", opts.replay]
     name = opts.study or default_study_name(command, opts.mpi, space)
     result = _run_study(opts, ui, store, space, command, opts.mpi, executor, None, name)
-    return _print_result(opts, ui, result, space)
+    return _print_result(opts, ui, result, space, opts.mpi)
 
 
 def _sampled_hints(store: Store, platform: str, space: Space) -> list[dict[str, Value]]:
@@ -592,7 +594,7 @@ def _prediction_hints(
     return hints
 
 
-def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space) -> int:
+def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space, vendor: str) -> int:
     from commtune.report import acceptance_lines, noise_line, result_table
 
     ui.print(result_table(result, space.defaults()))
@@ -607,9 +609,29 @@ def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space) -
         )
     for knob, reason in result.not_applied.items():
         ui.warn(f"knob {knob} was not applied in some trials: {reason}")
+    for line in _next_steps(opts, result, vendor):
+        ui.command(line)
     if opts.json:
         print_json(result.to_json())
     return 0
+
+
+def _next_steps(opts: TuneOptions, result: TuneResult, vendor: str) -> list[str]:
+    """What to type next: run with the accepted settings, write them out, see the report."""
+    storage = "" if opts.storage == default_storage() else f" --storage {shlex.quote(opts.storage)}"
+    study = shlex.quote(result.study)
+    steps = []
+    if result.acceptance is not None and result.acceptance.accepted:
+        ompi = vendor == "openmpi"
+        conf = "mca --output mca-params.conf" if ompi else "env --output tuned.env"
+        launch = "mpirun" if ompi else "mpiexec"
+        steps += [
+            f"  commtune run --study {study}{storage} -- {launch} ...   (runs with these settings)",
+            f"  commtune export {study}{storage} --format {conf}",
+        ]
+    page = re.sub(r"[^\w.-]+", "_", result.study) + ".html"
+    steps.append(f"  commtune report {study}{storage} -o {page}")
+    return ["next:", *steps]
 
 
 COMMANDS = [

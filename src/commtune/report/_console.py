@@ -49,6 +49,11 @@ class UI:
         if not self.quiet:
             self.console.print(message)
 
+    def command(self, line: str) -> None:
+        """A command to copy: never broken by the console's width, no markup read in it."""
+        if not self.quiet:
+            self.console.print(line, soft_wrap=True, markup=False)
+
     def warn(self, message: str) -> None:
         self.console.print(f"[yellow]warning:[/yellow] {message}")
 

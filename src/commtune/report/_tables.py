@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.table import Table
 
 from commtune.knobs import Value
@@ -14,31 +15,41 @@ if TYPE_CHECKING:
     from commtune.tune import TuneResult
 
 
-def format_config(config: Mapping[str, Value], defaults: Mapping[str, Value] | None = None) -> str:
-    """``name=value`` pairs, leaving out knobs at their default."""
+def format_config(
+    config: Mapping[str, Value], defaults: Mapping[str, Value] | None = None, sep: str = " "
+) -> str:
+    """``name=value`` pairs joined by ``sep``, leaving out knobs at their default."""
     items = [
         f"{k}={'1' if v is True else '0' if v is False else v}"
         for k, v in config.items()
         if defaults is None or defaults.get(k) != v
     ]
-    return " ".join(items) or "(defaults)"
+    return sep.join(items) or "(defaults)"
 
 
 def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
     stat = result.statistic
-    table = Table(title=f"study {result.study}: best configurations")
+    # No vertical rules and one knob a line: an 80-column terminal folds only the longest
+    # settings, not every one.
+    table = Table(
+        title=f"study {result.study}: best configurations",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        pad_edge=False,
+    )
     table.add_column("trial", justify="right")
-    table.add_column("configuration (knobs not at default)", overflow="fold")
+    table.add_column("configuration", overflow="fold")
     table.add_column("runs", justify="right")
     table.add_column(stat, justify="right")
-    table.add_column("vs controls", justify="right")
+    table.add_column("vs ctrl", justify="right")
     table.add_column("spread", justify="right")
     table.add_column("speedup", justify="right")
     table.add_row("ref", "(library defaults)", "", f"{result.default_value:.4g}", "1", "", "1.00x")
     for row in result.table:
         table.add_row(
             str(row.number),
-            format_config(row.config, defaults),
+            format_config(row.config, defaults, sep="\n"),
             str(row.runs),
             f"{row.raw:.4g}",
             f"{row.value:.3f}",
@@ -46,8 +57,9 @@ def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
             f"{row.speedup:.2f}x",
         )
     table.caption = (
-        f"{stat}: of the runs as measured; vs controls: relative to the library defaults run "
-        "next to them (what the search compares); speedup: 1 / vs controls; runs: raced, "
+        f"configuration: the knobs not at their default; {stat}: of the runs as measured; "
+        "vs ctrl: relative to the library defaults run "
+        "next to them (what the search compares); speedup: 1 / vs ctrl; runs: raced, "
         "a configuration clearly slower than the best stops early"
     )
     return table
