@@ -207,6 +207,9 @@ def test_the_next_steps_printed_work_as_printed(
         assert run_cli(step, capsys)[0] == 0, step
     assert "export MPIR_CVAR_ASYNC_PROGRESS=0" in (tmp_path / "tuned.env").read_text()
     assert "<html" in (tmp_path / "s.html").read_text()
+    code, _, err = run_cli(tune_args(replay_file, "commtune.db", "grid", 40), capsys)
+    assert code == 0  # the default storage, named another way: no --storage to repeat
+    assert _next_steps(err)[1] == ["export", "s", "--format", "env", "--output", "tuned.env"]
 
 
 def test_not_faster_beyond_noise_keeps_the_default(

@@ -601,7 +601,8 @@ def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space, v
     for line in acceptance_lines(result):
         ui.info(line)
     ui.info(noise_line(result))
-    claimed = result.acceptance.speedup if result.acceptance else None
+    acc = result.acceptance
+    claimed = acc.speedup if acc is not None and acc.accepted else None
     if claimed and claimed > 1 and result.noise.drift - 1 > claimed - 1:
         ui.warn(
             f"the machine drifted {result.noise.drift:.2f}x during the study, more than the "
@@ -618,7 +619,10 @@ def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space, v
 
 def _next_steps(opts: TuneOptions, result: TuneResult, vendor: str) -> list[str]:
     """What to type next: run with the accepted settings, write them out, see the report."""
-    storage = "" if opts.storage == default_storage() else f" --storage {shlex.quote(opts.storage)}"
+    from commtune.store import normalize_url
+
+    given = opts.storage != normalize_url(default_storage())
+    storage = f" --storage {shlex.quote(opts.storage)}" if given else ""
     study = shlex.quote(result.study)
     steps = []
     if result.acceptance is not None and result.acceptance.accepted:
