@@ -139,6 +139,14 @@ def role_of(trial: FrozenTrial | BaseTrial) -> Role | None:
     return Role(value) if value in {r.value for r in Role} else None
 
 
+def ask(study: optuna.Study, **kwargs: Any) -> optuna.Trial:
+    """``study.ask(**kwargs)``, the trial stamped at once with this worker's name: until then
+    another worker cannot tell it from a trial a dead worker left RUNNING."""
+    trial = study.ask(**kwargs)
+    trial.set_user_attr(_Attr.WORKER, worker_id())
+    return trial
+
+
 def set_role(trial: BaseTrial, role: Role) -> None:
     """The trial's role, and the worker (this process, ``util.worker_id``) that runs it."""
     trial.set_user_attr(_Attr.WORKER, worker_id())  # first: a trial without it may be recovered

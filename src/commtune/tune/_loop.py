@@ -38,6 +38,7 @@ from commtune.study import (
     Source,
     StudySpec,
     acceptance_of,
+    ask,
     config_key,
     config_of,
     fail_reason,
@@ -194,7 +195,7 @@ def _reference_runs(
     workers: Workers,
 ) -> optuna.trial.FrozenTrial:
     statistic = stats.statistic(settings.spec.statistic)
-    trial = study.ask()
+    trial = ask(study)
     workers.bind(REFERENCE, trial.number)
     set_role(trial, Role.REFERENCE)
     set_config(trial, {})
@@ -281,7 +282,7 @@ def search(
             batch: list[Live] = []
             in_batch: set[str] = set()
             while len(batch) < size:
-                trial = study.ask(fixed_distributions=dists)
+                trial = ask(study, fixed_distributions=dists)
                 config = {
                     d.knob.name: d.knob.from_internal(trial.params[d.knob.name])
                     for d in space.dimensions

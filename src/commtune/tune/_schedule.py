@@ -38,6 +38,7 @@ from commtune.progress import Bar
 from commtune.study import (
     INTERRUPTED,
     Role,
+    ask,
     run_values,
     runs_of,
     set_config,
@@ -322,7 +323,7 @@ def control_trial(study: optuna.Study, scale: Mapping[str, str] | None = None) -
     saved = study.sampler
     study.sampler = optuna.samplers.RandomSampler(seed=0)
     try:
-        trial = study.ask()
+        trial = ask(study)
     finally:
         study.sampler = saved
     set_role(trial, Role.CONTROL if scale is None else Role.TRAINING)

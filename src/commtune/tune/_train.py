@@ -25,6 +25,7 @@ from commtune.study import (
     INTERRUPTED,
     Role,
     Scale,
+    ask,
     config_key,
     config_of,
     fail_reason,
@@ -137,7 +138,7 @@ def _training_trial(
     try:
         params = {d.knob.name: d.knob.to_internal(config[d.knob.name]) for d in space.dimensions}
         study.enqueue_trial(params)
-        trial = study.ask(fixed_distributions=distributions(space))
+        trial = ask(study, fixed_distributions=distributions(space))
     finally:
         study.sampler = saved
     set_role(trial, Role.TRAINING)
