@@ -247,3 +247,27 @@ def test_not_faster_beyond_noise_keeps_the_default(
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_show_fits_the_terminal_and_loses_no_setting(
+    columns: int,
+    replay_file: Path,
+    storage: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert run_cli(tune_args(replay_file, storage, "grid", 40), capsys)[0] == 0
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, _ = run_cli(["show", "s", "--storage", storage], capsys)
+    lines = out.splitlines()
+    assert code == 0 and lines and max(len(line) for line in lines) <= columns
+    assert "…" not in out  # folded, never cut
+    flat = "".join(line.strip() for line in lines)  # the folded settings joined again
+    for t in trials_of(storage):
+        for name, value in config_of(t).items():
+            setting = f"{name}={'1' if value is True else '0' if value is False else value}"
+            assert setting in flat or setting in out
+            if columns == 200:
+                assert any(line.rstrip().endswith(setting) or f"{setting} " in line
+                           for line in lines), setting  # fmt: skip

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from commtune.knobs import Value
 
@@ -27,17 +28,18 @@ def format_config(
     return sep.join(items) or "(defaults)"
 
 
+def compact_table(title: str) -> Table:
+    """A table of configurations: no vertical rules, so that with one knob a line (``sep``
+    of :func:`format_config`) an 80-column terminal folds only the longest settings."""
+    return Table(
+        title=title, box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True, pad_edge=False
+    )
+
+
 def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
     stat = result.statistic
-    # No vertical rules and one knob a line: an 80-column terminal folds only the longest
-    # settings, not every one.
-    table = Table(
-        title=f"study {result.study}: best configurations",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
-        pad_edge=False,
-    )
+    table = compact_table(f"study {result.study}: best configurations")
+    configs = [format_config(row.config, defaults, sep="\n") for row in result.table]
     table.add_column("trial", justify="right")
     table.add_column("configuration", overflow="fold")
     table.add_column("runs", justify="right")
@@ -46,10 +48,10 @@ def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
     table.add_column("spread", justify="right")
     table.add_column("speedup", justify="right")
     table.add_row("ref", "(library defaults)", "", f"{result.default_value:.4g}", "1", "", "1.00x")
-    for row in result.table:
+    for row, config in zip(result.table, configs, strict=True):
         table.add_row(
             str(row.number),
-            format_config(row.config, defaults, sep="\n"),
+            config,
             str(row.runs),
             f"{row.raw:.4g}",
             f"{row.value:.3f}",
@@ -130,19 +132,28 @@ def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
 
 
 def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
-    table = Table(title=title)
-    for column in ("trial", "role", "state", "runs", "value", "configuration", "note"):
-        table.add_column(column, overflow="fold")
+    table = compact_table(title)
+    table.add_column("trial", justify="right")
+    table.add_column("role")
+    table.add_column("state")
+    table.add_column("runs", justify="right")
+    table.add_column("value", justify="right")
+    # the note on a line of its own below the settings: a column of its own would take the
+    # room the settings need, for the few trials that have one
+    table.add_column("configuration (note)", overflow="fold")
     for t in trials:
         value = t["value"]
+        reference = t["role"] == "reference"
+        config = Text("(library defaults)" if reference else format_config(t["params"], sep="\n"))
+        if t.get("note"):
+            config.append(f"\n({t['note']})", style="italic")
         table.add_row(
             str(t["number"]),
             t["role"],
-            t["state"],
+            t["state"].lower(),
             str(len(t.get("runs") or [])),
             "" if value is None else f"{value:.4g}",
-            format_config(t["params"]) if t["role"] != "reference" else "(library defaults)",
-            t.get("note", ""),
+            config,
         )
     return table
 
