@@ -101,3 +101,20 @@ def test_after_kill_9_the_next_tuner_kills_what_the_last_one_left(tmp_path: Path
     if survivors:
         said = " ".join((out + err).split())  # the terminal may wrap the line
         assert f"killed {len(survivors)} process(es) that an earlier tuner left running" in said
+
+
+def test_a_run_that_floods_its_output_is_read_from_its_tail() -> None:
+    """24 MiB of output, then the line a regex metric reads: the tuner keeps the last 8 MiB
+    from a whole line on, and the last line is there."""
+    from commtune.trial._process import STDOUT_TAIL, run_process
+
+    flood = (
+        "import sys; line = 'x' * 1023 + '\\n'\n"
+        "for _ in range(24 << 10): sys.stdout.write(line)\n"
+        "print('time: 1.25'); sys.stderr.write('e' * 5000 + '\\nlast words\\n')"
+    )
+    result = run_process([sys.executable, "-c", flood], {"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert result.returncode == 0
+    assert len(result.stdout) <= STDOUT_TAIL and result.stdout.endswith("time: 1.25\n")
+    assert result.stdout.startswith("x" * 1023 + "\n")  # a whole line, not a cut one
+    assert result.stderr_tail.endswith("last words\n") and len(result.stderr_tail) <= 2000

@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from commtune.util import start_time
 
@@ -38,6 +39,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 SHM_DIR = Path("/dev/shm")
 SHM_PATTERNS = ("vader_segment.*", "sm_segment.*", "ucx_shm_posix_*", "mpich_shar_tmp*")
 STDERR_TAIL = 2000
+# What is read of a run's standard output (a regex metric reads its last match): a program
+# that writes gigabytes would otherwise be read into memory at every run.
+STDOUT_TAIL = 8 << 20
 GRACE_SECONDS = 2.0
 
 
@@ -220,11 +224,19 @@ def run_process(
         _reap_strays(keep)
         if timed_out or returncode != 0:
             clean_shm(start_wall - 1)
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode(errors="replace")
-        stderr = err.read().decode(errors="replace")
-    return ProcessResult(wall, returncode, timed_out, stdout, stderr[-STDERR_TAIL:], job_of(env))
+        stdout = _tail(out, STDOUT_TAIL)
+        stderr = _tail(err, STDERR_TAIL)
+    return ProcessResult(wall, returncode, timed_out, stdout, stderr, job_of(env))
+
+
+def _tail(f: IO[bytes], size: int) -> str:
+    """The last ``size`` bytes of ``f``, from the first whole line among them when cut."""
+    end = f.seek(0, os.SEEK_END)
+    f.seek(max(0, end - size))
+    data = f.read()
+    if end > size:
+        data = data[data.find(b"\n") + 1 :] if b"\n" in data[:-1] else data
+    return data.decode(errors="replace")
 
 
 def job_of(env: Mapping[str, str]) -> dict[str, str] | None:
