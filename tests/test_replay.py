@@ -271,3 +271,6 @@ def test_show_fits_the_terminal_and_loses_no_setting(
             if columns == 200:
                 assert any(line.rstrip().endswith(setting) or f"{setting} " in line
                            for line in lines), setting  # fmt: skip
+    code, out, _ = run_cli(["studies", "--storage", storage], capsys)
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= columns
+    assert "…" not in out and str(replay_file) in "".join(line.strip() for line in out.splitlines())

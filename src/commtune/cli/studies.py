@@ -133,9 +133,8 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
 
 def cmd_studies(args: argparse.Namespace, command: list[str] | None) -> int:
     import optuna
-    from rich.table import Table
 
-    from commtune.report import UI
+    from commtune.report import UI, studies_table
     from commtune.store import Store
     from commtune.study import raw_acceptance, raw_spec
 
@@ -156,16 +155,7 @@ def cmd_studies(args: argparse.Namespace, command: list[str] | None) -> int:
             }
         )
     ui = UI(json_mode=args.json)
-    table = Table(title=f"studies in {store.url}")
-    for column in ("study", "mpi", "trials", "speedup", "accepted", "command"):
-        table.add_column(column)
-    for r in rows:
-        speedup = "" if r["speedup"] is None else f"{r['speedup']:.2f}x"
-        accepted = "yes" if r["accepted"] else "no"
-        if r["source"] not in (None, "search"):
-            accepted += f" ({r['source']})"
-        table.add_row(r["study"], str(r["mpi"]), str(r["trials"]), speedup, accepted, r["command"])
-    ui.print(table)
+    ui.print(studies_table(rows, f"studies in {store.url}"))
     if args.json:
         print_json({"studies": rows})
     return 0

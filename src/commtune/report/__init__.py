@@ -37,6 +37,7 @@ _WHERE = {
     "noise_line": "_tables",
     "pareto_table": "_tables",
     "result_table": "_tables",
+    "studies_table": "_tables",
     "trials_table": "_tables",
     "collect": "_study_data",
     "page": "_html",
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
         noise_line,
         pareto_table,
         result_table,
+        studies_table,
         trials_table,
     )
 
@@ -102,6 +104,7 @@ __all__ = [
     "result_table",
     "runtime_table",
     "sample_tables",
+    "studies_table",
     "summary_table",
     "train_tables",
     "trials_table",

@@ -158,6 +158,24 @@ def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
     return table
 
 
+def studies_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """One row a study: its library, trials, verdict and the command it tunes."""
+    table = compact_table(title)
+    table.add_column("study", overflow="fold")
+    table.add_column("mpi")
+    table.add_column("trials", justify="right")
+    table.add_column("speedup", justify="right")
+    table.add_column("accepted")
+    table.add_column("command", overflow="fold")
+    for r in rows:
+        speedup = "" if r["speedup"] is None else f"{r['speedup']:.2f}x"
+        accepted = "yes" if r["accepted"] else "no"
+        if r["source"] not in (None, "search"):
+            accepted += f" ({r['source']})"
+        table.add_row(r["study"], str(r["mpi"]), str(r["trials"]), speedup, accepted, r["command"])
+    return table
+
+
 def pareto_table(front: list[dict[str, Any]], metric: str, metrics: list[str]) -> Table:
     """The trials no other beats on the value and every further objective at once."""
     table = Table(
