@@ -310,3 +310,22 @@ def test_knobs_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert "nb" in knobs["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"]["domain"]
     code, out, _ = run_cli(["knobs", "--mpi", "openmpi", "--preset", "progress", "--json"], capsys)
     assert [k["name"] for k in last_json(out)["knobs"]] == ["mpi_yield_when_idle"]
+
+
+@needs_mpich
+@needs_openmpi
+@pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
+def test_knobs_table_fits_80_columns(
+    mpi: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run_cli(["knobs", "--mpi", mpi, "--json"], capsys)
+    names = [k["name"] for k in last_json(out)["knobs"]]
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(["knobs", "--mpi", mpi], capsys)
+    lines = out.splitlines()
+    assert code == 0 and max(len(line) for line in lines) <= 80 and "…" not in out
+    # every name is in the first column, folded over lines but whole
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["knob", "type"])
+    column = [line[: lines[head].index("type")].strip() for line in lines[head + 2 :]]
+    text = "".join(column)
+    assert all(name in text for name in names)

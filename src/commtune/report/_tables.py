@@ -113,19 +113,17 @@ def acceptance_lines(result: TuneResult) -> list[str]:
 
 
 def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
-    table = Table(title=title)
-    table.add_column("knob", overflow="fold")
-    for column in ("type", "domain", "default", "step", "presets", "available"):
+    table = compact_table(title)
+    for column in ("knob", "type", "domain", "default", "presets", "available"):
         table.add_column(column, overflow="fold")
     for s in statuses:
         k = s.knob
         table.add_row(
             k.name,
             k.type.value,
-            k.describe_domain(),
+            k.describe_domain().replace("|", " | "),  # the domain has the step: [0, 64] step 8
             str(k.format(k.default)),
-            str(k.step) if k.type.value == "int" else ("x2" if k.type.value == "log2-int" else ""),
-            ",".join(k.presets),
+            ", ".join(k.presets),
             "yes" if s.available else f"no: {s.reason}",
         )
     return table
