@@ -141,3 +141,62 @@ def test_an_unknown_study_writes_nothing(
                               storage], capsys)  # fmt: skip
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "nope" in err and not page.exists()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_optuna_dashboard_shows_the_study(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's way to look at a study with Optuna's own tool: ``optuna-dashboard`` on the
+    storage (an SQLite URL, or a journal file's path) lists the study and all its trials."""
+    import json
+    import time
+    import urllib.request
+
+    dashboard = shutil.which("optuna-dashboard")
+    if dashboard is None:
+        pytest.skip("no optuna-dashboard here (pip install optuna-dashboard)")
+    path = tmp_path / ("s.db" if kind == "sqlite" else "s.journal")
+    storage = f"sqlite:///{path}" if kind == "sqlite" else f"journal://{path}"
+    code, _, err = _tune(["--replay", str(REPLAY), "--mpi", "openmpi", *REPLAY_KNOBS,
+                          "--trials", "12", "--study", "d", "--storage", storage, "--json"],
+                         capsys)  # fmt: skip
+    assert code == 0, err
+    port = _free_port()
+    server = subprocess.Popen(
+        [dashboard, storage if kind == "sqlite" else str(path), "--host", "127.0.0.1",
+         "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline, studies = time.time() + 60, None
+        while studies is None and time.time() < deadline and server.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=5) as r:
+                    studies = json.load(r)["study_summaries"]
+            except OSError:
+                time.sleep(0.3)
+        assert studies is not None, server.stderr.read() if server.poll() is not None else ""
+        (study,) = [s for s in studies if s["study_name"] == "d"]
+        url = f"http://127.0.0.1:{port}/api/studies/{study['study_id']}?after=0"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            trials = json.load(r)["trials"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    import optuna
+
+    from commtune.store import Store
+
+    ours = optuna.load_study(study_name="d", storage=Store(storage).optuna).get_trials()
+    assert [t["number"] for t in trials] == [t.number for t in ours]
+    roles = {a["value"] for t in trials for a in t["user_attrs"] if a["key"] == "role"}
+    assert {"reference", "search"} <= roles  # commtune's record is there to read
