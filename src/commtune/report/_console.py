@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 
 class Bar:
@@ -67,11 +68,15 @@ class UI:
             yield Bar(None, None)
             return
         progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            TextColumn("[bold]{task.description}", table_column=Column(no_wrap=True)),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"),
+            # the status is cut, not wrapped: the bar keeps its line at any width
+            TextColumn(
+                "{task.fields[status]}",
+                table_column=Column(no_wrap=True, overflow="ellipsis", max_width=36),
+            ),
             console=self.console,
             auto_refresh=False,
             transient=False,
