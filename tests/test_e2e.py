@@ -291,7 +291,8 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     interrupted = [
         t for t in study.get_trials() if fail_reason(t) == "interrupted" and role_of(t) is not None
     ]
-    assert result["trials"] == 10
+    # the budget is spent on trials that ran to their end: the interrupted come on top
+    assert result["trials"] == 10 + len(interrupted)
     assert result["failed_trials"] == len(interrupted)
     searched = [
         config_key(config_of(t))

@@ -207,13 +207,18 @@ def test_a_file_that_is_not_a_journal_is_one_line(
 
 def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -> None:
     """Between ``ask`` and its worker's name there is a moment; a worker recovering dead
-    workers' trials then must leave the trial alone (seen as a race with two workers)."""
+    workers' trials then must leave the trial alone while another worker lives (seen as a race
+    with two workers), and take it back at once when none does (a tuner killed in that
+    moment, resumed alone, must not wait for it)."""
     import datetime
+    import socket
 
     from commtune.study import set_role
     from commtune.tune._workers import UNNAMED, Workers
+    from commtune.util import start_time
 
-    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = Store(url)
     study = optuna.create_study(study_name="r", storage=store.optuna)
     fresh = study.ask()  # its worker has not stamped it yet
     named = study.ask()
@@ -223,8 +228,17 @@ def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -
     with sqlite3.connect(tmp_path / "s.db") as db:
         db.execute("UPDATE trials SET datetime_start = ? WHERE trial_id = ?",
                    (started.isoformat(" "), old._trial_id))  # fmt: skip
-    study = optuna.load_study(study_name="r", storage=Store(store.url).optuna)
-    assert Workers(store, "r").recover(study) == 1
-    states = {t.number: t.state.name for t in study.get_trials()}
-    assert states == {fresh.number: "RUNNING", named.number: "RUNNING", old.number: "FAIL"}
-    assert fail_reason(study.get_trials()[old.number]) == INTERRUPTED
+    other = subprocess.Popen(["sleep", "60"])  # another worker, alive on this host
+    try:
+        store.beat("r", f"{socket.gethostname()}:{other.pid}:{start_time(other.pid)}")
+        study = optuna.load_study(study_name="r", storage=Store(url).optuna)
+        assert Workers(store, "r").recover(study) == 1
+        states = {t.number: t.state.name for t in study.get_trials()}
+        assert states == {fresh.number: "RUNNING", named.number: "RUNNING", old.number: "FAIL"}
+        assert fail_reason(study.get_trials()[old.number]) == INTERRUPTED
+    finally:
+        other.kill()
+        other.wait()
+    assert Workers(store, "r").recover(study) == 1  # alone now: the fresh one too
+    assert study.get_trials()[fresh.number].state.name == "FAIL"
+    assert study.get_trials()[named.number].state.name == "RUNNING"

@@ -29,7 +29,7 @@ from commtune.cli._common import (
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
 from commtune.knobs import enumerators as knob_enumerators
-from commtune.mpi import installation_of
+from commtune.mpi import Vendor, installation_of
 
 if TYPE_CHECKING:
     import optuna
@@ -626,12 +626,12 @@ def _next_steps(opts: TuneOptions, result: TuneResult, vendor: str) -> list[str]
     study = shlex.quote(result.study)
     steps = []
     if result.acceptance is not None and result.acceptance.accepted:
-        ompi = vendor == "openmpi"
-        conf = "mca --output mca-params.conf" if ompi else "env --output tuned.env"
-        launch = "mpirun" if ompi else "mpiexec"
+        impl = Vendor(vendor).impl
+        fmt, name = impl.settings_file
         steps += [
-            f"  commtune run --study {study}{storage} -- {launch} ...   (runs with these settings)",
-            f"  commtune export {study}{storage} --format {conf}",
+            f"  commtune run --study {study}{storage} -- {impl.launcher_word} ...   "
+            "(runs with these settings)",
+            f"  commtune export {study}{storage} --format {fmt} --output {name}",
         ]
     page = re.sub(r"[^\w.-]+", "_", result.study) + ".html"
     steps.append(f"  commtune report {study}{storage} -o {page}")

@@ -66,6 +66,9 @@ class MPIVendor(abc.ABC):
     launcher_names: ClassVar[tuple[str, ...]]  # looked up in this order
     compiler_names: ClassVar[tuple[str, ...]]
     export_formats: ClassVar[tuple[str, ...]] = ()  # formats of its own (render)
+    # (export format, file name) of the settings file its users keep (what `tune` suggests)
+    settings_file: ClassVar[tuple[str, str]] = ("env", "tuned.env")
+    launcher_word: ClassVar[str]  # the launcher as its users type it
     p2p_knobs: ClassVar[tuple[str, str]]  # (single-copy mechanism, eager/rendezvous limit)
     algorithm_env: ClassVar[Mapping[str, str]] = {}  # needed to switch algorithms at run time
     selection_file_name: ClassVar[str]  # the collective selection file commtune writes

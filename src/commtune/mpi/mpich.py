@@ -18,6 +18,7 @@ class MPICH(MPIVendor):
     hdf5_package = "hdf5-mpich"
     launcher_names = ("mpiexec.mpich", "mpirun.mpich", "mpiexec.hydra", "mpiexec", "mpirun")
     compiler_names = ("mpicc.mpich", "mpicc")
+    launcher_word = "mpiexec"
     p2p_knobs = ("UCX_RNDV_SCHEME", "UCX_RNDV_THRESH")  # ch4:ucx moves point-to-point in UCX
     selection_file_name = "coll-selection.json"
     forced_overrides_file = True

@@ -29,6 +29,8 @@ class OpenMPI(MPIVendor):
     launcher_names = ("mpirun.openmpi", "mpirun", "mpiexec.openmpi", "mpiexec")
     compiler_names = ("mpicc.openmpi", "mpicc")
     export_formats = ("mca",)
+    settings_file = ("mca", "mca-params.conf")
+    launcher_word = "mpirun"
     p2p_knobs = ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit")
     # Forced algorithms are bound at communicator creation and only with dynamic rules on.
     algorithm_env = DYNAMIC_RULES

@@ -55,8 +55,9 @@ TRAINING = "training"
 CONFIRM = "confirm"
 BEAT = 15.0  # seconds between two heartbeats
 GRACE = 120.0  # a worker on another host silent this long is dead
-# A trial is asked before its worker stamps its name on it: so long, a trial without a name is
-# taken for one being stamped (a trial of a commtune before 0.16 is unnamed for ever).
+# A trial is asked before its worker stamps its name on it: so long, and while another worker
+# lives, a trial without a name is taken for one being stamped (a trial of a commtune before
+# 0.16, or one asked by a tuner killed before it stamped it, is unnamed for ever).
 UNNAMED = 60.0
 POLL = 1.0  # seconds between two looks at a study another worker is working on
 
@@ -160,10 +161,17 @@ class Workers:
     def running_alive(self, trial: optuna.trial.FrozenTrial) -> bool:
         """Whether the RUNNING ``trial``'s worker may still finish it."""
         worker = worker_of(trial)
-        if worker is None:
+        if worker is None:  # being stamped, if it is young and another worker lives
             start = trial.datetime_start  # Optuna's local time, as datetime.now() gives it
-            return start is not None and time.time() - start.timestamp() < UNNAMED
+            young = start is not None and time.time() - start.timestamp() < UNNAMED
+            return young and self.others_alive()
         return self.alive(worker)
+
+    def others_alive(self) -> bool:
+        """Whether a worker other than this one is working on the study (by its heartbeat)."""
+        if self.store is None:
+            return False
+        return any(w != self.me and self.alive(w) for w in self.store.beats(self.study))
 
     @contextlib.contextmanager
     def heartbeat(self) -> Iterator[None]:
@@ -175,12 +183,12 @@ class Workers:
         stop = threading.Event()
 
         def beat() -> None:
-            while True:
+            while not stop.wait(BEAT):
                 with contextlib.suppress(Exception):  # a missed beat is not an error
                     store.beat(self.study, self.me)
-                if stop.wait(BEAT):
-                    return
 
+        with contextlib.suppress(Exception):  # the first beat before any trial is asked
+            store.beat(self.study, self.me)
         thread = threading.Thread(target=beat, name="commtune-heartbeat", daemon=True)
         thread.start()
         try:
