@@ -412,3 +412,18 @@ def test_profile_metric_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
         ["tune", "--no-interposer", "--metric", "profile:mpi_time", "--", "true"], capsys
     )
     assert code == 2 and "needs the interposer" in err
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_programs_built_into_a_cold_cache_run(
+    vendor: Vendor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh machine has no cache: what commtune builds there must be runnable (the
+    interposer's probe under the vendor's real launcher)."""
+    monkeypatch.setenv("COMMTUNE_CACHE", str(tmp_path / "cache"))
+    inst = find_installation(vendor)
+    probe = native.build(inst, "tools/ct_probe.c")
+    assert probe.is_relative_to(tmp_path / "cache") and os.access(probe, os.X_OK)
+    done = subprocess.run(inst.command(2, [str(probe), "init"]), capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr

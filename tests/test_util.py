@@ -67,3 +67,7 @@ def test_an_atomic_write_keeps_a_device_and_the_files_mode(tmp_path: Path) -> No
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~mask  # as a plain open() would
+    program = tmp_path / "prog"
+    with atomic_path(program, mode=0o777) as tmp:
+        tmp.write_text("#!/bin/sh\n")
+    assert stat.S_IMODE(program.stat().st_mode) == 0o777 & ~mask and os.access(program, os.X_OK)

@@ -125,7 +125,7 @@ def _compile(
     if target.exists():
         return target
     out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_path(target) as tmp:
+    with atomic_path(target, mode=0o777) as tmp:  # a program: executable
         done = subprocess.run(
             [installation.mpicc, *flags, "-o", str(tmp), *map(str, sources), *libs],
             capture_output=True,
@@ -136,5 +136,4 @@ def _compile(
             errors = [line for line in done.stderr.splitlines() if "error" in line]
             last = (errors or done.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise UsageError(f"cannot build {name} with {installation.mpicc}: {last}")
-        os.chmod(tmp, 0o755)
     return target

@@ -49,21 +49,25 @@ def format_size(size: float | None) -> str:
     return f"{size:.0f} B"
 
 
-def _mode_for(target: Path) -> int:
-    """The mode of the file being replaced, or the one a new file gets (0666 less umask)."""
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
+def _mode_for(target: Path, mode: int | None) -> int:
+    """``mode`` less the umask; without one, the mode of the file being replaced, or the one a
+    new file gets (0666 less the umask)."""
+    if mode is None:
+        try:
+            return target.stat().st_mode & 0o7777
+        except OSError:
+            mode = 0o666
+    mask = os.umask(0)
+    os.umask(mask)
+    return mode & ~mask
 
 
 @contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, mode: int | None = None) -> Iterator[Path]:
     """A temporary path beside ``path``, unique to this writer, renamed onto ``path`` when the
     block ends without an error and removed otherwise: readers see the old file or the whole
-    new one, and two writers never share a temporary file."""
+    new one, and two writers never share a temporary file. The file gets ``mode`` (less the
+    umask; 0o777 for a program), or keeps the replaced file's, or a new file's 0666."""
     target = Path(path)
     directory = target.resolve().parent
     if not directory.is_dir():
@@ -79,7 +83,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, _mode_for(target))  # mkstemp's 0600 is for the temporary file only
+        os.chmod(tmp, _mode_for(target, mode))  # mkstemp's 0600 is for the temporary file only
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
