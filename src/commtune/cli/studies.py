@@ -122,8 +122,9 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
             file=sys.stderr,
         )
     config, extra = chosen or ({}, {})
-    variables = {**apply(knobs, config, inst.impl).env, **extra}
-    plan = launcher_for(inst).plan(command, variables, remove=[k.env for k in knobs])
+    launcher, remove = launcher_for(inst), [k.env for k in knobs]
+    variables = launcher.reconciled({**apply(knobs, config, inst.impl).env, **extra}, remove=remove)
+    plan = launcher.plan(command, variables, remove=remove)
     sys.stdout.flush()
     try:
         os.execvpe(plan.argv[0], plan.argv, plan.env)

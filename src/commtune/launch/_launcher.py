@@ -47,6 +47,27 @@ class Launcher(abc.ABC):
     def rank_args(self, variables: Mapping[str, str]) -> list[str]:
         """Launcher options that set ``variables`` in every rank."""
 
+    def reconciled(
+        self,
+        variables: Mapping[str, str],
+        *,
+        remove: Sequence[str] = (),
+        base_env: Mapping[str, str] | None = None,
+    ) -> dict[str, str]:
+        """``variables`` with what the vendor adds so that they take effect beside what the
+        environment already sets (Open MPI: a forced algorithm beside a loaded rules file
+        that lists the collective gets a copy of the file without it, written under the
+        cache directory, which the ranks of every node must read). Not pure: see
+        :meth:`MPIVendor.reconcile`."""
+        from commtune.native import cache_dir
+
+        env = dict(os.environ if base_env is None else base_env)
+        for name in remove:
+            env.pop(name, None)
+        env.update(variables)
+        extra = self.installation.impl.reconcile(env, cache_dir() / "rules")
+        return {**variables, **extra}
+
     def plan(
         self,
         command: Sequence[str],

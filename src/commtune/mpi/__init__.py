@@ -16,21 +16,26 @@ from commtune.mpi._install import (
     launcher_vendor,
     resolve_command,
 )
+from commtune.mpi._ompi_rules import COLL_IDS, RulesError, format_rules, parse_rules
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 VENDOR_NAMES = tuple(v.value for v in Vendor)
 
 __all__ = [
+    "COLL_IDS",
     "LAUNCHER_NAMES",
     "VENDOR_NAMES",
     "Installation",
     "MPIVendor",
+    "RulesError",
     "Variable",
     "Vendor",
     "default_installation",
     "find_installation",
+    "format_rules",
     "installation_of",
     "is_launcher",
     "launcher_vendor",
+    "parse_rules",
     "resolve_command",
 ]

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from commtune.mpi._install import Installation
 
 
@@ -102,6 +104,12 @@ class MPIVendor(abc.ABC):
     @abc.abstractmethod
     def selection_env(self, path: str) -> dict[str, str]:
         """Variables that make the library read the collective selection file ``path``."""
+
+    def reconcile(self, env: Mapping[str, str], directory: Path) -> dict[str, str]:
+        """Variables to add to a run's environment ``env`` so that all it sets takes effect
+        together (Open MPI: a forced algorithm beside a rules file that lists the
+        collective); may write files in ``directory``. Nothing by default."""
+        return {}
 
     # -- the launcher -----------------------------------------------------------------------
     @abc.abstractmethod

@@ -11,14 +11,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from commtune.errors import UsageError
+from commtune.mpi._ompi_rules import FILE_ENV, USE_ENV, without_forced
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from commtune.mpi._install import Installation
 
-RULES_ENV = "OMPI_MCA_coll_tuned_dynamic_rules_filename"
-DYNAMIC_RULES = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
+RULES_ENV = FILE_ENV
+DYNAMIC_RULES = {USE_ENV: "1"}
 
 
 class OpenMPI(MPIVendor):
@@ -48,6 +51,9 @@ class OpenMPI(MPIVendor):
 
     def selection_env(self, path: str) -> dict[str, str]:
         return {**DYNAMIC_RULES, RULES_ENV: path}
+
+    def reconcile(self, env: Mapping[str, str], directory: Path) -> dict[str, str]:
+        return without_forced(env, directory)
 
     def recognise(self, launcher: str, version_text: str) -> tuple[str, str] | None:
         match = re.search(r"\((?:Open MPI|OpenRTE)\) (\S+)", version_text)

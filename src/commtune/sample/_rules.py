@@ -5,12 +5,10 @@ decisions on a file it cannot read, and MPICH aborts on a tree that leaves a col
 without an algorithm. So every file is written from the sampled choices, then read back by a
 parser that follows the library's own rules, and only then handed out.
 
-Open MPI (4.1 reader): integers separated by anything, ``#`` to the end of a line is a
-comment. Number of collectives; per collective its id, the number of communicator sizes; per
-communicator size, the size and the number of message sizes; per message size
-``bytes algorithm fan-in/out segment-size``. The first message size must be 0, or the
-collective falls back to the fixed rules. The largest listed size not above the actual one
-applies. Sizes are the total bytes (allgather and alltoall: times the communicator size).
+Open MPI (4.1 reader, :mod:`commtune.mpi._ompi_rules`): per collective and communicator size,
+``bytes algorithm fan-in/out segment-size`` lines from 0 up. The largest listed size not above
+the actual one applies. Sizes are the total bytes (allgather and alltoall: times the
+communicator size).
 
 MPICH (4.0, ``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``): the library's built-in tree,
 with the intra-communicator subtree of each sampled collective replaced by message-size
@@ -29,10 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from commtune.errors import UsageError
+from commtune.mpi import COLL_IDS, RulesError
+from commtune.mpi import parse_rules as parse_ompi_rules
 from commtune.sample._curves import Segment
 
-# Open MPI's COLLTYPE numbering (ompi/mca/coll/base/coll_base_functions.h)
-OMPI_COLL_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "bcast": 7, "reduce": 11}
+# The collectives sampled, by Open MPI's COLLTYPE number
+OMPI_COLL_IDS = {
+    op: COLL_IDS[op] for op in ("allgather", "allreduce", "alltoall", "bcast", "reduce")
+}
 
 # MPICH: the size a CSEL tree compares, and how it relates to the sampled size (bytes per
 # rank's buffer, or for allgather/alltoall the total of all ranks' blocks).
@@ -50,10 +52,6 @@ OMPI_ENV = {
 }
 
 
-class RulesError(ValueError):
-    """A selection file does not follow the library's format."""
-
-
 # -- Open MPI ---------------------------------------------------------------------------------
 def ompi_rules(
     choices: Mapping[str, Sequence[tuple[int, int]]], ranks: int, header: str = ""
@@ -69,42 +67,6 @@ def ompi_rules(
         for start, algorithm in rules:
             lines.append(f"{start} {algorithm} 0 0")
     return "\n".join(lines) + "\n"
-
-
-def parse_ompi_rules(text: str) -> dict[int, dict[int, list[tuple[int, int, int, int]]]]:
-    """collective id -> communicator size -> [(bytes, algorithm, fan, segsize)], as Open MPI
-    4.1 reads the file; RulesError where it would give up."""
-    numbers = [int(n) for n in re.findall(r"-?\d+", re.sub(r"#[^\n]*", "", text))]
-    pos = 0
-
-    def take(what: str) -> int:
-        nonlocal pos
-        if pos >= len(numbers):
-            raise RulesError(f"file ends where {what} was expected")
-        pos += 1
-        return numbers[pos - 1]
-
-    out: dict[int, dict[int, list[tuple[int, int, int, int]]]] = {}
-    for _ in range(take("the number of collectives")):
-        coll = take("a collective id")
-        if coll in out:
-            raise RulesError(f"collective {coll} listed twice")
-        out[coll] = {}
-        for _ in range(take("the number of communicator sizes")):
-            comm = take("a communicator size")
-            rules = [
-                (take("a message size"), take("an algorithm"), take("a fan"), take("a segsize"))
-                for _ in range(take("the number of message sizes"))
-            ]
-            if not rules or rules[0][0] != 0:
-                raise RulesError(f"collective {coll}: the first message size must be 0")
-            sizes = [r[0] for r in rules]
-            if sizes != sorted(set(sizes)):
-                raise RulesError(f"collective {coll}: message sizes not strictly ascending")
-            out[coll][comm] = rules
-    if pos != len(numbers):
-        raise RulesError(f"{len(numbers) - pos} numbers after the last rule")
-    return out
 
 
 def validate_ompi_rules(text: str, algorithms: Mapping[str, int]) -> None:

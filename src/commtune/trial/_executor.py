@@ -135,10 +135,14 @@ class LocalExecutor(Executor):
         extra: Mapping[str, str],
         profile_path: Path | None,
     ) -> RunRecord:
+        remove = [k.env for k in self.knobs]
+        variables = self.launcher.reconciled(
+            {**self.variables, **applied.env, **extra}, remove=remove, base_env=self.base_env
+        )
         plan = self.launcher.plan(
             self.command,
-            {**self.variables, **applied.env, **extra},
-            remove=[k.env for k in self.knobs],
+            variables,
+            remove=remove,
             preload=str(self.profiling.library) if self.profiling else None,
             base_env=self.base_env,
         )

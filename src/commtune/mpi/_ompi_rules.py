@@ -1,0 +1,126 @@
+"""Open MPI's ``coll_tuned`` dynamic rules file, as the 4.1 reader takes it.
+
+Integers separated by anything, ``#`` to the end of a line a comment. Number of collectives;
+per collective its id (``COLLTYPE_T``), the number of communicator sizes; per communicator
+size, the size and the number of message sizes; per message size ``bytes algorithm
+fan-in/out segment-size``. The first message size must be 0, or the collective falls back to
+the fixed rules.
+
+The reader consults the file before a forced algorithm variable (MPICH is the other way
+round), so a configuration that forces a collective's algorithm while a rules file is loaded
+gets a copy of the file without that collective (:func:`without_forced`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+# COLLTYPE_T of ompi/mca/coll/base/coll_base_functions.h (4.1)
+_COLLTYPES = """allgather allgatherv allreduce alltoall alltoallv alltoallw barrier bcast exscan
+gather gatherv reduce reduce_scatter reduce_scatter_block scan scatter scatterv"""
+COLL_IDS = {name: number for number, name in enumerate(_COLLTYPES.split())}
+USE_ENV = "OMPI_MCA_coll_tuned_use_dynamic_rules"
+FILE_ENV = "OMPI_MCA_coll_tuned_dynamic_rules_filename"
+_NOT_FORCED = ("", "0", "ignore")  # an algorithm variable left to the library
+
+Rule = tuple[int, int, int, int]  # bytes, algorithm, fan-in/out, segment size
+Rules = dict[int, dict[int, list[Rule]]]  # collective id -> communicator size -> rules
+
+
+class RulesError(ValueError):
+    """A selection file does not follow the library's format."""
+
+
+def parse_rules(text: str) -> Rules:
+    """The file's rules, as Open MPI 4.1 reads them; RulesError where it would give up."""
+    numbers = [int(n) for n in re.findall(r"-?\d+", re.sub(r"#[^\n]*", "", text))]
+    pos = 0
+
+    def take(what: str) -> int:
+        nonlocal pos
+        if pos >= len(numbers):
+            raise RulesError(f"file ends where {what} was expected")
+        pos += 1
+        return numbers[pos - 1]
+
+    out: Rules = {}
+    for _ in range(take("the number of collectives")):
+        coll = take("a collective id")
+        if coll in out:
+            raise RulesError(f"collective {coll} listed twice")
+        out[coll] = {}
+        for _ in range(take("the number of communicator sizes")):
+            comm = take("a communicator size")
+            rules = [
+                (take("a message size"), take("an algorithm"), take("a fan"), take("a segsize"))
+                for _ in range(take("the number of message sizes"))
+            ]
+            if not rules or rules[0][0] != 0:
+                raise RulesError(f"collective {coll}: the first message size must be 0")
+            sizes = [r[0] for r in rules]
+            if sizes != sorted(set(sizes)):
+                raise RulesError(f"collective {coll}: message sizes not strictly ascending")
+            out[coll][comm] = rules
+    if pos != len(numbers):
+        raise RulesError(f"{len(numbers) - pos} numbers after the last rule")
+    return out
+
+
+def format_rules(rules: Mapping[int, Mapping[int, Sequence[Rule]]], header: str = "") -> str:
+    """The text of ``rules`` (what :func:`parse_rules` reads back)."""
+    names = {number: name for name, number in COLL_IDS.items()}
+    lines = [f"# {line}" for line in header.splitlines()] if header else []
+    lines.append(f"{len(rules):<10d} # number of collectives")
+    for coll, comms in rules.items():
+        lines.append(f"{coll:<10d} # collective: {names.get(coll, '?')}")
+        lines.append(f"{len(comms):<10d} # number of communicator sizes")
+        for comm, entries in comms.items():
+            lines.append(f"{comm:<10d} # communicator size")
+            lines.append(f"{len(entries):<10d} # number of message sizes")
+            lines.extend(" ".join(str(n) for n in entry) for entry in entries)
+    return "\n".join(lines) + "\n"
+
+
+def without_forced(env: Mapping[str, str], directory: Path) -> dict[str, str]:
+    """For a run with environment ``env``: when it loads a rules file that lists collectives
+    whose algorithm ``env`` forces, a copy of the file without them, written in
+    ``directory`` (named by its content), and the variable that loads the copy instead.
+    Nothing when there is no such conflict, or the file cannot be read (the library then
+    says so itself)."""
+    if env.get(USE_ENV, "0").strip().lower() not in ("1", "true", "yes", "y", "t"):
+        return {}
+    path = env.get(FILE_ENV, "")
+    forced = {
+        number
+        for name, number in COLL_IDS.items()
+        if env.get(f"OMPI_MCA_coll_tuned_{name}_algorithm", "").strip().lower() not in _NOT_FORCED
+    }
+    if not path or not forced:
+        return {}
+    try:
+        rules = parse_rules(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, RulesError):
+        return {}
+    dropped = sorted(forced & rules.keys())
+    if not dropped:
+        return {}
+    names = {number: name for name, number in COLL_IDS.items()}
+    text = format_rules(
+        {c: r for c, r in rules.items() if c not in dropped},
+        f"{path} without {', '.join(names[c] for c in dropped)}: their algorithm is forced\n"
+        "(written by commtune; Open MPI would use the file's choice over the forced one)",
+    )
+    target = directory / f"coll-rules-{hashlib.sha256(text.encode()).hexdigest()[:16]}.conf"
+    if not target.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".rules-")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)  # whole or not at all, whoever writes it first
+    return {FILE_ENV: str(target)}
