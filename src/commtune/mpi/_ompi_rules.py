@@ -14,11 +14,11 @@ gets a copy of the file without that collective (:func:`without_forced`).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from commtune.util import write_atomic
 
 # COLLTYPE_T of ompi/mca/coll/base/coll_base_functions.h (4.1)
 _COLLTYPES = """allgather allgatherv allreduce alltoall alltoallv alltoallw barrier bcast exscan
@@ -118,9 +118,5 @@ def without_forced(env: Mapping[str, str], directory: Path) -> dict[str, str]:
     target = directory / f"coll-rules-{hashlib.sha256(text.encode()).hexdigest()[:16]}.conf"
     if not target.exists():
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".rules-")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)  # whole or not at all, whoever writes it first
+        write_atomic(target, text)  # whole or not at all, whoever writes it first
     return {FILE_ENV: str(target)}
