@@ -109,6 +109,9 @@ def test_tune_and_run_give_the_ranks_the_reconciled_file(
                               "--trials", "2", "--study", "r", "--storage", storage, "--json"],
                              capsys)  # fmt: skip
     assert code == 0 and last_json(out)["accepted"], err
+    code, out, _ = run_cli(["export", "r", "--storage", storage, "--format", "mca"], capsys)
+    assert code == 0 and "# forced: allreduce; a coll_tuned rules file" in out
+    assert "coll_tuned_allreduce_algorithm = ring" in out.splitlines()
     log.unlink()
     done = subprocess.run(
         [sys.executable, "-m", "commtune", "run", "--study", "r", "--storage", storage, "--",

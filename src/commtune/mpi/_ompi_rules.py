@@ -86,6 +86,15 @@ def format_rules(rules: Mapping[int, Mapping[int, Sequence[Rule]]], header: str 
     return "\n".join(lines) + "\n"
 
 
+def forced_collectives(env: Mapping[str, str]) -> list[str]:
+    """The collectives whose algorithm ``env`` forces (not left to the library)."""
+    return [
+        name
+        for name in COLL_IDS
+        if env.get(f"OMPI_MCA_coll_tuned_{name}_algorithm", "").strip().lower() not in _NOT_FORCED
+    ]
+
+
 def without_forced(env: Mapping[str, str], directory: Path) -> dict[str, str]:
     """For a run with environment ``env``: when it loads a rules file that lists collectives
     whose algorithm ``env`` forces, a copy of the file without them, written in
@@ -95,11 +104,7 @@ def without_forced(env: Mapping[str, str], directory: Path) -> dict[str, str]:
     if env.get(USE_ENV, "0").strip().lower() not in ("1", "true", "yes", "y", "t"):
         return {}
     path = env.get(FILE_ENV, "")
-    forced = {
-        number
-        for name, number in COLL_IDS.items()
-        if env.get(f"OMPI_MCA_coll_tuned_{name}_algorithm", "").strip().lower() not in _NOT_FORCED
-    }
+    forced = {COLL_IDS[name] for name in forced_collectives(env)}
     if not path or not forced:
         return {}
     try:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from commtune.errors import UsageError
-from commtune.mpi._ompi_rules import FILE_ENV, USE_ENV, without_forced
+from commtune.mpi._ompi_rules import FILE_ENV, USE_ENV, forced_collectives, without_forced
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
@@ -91,6 +91,13 @@ class OpenMPI(MPIVendor):
         if fmt != "mca":
             return super().render(fmt, env, header)
         lines = [f"# {header}: Open MPI MCA parameters (mca-params.conf)"]
+        forced = forced_collectives(env)
+        if forced and not env.get(RULES_ENV):
+            lines.append(
+                f"# forced: {', '.join(forced)}; a coll_tuned rules file set elsewhere would "
+                "win over these (Open MPI 4.1 reads it first): `commtune run` leaves them out "
+                "of it"
+            )
         lines += [f"{name.removeprefix(self.env_prefix)} = {value}" for name, value in env.items()]
         return "\n".join(lines) + "\n"
 
