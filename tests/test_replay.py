@@ -274,3 +274,22 @@ def test_show_fits_the_terminal_and_loses_no_setting(
     code, out, _ = run_cli(["studies", "--storage", storage], capsys)
     assert code == 0 and max(len(line) for line in out.splitlines()) <= columns
     assert "…" not in out and str(replay_file) in "".join(line.strip() for line in out.splitlines())
+
+
+def test_the_run_step_repeats_the_tuned_command() -> None:
+    """The printed ``commtune run`` line is the tuned command itself, quoted for the shell,
+    unless it is a template (``--scale``) or a replay, which get the launcher and ``...``."""
+    from types import SimpleNamespace
+
+    from commtune.cli.tuning import _next_steps
+    from commtune.store import normalize_url
+
+    opts = SimpleNamespace(storage=normalize_url("commtune.db"))
+    accepted = SimpleNamespace(study="app", acceptance=SimpleNamespace(accepted=True))
+    command = ["mpirun", "-np", "4", "./app", "in put.nml"]
+    steps = _next_steps(opts, accepted, "openmpi", command)  # type: ignore[arg-type]
+    assert steps[1] == "  commtune run --study app -- mpirun -np 4 ./app 'in put.nml'   " \
+        "(runs with these settings)"  # fmt: skip
+    sized = _next_steps(opts, accepted, "mpich", ["mpiexec", "-n", "{size}", "./app"])  # type: ignore[arg-type]
+    assert sized[1].startswith("  commtune run --study app -- mpiexec ...")
+    assert "--format env --output tuned.env" in sized[2]

@@ -389,7 +389,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         _prediction_hints(store, predictor, space, name, ui) if predictor else None,
         scale, executor_at if scale is not None and scale.train else None,
     )  # fmt: skip
-    return _print_result(opts, ui, result, space, inst.vendor.value)
+    return _print_result(opts, ui, result, space, inst.vendor.value, command)
 
 
 def _slurm_nodes(opts: TuneOptions, command: Sequence[str]) -> str | None:
@@ -594,7 +594,14 @@ def _prediction_hints(
     return hints
 
 
-def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space, vendor: str) -> int:
+def _print_result(
+    opts: TuneOptions,
+    ui: UI,
+    result: TuneResult,
+    space: Space,
+    vendor: str,
+    command: Sequence[str] | None = None,
+) -> int:
     from commtune.report import acceptance_lines, noise_line, result_table
 
     ui.print(result_table(result, space.defaults()))
@@ -610,15 +617,18 @@ def _print_result(opts: TuneOptions, ui: UI, result: TuneResult, space: Space, v
         )
     for knob, reason in result.not_applied.items():
         ui.warn(f"knob {knob} was not applied in some trials: {reason}")
-    for line in _next_steps(opts, result, vendor):
+    for line in _next_steps(opts, result, vendor, command):
         ui.command(line)
     if opts.json:
         print_json(result.to_json())
     return 0
 
 
-def _next_steps(opts: TuneOptions, result: TuneResult, vendor: str) -> list[str]:
-    """What to type next: run with the accepted settings, write them out, see the report."""
+def _next_steps(
+    opts: TuneOptions, result: TuneResult, vendor: str, command: Sequence[str] | None = None
+) -> list[str]:
+    """What to type next: run with the accepted settings (the tuned ``command`` itself where
+    it is not a template), write them out, see the report."""
     from commtune.store import normalize_url
 
     given = opts.storage != normalize_url(default_storage())
@@ -628,9 +638,10 @@ def _next_steps(opts: TuneOptions, result: TuneResult, vendor: str) -> list[str]
     if result.acceptance is not None and result.acceptance.accepted:
         impl = Vendor(vendor).impl
         fmt, name = impl.settings_file
+        templated = not command or any("{" in arg for arg in command)
+        launch = f"{impl.launcher_word} ..." if templated else shlex.join(command or ())
         steps += [
-            f"  commtune run --study {study}{storage} -- {impl.launcher_word} ...   "
-            "(runs with these settings)",
+            f"  commtune run --study {study}{storage} -- {launch}   (runs with these settings)",
             f"  commtune export {study}{storage} --format {fmt} --output {name}",
         ]
     page = re.sub(r"[^\w.-]+", "_", result.study) + ".html"
