@@ -205,3 +205,26 @@ def test_a_missing_database_driver_is_named_without_the_password(
     code, out, err = run_cli(["studies", "--storage", url], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert needle in err and "secret" not in err and "me:***@localhost" in err
+
+
+@pytest.mark.parametrize(
+    ("launch", "says"),
+    [
+        pytest.param(["mpirun", "--allow-run-as-root", "-np", "1"],
+                     "could not access or execute an executable: Executable: ./no-such-app",
+                     marks=needs_openmpi, id="openmpi"),
+        pytest.param(["mpiexec.mpich", "-n", "1"],
+                     "execvp error on file ./no-such-app (No such file or directory)",
+                     marks=needs_mpich, id="mpich"),
+    ],
+)  # fmt: skip
+def test_a_program_that_does_not_exist_is_named_in_one_line(
+    launch: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The launcher's own message, not the rule line around it (Open MPI frames its errors
+    in dashes; the last line of stderr was a row of them)."""
+    args = ["tune", "--storage", str(tmp_path / "s.db"), "--trials", "2", "--", *launch,
+            "./no-such-app"]  # fmt: skip
+    code, _, err = run_cli(args, capsys)
+    lines = [line for line in err.splitlines() if line.startswith("commtune: error:")]
+    assert code == 2 and len(lines) == 1 and says in lines[0] and "-----" not in lines[0]

@@ -108,7 +108,7 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
         summary_table,
         variables_table,
     )
-    from commtune.trial import LocalExecutor, Objective
+    from commtune.trial import LocalExecutor, Objective, stderr_summary
     from commtune.util import write_atomic
 
     command = need_command(command, "to profile")
@@ -127,8 +127,8 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
     ui.info(f"{inst.describe()}; profiling with {lib.library}")
     run = executor.run(config or None, args.timeout)
     if run.failure is not None:
-        said = [line for line in run.stderr_tail.splitlines() if any(c.isalnum() for c in line)]
-        raise UsageError(f"the command failed ({run.failure}) {said[-1] if said else ''}".rstrip())
+        said = stderr_summary(run.stderr_tail)
+        raise UsageError(f"the command failed ({run.failure}) {said}".rstrip())
     if run.profile is None:
         raise UsageError(
             "no profile written: did every rank call MPI_Finalize, and is the program "

@@ -32,7 +32,7 @@ from commtune.progress import Bar, NullBar
 from commtune.sample._curves import Curve
 from commtune.sample._families import MIN_SIZE, PROTOCOL, SINGLE_COPY, Family
 from commtune.sample._profile import FamilyCurves, PlatformProfile
-from commtune.trial import run_process
+from commtune.trial import run_process, stderr_summary
 
 MAX_SIZE = 4 << 20
 CONTROL = 1  # bytes of the control ping-pong in launch-time families
@@ -166,8 +166,8 @@ class Sampler:
         if result.timed_out:
             return Launch(rows, f"timed out after {self.timeout:.0f} s")
         if result.returncode != 0:
-            tail = result.stderr_tail.strip().splitlines()
-            return Launch(rows, f"exit {result.returncode}: {tail[-1] if tail else 'no output'}")
+            said = stderr_summary(result.stderr_tail) or "no output"
+            return Launch(rows, f"exit {result.returncode}: {said}")
         return Launch(rows, "; ".join(errors) or None)
 
     def steps(self, fams: Sequence[Family]) -> int:

@@ -3,7 +3,13 @@
 from commtune.trial._executor import Executor, LocalExecutor, ReplayExecutor, RunRecord
 from commtune.trial._objective import Objective
 from commtune.trial._probe import probe_space
-from commtune.trial._process import ProcessResult, clean_shm, kill_leftovers, run_process
+from commtune.trial._process import (
+    ProcessResult,
+    clean_shm,
+    kill_leftovers,
+    run_process,
+    stderr_summary,
+)
 from commtune.trial._slurm import SlurmJobs
 
 __all__ = [
@@ -18,4 +24,5 @@ __all__ = [
     "kill_leftovers",
     "probe_space",
     "run_process",
+    "stderr_summary",
 ]

@@ -15,7 +15,7 @@ from commtune import native
 from commtune.knobs import KnobType, Space, Value, apply
 from commtune.launch import Launcher
 from commtune.store import Store
-from commtune.trial._process import run_process
+from commtune.trial._process import run_process, stderr_summary
 
 PROBE_RANKS = 2
 PROBE_TIMEOUT = 60.0
@@ -50,8 +50,8 @@ def probe_space(
             plan = launcher.plan(launcher.command(PROBE_RANKS, program), variables)
             result = run_process(plan.argv, plan.env, PROBE_TIMEOUT)
             ok = result.returncode == 0
-            lines = result.stderr_tail.strip().splitlines()
-            reason = "" if ok else (lines[-1] if lines else f"exit status {result.returncode}")
+            said = stderr_summary(result.stderr_tail)
+            reason = "" if ok else (said or f"exit status {result.returncode}")
             if result.timed_out:
                 reason = f"hangs (timeout {PROBE_TIMEOUT:.0f} s)"
             store.record_knob_value(platform, knob.name, value, ok, reason[:500])

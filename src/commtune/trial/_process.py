@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -227,6 +228,23 @@ def run_process(
         stdout = _tail(out, STDOUT_TAIL)
         stderr = _tail(err, STDERR_TAIL)
     return ProcessResult(wall, returncode, timed_out, stdout, stderr, job_of(env))
+
+
+_RULE = re.compile(r"^\s*[-=*_#]{5,}\s*$")  # the frame of Open MPI's help messages
+
+
+def stderr_summary(tail: str, limit: int = 300) -> str:
+    """What a run's stderr says last, on one line: the last message framed by rule lines (how
+    Open MPI prints its errors) joined, or else the last line with a letter or digit."""
+    lines = tail.strip().splitlines()
+    rules = [i for i, line in enumerate(lines) if _RULE.match(line)]
+    if len(rules) >= 2:
+        said = [line.strip() for line in lines[rules[-2] + 1 : rules[-1]] if line.strip()]
+        text = " ".join(said)
+    else:
+        said = [line.strip() for line in lines if any(c.isalnum() for c in line)]
+        text = said[-1] if said else ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _tail(f: IO[bytes], size: int) -> str:

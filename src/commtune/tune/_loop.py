@@ -53,7 +53,7 @@ from commtune.study import (
     set_spec,
     spec_of,
 )
-from commtune.trial import Executor, RunRecord, clean_shm, kill_leftovers
+from commtune.trial import Executor, RunRecord, clean_shm, kill_leftovers, stderr_summary
 from commtune.tune._confirm import confirm
 from commtune.tune._schedule import CONTROL_EVERY, Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
@@ -219,8 +219,8 @@ def _reference_runs(
         live.relate(lambda seq: middle)
     tell(study, live, statistic)
     if live.failure is not None:
-        tail = live.runs[-1].stderr_tail.strip().splitlines() if live.runs else []
-        detail = f": {tail[-1]}" if tail else ""
+        said = stderr_summary(live.runs[-1].stderr_tail) if live.runs else ""
+        detail = f": {said}" if said else ""
         raise ReferenceFailed(
             f"the reference run (library defaults) failed with {live.failure}{detail}; "
             "the command itself does not work"
