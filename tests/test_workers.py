@@ -22,7 +22,7 @@ from commtune.mpi import Vendor
 from commtune.store import Store
 from commtune.study import INTERRUPTED, Role, config_key, config_of, fail_reason, role_of, worker_of
 
-from .conftest import commtune_subprocess, demo_command, needs_openmpi, run_cli
+from .conftest import commtune_subprocess, demo_command, needs_mpich, needs_openmpi, run_cli
 
 KINDS = ["sqlite", "journal", "postgres"]
 
@@ -87,6 +87,32 @@ def _tune_args(url: str, study: str, trials: int, iterations: int = 300) -> list
 def _measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     return [t for t in study.get_trials() if role_of(t) in (Role.REFERENCE, Role.SEARCH)
             and t.state.name in ("COMPLETE", "FAIL")]  # fmt: skip
+
+
+@needs_mpich
+def test_two_mpich_workers_share_one_study(tmp_path: Path) -> None:
+    """The same with MPICH's launcher (one rank per worker: MPICH busy-waits, and two workers
+    of two ranks would be four spinning ranks on these two cores)."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    command = demo_command(Vendor.MPICH, 300, ranks=1)
+    args = ["tune", "--mpi", "mpich", "--knob", "UCX_RNDV_THRESH=8192,65536,524288",
+            "--knob", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=auto,nb,recursive_doubling",
+            "--strategy", "random", "--trials", "6", "--repeats", "2", "--confirm", "2",
+            "--study", "m", "--storage", url, "--json", "--", *command]  # fmt: skip
+    first = commtune_subprocess(args)
+    time.sleep(0.3)
+    second = commtune_subprocess(args)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    for p, (_, err) in zip((first, second), outs, strict=True):
+        assert p.returncode == 0, err
+    assert "".join(err for _, err in outs).count("reference (library defaults)") == 1
+    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    assert results[0]["trials"] == results[1]["trials"] == 6
+    assert results[0]["accepted_params"] == results[1]["accepted_params"]
+    study = optuna.load_study(study_name="m", storage=Store(url).optuna)
+    measured = _measured(study)
+    keys = [config_key(config_of(t)) for t in measured if role_of(t) is Role.SEARCH]
+    assert len(measured) == 6 and len(keys) == len(set(keys)) == 5
 
 
 @needs_openmpi
