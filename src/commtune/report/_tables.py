@@ -170,7 +170,8 @@ def studies_table(rows: list[dict[str, Any]], title: str) -> Table:
         accepted = "yes" if r["accepted"] else "no"
         if r["source"] not in (None, "search"):
             accepted += f" ({r['source']})"
-        table.add_row(r["study"], str(r["mpi"]), str(r["trials"]), speedup, accepted, r["command"])
+        mpi = r["mpi"] or "-"  # a study of Optuna's, not commtune's, in the same storage
+        table.add_row(r["study"], mpi, str(r["trials"]), speedup, accepted, r["command"])
     return table
 
 
