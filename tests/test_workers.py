@@ -89,6 +89,19 @@ def _measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
             and t.state.name in ("COMPLETE", "FAIL")]  # fmt: skip
 
 
+def _two_workers(args: list[str]) -> tuple[str, list[dict]]:
+    """Two tuners started 0.3 s apart on the same command: their stderr, their results."""
+    first = commtune_subprocess(args)
+    time.sleep(0.3)
+    second = commtune_subprocess(args)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    for p, (_, err) in zip((first, second), outs, strict=True):
+        assert p.returncode == 0, err
+    return "".join(err for _, err in outs), [
+        json.loads(o.strip().splitlines()[-1]) for o, _ in outs
+    ]
+
+
 @needs_mpich
 def test_two_mpich_workers_share_one_study(tmp_path: Path) -> None:
     """The same with MPICH's launcher (one rank per worker: MPICH busy-waits, and two workers
@@ -99,14 +112,8 @@ def test_two_mpich_workers_share_one_study(tmp_path: Path) -> None:
             "--knob", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=auto,nb,recursive_doubling",
             "--strategy", "random", "--trials", "6", "--repeats", "2", "--confirm", "2",
             "--study", "m", "--storage", url, "--json", "--", *command]  # fmt: skip
-    first = commtune_subprocess(args)
-    time.sleep(0.3)
-    second = commtune_subprocess(args)
-    outs = [p.communicate(timeout=300) for p in (first, second)]
-    for p, (_, err) in zip((first, second), outs, strict=True):
-        assert p.returncode == 0, err
-    assert "".join(err for _, err in outs).count("reference (library defaults)") == 1
-    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    errs, results = _two_workers(args)
+    assert errs.count("reference (library defaults)") == 1
     assert results[0]["trials"] == results[1]["trials"] == 6
     assert results[0]["accepted_params"] == results[1]["accepted_params"]
     study = optuna.load_study(study_name="m", storage=Store(url).optuna)
@@ -122,16 +129,9 @@ def test_two_workers_share_one_study(
 ) -> None:
     url = _url(kind, tmp_path, request)
     args = _tune_args(url, "w", 8)
-    first = commtune_subprocess(args)
-    time.sleep(0.3)
-    second = commtune_subprocess(args)
-    outs = [p.communicate(timeout=300) for p in (first, second)]
-    for p, (_, err) in zip((first, second), outs, strict=True):
-        assert p.returncode == 0, err
-    errs = "".join(err for _, err in outs)
+    errs, results = _two_workers(args)
     assert errs.count("reference (library defaults)") == 1  # run by one worker only
     assert errs.count("confirming the best") <= 1
-    results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
     assert results[0]["trials"] == results[1]["trials"] == 8  # the budget, across workers
     for field in ("accepted", "reason", "speedup", "accepted_params"):  # one confirmation
         assert results[0][field] == results[1][field]
