@@ -89,6 +89,11 @@ def _measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
             and t.state.name in ("COMPLETE", "FAIL")]  # fmt: skip
 
 
+def _search_keys(measured: list[optuna.trial.FrozenTrial]) -> list[str]:
+    """The configurations of the measured search trials, one entry per trial."""
+    return [config_key(config_of(t)) for t in measured if role_of(t) is Role.SEARCH]
+
+
 def _two_workers(args: list[str]) -> tuple[str, list[dict]]:
     """Two tuners started 0.3 s apart on the same command: their stderr, their results."""
     first = commtune_subprocess(args)
@@ -118,7 +123,7 @@ def test_two_mpich_workers_share_one_study(tmp_path: Path) -> None:
     assert results[0]["accepted_params"] == results[1]["accepted_params"]
     study = optuna.load_study(study_name="m", storage=Store(url).optuna)
     measured = _measured(study)
-    keys = [config_key(config_of(t)) for t in measured if role_of(t) is Role.SEARCH]
+    keys = _search_keys(measured)
     assert len(measured) == 6 and len(keys) == len(set(keys)) == 5
 
 
@@ -140,7 +145,7 @@ def test_two_workers_share_one_study(
     measured = _measured(study)
     assert len(measured) == 8
     assert sum(role_of(t) is Role.REFERENCE for t in measured) == 1
-    keys = [config_key(config_of(t)) for t in measured if role_of(t) is Role.SEARCH]
+    keys = _search_keys(measured)
     assert len(keys) == len(set(keys)) == 7  # no configuration measured twice
     assert {worker_of(t) for t in study.get_trials()} <= {c.worker for c in store.claims("w")} | {
         worker_of(t) for t in measured
@@ -195,7 +200,7 @@ def test_a_worker_killed_with_kill_9_loses_nothing(
     assert interrupted  # its running trial, taken back by the survivor
     measured = [t for t in _measured(study) if fail_reason(t) != INTERRUPTED]
     assert len(measured) == 10  # the budget is still met: the survivor ran the rest
-    keys = [config_key(config_of(t)) for t in measured if role_of(t) is Role.SEARCH]
+    keys = _search_keys(measured)
     assert len(keys) == len(set(keys))
 
 
@@ -239,7 +244,7 @@ def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -
     import datetime
     import socket
 
-    from commtune.study import set_role
+    from commtune.study import ask, set_role
     from commtune.tune._workers import UNNAMED, Workers
     from commtune.util import start_time
 
@@ -247,8 +252,8 @@ def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -
     store = Store(url)
     study = optuna.create_study(study_name="r", storage=store.optuna)
     fresh = study.ask()  # its worker has not stamped it yet
-    named = study.ask()
-    set_role(named, Role.SEARCH)  # this process's, alive
+    named = ask(study)  # this process's, alive
+    set_role(named, Role.SEARCH)
     old = study.ask()  # unnamed for longer than any stamping takes: a dead commtune's
     started = datetime.datetime.now() - datetime.timedelta(seconds=UNNAMED + 1)
     with sqlite3.connect(tmp_path / "s.db") as db:

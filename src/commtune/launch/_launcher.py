@@ -61,10 +61,7 @@ class Launcher(abc.ABC):
         :meth:`MPIVendor.reconcile`."""
         from commtune.native import cache_dir
 
-        env = dict(os.environ if base_env is None else base_env)
-        for name in remove:
-            env.pop(name, None)
-        env.update(variables)
+        env = _environment(variables, remove, base_env)
         extra = self.installation.impl.reconcile(env, cache_dir() / "rules")
         return {**variables, **extra}
 
@@ -82,10 +79,7 @@ class Launcher(abc.ABC):
         ``remove`` names variables dropped from the inherited environment (the knobs under
         tuning that the user had exported: the configuration overrides them).
         """
-        env = dict(os.environ if base_env is None else base_env)
-        for name in remove:
-            env.pop(name, None)
-        env.update(variables)
+        env = _environment(variables, remove, base_env)
         argv = list(command)
         launched = bool(argv) and is_launcher(argv[0])
         srun = bool(argv) and os.path.basename(argv[0]) == "srun"
@@ -107,6 +101,17 @@ class Launcher(abc.ABC):
         if launched and to_ranks:
             argv[1:1] = self.rank_args(to_ranks)
         return LaunchPlan(argv, env)
+
+
+def _environment(
+    variables: Mapping[str, str], remove: Sequence[str], base_env: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The inherited environment (or ``base_env``) without ``remove``, with ``variables``."""
+    env = dict(os.environ if base_env is None else base_env)
+    for name in remove:
+        env.pop(name, None)
+    env.update(variables)
+    return env
 
 
 class LocalLauncher(Launcher):

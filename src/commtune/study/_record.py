@@ -148,8 +148,7 @@ def ask(study: optuna.Study, **kwargs: Any) -> optuna.Trial:
 
 
 def set_role(trial: BaseTrial, role: Role) -> None:
-    """The trial's role, and the worker (this process, ``util.worker_id``) that runs it."""
-    trial.set_user_attr(_Attr.WORKER, worker_id())  # first: a trial without it may be recovered
+    """The trial's role (its worker is written by :func:`ask`)."""
     trial.set_user_attr(_Attr.ROLE, role.value)
 
 

@@ -148,30 +148,17 @@ class Workers:
 
     # -- liveness -----------------------------------------------------------------------------
     def alive(self, worker: str | None) -> bool:
-        if worker is None:  # a trial of a commtune that did not name workers
-            return False
-        if worker == self.me:
-            return True
-        here = process_alive(worker)
-        if here is not None:
-            return here
-        beat = self.store.beats(self.study).get(worker) if self.store else None
-        return beat is not None and time.time() - beat < GRACE
+        return _Look(self).alive(worker)
 
-    def running_alive(self, trial: optuna.trial.FrozenTrial) -> bool:
+    def running_alive(self, trial: optuna.trial.FrozenTrial, look: _Look | None = None) -> bool:
         """Whether the RUNNING ``trial``'s worker may still finish it."""
+        look = look or _Look(self)
         worker = worker_of(trial)
         if worker is None:  # being stamped, if it is young and another worker lives
             start = trial.datetime_start  # Optuna's local time, as datetime.now() gives it
             young = start is not None and time.time() - start.timestamp() < UNNAMED
-            return young and self.others_alive()
-        return self.alive(worker)
-
-    def others_alive(self) -> bool:
-        """Whether a worker other than this one is working on the study (by its heartbeat)."""
-        if self.store is None:
-            return False
-        return any(w != self.me and self.alive(w) for w in self.store.beats(self.study))
+            return young and look.others_alive()
+        return look.alive(worker)
 
     @contextlib.contextmanager
     def heartbeat(self) -> Iterator[None]:
@@ -203,9 +190,10 @@ class Workers:
         from optuna.trial import TrialState
 
         storage = study._storage
+        look = _Look(self)
         n = 0
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            if self.running_alive(trial):
+            if self.running_alive(trial, look):
                 continue
             try:
                 record_fail_reason(study, trial, INTERRUPTED)
@@ -220,10 +208,11 @@ class Workers:
         """Trials that live workers other than this one are running."""
         from optuna.trial import TrialState
 
+        look = _Look(self)
         return [
             t
             for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-            if worker_of(t) != self.me and self.running_alive(t)
+            if worker_of(t) != self.me and self.running_alive(t, look)
         ]
 
     # -- work done once -------------------------------------------------------------------------
@@ -267,3 +256,34 @@ class Workers:
                 told = True
             time.sleep(POLL)
         return self.recover(study)
+
+
+class _Look:
+    """One look at which workers of a study live: their heartbeats are read once, when a
+    worker on another host first needs them, not once per trial looked at."""
+
+    def __init__(self, workers: Workers) -> None:
+        self.workers = workers
+        self._beats: dict[str, float] | None = None
+
+    @property
+    def beats(self) -> dict[str, float]:
+        if self._beats is None:
+            store = self.workers.store
+            self._beats = store.beats(self.workers.study) if store is not None else {}
+        return self._beats
+
+    def alive(self, worker: str | None) -> bool:
+        if worker is None:  # a trial of a commtune that did not name workers
+            return False
+        if worker == self.workers.me:
+            return True
+        here = process_alive(worker)
+        if here is not None:
+            return here
+        beat = self.beats.get(worker)
+        return beat is not None and time.time() - beat < GRACE
+
+    def others_alive(self) -> bool:
+        """Whether a worker other than this one is working on the study (by its heartbeat)."""
+        return any(w != self.workers.me and self.alive(w) for w in self.beats)
