@@ -228,3 +228,16 @@ def test_a_program_that_does_not_exist_is_named_in_one_line(
     code, _, err = run_cli(args, capsys)
     lines = [line for line in err.splitlines() if line.startswith("commtune: error:")]
     assert code == 2 and len(lines) == 1 and says in lines[0] and "-----" not in lines[0]
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-5"])
+def test_a_bad_sqlite_timeout_is_named(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COMMTUNE_SQLITE_TIMEOUT", value)
+    code, out, err = run_cli(["studies", "--storage", str(tmp_path / "s.db")], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"commtune: error: COMMTUNE_SQLITE_TIMEOUT={value!r}: expected a number of seconds > 0"
+    )
+    assert not (tmp_path / "s.db").exists()

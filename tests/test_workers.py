@@ -4,6 +4,8 @@ budget holds across workers, and a worker killed with ``kill -9`` loses nothing.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
 import multiprocessing
 import os
@@ -152,6 +154,22 @@ def test_two_workers_share_one_study(
     }
 
 
+def _victim_state(store: Store, pid: int) -> tuple[dict[int, float], set[int]]:
+    """The finished search trials (number: value) of the tuner with this pid, and the numbers
+    of its running trials."""
+    try:
+        study = optuna.load_study(study_name="k", storage=store.optuna)
+    except KeyError:
+        return {}, set()
+    trials = study.get_trials()
+    ids = {w for w in map(worker_of, trials) if w and int(w.split(":")[1]) == pid}
+    victim_id = next(iter(ids), None)
+    mine = [t for t in trials if victim_id is not None and worker_of(t) == victim_id]
+    search = [t for t in mine if role_of(t) is Role.SEARCH and t.value is not None]
+    done = {t.number: t.value for t in search if t.state.name == "COMPLETE"}
+    return done, {t.number for t in mine if t.state.name == "RUNNING"}
+
+
 @needs_openmpi
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_worker_killed_with_kill_9_loses_nothing(
@@ -165,26 +183,30 @@ def test_a_worker_killed_with_kill_9_loses_nothing(
     store = Store(url)
     deadline = time.time() + 120
     finished: dict[int, float] = {}
-    victim_id = None
+    running: set[int] = set()
+    looks = concurrent.futures.ThreadPoolExecutor(1)
     while time.time() < deadline and victim.poll() is None:
-        try:
-            study = optuna.load_study(study_name="k", storage=store.optuna)
-        except KeyError:
-            time.sleep(0.2)
+        done, running = _victim_state(store, victim.pid)
+        if not (done and running):
+            time.sleep(0.1)
             continue
-        trials = study.get_trials()
-        mine = {worker_of(t) for t in trials if role_of(t) is Role.SEARCH}
-        pid_of = {w: int(w.split(":")[1]) for w in mine if w}
-        victim_id = next((w for w, pid in pid_of.items() if pid == victim.pid), None)
-        done = [t for t in trials if worker_of(t) == victim_id and t.state.name == "COMPLETE"
-                and role_of(t) is Role.SEARCH]  # fmt: skip
-        running = [t for t in trials if worker_of(t) == victim_id and t.state.name == "RUNNING"
-                   and role_of(t) is Role.SEARCH]  # fmt: skip
+        # Frozen, the victim cannot finish the trial between this look and the kill: what it
+        # has RUNNING now is what it leaves behind. Frozen inside a write, it holds the
+        # storage's lock and the look waits for it: after 2 s it is let go on.
+        victim.send_signal(signal.SIGSTOP)
+        look = looks.submit(_victim_state, store, victim.pid)
+        try:
+            done, running = look.result(timeout=2)
+        except concurrent.futures.TimeoutError:
+            victim.send_signal(signal.SIGCONT)
+            look.result()
+            continue
         if done and running:
-            finished = {t.number: t.value for t in done}
+            finished = done
             victim.send_signal(signal.SIGKILL)
             break
-        time.sleep(0.1)
+        victim.send_signal(signal.SIGCONT)
+    looks.shutdown()
     victim.communicate(timeout=60)
     if not finished:
         survivor.kill()
@@ -195,9 +217,8 @@ def test_a_worker_killed_with_kill_9_loses_nothing(
     by_number = {t.number: t for t in study.get_trials()}
     for number, value in finished.items():  # the killed worker's finished trials are intact
         assert by_number[number].state.name == "COMPLETE" and by_number[number].value == value
-    interrupted = [t for t in study.get_trials() if worker_of(t) == victim_id
-                   and fail_reason(t) == INTERRUPTED]  # fmt: skip
-    assert interrupted  # its running trial, taken back by the survivor
+    for number in running:  # its running trials, taken back by the survivor
+        assert fail_reason(by_number[number]) == INTERRUPTED, by_number[number]
     measured = [t for t in _measured(study) if fail_reason(t) != INTERRUPTED]
     assert len(measured) == 10  # the budget is still met: the survivor ran the rest
     keys = _search_keys(measured)
@@ -273,3 +294,46 @@ def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -
     assert Workers(store, "r").recover(study) == 1  # alone now: the fresh one too
     assert study.get_trials()[fresh.number].state.name == "FAIL"
     assert study.get_trials()[named.number].state.name == "RUNNING"
+
+
+@needs_openmpi
+def test_a_lock_held_too_long_stops_the_tuner_in_one_line(tmp_path: Path) -> None:
+    """Another process holds the SQLite file's lock past ``$COMMTUNE_SQLITE_TIMEOUT``: the
+    tuner stops with one line and exit 2, not a traceback, and a rerun resumes the study with
+    every finished trial as it was."""
+    db = tmp_path / "s.db"
+    args = _tune_args(f"sqlite:///{db}", "L", 12)
+    tuner = commtune_subprocess(args, env={**os.environ, "COMMTUNE_SQLITE_TIMEOUT": "1"})
+    deadline = time.time() + 120
+    finished: dict[int, float] = {}
+    while time.time() < deadline and tuner.poll() is None and not finished:
+        time.sleep(0.2)
+        with (
+            contextlib.suppress(sqlite3.OperationalError),  # no tables yet, or busy
+            contextlib.closing(sqlite3.connect(db, timeout=5)) as conn,
+        ):
+            finished = dict(conn.execute(
+                "SELECT t.number, v.value FROM trials t JOIN trial_values v USING (trial_id)"
+                " WHERE t.state = 'COMPLETE'").fetchall())  # fmt: skip
+    assert finished, "no trial finished"
+    holder = sqlite3.connect(db, timeout=30, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        _, err = tuner.communicate(timeout=60)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert tuner.returncode == 2, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        "commtune: error: storage failed: database is locked (another process held it for "
+        "over 1 s); finished trials are saved"
+    )
+    rerun = subprocess.run([sys.executable, "-m", "commtune", *args], capture_output=True,
+                           text=True, timeout=300, check=False)  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr
+    study = optuna.load_study(study_name="L", storage=f"sqlite:///{db}")
+    by_number = {t.number: t for t in study.get_trials()}
+    for number, value in finished.items():
+        assert by_number[number].state.name == "COMPLETE" and by_number[number].value == value
+    assert not [t for t in by_number.values() if t.state.name == "RUNNING"]

@@ -12,6 +12,7 @@ from commtune import __version__
 from commtune.cli import interposer, knobs, platform, policy, prediction, studies, tuning
 from commtune.cli._common import Command, Parser
 from commtune.errors import Stopped, UsageError
+from commtune.store import storage_failure
 
 # Every command, in the order ``commtune --help`` lists them; a group adds its own.
 COMMANDS: tuple[Command, ...] = (
@@ -75,6 +76,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 128 + stop.signum
+    except Exception as exc:
+        what = storage_failure(exc)
+        if what is None:  # a bug: its traceback is what a report needs
+            raise
+        print(f"commtune: error: storage failed: {what}; finished trials are saved",
+              file=sys.stderr)  # fmt: skip
+        return 2
     finally:
         for s, previous in handlers.items():
             signal.signal(s, previous)

@@ -8,6 +8,7 @@ from commtune.store._storage import (
     normalize_url,
     shown_url,
     sqlite_path,
+    storage_failure,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "normalize_url",
     "shown_url",
     "sqlite_path",
+    "storage_failure",
 ]

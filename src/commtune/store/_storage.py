@@ -259,6 +259,38 @@ SIDECAR = ".commtune.sqlite"  # commtune's tables beside a journal file
 _CREATE_ATTEMPTS = 5
 
 
+def sqlite_timeout() -> float:
+    """Seconds a worker waits for another's lock on a SQLite file before it gives up
+    (``$COMMTUNE_SQLITE_TIMEOUT``, default 60)."""
+    raw = os.environ.get("COMMTUNE_SQLITE_TIMEOUT", "60")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise UsageError(f"COMMTUNE_SQLITE_TIMEOUT={raw!r}: expected a number of seconds > 0")
+    return seconds
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """What failed, in one line, if ``exc`` is the storage failing under a running command
+    (a lock held too long, a server gone); None for any other exception."""
+    import optuna
+
+    if not isinstance(exc, optuna.exceptions.StorageInternalError | sa.exc.DBAPIError):
+        return None
+    cause: BaseException = exc
+    while isinstance(cause, optuna.exceptions.StorageInternalError) and cause.__cause__:
+        cause = cause.__cause__  # Optuna's message guesses; the driver's says what happened
+    if isinstance(cause, sa.exc.DBAPIError) and cause.orig is not None:
+        cause = cause.orig
+    lines = str(cause).strip().splitlines()
+    what = lines[0] if lines else type(cause).__name__
+    if "database is locked" in what:
+        what += f" (another process held it for over {sqlite_timeout():g} s)"
+    return what
+
+
 def _check_journal(path: str) -> None:
     """A file that exists is an Optuna journal: JSON lines with an ``op_code`` (Optuna skips
     lines it cannot read, so anything else would look like an empty storage)."""
@@ -287,6 +319,7 @@ class Store:
 
     def __init__(self, url: str, *, create: bool = True) -> None:
         self.url = normalize_url(url)
+        self.timeout = sqlite_timeout()  # for a SQLite file, its sidecar, Optuna's engine
         self.journal = journal_path(self.url)
         if self.journal is not None:
             if not create and not os.path.exists(self.journal):
@@ -313,7 +346,7 @@ class Store:
             self.engine = sa.create_engine(
                 self.db_url,
                 # several workers write one SQLite file: wait for the lock, do not fail
-                connect_args={"timeout": 60} if path is not None else {},
+                connect_args={"timeout": self.timeout} if path is not None else {},
             )
         except ImportError as exc:  # the database's driver is an optional extra
             dialect = self.url.split("://", 1)[0].split("+", 1)[0]
@@ -351,7 +384,7 @@ class Store:
                 try:
                     self._optuna = optuna.storages.RDBStorage(
                         self.url,
-                        engine_kwargs={"connect_args": {"timeout": 60}}
+                        engine_kwargs={"connect_args": {"timeout": self.timeout}}
                         if self.url.startswith("sqlite")
                         else {},
                     )
