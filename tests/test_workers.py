@@ -207,9 +207,11 @@ def test_a_worker_killed_with_kill_9_loses_nothing(
             break
         victim.send_signal(signal.SIGCONT)
     looks.shutdown()
-    victim.communicate(timeout=60)
+    _, victim_err = victim.communicate(timeout=60)
     if not finished:
         survivor.kill()
+        survivor.communicate(timeout=60)
+        assert victim.returncode == 0, victim_err  # it ended, but not by failing
         pytest.skip("the victim worker finished before it could be killed mid-trial")
     _, err = survivor.communicate(timeout=300)
     assert survivor.returncode == 0, err
