@@ -339,3 +339,42 @@ def test_a_lock_held_too_long_stops_the_tuner_in_one_line(tmp_path: Path) -> Non
     for number, value in finished.items():
         assert by_number[number].state.name == "COMPLETE" and by_number[number].value == value
     assert not [t for t in by_number.values() if t.state.name == "RUNNING"]
+
+
+@needs_openmpi
+def test_connections_the_server_drops_during_a_trial_are_reopened(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """PostgreSQL drops the tuner's idle connections while its runs go on (the server's idle
+    timeout, a firewall, a restart do this to a trial of ten minutes): the tuner opens new
+    ones and the study finishes."""
+    import sqlalchemy as sa
+
+    url = _url("postgres", tmp_path, request)
+    name = f"ctidle{os.getpid()}x{int(time.time() * 1000) % 10**6}"
+    command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "1",
+               "bash", "-c", f"exec -a {name} sleep 1.5"]  # fmt: skip
+    args = ["tune", "--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K,16K",
+            "--strategy", "grid", "--trials", "4", "--repeats", "1", "--confirm", "0",
+            "--no-interposer", "--study", "p", "--storage", url, "--json", "--",
+            *command]  # fmt: skip
+    tuner = commtune_subprocess(args)
+    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    drop = sa.text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                   " WHERE datname = current_database() AND pid <> pg_backend_pid()")  # fmt: skip
+    runs: set[str] = set()
+    drops = []
+    deadline = time.time() + 120
+    while tuner.poll() is None and time.time() < deadline:
+        found = subprocess.run(["pgrep", "-f", f"^{name}"], capture_output=True, text=True,
+                               check=False).stdout.split()  # fmt: skip
+        for run in set(found) - runs:  # a run has started: the tuner is waiting for it
+            runs.add(run)
+            with admin.connect() as conn:
+                drops.append(conn.execute(drop).scalar_one())
+        time.sleep(0.1)
+    out, err = tuner.communicate(timeout=120)
+    admin.dispose()
+    assert tuner.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["trials"] == 4
+    assert len(drops) >= 4 and all(n >= 1 for n in drops), drops  # each run's connections

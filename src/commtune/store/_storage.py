@@ -343,11 +343,7 @@ class Store:
             if head and not head.startswith(b"SQLite format 3"):
                 raise UsageError(f"bad storage: {path} is not a SQLite database")
         try:
-            self.engine = sa.create_engine(
-                self.db_url,
-                # several workers write one SQLite file: wait for the lock, do not fail
-                connect_args={"timeout": self.timeout} if path is not None else {},
-            )
+            self.engine = sa.create_engine(self.db_url, **self._engine_kwargs(self.db_url))
         except ImportError as exc:  # the database's driver is an optional extra
             dialect = self.url.split("://", 1)[0].split("+", 1)[0]
             how = (
@@ -361,6 +357,14 @@ class Store:
         self._optuna: optuna.storages.BaseStorage | None = None
         self._lock_rows: set[str] = set()  # studies whose lock row exists
         self._init_schema()
+
+    def _engine_kwargs(self, url: str) -> dict[str, Any]:
+        if sqlite_path(url) is not None:
+            # several workers write one SQLite file: wait for the lock, do not fail
+            return {"connect_args": {"timeout": self.timeout}}
+        # A server drops connections idle for a trial's length (its idle timeout, a
+        # firewall, a restart): each is tested when taken from the pool, and reopened.
+        return {"pool_pre_ping": True}
 
     @property
     def optuna(self) -> optuna.storages.BaseStorage:
@@ -383,10 +387,7 @@ class Store:
             for attempt in range(_CREATE_ATTEMPTS):
                 try:
                     self._optuna = optuna.storages.RDBStorage(
-                        self.url,
-                        engine_kwargs={"connect_args": {"timeout": self.timeout}}
-                        if self.url.startswith("sqlite")
-                        else {},
+                        self.url, engine_kwargs=self._engine_kwargs(self.url)
                     )
                     break
                 except Exception as exc:  # Optuna raises several types for a broken database
