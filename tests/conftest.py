@@ -87,6 +87,13 @@ def shm_segments() -> set[str]:
     return set(glob.glob("/dev/shm/vader_segment.*"))
 
 
+def processes_running(name: str) -> list[str]:
+    """The processes whose command line holds ``name`` (pid and command line), not counting
+    pgrep itself or a shell whose script names it."""
+    out = subprocess.run(["pgrep", "-af", name], capture_output=True, text=True, check=False)
+    return [line for line in out.stdout.splitlines() if "pgrep" not in line and "bash" not in line]
+
+
 def processes_named(name: str) -> list[int]:
     out = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True, check=False).stdout
     return [int(p) for p in out.split()]

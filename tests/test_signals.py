@@ -18,11 +18,7 @@ import pytest
 from commtune.study import INTERRUPTED, Role, fail_reason, role_of
 
 from .conftest import commtune_subprocess, needs_openmpi
-
-
-def _named(name: str) -> list[str]:
-    out = subprocess.run(["pgrep", "-af", name], capture_output=True, text=True, check=False)
-    return [line for line in out.stdout.splitlines() if "pgrep" not in line and "bash" not in line]
+from .conftest import processes_running as _named
 
 
 @needs_openmpi

@@ -24,7 +24,14 @@ from commtune.mpi import Vendor
 from commtune.store import Store
 from commtune.study import INTERRUPTED, Role, config_key, config_of, fail_reason, role_of, worker_of
 
-from .conftest import commtune_subprocess, demo_command, needs_mpich, needs_openmpi, run_cli
+from .conftest import (
+    commtune_subprocess,
+    demo_command,
+    needs_mpich,
+    needs_openmpi,
+    processes_running,
+    run_cli,
+)
 
 KINDS = ["sqlite", "journal", "postgres"]
 
@@ -366,9 +373,9 @@ def test_connections_the_server_drops_during_a_trial_are_reopened(
     drops = []
     deadline = time.time() + 120
     while tuner.poll() is None and time.time() < deadline:
-        found = subprocess.run(["pgrep", "-f", f"^{name}"], capture_output=True, text=True,
-                               check=False).stdout.split()  # fmt: skip
-        for run in set(found) - runs:  # a run has started: the tuner is waiting for it
+        for run in (
+            set(processes_running(name)) - runs
+        ):  # a run has started: the tuner is waiting for it
             runs.add(run)
             with admin.connect() as conn:
                 drops.append(conn.execute(drop).scalar_one())
