@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import optuna
@@ -14,10 +14,31 @@ import pytest
 import sqlalchemy as sa
 
 from commtune.errors import UsageError
-from commtune.knobs import APPLIERS, Applied, Apply, Check, Knob, KnobType, apply, load_catalog
+from commtune.knobs import (
+    APPLIERS,
+    Applied,
+    Apply,
+    Check,
+    Knob,
+    KnobType,
+    apply,
+    load_catalog,
+    selection_file_env,
+)
 from commtune.knobs._catalog import _knob_from_json
+from commtune.knobs._discovery import parse_cvar_lines
 from commtune.launch import LocalLauncher, launcher_for
-from commtune.mpi import Installation, Vendor
+from commtune.mpi import (
+    ENV_PREFIXES,
+    LAUNCHER_NAMES,
+    SHM_PATTERNS,
+    Installation,
+    MPIVendor,
+    RulesError,
+    Segment,
+    Selection,
+    Vendor,
+)
 from commtune.store import SCHEMA_VERSION, Store
 from commtune.study import (
     FORMAT,
@@ -187,26 +208,123 @@ def test_every_catalog_knob_has_an_applier_and_unknown_ways_are_refused() -> Non
 
 
 # -- vendors -------------------------------------------------------------------------------------
+class StubMPI(MPIVendor):
+    """A third library, written only from the recipe in ``mpi/_vendor.py``: every generic
+    part of commtune below takes what it needs from it, with no change anywhere else (the
+    remaining steps are the registry's: a ``Vendor`` member, a line in ``_registry.py`` and
+    its catalog file)."""
+
+    title = "Stub MPI"
+    env_prefix = "STUB_CVAR_"
+    env_prefixes = ("STUB_CVAR_", "STUB_")
+    shm_patterns = ("stub_shm.*",)
+    launcher_names = ("stubrun",)
+    launcher_aliases = ("stubexec",)
+    compiler_names = ("stubcc",)
+    launcher_word = "stubrun"
+    p2p_knobs = ("STUB_CVAR_SINGLE_COPY", "STUB_CVAR_EAGER_LIMIT")
+    selection_file_name = "stub-selection.json"
+    forced_overrides_file = True
+    default_algorithm_named = True
+    keeps_unlisted_choices = False
+    training_ranks = (2,)
+    hdf5_package = "hdf5-stub"
+
+    def _mpit_name(self, env_name: str) -> str:
+        return env_name.removeprefix("STUB_CVAR_").lower()
+
+    def algorithm_knob(self, op: str) -> str:
+        return f"STUB_CVAR_{op.upper()}_ALGORITHM"
+
+    def selection_env(self, path: str) -> dict[str, str]:
+        return {"STUB_CVAR_SELECTION_FILE": path}
+
+    def write_selection(self, segs, algorithms, ranks, header, builtin):  # type: ignore[no-untyped-def]
+        tree = {op: [[s.low, algorithms[op][s.method]] for s in r] for op, r in segs.items()}
+        return Selection(json.dumps({"ranks": ranks, "rules": tree}))
+
+    def recognise(self, launcher: str, version_text: str) -> tuple[str, str] | None:
+        return ("1.0", "shm") if version_text.startswith("stubrun") else None
+
+    def is_compiler(self, show_text: str) -> bool:
+        return "stub" in show_text
+
+    def forwarded(self, name: str) -> bool:
+        return name.startswith(self.env_prefixes)
+
+    def rank_args(self, variables: Mapping[str, str]) -> list[str]:
+        return [f"--env={name}" for name in variables]
+
+    def algorithm_names(
+        self, name: str, description: str, known: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        return tuple(description.split(": ", 1)[1].split("|")) if ": " in description else ()
+
+
+VERSION_TEXT = {
+    Vendor.OPENMPI: "mpirun (Open MPI) 4.1.4",
+    Vendor.MPICH: "HYDRA build details:",
+}
+IMPLS = [pytest.param(v.impl, id=v.value) for v in Vendor] + [pytest.param(StubMPI(), id="stub")]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_vendor_contract(impl: MPIVendor) -> None:
+    """What every vendor says about itself, checked the same way for each."""
+    assert impl.title and impl.env_prefix in impl.env_prefixes
+    assert impl.mpit_name("PATH") is None and impl.mpit_name(f"{impl.env_prefix}X")
+    assert impl.selection_env("/f") and "/f" in impl.selection_env("/f").values()
+    assert impl.rank_args({"A": "1"}) and impl.training_ranks
+    assert set(impl.launcher_names).isdisjoint(impl.launcher_aliases)
+    for fmt in impl.export_formats:
+        assert impl.render(fmt, {f"{impl.env_prefix}x": "1"}, "h").strip()
+    assert impl.device_label("shm") == "shm"
+    # a selection file from sampled ranges: one algorithm per range, the library's numbers
+    segs = {"bcast": [Segment(0, 4096, "a"), Segment(4096, None, "b")]}
+    if not impl.selection_extends_builtin:
+        chosen = impl.write_selection(segs, {"bcast": {"a": 0, "b": 1}}, 2, "h", None)
+        assert chosen.text and not chosen.warnings
+        with pytest.raises(KeyError):  # a range naming an algorithm the library lacks
+            impl.write_selection(segs, {"bcast": {"a": 0}}, 2, "h", None)
+    else:
+        with pytest.raises(RulesError):  # it needs the library's own tree
+            impl.write_selection(segs, {"bcast": {"a": 1, "b": 2}}, 2, "h", None)
+
+
 @pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)
-def test_vendor_contract(vendor: Vendor) -> None:
+def test_a_registered_vendor_has_a_catalog_and_knows_its_launcher(vendor: Vendor) -> None:
     impl = vendor.impl
-    assert impl.vendor is vendor and impl.title
+    assert impl.vendor is vendor
     catalog = load_catalog(vendor.value)
     for op in ("allreduce", "bcast", "reduce", "allgather", "alltoall"):
         assert impl.algorithm_knob(op) in catalog
     assert all(k in catalog for k in impl.p2p_knobs)
-    assert impl.mpit_name("PATH") is None
-    assert impl.selection_env("/f") and "/f" in impl.selection_env("/f").values()
-    assert impl.rank_args({"A": "1"}) and impl.training_ranks
-    for fmt in impl.export_formats:
-        assert impl.render(fmt, {f"{impl.env_prefix}x": "1"}, "h").strip()
-    text = {Vendor.OPENMPI: "mpirun (Open MPI) 4.1.4", Vendor.MPICH: "HYDRA build details:"}
-    assert impl.recognise("/nonexistent/mpirun", text[vendor]) is not None
+    assert all(p in ENV_PREFIXES for p in impl.env_prefixes)
+    assert all(p in SHM_PATTERNS for p in impl.shm_patterns)
+    assert set(impl.launcher_names) | set(impl.launcher_aliases) <= LAUNCHER_NAMES
+    assert impl.recognise("/nonexistent/mpirun", VERSION_TEXT[vendor]) is not None
     assert all(
-        other.impl.recognise("/nonexistent/mpirun", text[vendor]) is None
+        other.impl.recognise("/nonexistent/mpirun", VERSION_TEXT[vendor]) is None
         for other in Vendor
         if other is not vendor
     )
+
+
+def test_a_stub_vendor_needs_nothing_outside_its_module(tmp_path: Path) -> None:
+    """The generic layers take the stub's facts as they take Open MPI's and MPICH's:
+    applying a configuration, listing its variables, choosing sampled algorithms and
+    writing its selection file."""
+    stub = StubMPI()
+    knob = Knob("STUB_CVAR_BCAST_ALGORITHM", "stub", KnobType.CATEGORICAL, "auto", "",
+                "STUB_CVAR_BCAST_ALGORITHM", choices=("auto", "ring"))  # fmt: skip
+    applied = apply([knob], {knob.name: "ring"}, stub)
+    assert applied.env == {"STUB_CVAR_BCAST_ALGORITHM": "ring"}
+    assert applied.checks == {"bcast_algorithm": Check(knob.name, "ring")}
+    line = json.dumps({"name": "STUB_CVAR_BCAST_ALGORITHM", "value": 0,
+                       "description": "Algorithms: auto|ring|tree"})  # fmt: skip
+    (var,) = parse_cvar_lines(line, {}, stub).values()
+    assert var.enumerators == ("auto", "ring", "tree")
+    assert selection_file_env(stub, "/s.json") == {"STUB_CVAR_SELECTION_FILE": "/s.json"}
 
 
 # -- storage migrations --------------------------------------------------------------------------
@@ -315,3 +433,10 @@ def test_a_sampled_or_predicted_study_is_not_resumed_by_tune(
         assert f"holds a {source.value} result, not a search" in err
         study = optuna.load_study(study_name="made", storage=store.optuna)
         assert study.trials == []
+
+
+def test_the_banner_names_open_mpis_protocol_layer_whole() -> None:
+    """Open MPI's pml "v" (message logging) read like a cut word in the banner."""
+    inst = Installation(Vendor.OPENMPI, "4.1.4", "pml:cm,ob1,ucx,v btl:self,vader", "/x", "/y")
+    assert inst.describe() == "Open MPI 4.1.4 (pml:cm,ob1,ucx,v(protocol) btl:self,vader)"
+    assert inst.device == "pml:cm,ob1,ucx,v btl:self,vader"  # the fingerprint's, unchanged

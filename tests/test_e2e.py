@@ -25,6 +25,7 @@ from .conftest import (
     last_json,
     needs_mpich,
     needs_openmpi,
+    processes_of_tuner,
     run_cli,
     shm_segments,
 )
@@ -232,6 +233,20 @@ def test_hanging_configuration_is_killed_and_recorded(
     assert shm_segments() <= before
 
 
+def test_the_processes_of_a_tuner_are_found_by_its_mark() -> None:
+    """The helper the kill -9 test relies on: it finds a process carrying a tuner's mark and
+    no other, and not once it has ended."""
+    mark = {"COMMTUNE_TUNER": "999999999:1"}
+    child = subprocess.Popen(["sleep", "30"], env={**os.environ, **mark})
+    try:
+        assert processes_of_tuner(999999999) == [child.pid]
+        assert child.pid not in processes_of_tuner(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+    assert processes_of_tuner(999999999) == []
+
+
 @needs_openmpi
 def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     command = demo_command(Vendor.OPENMPI, iterations=400)
@@ -272,7 +287,7 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     proc.wait()
     assert len(complete) >= 4
     time.sleep(1.0)
-    assert pgrep("ct_demo") == []  # the run died with the tuner (PDEATHSIG)
+    assert processes_of_tuner(proc.pid) == []  # the run died with the tuner (PDEATHSIG)
     study = optuna.load_study(study_name="k", storage=store.optuna)
     before = {
         t.number: (t.value, config_of(t)) for t in study.get_trials() if t.state.name == "COMPLETE"

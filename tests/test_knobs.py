@@ -6,9 +6,10 @@ import pytest
 
 from commtune.errors import UsageError
 from commtune.knobs import KnobStatus, KnobType, Space, apply, build_space, load_catalog
-from commtune.knobs._discovery import parse_algorithm_names, parse_cvar_lines
+from commtune.knobs._discovery import parse_cvar_lines
 from commtune.knobs._select import parse_knob_spec
 from commtune.mpi import Vendor
+from commtune.mpi.mpich import parse_algorithm_names
 from commtune.mpi.openmpi import parse_ompi_info
 
 
@@ -143,5 +144,37 @@ def test_parse_mpich_algorithm_descriptions() -> None:
         '{"name":"MPIR_CVAR_BCAST_INTRA_ALGORITHM","datatype":"int","value":0,"enum":null,'
         '"description":' + __import__("json").dumps(desc) + "}"
     )
-    parsed = parse_cvar_lines(line, {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": known})
+    parsed = parse_cvar_lines(line, {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": known}, Vendor.MPICH.impl)
     assert parsed["MPIR_CVAR_BCAST_INTRA_ALGORITHM"].enumerators == known
+
+
+@pytest.mark.parametrize("library", ["openmpi", "mpich"])
+def test_every_value_a_user_can_give_round_trips(library: str) -> None:
+    """Each catalog knob's default and every value of its domain, given as text, parse and
+    pass through the search's internal value unchanged (a log2 knob whose default is 0 or not
+    a power of two, such as Open MPI's segment sizes, once failed with a negative shift)."""
+    for knob in load_catalog(library).values():
+        for value in [knob.default, *knob.domain()]:
+            assert knob.parse(knob.format(value)) == value, knob.name
+            assert knob.from_internal(knob.to_internal(value)) == value, knob.name
+        internals = {knob.to_internal(v) for v in [knob.default, *knob.domain()]}
+        assert len(internals) == len({knob.default, *knob.domain()}), knob.name
+
+
+def test_a_segment_size_list_with_its_default_of_zero_is_a_space() -> None:
+    space = build_space(
+        statuses("openmpi"), "openmpi", ["coll_tuned_bcast_algorithm_segmentsize=0,8k"]
+    )
+    from commtune.strategies import distributions
+
+    (dist,) = distributions(space).values()
+    knob = space.dimensions[0].knob
+    assert sorted(knob.from_internal(c) for c in dist.choices) == [0, 8192]
+
+
+def test_an_unknown_preset_names_every_preset() -> None:
+    from commtune.knobs import PRESETS
+
+    with pytest.raises(UsageError) as err:
+        build_space(statuses("openmpi"), "openmpi", presets=["foo"])
+    assert all(p in str(err.value) for p in PRESETS)

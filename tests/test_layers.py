@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import commtune
+from commtune.mpi import Vendor
 
 SRC = Path(commtune.__file__).parent
 
@@ -60,3 +61,50 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from commtune.knobs._discovery import discover\n")
     assert _imports(bad) == [(2, "commtune.knobs._discovery", ["discover"])]
+
+
+VENDOR_WORDS = re.compile(r"openmpi|mpich|\bompi|mpir_|hydra|vader|open mpi", re.IGNORECASE)
+
+
+def _vendor_names(path: Path) -> list[str]:
+    """Code (not docstrings or comments) in ``path`` that names a vendor: a ``Vendor``
+    member, or a string with a vendor's name or one of its variable prefixes."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in {v.name for v in Vendor}:
+            found.append(f"{node.lineno}: Vendor.{node.attr}")
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and VENDOR_WORDS.search(node.value)
+        ):
+            found.append(f"{node.lineno}: {node.value[:60]!r}")
+    return found
+
+
+def test_no_module_outside_mpi_names_a_vendor() -> None:
+    """Vendor facts live on the vendor class (``mpi/``): a third library is one module there
+    and its catalog, nothing else."""
+    found = [
+        f"{path.relative_to(SRC)}:{hit}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.parent.name != "mpi"
+        for hit in _vendor_names(path)
+    ]
+    assert found == []
+
+
+def test_the_vendor_name_check_sees_one(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text('"""Open MPI is fine here."""\nX = Vendor.MPICH\nY = ("OMPI_MCA_",)\n')
+    assert _vendor_names(bad) == ["2: Vendor.MPICH", "3: 'OMPI_MCA_'"]

@@ -80,6 +80,7 @@ def test_the_report_of_a_real_study_renders_in_chromium(
     assert "mpirun" in dom and "btl_vader_eager_limit" in dom
 
 
+@needs_openmpi
 def test_edge_cases_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     storage = f"sqlite:///{tmp_path / 's.db'}"
     common = ["--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K", "--no-interposer",
@@ -129,6 +130,7 @@ def test_compare_and_a_50_trial_study(tmp_path: Path, capsys: pytest.CaptureFixt
     assert 'id="compare"' in text and 'id="a-convergence"' in text and 'id="b-convergence"' in text
 
 
+@needs_openmpi
 def test_an_unknown_study_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,18 +13,15 @@ import pytest
 
 from commtune.knobs import load_catalog
 from commtune.launch import launcher_for
-from commtune.mpi import Vendor, find_installation
+from commtune.mpi import RulesError, Segment, Vendor, find_installation, linked_library
+from commtune.mpi import parse_rules as parse_ompi_rules
+from commtune.mpi._mpich_csel import builtin as mpich_builtin
+from commtune.mpi._mpich_csel import tree_of as mpich_tree
+from commtune.mpi._mpich_csel import validate as validate_mpich_tree
+from commtune.mpi._ompi_rules import sampled_rules as ompi_rules
+from commtune.mpi._ompi_rules import validate_sampled as validate_ompi_rules
 from commtune.sample import Curve, crossings, segments
 from commtune.sample._curves import best_methods
-from commtune.sample._rules import (
-    RulesError,
-    mpich_builtin,
-    mpich_tree,
-    ompi_rules,
-    parse_ompi_rules,
-    validate_mpich_tree,
-    validate_ompi_rules,
-)
 from commtune.sample._sampler import sizes_for
 from commtune.store import Store
 from commtune.study import Role, arm_of, config_of, role_of
@@ -84,37 +81,35 @@ def test_ompi_rules_round_trip_and_rejections() -> None:
 @pytest.mark.mpich
 def test_mpich_tree_keeps_every_collective_and_names_known_algorithms(tmp_path: Path) -> None:
     from commtune import native
-    from commtune.sample._curves import Segment
-    from commtune.sample._rules import library_path
 
     installation = find_installation(Vendor.MPICH)
-    base, known = mpich_builtin(library_path(native.build(installation, "bench/ct_sample.c")))
-    assert "collective=barrier" in base and "MPIR_Allreduce_intra_ring" not in known
+    base = mpich_builtin(linked_library(native.build(installation, "bench/ct_sample.c")))
+    assert "collective=barrier" in base.tree and "MPIR_Allreduce_intra_ring" not in base.known
     segs = {"allreduce": [Segment(8, 4096, "recursive_doubling"), Segment(4096, None, "nb")]}
-    tree = mpich_tree(base, segs, 2, known)
+    tree = mpich_tree(base, segs, 2)
     intra = tree["collective=allreduce"]["comm_type=intra"]
     assert intra == {
         "avg_msg_size<=4095": {"algorithm=MPIR_Allreduce_intra_recursive_doubling": {}},
         "avg_msg_size=any": {"algorithm=MPIR_Allreduce_allcomm_nb": {}},
     }
-    validate_mpich_tree(json.dumps(tree), base, known)
+    validate_mpich_tree(json.dumps(tree), base)
     # reduce-scatter-allgather asserts count >= pof2 when a file calls it: counts below go to
     # recursive doubling, and an 8-byte allreduce on 2 ranks runs (it aborted before)
-    rsa = mpich_tree(base, {"allreduce": [Segment(0, None, "reduce_scatter_allgather")]}, 2, known)
+    rsa = mpich_tree(base, {"allreduce": [Segment(0, None, "reduce_scatter_allgather")]}, 2)
     assert rsa["collective=allreduce"]["comm_type=intra"] == {"avg_msg_size=any": {
         "count<pow2": {"algorithm=MPIR_Allreduce_intra_recursive_doubling": {}},
         "count=any": {"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather": {}}}}  # fmt: skip
     text = json.dumps(rsa)
-    validate_mpich_tree(text, base, known)
+    validate_mpich_tree(text, base)
     path = tmp_path / "rsa.json"
     path.write_text(text)
     _run_with(Vendor.MPICH, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)}, "allreduce")
     with pytest.raises(RulesError, match="no algorithm=MPIR_Bogus"):
         intra["avg_msg_size=any"] = {"algorithm=MPIR_Bogus": {}}
-        validate_mpich_tree(json.dumps(tree), base, known)
+        validate_mpich_tree(json.dumps(tree), base)
     del tree["collective=barrier"]
     with pytest.raises(RulesError, match="missing"):
-        validate_mpich_tree(json.dumps(tree), base, known)
+        validate_mpich_tree(json.dumps(tree), base)
 
 
 def _run_with(installation_vendor: Vendor, env: dict[str, str], op: str) -> str:

@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -197,7 +198,7 @@ def test_race_scores_the_recommendation_noise_free() -> None:
     assert summary.losses_to_random() == {"ga": ["s"], "dqn": ["s"], "model": ["s"]}
 
 
-def test_race_json_summary_line() -> None:
+def test_race_json_summary_line(tmp_path: Path) -> None:
     out = subprocess.run(
         [
             sys.executable,
@@ -212,7 +213,7 @@ def test_race_json_summary_line() -> None:
             "--surfaces",
             "categorical,replay-openmpi",
             "--png",
-            "/tmp/commtune-race-test.png",
+            str(tmp_path / "race.png"),
         ],
         capture_output=True,
         text=True,

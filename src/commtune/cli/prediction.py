@@ -23,14 +23,15 @@ from commtune.cli._common import (
 )
 from commtune.errors import UsageError
 from commtune.knobs import enumerators as knob_enumerators
-from commtune.mpi import installation_of
+from commtune.mpi import Vendor, installation_of
 
 
 def _add_train(p: argparse.ArgumentParser) -> None:
     add_mpi(p)
     add_storage(p)
+    defaults = ", ".join(f"{','.join(map(str, v.impl.training_ranks))} {v.title}" for v in Vendor)
     p.add_argument(
-        "--np", help="rank counts of the training runs (comma list; default 2,4 Open MPI, 2 MPICH)"
+        "--np", help=f"rank counts of the training runs (comma list; default {defaults})"
     )
     p.add_argument("--quick", action="store_true", help="a small but real model (a few minutes)")
     p.add_argument(

@@ -2,8 +2,9 @@
 
 Open MPI: ``ompi_info --parsable --all`` lists every MCA variable with its enumerators.
 MPICH: MPI_T, through commtune's helper ``ct_probe cvars`` (its algorithm variables are plain
-ints for MPI_T; the algorithm names appear only in the description, so they are parsed from
-there). UCX variables (read by MPICH's ch4:ucx device) are present when the device is UCX.
+ints for MPI_T; the algorithm names appear only in the description, which the vendor parses:
+``MPIVendor.algorithm_names``). UCX variables (read by MPICH's ch4:ucx device) are present
+when the device is UCX.
 
 Results are cached per installation in the build cache: discovery costs one ``ompi_info`` or
 one MPI launch per machine, not per command.
@@ -22,36 +23,16 @@ from commtune.errors import UsageError
 from commtune.knobs._apply import Apply
 from commtune.knobs._catalog import load_catalog
 from commtune.knobs._knob import Knob, KnobType
-from commtune.mpi import Installation, Variable
+from commtune.mpi import Installation, MPIVendor, Variable
 from commtune.util import write_atomic
 
-_ALGORITHM_ITEM = re.compile(r"([A-Za-z0-9_]+)\s+-\s+(?:Force|Internal|Use)")
 
-
-def parse_algorithm_names(description: str, known: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Algorithm names listed in an MPICH ``*_ALGORITHM`` CVAR description.
-
-    MPICH joins the lines of its description without a separator, so each name sticks to the
-    last word before it ("...Force Binomial Treenb - Force nonblocking"). A name that is all
-    lower case stands alone; in a glued word only a known name at its end is recognised (the
-    split is ambiguous otherwise, and a wrong name would abort ``MPI_Init``).
-    """
-    names = []
-    for match in _ALGORITHM_ITEM.finditer(description):
-        word = match.group(1)
-        start = match.start(1)
-        glued = start > 0 and description[start - 1].isalnum()
-        if not glued and word.islower() and not word.startswith("algorithm"):
-            names.append(word)
-            continue
-        suffixes = [k for k in known if word.endswith(k)]
-        if suffixes:
-            names.append(max(suffixes, key=len))
-    return tuple(dict.fromkeys(names))
-
-
-def parse_cvar_lines(text: str, known: dict[str, tuple[str, ...]]) -> dict[str, Variable]:
-    """Variables printed by ``ct_probe cvars``; ``known`` gives catalog choices per name."""
+def parse_cvar_lines(
+    text: str, known: dict[str, tuple[str, ...]], vendor: MPIVendor
+) -> dict[str, Variable]:
+    """Variables printed by ``ct_probe cvars``; ``known`` gives catalog choices per name; a
+    variable without enumerators takes the algorithm names its description lists, where the
+    vendor lists them there."""
     out = {}
     for line in text.splitlines():
         line = line.strip()
@@ -59,8 +40,10 @@ def parse_cvar_lines(text: str, known: dict[str, tuple[str, ...]]) -> dict[str, 
             continue
         entry = json.loads(line)
         enum = tuple(item[1] for item in entry.get("enum") or ())
-        if not enum and entry["name"].endswith("_ALGORITHM"):
-            enum = parse_algorithm_names(entry["description"], known.get(entry["name"], ()))
+        if not enum:
+            enum = vendor.algorithm_names(
+                entry["name"], entry["description"], known.get(entry["name"], ())
+            )
         value = entry.get("value")
         out[entry["name"]] = Variable(
             entry["name"], None if value is None else str(value), enum, entry["description"]
@@ -73,7 +56,7 @@ def _discover_uncached(installation: Installation) -> dict[str, Variable]:
     if found is not None:
         return found
     known = {k.name: k.choices for k in load_catalog(installation.vendor.value).values()}
-    return parse_cvar_lines(_probe_output(installation, "cvars"), known)
+    return parse_cvar_lines(_probe_output(installation, "cvars"), known, installation.impl)
 
 
 @functools.cache

@@ -2,7 +2,10 @@
 
 A knob's *value* is what the library reads (an int, a bool or a string). Its *internal* value
 is what the search sees: for ``log2`` knobs the exponent, so samplers treat powers of two as an
-ordered integer range; for every other type the value itself.
+ordered integer range; for every other type the value itself. A ``log2`` knob's default need
+not be a power of two (Open MPI's segment sizes default to 0, "no segmentation"; UCX's
+thresholds to "auto"; MPICH's queue cell is 68 KiB): its internal value is then -1, below
+every exponent.
 """
 
 from __future__ import annotations
@@ -126,13 +129,15 @@ class Knob:
 
     def to_internal(self, value: Value) -> Value:
         if self.type is KnobType.LOG2:
-            assert isinstance(value, int)
+            if not isinstance(value, int) or value <= 0 or value & (value - 1):
+                return -1  # only the default may be ("auto", 0, 68 KiB; see check())
             return value.bit_length() - 1
         return value
 
     def from_internal(self, internal: Any) -> Value:
         if self.type is KnobType.LOG2:
-            return 1 << int(internal)
+            exponent = int(internal)
+            return self.default if exponent < 0 else 1 << exponent
         if self.type is KnobType.INT:
             return int(internal)
         if self.type is KnobType.BOOL:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from commtune.errors import UsageError
+from commtune.knobs._catalog import PRESETS
 from commtune.knobs._discovery import KnobStatus
 from commtune.knobs._knob import Dimension, Knob, Space, Value
 
@@ -56,8 +57,10 @@ def build_space(
     dims: dict[str, Dimension] = {}
     for preset in presets:
         members = [s.knob for s in statuses.values() if preset in s.knob.presets and s.available]
+        if preset not in PRESETS:
+            raise UsageError(f"unknown preset {preset!r} (known: {', '.join(PRESETS)})")
         if not members:
-            raise UsageError(f"unknown preset {preset!r} (known: p2p, collectives, progress)")
+            raise UsageError(f"preset {preset}: none of its knobs is available in this {library}")
         for knob in members:
             dims.setdefault(knob.name, Dimension(knob))
     for spec in specs:

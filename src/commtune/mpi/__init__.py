@@ -3,7 +3,8 @@
 ``Vendor`` names a library; ``Vendor.impl`` (or ``Installation.impl``) is its
 :class:`MPIVendor`, the one place that knows how that library names, forwards, lists and
 loads its variables (``openmpi.py``, ``mpich.py``). Add a library: a module implementing
-:class:`MPIVendor`, a member of :class:`Vendor`, a line in ``_registry.py``.
+:class:`MPIVendor`, a member of :class:`Vendor`, a line in ``_registry.py`` and its catalog
+``knobs/data/<name>.json`` (the recipe is in ``_vendor.py``).
 """
 
 from commtune.mpi._install import (
@@ -17,17 +18,27 @@ from commtune.mpi._install import (
     resolve_command,
 )
 from commtune.mpi._ompi_rules import COLL_IDS, RulesError, format_rules, parse_rules
+from commtune.mpi._selection import Builtin, Segment, Selection, linked_library
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 VENDOR_NAMES = tuple(v.value for v in Vendor)
+# Variables of every library in a user's environment (a study records them), and the files
+# their shared-memory transports leave behind when a run is killed.
+ENV_PREFIXES = tuple(dict.fromkeys(p for v in Vendor for p in v.impl.env_prefixes))
+SHM_PATTERNS = tuple(dict.fromkeys(p for v in Vendor for p in v.impl.shm_patterns))
 
 __all__ = [
     "COLL_IDS",
+    "ENV_PREFIXES",
     "LAUNCHER_NAMES",
+    "SHM_PATTERNS",
     "VENDOR_NAMES",
+    "Builtin",
     "Installation",
     "MPIVendor",
     "RulesError",
+    "Segment",
+    "Selection",
     "Variable",
     "Vendor",
     "default_installation",
@@ -36,6 +47,7 @@ __all__ = [
     "installation_of",
     "is_launcher",
     "launcher_vendor",
+    "linked_library",
     "parse_rules",
     "resolve_command",
 ]

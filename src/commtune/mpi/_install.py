@@ -17,7 +17,9 @@ from commtune.errors import UsageError
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Vendor
 
-LAUNCHER_NAMES = frozenset({"orterun"} | {name for v in Vendor for name in v.impl.launcher_names})
+LAUNCHER_NAMES = frozenset(
+    name for v in Vendor for name in (*v.impl.launcher_names, *v.impl.launcher_aliases)
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ class Installation:
         return self.vendor.impl
 
     def describe(self) -> str:
-        return f"{self.vendor.title} {self.version} ({self.device})"
+        return f"{self.vendor.title} {self.version} ({self.impl.device_label(self.device)})"
 
     def command(self, ranks: int, program: Sequence[str]) -> list[str]:
         """A local launch line for one of commtune's own programs."""

@@ -14,10 +14,12 @@ gets a copy of the file without that collective (:func:`without_forced`).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from commtune.mpi._selection import Segment
 from commtune.util import write_atomic
 
 # COLLTYPE_T of ompi/mca/coll/base/coll_base_functions.h (4.1)
@@ -125,3 +127,49 @@ def without_forced(env: Mapping[str, str], directory: Path) -> dict[str, str]:
         directory.mkdir(parents=True, exist_ok=True)
         write_atomic(target, text)  # whole or not at all, whoever writes it first
     return {FILE_ENV: str(target)}
+
+
+# -- written from sampled ranges (``commtune sample``) -------------------------------------------
+def sampled_rules(
+    choices: Mapping[str, Sequence[tuple[int, int]]], ranks: int, header: str = ""
+) -> str:
+    """Rules text. ``choices``: collective -> [(from bytes, algorithm number)], ascending.
+    Sizes are the total bytes (allgather and alltoall: times the communicator size)."""
+    return format_rules(
+        {
+            COLL_IDS[op]: {ranks: [(start, algorithm, 0, 0) for start, algorithm in rules]}
+            for op, rules in choices.items()
+        },
+        header,
+    )
+
+
+def validate_sampled(text: str, algorithms: Mapping[str, int]) -> None:
+    """Check the text parses and names only algorithms that exist (``algorithms``: collective
+    -> how many numbers its algorithm variable has)."""
+    by_id = {COLL_IDS[op]: n for op, n in algorithms.items()}
+    for coll, comms in parse_rules(text).items():
+        if coll not in by_id:
+            raise RulesError(f"collective id {coll} is not one commtune samples")
+        for rules in comms.values():
+            for size, alg, _, _ in rules:
+                if not 0 <= alg < by_id[coll]:
+                    raise RulesError(f"collective {coll}, size {size}: no algorithm {alg}")
+
+
+def choices_of(
+    segs: Mapping[str, Sequence[Segment]], values: Mapping[str, Mapping[str, int]]
+) -> dict[str, list[tuple[int, int]]]:
+    """Segments as (from bytes, algorithm number) lists, first from 0."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for op, ranges in segs.items():
+        rules: list[tuple[int, int]] = []
+        for i, seg in enumerate(ranges):
+            start = 0 if i == 0 else math.ceil(seg.low)
+            alg = values[op][seg.method]
+            if rules and rules[-1][0] == start:
+                rules[-1] = (start, alg)
+            elif not rules or rules[-1][1] != alg:
+                rules.append((start, alg))
+        out[op] = rules
+    return out

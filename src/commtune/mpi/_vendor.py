@@ -10,9 +10,18 @@ vendor's quirks in one header). What a vendor says:
   :meth:`forwarded`, :meth:`rank_args`, :meth:`local_options`);
 - how its installed variables are listed (:meth:`tool_variables`: a tool of its own, or None
   for MPI_T through ``ct_probe``);
-- its algorithm knobs, point-to-point knobs and collective selection file (name and the
-  variables that load it);
+- which environment variables are its own and which shared-memory files it leaves
+  (``env_prefixes``, ``shm_patterns``);
+- its algorithm knobs, point-to-point knobs and collective selection file (name, the
+  variables that load it, how it is written from sampled ranges and checked:
+  :meth:`write_selection`, :meth:`builtin_selection`);
+- how its MPI_T descriptions list algorithm names (:meth:`algorithm_names`);
 - the configuration formats of its own beyond env and JSON (:meth:`render`).
+
+Add a library: a module implementing this class, a :class:`Vendor` member, a line in
+``mpi/_registry.py`` and its catalog ``knobs/data/<name>.json``. Nothing outside ``mpi/``
+names a vendor (``tests/test_layers.py``); ``tests/test_contracts.py`` runs the vendor
+contract on every registered vendor and on a stub that shows the recipe is complete.
 
 Implementations are stateless singletons; every method is pure except those that run the
 vendor's tools (:meth:`recognise`, :meth:`tool_variables`).
@@ -22,7 +31,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -30,6 +39,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from commtune.mpi._install import Installation
+    from commtune.mpi._selection import Builtin, Segment, Selection
 
 
 class Vendor(enum.Enum):
@@ -65,7 +75,13 @@ class MPIVendor(abc.ABC):
     vendor: ClassVar[Vendor]
     title: ClassVar[str]
     env_prefix: ClassVar[str]  # the environment prefix of its MPI_T control variables
+    # Every prefix of variables it (or a layer it runs on) reads: what a study records of the
+    # user's environment, since they change what is measured.
+    env_prefixes: ClassVar[tuple[str, ...]]
+    # Files its shared-memory transport leaves in /dev/shm when a run is killed.
+    shm_patterns: ClassVar[tuple[str, ...]] = ()
     launcher_names: ClassVar[tuple[str, ...]]  # looked up in this order
+    launcher_aliases: ClassVar[tuple[str, ...]] = ()  # other names of its launcher
     compiler_names: ClassVar[tuple[str, ...]]
     export_formats: ClassVar[tuple[str, ...]] = ()  # formats of its own (render)
     # (export format, file name) of the settings file its users keep (what `tune` suggests)
@@ -80,6 +96,10 @@ class MPIVendor(abc.ABC):
     default_algorithm_named: ClassVar[bool]
     # Keep catalog choices the library documents but does not list (probed before use).
     keeps_unlisted_choices: ClassVar[bool]
+    # Algorithms a selection file must never name (they abort there, not when forced).
+    unsafe_in_selection: ClassVar[tuple[str, ...]] = ()
+    # Its selection file must extend the library's own (read by :meth:`builtin_selection`).
+    selection_extends_builtin: ClassVar[bool] = False
     training_ranks: ClassVar[tuple[int, ...]]  # rank counts of `commtune train` by default
     hdf5_package: ClassVar[str]  # pkg-config name of its parallel HDF5 (Debian's)
 
@@ -104,6 +124,25 @@ class MPIVendor(abc.ABC):
     @abc.abstractmethod
     def selection_env(self, path: str) -> dict[str, str]:
         """Variables that make the library read the collective selection file ``path``."""
+
+    @abc.abstractmethod
+    def write_selection(
+        self,
+        segs: Mapping[str, Sequence[Segment]],
+        algorithms: Mapping[str, Mapping[str, int]],
+        ranks: int,
+        header: str,
+        builtin: Builtin | None,
+    ) -> Selection:
+        """The selection file for ``segs`` (collective -> size ranges of algorithm names;
+        ``algorithms``: collective -> name -> the library's number), read back by a parser
+        that follows the library's rules; a collective that cannot be expressed is left to
+        the library with a warning. RulesError if the text would not load."""
+
+    def builtin_selection(self, library: Path) -> Builtin | None:
+        """The library's own selection, read from its shared library ``library`` (only when
+        ``selection_extends_builtin``)."""
+        return None
 
     def reconcile(self, env: Mapping[str, str], directory: Path) -> dict[str, str]:
         """Variables to add to a run's environment ``env`` so that all it sets takes effect
@@ -137,6 +176,17 @@ class MPIVendor(abc.ABC):
     def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:
         """Every control variable, from a tool of the vendor's own; None: ask MPI_T."""
         return None
+
+    def algorithm_names(
+        self, name: str, description: str, known: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """The algorithms a variable listed by MPI_T without enumerators takes, where the
+        library lists them in its description; ``known``: the catalog's names for it."""
+        return ()
+
+    def device_label(self, device: str) -> str:
+        """The device as the user reads it (the fingerprint keeps ``device`` as found)."""
+        return device
 
     # -- export -----------------------------------------------------------------------------
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:

@@ -3,10 +3,18 @@ discovery through ``ct_probe``, ``-genv NAME VALUE``, the CSEL collective-select
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from commtune.mpi import _mpich_csel
+from commtune.mpi._ompi_rules import RulesError
+from commtune.mpi._selection import Builtin, Segment, Selection
 from commtune.mpi._vendor import MPIVendor, Vendor
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SELECTION_ENV = "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
 
@@ -15,6 +23,8 @@ class MPICH(MPIVendor):
     vendor = Vendor.MPICH
     title = "MPICH"
     env_prefix = "MPIR_CVAR_"
+    env_prefixes = ("MPIR_CVAR_", "MPICH_", "HYDRA_", "UCX_")
+    shm_patterns = ("mpich_shar_tmp*", "ucx_shm_posix_*")
     hdf5_package = "hdf5-mpich"
     launcher_names = ("mpiexec.mpich", "mpirun.mpich", "mpiexec.hydra", "mpiexec", "mpirun")
     compiler_names = ("mpicc.mpich", "mpicc")
@@ -23,6 +33,10 @@ class MPICH(MPIVendor):
     selection_file_name = "coll-selection.json"
     forced_overrides_file = True
     default_algorithm_named = False  # "auto" has no name in a CSEL file
+    # "smp" needs a node hierarchy: forced by its variable MPICH falls back when there is
+    # none, named in a selection file it aborts.
+    unsafe_in_selection = ("smp",)
+    selection_extends_builtin = True  # a file without a collective aborts MPICH
     keeps_unlisted_choices = True  # it documents values its version may reject: probe them
     training_ranks = (2,)  # MPICH busy-waits: more ranks than cores is milliseconds a call
 
@@ -41,6 +55,39 @@ class MPICH(MPIVendor):
 
     def selection_env(self, path: str) -> dict[str, str]:
         return {SELECTION_ENV: path}
+
+    def write_selection(
+        self,
+        segs: Mapping[str, Sequence[Segment]],
+        algorithms: Mapping[str, Mapping[str, int]],
+        ranks: int,
+        header: str,
+        builtin: Builtin | None,
+    ) -> Selection:
+        if builtin is None:
+            raise RulesError("MPICH's selection file needs the library's own tree to extend")
+        warnings: list[str] = []
+        usable: dict[str, Sequence[Segment]] = {}
+        for op, ranges in segs.items():
+            try:
+                _mpich_csel.tree_of(builtin, {op: ranges}, ranks)
+                usable[op] = ranges
+            except RulesError as exc:
+                warnings.append(f"{exc}; {op} keeps MPICH's own selection")
+        text = json.dumps(_mpich_csel.tree_of(builtin, usable, ranks), indent=1) + "\n"
+        _mpich_csel.validate(text, builtin)
+        return Selection(text, tuple(warnings))
+
+    def builtin_selection(self, library: Path) -> Builtin | None:
+        return _mpich_csel.builtin(library)
+
+    def algorithm_names(
+        self, name: str, description: str, known: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        # MPI_T gives its algorithm variables as plain integers; the names are in the text
+        if not name.endswith("_ALGORITHM"):
+            return ()
+        return parse_algorithm_names(description, known)
 
     def recognise(self, launcher: str, version_text: str) -> tuple[str, str] | None:
         if "HYDRA" not in version_text and "MPICH" not in version_text:
@@ -63,3 +110,28 @@ class MPICH(MPIVendor):
         for name, value in variables.items():
             args += ["-genv", name, value]
         return args
+
+
+_ALGORITHM_ITEM = re.compile(r"([A-Za-z0-9_]+)\s+-\s+(?:Force|Internal|Use)")
+
+
+def parse_algorithm_names(description: str, known: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Algorithm names listed in an MPICH ``*_ALGORITHM`` CVAR description.
+
+    MPICH joins the lines of its description without a separator, so each name sticks to the
+    last word before it ("...Force Binomial Treenb - Force nonblocking"). A name that is all
+    lower case stands alone; in a glued word only a known name at its end is recognised (the
+    split is ambiguous otherwise, and a wrong name would abort ``MPI_Init``).
+    """
+    names = []
+    for match in _ALGORITHM_ITEM.finditer(description):
+        word = match.group(1)
+        start = match.start(1)
+        glued = start > 0 and description[start - 1].isalnum()
+        if not glued and word.islower() and not word.startswith("algorithm"):
+            names.append(word)
+            continue
+        suffixes = [k for k in known if word.endswith(k)]
+        if suffixes:
+            names.append(max(suffixes, key=len))
+    return tuple(dict.fromkeys(names))

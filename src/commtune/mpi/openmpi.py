@@ -7,11 +7,20 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from commtune.errors import UsageError
-from commtune.mpi._ompi_rules import FILE_ENV, USE_ENV, forced_collectives, without_forced
+from commtune.mpi._ompi_rules import (
+    FILE_ENV,
+    USE_ENV,
+    choices_of,
+    forced_collectives,
+    sampled_rules,
+    validate_sampled,
+    without_forced,
+)
+from commtune.mpi._selection import Builtin, Segment, Selection
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
@@ -28,8 +37,11 @@ class OpenMPI(MPIVendor):
     vendor = Vendor.OPENMPI
     title = "Open MPI"
     env_prefix = "OMPI_MCA_"
+    env_prefixes = ("OMPI_MCA_", "OMPI_", "PMIX_MCA_", "UCX_")
+    shm_patterns = ("vader_segment.*", "sm_segment.*", "ucx_shm_posix_*")
     hdf5_package = "hdf5-openmpi"
     launcher_names = ("mpirun.openmpi", "mpirun", "mpiexec.openmpi", "mpiexec")
+    launcher_aliases = ("orterun",)
     compiler_names = ("mpicc.openmpi", "mpicc")
     export_formats = ("mca",)
     settings_file = ("mca", "mca-params.conf")
@@ -51,6 +63,18 @@ class OpenMPI(MPIVendor):
 
     def selection_env(self, path: str) -> dict[str, str]:
         return {**DYNAMIC_RULES, RULES_ENV: path}
+
+    def write_selection(
+        self,
+        segs: Mapping[str, Sequence[Segment]],
+        algorithms: Mapping[str, Mapping[str, int]],
+        ranks: int,
+        header: str,
+        builtin: Builtin | None,
+    ) -> Selection:
+        text = sampled_rules(choices_of(segs, algorithms), ranks, header)
+        validate_sampled(text, {op: len(algorithms[op]) for op in segs})
+        return Selection(text)
 
     def reconcile(self, env: Mapping[str, str], directory: Path) -> dict[str, str]:
         return without_forced(env, directory)
@@ -86,6 +110,10 @@ class OpenMPI(MPIVendor):
         if done.returncode != 0:
             raise UsageError(f"cannot list Open MPI's variables: {info} failed")
         return parse_ompi_info(done.stdout)
+
+    def device_label(self, device: str) -> str:
+        # pml "v" is the message-logging protocol layer, not a cut word
+        return re.sub(r"(?<=[:,])v(?=[ ,]|$)", "v(protocol)", device)
 
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
         if fmt != "mca":

@@ -13,6 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from commtune.mpi import Segment
+
 # Two methods closer than this (relative) at a size are a tie: noise, not a reason to switch.
 TIE = 0.03
 
@@ -122,18 +124,6 @@ def crossings(a: Curve, b: Curve) -> list[Crossing]:
         elif last is not None:  # equal here: remember the point as the start of the interval
             last = (s, 0.0)
     return out
-
-
-@dataclass(frozen=True)
-class Segment:
-    """``method`` is the choice for sizes in [low, high] (high None: and above)."""
-
-    low: float
-    high: float | None
-    method: str
-
-    def to_json(self) -> dict[str, object]:
-        return {"from": self.low, "to": self.high, "method": self.method}
 
 
 def best_methods(

@@ -7,16 +7,13 @@ wrong.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from commtune import native
 from commtune.knobs import apply, load_catalog, selection_file_env
-from commtune.mpi import Installation, Vendor
-from commtune.sample import _rules
-from commtune.sample._curves import Segment
+from commtune.mpi import Builtin, Installation, Segment, Selection, Vendor, linked_library
 from commtune.sample._families import ALGORITHM
 from commtune.sample._profile import FamilyCurves, PlatformProfile
 from commtune.util import atomic_path, format_size, write_atomic
@@ -44,71 +41,30 @@ def _header(profile: PlatformProfile) -> str:
     )
 
 
-def _ompi_file(
-    profile: PlatformProfile,
-    segs: dict[str, list[Segment]],
-    mpich_builtin: tuple[dict[str, object], set[str]] | None,
-) -> tuple[str, list[str]]:
-    algorithms = {f.op: f for f in profile.families if f.name == ALGORITHM}
-    values = {op: algorithms[op].values for op in segs}
-    text = _rules.ompi_rules(_rules.ompi_choices(segs, values), profile.ranks, _header(profile))
-    _rules.validate_ompi_rules(text, {op: len(algorithms[op].values) for op in segs})
-    return text, []
-
-
-def _mpich_file(
-    profile: PlatformProfile,
-    segs: dict[str, list[Segment]],
-    mpich_builtin: tuple[dict[str, object], set[str]] | None,
-) -> tuple[str, list[str]]:
-    assert mpich_builtin is not None
-    warnings: list[str] = []
-    base, known = mpich_builtin
-    usable: dict[str, list[Segment]] = {}
-    for op, ranges in segs.items():
-        try:
-            _rules.mpich_tree(base, {op: ranges}, profile.ranks, known)
-            usable[op] = ranges
-        except _rules.RulesError as exc:
-            warnings.append(f"{exc}; {op} keeps MPICH's own selection")
-    text = json.dumps(_rules.mpich_tree(base, usable, profile.ranks, known), indent=1) + "\n"
-    _rules.validate_mpich_tree(text, base, known)
-    return text, warnings
-
-
-def _mpich_builtin(installation: Installation) -> tuple[dict[str, object], set[str]]:
-    """MPICH's own selection tree, read from the library the sampler links (a file must
-    keep every collective it does not change)."""
+def builtin_selection(installation: Installation) -> Builtin | None:
+    """What the library's selection file must extend (None: it starts empty), read from the
+    library the sampler links."""
+    if not installation.impl.selection_extends_builtin:
+        return None
     binary = native.build(installation, "bench/ct_sample.c")
-    return _rules.mpich_builtin(_rules.library_path(binary))
-
-
-def builtin_selection(installation: Installation) -> tuple[dict[str, object], set[str]] | None:
-    """What the library's selection file starts from (None: an empty file)."""
-    reader = _BUILTINS.get(installation.vendor)
-    return reader(installation) if reader else None
-
-
-_BUILTINS = {Vendor.MPICH: _mpich_builtin}
-# The selection file's writer per library: each format is built from sampled segments (this
-# package's types), so the writers live here, the file's name and loader with the vendor.
-_WRITERS = {Vendor.OPENMPI: _ompi_file, Vendor.MPICH: _mpich_file}
+    return installation.impl.builtin_selection(linked_library(binary))
 
 
 def selection_file(
-    profile: PlatformProfile,
-    segs: dict[str, list[Segment]],
-    mpich_builtin: tuple[dict[str, object], set[str]] | None = None,
-) -> tuple[str, list[str]]:
-    """The library's selection file text for ``segs`` (collective -> ranges), validated;
+    profile: PlatformProfile, segs: dict[str, list[Segment]], builtin: Builtin | None = None
+) -> Selection:
+    """The library's selection file for ``segs`` (collective -> ranges), validated;
     collectives that cannot be expressed are dropped with a warning."""
-    return _WRITERS[Vendor(profile.vendor)](profile, segs, mpich_builtin)
+    algorithms = {f.op: f.values for f in profile.families if f.name == ALGORITHM}
+    return Vendor(profile.vendor).impl.write_selection(
+        segs, {op: algorithms[op] for op in segs}, profile.ranks, _header(profile), builtin
+    )
 
 
 def write_outputs(
     profile: PlatformProfile,
     directory: Path,
-    mpich_builtin: tuple[dict[str, object], set[str]] | None = None,
+    builtin: Builtin | None = None,
     plots: bool = True,
 ) -> Outputs:
     directory.mkdir(parents=True, exist_ok=True)
@@ -117,9 +73,10 @@ def write_outputs(
     segs = profile.algorithm_segments()
     segs = {op: s for op, s in segs.items() if s}
     if segs:
-        text, out.warnings = selection_file(profile, segs, mpich_builtin)
+        selection = selection_file(profile, segs, builtin)
+        out.warnings = list(selection.warnings)
         path = directory / f"{vendor}-{Vendor(vendor).impl.selection_file_name}"
-        write_atomic(str(path), text)
+        write_atomic(str(path), selection.text)
         out.files["rules"] = str(path.resolve())
         out.env = selection_file_env(Vendor(vendor).impl, out.files["rules"])
     catalog = load_catalog(vendor)

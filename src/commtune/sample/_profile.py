@@ -30,11 +30,6 @@ from commtune.sample._curves import (
 from commtune.sample._families import ALGORITHM, EAGER, PROTOCOL, RENDEZVOUS, SINGLE_COPY
 
 FORMAT = "commtune-platform"
-# MPICH algorithms a selection file must not name: "smp" needs a node hierarchy; forced by its
-# variable MPICH falls back when there is none, named in a file it aborts.
-# Never in a selection file: MPICH falls back from smp when forced, but aborts when a file
-# names it without a node hierarchy.
-MPICH_UNSAFE = ("smp",)
 VERSION = 1
 
 
@@ -56,12 +51,15 @@ class FamilyCurves:
         return f"{self.op}/{self.name}"
 
     def candidates(self, vendor: str) -> list[Curve]:
-        """Curves a choice may pick. MPICH's ``auto`` has no name in a selection file, so an
-        algorithm family there chooses among the named algorithms only. The protocol curves
+        """Curves a choice may pick. Where the library's default algorithm has no name in a
+        selection file (MPICH's ``auto``), an algorithm family chooses among the named
+        algorithms only, less those a file must not name. The protocol curves
         are compared above the smallest eager limit only: below it both runs send eagerly
         and differ by fragment size, not protocol."""
-        if self.name == ALGORITHM and not Vendor(vendor).impl.default_algorithm_named:
-            return [c for m, c in self.curves.items() if m not in (self.default, *MPICH_UNSAFE)]
+        impl = Vendor(vendor).impl
+        if self.name == ALGORITHM and not impl.default_algorithm_named:
+            unsafe = (self.default, *impl.unsafe_in_selection)
+            return [c for m, c in self.curves.items() if m not in unsafe]
         if self.name == PROTOCOL:
             low = min(v for v in load_catalog(vendor)[self.knob].domain() if isinstance(v, int))
             return [c.restricted(low) for c in self.curves.values()]

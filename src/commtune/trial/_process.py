@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from commtune.mpi import SHM_PATTERNS
 from commtune.util import start_time
 
 _PR_SET_PDEATHSIG = 1
@@ -38,7 +39,6 @@ _PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
 
 SHM_DIR = Path("/dev/shm")
-SHM_PATTERNS = ("vader_segment.*", "sm_segment.*", "ucx_shm_posix_*", "mpich_shar_tmp*")
 STDERR_TAIL = 2000
 # What is read of a run's standard output (a regex metric reads its last match): a program
 # that writes gigabytes would otherwise be read into memory at every run.

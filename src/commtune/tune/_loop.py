@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Space, Value
+from commtune.mpi import ENV_PREFIXES
 from commtune.progress import Progress
 from commtune.store import Claim
 from commtune.strategies import distributions, get_strategy
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
     import optuna
 
 MIN_TIMEOUT = 5.0
-MPI_ENV_PREFIXES = ("OMPI_MCA_", "OMPI_", "MPIR_CVAR_", "MPICH_", "HYDRA_", "UCX_", "PMIX_MCA_")
 
 
 class ReferenceFailed(UsageError):
@@ -148,7 +148,7 @@ def open_study(storage: optuna.storages.BaseStorage, settings: TuneSettings) -> 
 def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """MPI-related variables in the user's environment (they stay part of the baseline)."""
     env = os.environ if env is None else env
-    return {k: v for k, v in sorted(env.items()) if k.startswith(MPI_ENV_PREFIXES)}
+    return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)}
 
 
 # -- running ----------------------------------------------------------------------------------

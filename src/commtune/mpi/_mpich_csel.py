@@ -1,0 +1,119 @@
+"""MPICH's collective selection (CSEL) JSON, as MPICH 4.0 reads it
+(``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``).
+
+A file replaces the library's whole tree, and MPICH aborts on a tree that leaves a collective
+without an algorithm; so a file is the library's built-in tree (read from the library's own
+bytes) with the intra-communicator subtree of each sampled collective replaced by
+message-size ranges, and every other collective keeps its default subtree.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from commtune.errors import UsageError
+from commtune.mpi._ompi_rules import RulesError
+from commtune.mpi._selection import Builtin, Segment
+
+# The size a CSEL tree compares, and how it relates to the sampled size (bytes per rank's
+# buffer, or for allgather/alltoall the total of all ranks' blocks).
+SIZE_KEY = {
+    "allreduce": "avg_msg_size",
+    "bcast": "avg_msg_size",
+    "reduce": "avg_msg_size",
+    "allgather": "total_msg_size",
+    "alltoall": "avg_msg_size",  # per peer: total / ranks
+}
+_KEY = re.compile(r"^[a-z_]+(=|<=|<|>=|>)[A-Za-z0-9_]+$")
+
+# Algorithms MPICH asserts on when the count is below the largest power of two not above the
+# ranks (allreduce_intra_reduce_scatter_allgather.c: "count >= pof2"). Forced through the CVAR
+# the library falls back by itself; called from a selection file it aborts, so the file
+# sends those counts to the fallback (the key MPICH's own tree uses: count<pow2).
+NEEDS_POF2_COUNT = {"allreduce": "recursive_doubling", "reduce": "binomial"}
+
+
+def builtin(library: Path) -> Builtin:
+    """MPICH's built-in MPIR-level selection tree and the algorithm names its parser knows,
+    read from the library's own bytes (so the file fits exactly this MPICH)."""
+    data = library.read_bytes()
+    names = {m.decode() for m in re.findall(rb"algorithm=(MPIR_[A-Za-z0-9_]+)", data)}
+    for match in re.finditer(rb'\{"collective=bcast":\{"comm_type=intra"', data):
+        end = data.find(b"\0", match.start())
+        try:
+            tree = json.loads(data[match.start() : end].decode())
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if "MPIR_Bcast_intra_binomial" in json.dumps(tree):
+            return Builtin(tree, frozenset(names))
+    raise UsageError(f"cannot find MPICH's built-in collective selection in {library}")
+
+
+def csel_name(op: str, algorithm: str, known: frozenset[str]) -> str | None:
+    """CSEL name of a CVAR algorithm name (``recursive_doubling`` ->
+    ``MPIR_Allreduce_intra_recursive_doubling``), None when the library has none."""
+    for kind in ("intra", "allcomm"):
+        name = f"MPIR_{op.capitalize()}_{kind}_{algorithm}"
+        if name in known:
+            return name
+    return None
+
+
+def tree_of(base: Builtin, segs: Mapping[str, Sequence[Segment]], ranks: int) -> dict[str, Any]:
+    tree = copy.deepcopy(dict(base.tree))
+    for op, ranges in segs.items():
+        key = SIZE_KEY[op]
+        scale = 1.0 / ranks if op == "alltoall" else 1.0
+        subtree: dict[str, Any] = {}
+        for seg in ranges:
+            name = csel_name(op, seg.method, base.known)
+            if name is None:
+                raise RulesError(f"{op}: MPICH has no selection name for {seg.method!r}")
+            leaf: dict[str, Any] = {f"algorithm={name}": {}}
+            fallback = NEEDS_POF2_COUNT.get(op)
+            if fallback and "reduce_scatter" in seg.method and seg.method != fallback:
+                other = csel_name(op, fallback, base.known)
+                if other is not None:
+                    leaf = {"count<pow2": {f"algorithm={other}": {}}, "count=any": leaf}
+            if seg.high is None:
+                subtree[f"{key}=any"] = leaf
+            else:
+                subtree[f"{key}<={max(0, math.ceil(seg.high * scale) - 1)}"] = leaf
+        collective = tree.setdefault(f"collective={op}", {})
+        collective["comm_type=intra"] = subtree
+    return tree
+
+
+def validate(text: str, base: Builtin) -> None:
+    """The text is JSON, every key is ``name OP value``, every leaf names an algorithm the
+    library knows, every collective of the built-in tree is still there, and every subtree
+    ends in an algorithm."""
+    try:
+        tree = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RulesError(f"not JSON: {exc}") from None
+    missing = set(base.tree) - set(tree)
+    if missing:
+        raise RulesError(f"collectives missing (MPICH would abort): {sorted(missing)}")
+
+    def walk(node: Any, path: str) -> None:
+        if not isinstance(node, dict):
+            raise RulesError(f"{path}: not an object")
+        for key, child in node.items():
+            if key.startswith("algorithm="):
+                if key.split("=", 1)[1] not in base.known:
+                    raise RulesError(f"{path}: this MPICH has no {key}")
+                continue
+            if not key.startswith("collective=") and not _KEY.match(key):
+                raise RulesError(f"{path}: malformed key {key!r}")
+            if not child:
+                raise RulesError(f"{path}/{key}: no algorithm below")
+            walk(child, f"{path}/{key}")
+
+    walk(tree, "")

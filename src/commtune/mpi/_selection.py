@@ -1,0 +1,55 @@
+"""What a collective selection file is made from, whatever the library's format.
+
+A selection file tells the library which algorithm runs a collective at each message size.
+Sampling (``commtune sample``) finds the ranges; each vendor writes them in its own format
+and reads the text back with a parser that follows its library's rules before it is handed
+out (:meth:`commtune.mpi.MPIVendor.write_selection`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from commtune.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Segment:
+    """``method`` is the choice for sizes in [low, high] (high None: and above)."""
+
+    low: float
+    high: float | None
+    method: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"from": self.low, "to": self.high, "method": self.method}
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A library's own selection, read from the library itself: a file must extend it
+    (MPICH aborts on a collective its file leaves out). ``known``: the algorithm names its
+    parser takes."""
+
+    tree: dict[str, Any]
+    known: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A selection file's text, validated, and what it had to leave to the library."""
+
+    text: str
+    warnings: tuple[str, ...] = ()
+
+
+def linked_library(binary: Path) -> Path:
+    """The MPI shared library ``binary`` is linked with (``ldd``)."""
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, check=False)
+    for line in out.stdout.splitlines():
+        if "libmpi" in line and "=>" in line:
+            return Path(line.split("=>", 1)[1].split("(")[0].strip())
+    raise UsageError(f"cannot find the MPI library {binary} is linked with (ldd)")
