@@ -274,3 +274,41 @@ def test_the_cli_offers_every_statistic() -> None:
     assert OBJECTIVES == stats.STATISTICS
     with pytest.raises(ValueError, match="unknown statistic"):
         stats.statistic("p99")
+
+
+def test_a_verdict_without_a_comparison_stores_no_figures_as_measured() -> None:
+    """Nothing came within noise of the default: no confirmation ran, so the verdict holds no
+    speedup, CI or p-value (once stored as 1.0, (0, 0) and 1 as if measured); the search's
+    own estimate is kept under its name."""
+    settings = _settings(2, 2, ("slow",), confirm=3, top=1, racing=False)
+    executor = Table()
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    result = tune(settings, study._storage, executor, Silent())
+    acc = acceptance_of(study)
+    assert acc is not None and not acc.accepted and acc.default_values == []
+    assert (acc.speedup, acc.ci, acc.p_value) == (None, None, None)
+    assert acc.extra["search_speedup"] == pytest.approx(0.5)
+    data = result.to_json()
+    assert data["speedup_ci"] is None and data["p_value"] is None
+    assert data["speedup"] == pytest.approx(0.5)
+
+
+class FailsAfterItsFirstRun(Table):
+    """A configuration's runs after its first fail: with one repeat, every confirmation run."""
+
+    def run(self, config: Mapping[str, object] | None, timeout: float) -> RunRecord:
+        record = super().run(config, timeout)
+        if config is not None and self.calls.count(str(config[KNOB])) > 1:
+            return RunRecord(None, 0.0, 1, failure="exit status 1")
+        return record
+
+
+def test_a_confirmation_whose_candidates_all_failed_stores_no_figures() -> None:
+    settings = _settings(1, 2, ("fast",), confirm=3, top=1, racing=False)
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    executor = FailsAfterItsFirstRun()
+    tune(settings, study._storage, executor, Silent())
+    assert executor.calls.count("fast") > 1  # the confirmation ran it, and it failed
+    acc = acceptance_of(study)
+    assert acc is not None and not acc.accepted and acc.default_values
+    assert (acc.speedup, acc.ci, acc.p_value) == (None, None, None)

@@ -93,16 +93,18 @@ def acceptance_lines(result: TuneResult) -> list[str]:
                 f"  trial {c['trial']} ({len(c['values'])} runs): {c['speedup']:.3f}x "
                 f"[{c['ci'][0]:.3f}, {c['ci'][1]:.3f}], {verdict}"
             )
-    low, high = acc.ci or (0.0, 0.0)
     runs = acc.runs()
     # the interval of each of k candidates is a (1 - 0.05 / k) one (Bonferroni)
     level = f"{100 * (1 - 0.05 / max(1, len(candidates))):.3g}%"
     what = f"{len(candidates)} best and the default" if candidates else "best and default"
-    head = (
-        f"confirmation ({what}, {runs} runs, interleaved): trial {acc.trial} "
-        f"{stat} speedup {acc.speedup or 1.0:.3f}x, {level} CI [{low:.3f}, {high:.3f}], "
-        f"p = {acc.p_value if acc.p_value is not None else 1.0:.3g}"
-    )
+    head = f"confirmation ({what}, {runs} runs, interleaved): "
+    if acc.speedup is None or acc.ci is None or acc.p_value is None:
+        head += "nothing was compared"
+    else:
+        head += (
+            f"trial {acc.trial} {stat} speedup {acc.speedup:.3f}x, "
+            f"{level} CI [{acc.ci[0]:.3f}, {acc.ci[1]:.3f}], p = {acc.p_value:.3g}"
+        )
     mean = acc.extra.get("mean_speedup")
     if mean is not None:
         head += f"; mean speedup {mean:.3f}x"

@@ -103,11 +103,11 @@ def confirm(
             config_of(best[0]),
             False,
             "no configuration came within noise of the default in the search",
-            speedup=value_of(ref) / value_of(best[0]),
-            ci=(0.0, 0.0),
-            p_value=1.0,
             trial=best[0].number,
             measured_trials=n_measured,
+            # nothing was confirmed: no speedup, CI or p-value; the search's own estimate
+            # is kept under its name
+            extra={"search_speedup": value_of(ref) / value_of(best[0])},
         )
         set_acceptance(study, acc)
         return acc
@@ -220,9 +220,6 @@ def _verdict(
             first.config,
             False,
             failures or "too few successful runs to compare",
-            speedup=1.0,
-            ci=(0.0, 0.0),
-            p_value=1.0,
             trial=first.trial,
             measured_trials=n_measured,
             default_values=default,

@@ -56,7 +56,9 @@ class TuneResult:
 
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance
-        speedup = acc.speedup if acc else (self.best.speedup if self.best else 1.0)
+        speedup = self.best.speedup if self.best else 1.0  # the search's, when unconfirmed
+        if acc is not None and acc.speedup is not None:
+            speedup = acc.speedup
         return {
             "study": self.study,
             "trials": self.trials,
