@@ -175,7 +175,7 @@ def test_policy_run_on_the_demo_recommends_with_a_ready_tune_line(
     assert mine == [{"rule": "always", "kind": "recommend", "target": None, "value": None,
                      "message": f"{calls:.4g} allreduces",
                      "trigger": {"ct:MPI_Allreduce.calls": calls}, "source": str(path),
-                     "tune": None}]  # fmt: skip
+                     "knob": None, "reason": f"{calls:.4g} allreduces", "tune": None}]  # fmt: skip
     # the built-in rules ran first; each recommendation with a knob has its tune line
     builtin = [a for a in actions if a["source"] == str(builtin_path(vendor.value))]
     assert actions[: len(builtin)] == builtin
@@ -389,3 +389,50 @@ def test_a_profile_path_that_is_not_a_file_is_written_not_replaced(tmp_path: Pat
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO
     assert json.loads(got[0])["ranks"] == 2
     assert list(tmp_path.iterdir()) == [fifo]  # no temporary file beside it
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_profile_json_carries_the_recommendations_the_terminal_shows(
+    vendor: Vendor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_profile = tmp_path / "p.json"
+    command = demo_command(vendor, 20)
+    code, out, err = run_cli(["profile", "--json", "-o", str(out_profile), "--", *command],
+                             capsys)  # fmt: skip
+    assert code == 0, err
+    data = last_json(out)
+    expected = [
+        a for a in evaluate(builtin_rules(vendor.value), Profile.load(out_profile))
+        if a.kind == "recommend"
+    ]  # fmt: skip
+    assert [(r["rule"], r["knob"], r["value"], r["reason"]) for r in data["recommendations"]] == [
+        (a.rule, a.target, a.value, a.message) for a in expected
+    ]
+    for r in data["recommendations"]:
+        assert r["rule"] in err  # the terminal shows the same
+
+
+def test_recommendations_print_their_settings_and_commands_whole_in_80_columns() -> None:
+    import io
+
+    from rich.console import Console
+
+    from commtune.policy import Action
+    from commtune.report import UI, show_actions
+
+    action = Action("small-allreduces", "recommend", "coll_tuned_allreduce_algorithm",
+                    "recursive_doubling", "most allreduces are small")  # fmt: skip
+    command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "4", "/a/long/path/app"]
+    ui = UI()
+    ui.console = Console(file=io.StringIO(), width=80, highlight=False)
+    show_actions(ui, [action], command, "recommendations")
+    text = ui.console.file.getvalue()  # type: ignore[attr-defined]
+    assert "…" not in text
+    lines = text.splitlines()
+    assert (
+        "commtune tune --knob coll_tuned_allreduce_algorithm=recursive_doubling --trials 2 -- "
+        "mpirun --allow-run-as-root --oversubscribe -n 4 /a/long/path/app"
+    ) in lines
+    assert "coll_tuned_allreduce_algorithm=recursive_doubling" in text.replace("\n", "").replace(
+        "│", ""
+    ).replace(" ", "")

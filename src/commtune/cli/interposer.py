@@ -148,15 +148,18 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
         ui.print(cvars_table(profile))
     for knob, reason in run.not_applied.items():
         ui.warn(f"{knob} not applied: {reason}")
-    if not args.json:  # commtune's built-in recommendations for this library
-        from commtune.policy import builtin_rules, evaluate
-        from commtune.report import actions_table
+    # commtune's built-in recommendations for this library, in the terminal and in --json
+    from commtune.policy import builtin_rules, evaluate
+    from commtune.report import action_json, show_actions
 
-        actions = evaluate(builtin_rules(inst.vendor.value), profile)
-        if actions:
-            ui.print(actions_table(actions, command, "recommendations"))
+    actions = evaluate(builtin_rules(inst.vendor.value), profile)
+    if actions:
+        show_actions(ui, actions, command, "recommendations")
     if args.json:
-        print_json(profile.data)
+        recommendations = [
+            action_json(a, command) for a in actions if a.kind == "recommend"
+        ]
+        print_json({**profile.data, "recommendations": recommendations})
     return 0
 
 

@@ -86,14 +86,14 @@ def _rules(files: list[str], library: str, builtin: bool):  # type: ignore[no-un
 
 
 def _show(ui, actions, command: list[str], as_json: bool, title: str) -> None:  # type: ignore[no-untyped-def]
-    from commtune.report import actions_table, tune_line
+    from commtune.report import action_json, show_actions
 
     if actions:
-        ui.print(actions_table(actions, command, title))
+        show_actions(ui, actions, command, title)
     else:
         ui.info("no rule fired")
     if as_json:
-        print_json({"actions": [{**a.to_json(), "tune": tune_line(a, command)} for a in actions]})
+        print_json({"actions": [action_json(a, command) for a in actions]})
 
 
 def _eval(args: argparse.Namespace, command: list[str] | None) -> int:
@@ -154,11 +154,11 @@ def _run(args: argparse.Namespace, command: list[str] | None) -> int:
     actions = evaluate(rules, profile)
     _show(ui, actions, command, False, "policy: final rules")
     if args.json:
-        from commtune.report import tune_line
+        from commtune.report import action_json
 
         print_json(
             {
-                "actions": [{**a.to_json(), "tune": tune_line(a, command)} for a in actions],
+                "actions": [action_json(a, command) for a in actions],
                 "runtime": runtime,
                 "wall_time": profile.data["wall_time"]["max"],
             }

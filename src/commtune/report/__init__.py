@@ -24,7 +24,9 @@ _WHERE = {
     "operations_table": "_profile_tables",
     "summary_table": "_profile_tables",
     "variables_table": "_profile_tables",
+    "action_json": "_policy_tables",
     "actions_table": "_policy_tables",
+    "show_actions": "_policy_tables",
     "tune_line": "_policy_tables",
     "runtime_table": "_policy_tables",
     "rails_table": "_rails_tables",
@@ -47,7 +49,13 @@ if TYPE_CHECKING:
     from commtune.report._console import UI, Bar
     from commtune.report._export import FORMATS, render
     from commtune.report._html import page
-    from commtune.report._policy_tables import actions_table, runtime_table, tune_line
+    from commtune.report._policy_tables import (
+        action_json,
+        actions_table,
+        runtime_table,
+        show_actions,
+        tune_line,
+    )
     from commtune.report._predict_tables import prediction_table, train_tables
     from commtune.report._profile_tables import (
         cvars_table,
@@ -85,6 +93,7 @@ __all__ = [
     "UI",
     "Bar",
     "acceptance_lines",
+    "action_json",
     "actions_table",
     "checks_table",
     "collect",
@@ -108,6 +117,7 @@ __all__ = [
     "summary_table",
     "train_tables",
     "trials_table",
+    "show_actions",
     "tune_line",
     "variables_table",
 ]
