@@ -20,7 +20,7 @@ from commtune.profile import Profile
 from commtune.progress import Silent
 from commtune.store import Store
 from commtune.store._storage import models_table
-from commtune.study import Role, arm_of, config_of, role_of
+from commtune.study import Role, StudySpec, arm_of, config_of, role_of
 
 from .conftest import VENDORS, demo_command, last_json, needs_mpich, run_cli
 
@@ -128,6 +128,20 @@ def test_train_then_predict_the_demo(
         ["export", result["study"], "--storage", storage, "--format", "json"], capsys
     )
     assert code == 0 and json.loads(out)["params"] == result["params"]
+
+    # --metric: the program's own timer, as tune takes it (the demo prints "time X s")
+    metric = r"regex:time ([0-9.eE+-]+) s"
+    code, out, err = run_cli(["predict", "--storage", storage, "--verify", "--pairs", "2",
+                              "--metric", metric, "--study", "pm", "--json", "--", *command],
+                             capsys)  # fmt: skip
+    assert code == 0, err
+    verified = last_json(out)
+    assert verified["metric"] == metric and len(verified["verify"]["default"]) == 2
+    stored = optuna.load_study(study_name="pm", storage=store.optuna)
+    assert StudySpec.from_json(stored.user_attrs["commtune"]).metric == metric
+    code, _, err = run_cli(["predict", "--storage", storage, "--metric", "regex:no group",
+                            "--", *command], capsys)  # fmt: skip
+    assert code == 2 and "needs a group" in err and len(err.strip().splitlines()) == 1
 
     # --strategy predict: the search starts from the model's answer for the reference's profile.
     tune = ["tune", "--strategy", "predict", "--trials", "3", "--repeats", "1", "--confirm", "0"]

@@ -156,9 +156,7 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
     if actions:
         show_actions(ui, actions, command, "recommendations")
     if args.json:
-        recommendations = [
-            action_json(a, command) for a in actions if a.kind == "recommend"
-        ]
+        recommendations = [action_json(a, command) for a in actions if a.kind == "recommend"]
         print_json({**profile.data, "recommendations": recommendations})
     return 0
 

@@ -65,6 +65,13 @@ def _add_predict(p: argparse.ArgumentParser) -> None:
         "--timeout", type=positive(float), default=3600.0, help="seconds per run (default 3600)"
     )
     p.add_argument("--study", help="name of the study stored (default predict-MPI-PROGRAM)")
+    p.add_argument(
+        "--metric",
+        default="wall",
+        help="what --verify compares: 'wall' (default), 'regex:PATTERN' (first group of the "
+        "last match in the program's output, e.g. NPB's 'Time in seconds') or "
+        "'profile:FIELD', as for tune",
+    )
     add_json(p)
 
 
@@ -130,6 +137,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.trial import LocalExecutor, Objective
 
     command = need_command(command)
+    objective = Objective.parse(args.metric)
     inst = resolve_command(command, vendor(args.mpi))
     ui = UI(json_mode=args.json)
     store = model_store(args.storage, inst)
@@ -139,7 +147,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         launcher_for(inst),
         command,
         knobs,
-        Objective.parse("wall"),
+        objective,
         profiling=profiling(inst),
         enumerators=knob_enumerators(inst),
     )
@@ -158,6 +166,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         "model": predictor.data["model"]["kind"],
         "features": features,
         "params": config,
+        "metric": args.metric,
     }
     verdict = Acceptance(
         Source.PREDICT,
@@ -174,7 +183,8 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
                 for config_or_none, times in ((None, default_times), (config, predicted_times)):
                     r = executor.run(config_or_none, args.timeout)
                     if r.failure is not None or r.value is None:
-                        raise UsageError(f"a verification run failed ({r.failure})")
+                        said = r.failure or f"no {args.metric} in its output"
+                        raise UsageError(f"a verification run failed ({said})")
                     times.append(r.value)
                     bar.advance()
         cmp = stats.compare(default_times, predicted_times)
@@ -202,7 +212,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
             f"speedup {cmp.speedup:.3f}x (95 % CI {cmp.ci_low:.3f}-{cmp.ci_high:.3f}); "
             f"{verdict.reason}"
         )
-    spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), "wall", 1)
+    spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), args.metric, 1)
     save_result_study(store.optuna, name, spec, verdict, platform=Fingerprint.of(inst).key)
     ui.info(f"stored as study {name}: `commtune run --study {name} -- ...` applies it")
     if args.json:

@@ -113,11 +113,11 @@ __all__ = [
     "result_table",
     "runtime_table",
     "sample_tables",
+    "show_actions",
     "studies_table",
     "summary_table",
     "train_tables",
     "trials_table",
-    "show_actions",
     "tune_line",
     "variables_table",
 ]

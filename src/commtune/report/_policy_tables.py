@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
