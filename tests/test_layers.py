@@ -108,3 +108,15 @@ def test_the_vendor_name_check_sees_one(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text('"""Open MPI is fine here."""\nX = Vendor.MPICH\nY = ("OMPI_MCA_",)\n')
     assert _vendor_names(bad) == ["2: Vendor.MPICH", "3: 'OMPI_MCA_'"]
+
+
+def test_only_the_report_draws() -> None:
+    """Working layers hand data to the report and never draw: matplotlib is imported only
+    under report/."""
+    drawing = [
+        f"{path.relative_to(SRC)}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.parent.name != "report"
+        and re.search(r"^\s*(import|from) matplotlib", path.read_text(), re.M)
+    ]
+    assert drawing == []

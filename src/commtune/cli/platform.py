@@ -64,7 +64,7 @@ def _add_rails(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
-    from commtune.report import UI, checks_table, predict_table, sample_tables
+    from commtune.report import UI, checks_table, predict_table, sample_plots, sample_tables
     from commtune.sample import sample_platform, verify
     from commtune.store import Store
 
@@ -81,8 +81,9 @@ def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
         refresh=args.refresh,
         output_dir=Path(args.output_dir),
         operations=ops,
-        plots=not args.no_plots,
     )
+    if not args.no_plots:  # the curves as PNG files beside the selection file
+        result.outputs.files.update(sample_plots(result.profile, Path(args.output_dir)))
     for table in sample_tables(result):
         ui.print(table)
     out: dict[str, Any] = result.to_json()

@@ -33,6 +33,8 @@ _WHERE = {
     "checks_table": "_sample_tables",
     "predict_table": "_sample_tables",
     "sample_tables": "_sample_tables",
+    "family_figure": "_sample_plots",
+    "sample_plots": "_sample_plots",
     "acceptance_lines": "_tables",
     "format_config": "_tables",
     "knobs_table": "_tables",
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
         variables_table,
     )
     from commtune.report._rails_tables import rails_table
+    from commtune.report._sample_plots import family_figure, sample_plots
     from commtune.report._sample_tables import checks_table, predict_table, sample_tables
     from commtune.report._study_data import collect
     from commtune.report._tables import (
@@ -98,6 +101,7 @@ __all__ = [
     "checks_table",
     "collect",
     "cvars_table",
+    "family_figure",
     "features_table",
     "format_config",
     "knobs_table",
@@ -112,6 +116,7 @@ __all__ = [
     "render",
     "result_table",
     "runtime_table",
+    "sample_plots",
     "sample_tables",
     "show_actions",
     "studies_table",

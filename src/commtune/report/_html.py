@@ -206,7 +206,7 @@ def _verdict(s: StudyData, prefix: str) -> str:
 def _sample(s: StudyData, prefix: str) -> str:
     if s.sample is None:
         return ""
-    from commtune.sample import family_figure
+    from commtune.report._sample_plots import family_figure
 
     images = "".join(
         _img(plots.png(family_figure(fam, s.sample)), f"{fam.op} {fam.name}")

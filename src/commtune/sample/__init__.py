@@ -16,7 +16,6 @@ from commtune.sample._api import (
 )
 from commtune.sample._curves import Crossing, Curve, Segment, crossings, segments
 from commtune.sample._families import OPERATIONS
-from commtune.sample._outputs import family_figure
 from commtune.sample._profile import FamilyCurves, PlatformProfile
 
 __all__ = [
@@ -29,7 +28,6 @@ __all__ = [
     "SampleResult",
     "Segment",
     "crossings",
-    "family_figure",
     "fingerprint_for",
     "load_profile",
     "sample_platform",

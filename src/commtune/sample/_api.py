@@ -62,7 +62,6 @@ def sample_platform(
     refresh: bool = False,
     output_dir: Path = Path("commtune-platform"),
     operations: Sequence[str] | None = None,
-    plots: bool = True,
 ) -> SampleResult:
     """The platform profile for this fingerprint: the stored one unless ``refresh`` (or it is a
     quick one and a full one is asked for), else sampled now and stored. Writes the outputs
@@ -91,7 +90,7 @@ def sample_platform(
             f"{'quick' if profile.quick else 'full'}; --refresh samples again)"
         )
     builtin = builtin_selection(installation) if profile.algorithm_segments() else None
-    outputs = write_outputs(profile, output_dir, builtin, plots=plots)
+    outputs = write_outputs(profile, output_dir, builtin)
     for warning in outputs.warnings:
         ui.warn(warning)
     study = save_study(store, profile, outputs)
