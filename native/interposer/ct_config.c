@@ -1,5 +1,6 @@
-/* libcommtune's settings: every COMMTUNE_* variable it reads, declared and read in this one file
- * (COMMTUNE_DEBUG=1 prints them at MPI_Init on rank 0).
+/* libcommtune's settings: the COMMTUNE_* variables of its core, declared and read in this one
+ * file (COMMTUNE_DEBUG=1 prints them at MPI_Init on rank 0). The policy engine reads its own
+ * two, COMMTUNE_POLICY and COMMTUNE_POLICY_EVERY, in ct_policy.c.
  */
 #include "ct_core.h"
 

@@ -1,4 +1,5 @@
-"""The one exception type the CLI turns into a one-line message and exit code 2."""
+"""commtune's two exceptions: :class:`UsageError` (bad input; the CLI prints one line and exits
+with status 2) and :class:`Stopped` (a stop signal; the CLI exits with 128 + the signal)."""
 
 
 class UsageError(Exception):

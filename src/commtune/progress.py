@@ -24,7 +24,9 @@ class Bar(Protocol):
 
 
 class Progress(Protocol):
-    """Where messages and bars go. Implementations must not start threads: trials fork."""
+    """Where messages and bars go. Called from the tuner's one thread; an implementation may
+    draw from a thread of its own (rich's live display does), but must not call back into
+    the caller's code from it."""
 
     def info(self, message: str) -> None: ...
 

@@ -4,7 +4,8 @@ Optuna's tables hold studies and trials (ask/tell, resumable, every finished tri
 commtune's data lives in ``commtune_*`` tables beside them in the same database, with a schema
 version in ``commtune_meta`` and a migration path (``_MIGRATIONS``): platform fingerprints and
 the knob values tested on each platform, the interposer's profile of every run, the sampled
-platform profile of each fingerprint; training sets and models later.
+platform profile of each fingerprint, the prediction's training runs and models, and the
+claims and heartbeats of several workers.
 Values are JSON text, never pickles.
 
 Accepted URLs: ``sqlite:///FILE``, a plain file path (a SQLite file), a server URL

@@ -1,4 +1,4 @@
-"""``dqn``: AITuning's deep Q-learning over the knobs (Bartolini et al., sections 3 and 5).
+"""``dqn``: AITuning's deep Q-learning over the knobs (Fanfarillo and Del Vento, sections 3 and 5).
 
 - State: the position of every knob (index scaled to [0, 1]), the run's time relative to the
   reference run (log ratio, as AITuning's "relative" variables) and, when the interposer

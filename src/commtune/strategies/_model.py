@@ -5,7 +5,7 @@ The model is ``m(x) = sum_k beta_k prod_i x_i^p_ik`` with ``p_ik`` in {-1, 0, 1}
 the term that most reduces the relative error of eq. (4), ``sum_j ((m(x_j) - y_j) / y_j)^2``,
 with the coefficients of the least-squares fit of eq. (2), until the term limit, or until a term
 reduces that error by less than 0.1 %. Inputs are positive numbers: a knob's value in steps
-from its lowest (integer knobs, ``1 + index``) or its ratio to its lowest value (log2 knobs), and
+scaled to [1, 2] (integer and log2 knobs alike: ``1 + index / (levels - 1)``), and
 also inputs that are not tuned (rank count, problem size), so a model fitted at a small scale
 predicts a larger one. A categorical or boolean knob enters as indicator columns, one per value
 but the first, each of which can multiply a term (one-hot, so one model covers every category).

@@ -4,12 +4,14 @@ Optuna stores studies and trials; commtune's facts about them are user attribute
 module is the only one that knows their names and shapes. Trial attributes (all JSON):
 
 ``role``       :class:`Role`: the reference (library defaults), a search trial, a
-               duplicate answered from an earlier trial (``duplicate_of``), or the control
-               runs of a batch (the defaults again, one run per block)
+               duplicate answered from an earlier trial (``duplicate_of``), the controls
+               (the defaults again, in a stream across batches: ``tune/_schedule.py``) or a
+               training trial at another scale
 ``config``     the configuration run: knob -> value as the library reads it ({} = nothing)
-``runs``       every run of the trial (``RunRecord.to_json()`` with its ``block`` and, once
-               the block ends, its value ``relative`` to the block's control run), written
-               as each one ends; the trial's value is the median of the relative values
+``runs``       every run of the trial (``RunRecord.to_json()`` with its ``block``, its place
+               ``seq`` in the study's runs and, once placed, its value ``relative`` to the
+               nearest control run), written as each one ends; the trial's value is the
+               study's statistic (``--objective``: median, mean or p90) of the relative values
 ``fail_reason`` why the trial failed (``interrupted``: the tuner stopped during it)
 ``not_applied`` knob -> why libcommtune saw it did not take
 ``features``   the profile's features of the first run; ``relative``: its variables
@@ -153,7 +155,7 @@ def set_role(trial: BaseTrial, role: Role) -> None:
 
 
 def worker_of(trial: FrozenTrial) -> str | None:
-    """The worker that ran the trial (None for trials of commtune before 0.16)."""
+    """The worker that ran the trial (None for trials stored before workers were named, schema 6)."""
     value = trial.user_attrs.get(_Attr.WORKER)
     return value if isinstance(value, str) else None
 

@@ -56,8 +56,8 @@ CONFIRM = "confirm"
 BEAT = 15.0  # seconds between two heartbeats
 GRACE = 120.0  # a worker on another host silent this long is dead
 # A trial is asked before its worker stamps its name on it: so long, and while another worker
-# lives, a trial without a name is taken for one being stamped (a trial of a commtune before
-# 0.16, or one asked by a tuner killed before it stamped it, is unnamed for ever).
+# lives, a trial without a name is taken for one being stamped (a trial stored before workers
+# were named, or one asked by a tuner killed before it stamped it, is unnamed for ever).
 UNNAMED = 60.0
 POLL = 1.0  # seconds between two looks at a study another worker is working on
 
