@@ -155,7 +155,7 @@ def set_role(trial: BaseTrial, role: Role) -> None:
 
 
 def worker_of(trial: FrozenTrial) -> str | None:
-    """The worker that ran the trial (None for trials stored before workers were named, schema 6)."""
+    """The worker that ran the trial (None: stored before workers were named, schema 6)."""
     value = trial.user_attrs.get(_Attr.WORKER)
     return value if isinstance(value, str) else None
 
