@@ -436,3 +436,83 @@ def test_recommendations_print_their_settings_and_commands_whole_in_80_columns()
     assert "coll_tuned_allreduce_algorithm=recursive_doubling" in text.replace("\n", "").replace(
         "│", ""
     ).replace(" ", "")
+
+
+def _counter_rules(when: str, cvar: str, values: tuple[str, str]) -> dict[str, object]:
+    """One rule per counter libcommtune's periodic evaluator knows (the generated table),
+    each taking its first branch when the counter has a value: alternate values, so that no
+    action repeats the one before it."""
+    from commtune.policy._language import CT_OP_FIELDS, CT_OP_SHARES, CT_PERIODIC_GLOBAL
+
+    names = [*CT_PERIODIC_GLOBAL, *(f"MPI_Allreduce.{f}" for f in CT_OP_FIELDS),
+             *(f"MPI_Allreduce.{s}:4096" for s in CT_OP_SHARES)]  # fmt: skip
+    rules = []
+    for i, name in enumerate(names):
+        this, other = values[i % 2], values[(i + 1) % 2]
+        rules.append({"name": f"c{i}", "when": when, "operation": {
+            "condition": {"stmt": "if", "leftoperand": f"ct:{name}", "operator": ">=",
+                          "rightoperand": 0},
+            "result": {"leftoperand": cvar, "operator": "=", "rightoperand": this},
+            "else": {"leftoperand": cvar, "operator": "=", "rightoperand": other}}})  # fmt: skip
+    return {"rules": rules}
+
+
+@needs_openmpi
+def test_the_c_and_python_evaluators_decide_alike_on_every_counter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The counters' names are generated for the C side from the Python side's tables: the
+    same rules, periodic in libcommtune during a real run and final in Python on its profile,
+    take the same branch for every counter (a name the C side did not know would take none)."""
+    from commtune import native
+    from commtune.launch import launcher_for
+
+    inst = find_installation(Vendor.OPENMPI)
+    program = native.build(inst, "demo/ct_phases.c")
+    command = launcher_for(inst).command(2, [str(program), "2", "60000", "1000"])
+    cvar, large, small = SWITCH[Vendor.OPENMPI]
+    periodic = _write(tmp_path, _counter_rules("periodic", cvar, (large, small)), "p.json")
+    args = ["policy", "run", "--no-builtin", "--rules", str(periodic), "--interval", "0.02",
+            "-o", str(tmp_path / "profile.json"), "--json", "--"]  # fmt: skip
+    code, out, err = run_cli([*args, *command], capsys)
+    assert code == 0, err
+    runtime = last_json(out)["runtime"]
+    n = len(_counter_rules("final", cvar, (large, small))["rules"])  # type: ignore[arg-type]
+    first = runtime["actions"][:n]  # the first evaluation: every rule once, in order
+    in_c = [(a["rule"], a["value"]) for a in first]
+    final = load_rules([_write(tmp_path, _counter_rules("final", cvar, (large, small)), "f.json")])
+    in_python = [
+        (a.rule, a.value) for a in evaluate(final, Profile.load(tmp_path / "profile.json"))
+    ]
+    assert in_c == in_python == [(f"c{i}", (large, small)[i % 2]) for i in range(n)]
+
+
+@needs_openmpi
+@pytest.mark.parametrize(
+    ("shape", "needle"),
+    [
+        ("rules", "65 periodic rules: libcommtune evaluates at most 64"),
+        ("files", "17 rule files: libcommtune reads at most 16"),
+        ("final-only", "ct:mpi_time is known at the end of the run only"),
+    ],
+)
+def test_policy_check_refuses_what_the_c_side_cannot_hold(
+    shape: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """libcommtune dropped periodic rules past 64 and files past 16 without a word."""
+
+    def rule(i: int, counter: str = "ct:wall_time") -> dict[str, object]:
+        return {"name": f"r{i}", "when": "periodic", "operation": {
+            "condition": {"stmt": "if", "leftoperand": counter, "operator": ">",
+                          "rightoperand": 0},
+            "result": {"recommend": "x"}}}  # fmt: skip
+
+    if shape == "rules":
+        files = [_write(tmp_path, {"rules": [rule(i) for i in range(65)]})]
+    elif shape == "files":
+        files = [_write(tmp_path, {"rules": [rule(i)]}, f"r{i}.json") for i in range(17)]
+    else:
+        files = [_write(tmp_path, {"rules": [rule(0, "ct:mpi_time")]})]
+    code, out, err = run_cli(["policy", "check", "--mpi", "openmpi", *map(str, files)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert needle in err

@@ -17,6 +17,7 @@
  * library took the write; the log goes into the profile ("policy").
  */
 #include "ct_core.h"
+#include "ct_language.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -178,7 +179,6 @@ static const jv *jget(const jv *obj, const char *key) {
 static const char *jstr(const jv *v) { return v && v->type == J_STR ? v->str : NULL; }
 
 /* ---- the rules ---- */
-#define MAX_RULES 64
 #define MAX_LOG 256
 #define MAX_DECISIONS 16
 #define DECISION_TEXT 192
@@ -188,9 +188,9 @@ typedef struct {
     const jv *operation;
 } rule_t;
 
-static rule_t rules[MAX_RULES];
+static rule_t rules[CT_POLICY_MAX_RULES];
 static int n_rules;
-static jv *roots[16];
+static jv *roots[CT_POLICY_MAX_FILES];
 static int n_roots;
 
 typedef struct {
@@ -234,15 +234,26 @@ static void load_file(const char *path) {
         ct_warn("COMMTUNE_POLICY: %s is not valid JSON (commtune policy check says where)", path);
         return;
     }
-    if (n_roots < 16) roots[n_roots++] = root;
+    if (n_roots == CT_POLICY_MAX_FILES) { /* `commtune policy check` refuses this */
+        ct_warn("COMMTUNE_POLICY: more than %d rule files; %s is ignored", CT_POLICY_MAX_FILES,
+                path);
+        return;
+    }
+    roots[n_roots++] = root;
     const jv *list = root->type == J_ARR ? root : jget(root, "rules");
-    for (int i = 0; list && list->type == J_ARR && i < list->n && n_rules < MAX_RULES; ++i) {
+    for (int i = 0; list && list->type == J_ARR && i < list->n; ++i) {
         const jv *r = list->items[i];
         const char *when = jstr(jget(r, "when"));
         if (when == NULL || strcmp(when, "periodic") != 0) continue;
         const jv *op = jget(r, "operation");
         const char *name = jstr(jget(r, "name"));
-        if (op != NULL && name != NULL) rules[n_rules++] = (rule_t){name, op};
+        if (op == NULL || name == NULL) continue;
+        if (n_rules == CT_POLICY_MAX_RULES) {
+            ct_warn("COMMTUNE_POLICY: more than %d periodic rules; %s and later are ignored",
+                    CT_POLICY_MAX_RULES, name);
+            return;
+        }
+        rules[n_rules++] = (rule_t){name, op};
     }
 }
 
@@ -267,77 +278,96 @@ typedef struct {
     double wall;
 } window_t;
 
-static int op_index(const char *name, size_t len) {
-    for (int i = 0; i < CT_NUM_OPS; ++i)
-        if (strlen(ct_op_names[i]) == len && strncmp(ct_op_names[i], name, len) == 0) return i;
+/* The position of text[0..len) among names[0..n), or -1. */
+static int name_index(const char *const *names, int n, const char *text, size_t len) {
+    for (int i = 0; i < n; ++i)
+        if (strlen(names[i]) == len && strncmp(names[i], text, len) == 0) return i;
     return -1;
 }
 
-/* ct:FIELD over the window; 0: known, -1: no value */
+/* The share of the window's time spent in operations of `which` (a CT_G_*_TIME_SHARE). */
+static double time_share(const window_t *w, int which) {
+    double sum = 0;
+    for (int i = 0; i < CT_NUM_OPS; ++i) {
+        int c = ct_op_classes[i];
+        int p2p = c == CT_CLASS_SEND || c == CT_CLASS_RECV || c == CT_CLASS_WAIT;
+        int coll = c == CT_CLASS_COLL;
+        if ((which == CT_G_P2P_TIME_SHARE && p2p) || (which == CT_G_COLL_TIME_SHARE && coll) ||
+            (which == CT_G_COMM_TIME_SHARE && (p2p || coll || c == CT_CLASS_RMA)))
+            sum += (double)w->ops[i].ticks / ct_run.ticks_per_second;
+    }
+    return sum / w->wall;
+}
+
+/* ct:FIELD over the window (the names: ct_language.h); 0: known, -1: no value */
 static int counter(const window_t *w, const char *field, double *out) {
     const char *dot = strchr(field, '.');
     if (dot == NULL) {
-        if (strcmp(field, "ranks") == 0) {
-            int size = 1;
+        int size = 1;
+        switch (name_index(ct_global_names, CT_G_COUNT, field, strlen(field))) {
+        case CT_G_WALL_TIME:
+            *out = w->wall;
+            return 0;
+        case CT_G_RANKS:
             PMPI_Comm_size(MPI_COMM_WORLD, &size);
             *out = size;
             return 0;
-        }
-        if (strcmp(field, "cpus") == 0 || strcmp(field, "node_ranks") == 0) {
-            *out = field[0] == 'c' ? ct_run.cpus : ct_run.node_ranks;
+        case CT_G_CPUS:
+            *out = ct_run.cpus;
             return 0;
-        }
-        if (strcmp(field, "wall_time") == 0) {
-            *out = w->wall;
+        case CT_G_NODE_RANKS:
+            *out = ct_run.node_ranks;
             return 0;
+        case CT_G_P2P_TIME_SHARE:
+        case CT_G_COLL_TIME_SHARE:
+        case CT_G_COMM_TIME_SHARE:
+            if (w->wall <= 0) return -1;
+            *out = time_share(w, name_index(ct_global_names, CT_G_COUNT, field, strlen(field)));
+            return 0;
+        default:
+            return -1;
         }
-        double sum = 0;
-        int klass = strcmp(field, "p2p_time_share") == 0    ? 0
-                    : strcmp(field, "coll_time_share") == 0 ? CT_CLASS_COLL
-                    : strcmp(field, "comm_time_share") == 0 ? -2
-                                                            : -3;
-        if (klass == -3 || w->wall <= 0) return -1;
-        for (int i = 0; i < CT_NUM_OPS; ++i) {
-            int c = ct_op_classes[i];
-            int p2p = c == CT_CLASS_SEND || c == CT_CLASS_RECV || c == CT_CLASS_WAIT;
-            if ((klass == 0 && p2p) || (klass == CT_CLASS_COLL && c == CT_CLASS_COLL) ||
-                (klass == -2 && (p2p || c == CT_CLASS_COLL || c == CT_CLASS_RMA)))
-                sum += (double)w->ops[i].ticks / ct_run.ticks_per_second;
-        }
-        *out = sum / w->wall;
-        return 0;
     }
-    int op = op_index(field, (size_t)(dot - field));
+    int op = name_index(ct_op_names, CT_NUM_OPS, field, (size_t)(dot - field));
     if (op < 0) return -1;
     const ct_opstat *s = &w->ops[op];
     const char *what = dot + 1;
+    const char *colon = strchr(what, ':');
     double seconds = (double)s->ticks / ct_run.ticks_per_second;
-    if (strcmp(what, "calls") == 0)
-        *out = (double)s->calls;
-    else if (strcmp(what, "bytes") == 0)
-        *out = (double)s->bytes;
-    else if (strcmp(what, "time") == 0)
-        *out = seconds;
-    else if (strcmp(what, "mean_bytes") == 0) {
-        if (s->calls == 0) return -1;
-        *out = (double)s->bytes / (double)s->calls;
-    } else if (strcmp(what, "time_share") == 0) {
-        if (w->wall <= 0) return -1;
-        *out = seconds / w->wall;
-    } else if (strncmp(what, "share_at_most:", 14) == 0 || strncmp(what, "share_above:", 12) == 0) {
-        if (s->calls == 0) return -1;
-        int above = what[6] == 'a' && what[7] == 'b';
-        double limit = atof(strchr(what, ':') + 1);
+    if (colon != NULL) {
+        int share = name_index(ct_share_names, CT_S_COUNT, what, (size_t)(colon - what));
+        if (share < 0 || s->calls == 0) return -1;
+        double limit = atof(colon + 1);
         uint64_t at_most = 0;
         for (int k = 0; k < CT_SIZE_CLASSES; ++k) {
             double hi = k == 0 ? 0 : k == 64 ? 1.8e19 : (double)((1ull << k) - 1);
             if (hi <= limit) at_most += s->sizes[k];
         }
-        double share = (double)at_most / (double)s->calls;
-        *out = above ? 1 - share : share;
-    } else
+        double fraction = (double)at_most / (double)s->calls;
+        *out = share == CT_S_SHARE_ABOVE ? 1 - fraction : fraction;
+        return 0;
+    }
+    switch (name_index(ct_field_names, CT_F_COUNT, what, strlen(what))) {
+    case CT_F_CALLS:
+        *out = (double)s->calls;
+        return 0;
+    case CT_F_BYTES:
+        *out = (double)s->bytes;
+        return 0;
+    case CT_F_TIME:
+        *out = seconds;
+        return 0;
+    case CT_F_MEAN_BYTES:
+        if (s->calls == 0) return -1;
+        *out = (double)s->bytes / (double)s->calls;
+        return 0;
+    case CT_F_TIME_SHARE:
+        if (w->wall <= 0) return -1;
+        *out = seconds / w->wall;
+        return 0;
+    default:
         return -1;
-    return 0;
+    }
 }
 
 static int variable(const window_t *w, const char *text, double *out) {

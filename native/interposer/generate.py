@@ -6,10 +6,14 @@ Writes, next to this file:
 * ``ct_wrappers.c`` the C wrappers: time the PMPI call, count it, its bytes and size class;
 * ``ct_fortran.c``  the Fortran entry points (``mpi_send_`` ...), which forward to the library's
                     own ``pmpi_*_`` symbols: Open MPI's Fortran bindings call ``PMPI_*`` directly
-                    and would bypass the C wrappers.
+                    and would bypass the C wrappers;
+* ``ct_language.h`` the policy language's counters and limits for the periodic evaluator
+                    (``ct_policy.c``), from ``src/commtune/policy/_language.py``, the one place
+                    they are defined.
 
 The output is committed. ``python native/interposer/generate.py --check`` fails when it is not
-current (run by ``make lint``). Standard library only: it runs before anything is installed.
+current (run by ``make lint``). Standard library only: it runs before anything is installed
+(``_language.py`` is loaded from its file; it imports nothing heavy).
 """
 
 from __future__ import annotations
@@ -271,12 +275,64 @@ def fortran_source(calls: list[Call]) -> str:
     return _source(preamble, "ct_fortran_in_place(buf)", [fortran_wrapper(c) for c in calls])
 
 
+def _language() -> object:
+    """``commtune.policy._language``, loaded from its file (not through the package, whose
+    ``__init__`` imports the rest of commtune)."""
+    import importlib.util
+
+    src = HERE.parents[1] / "src"
+    if str(src) not in sys.path:
+        sys.path.insert(0, str(src))
+    spec = importlib.util.spec_from_file_location(
+        "commtune_policy_language", src / "commtune" / "policy" / "_language.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _names(prefix: str, names: tuple[str, ...], array: str) -> list[str]:
+    enum = ", ".join(f"{prefix}{n.upper()}" for n in names)
+    quoted = ", ".join(f'"{n}"' for n in names)
+    return [
+        f"enum {{ {enum}, {prefix}COUNT }};",
+        f"static const char *const {array}[] = {{{quoted}}};",
+    ]
+
+
+def language_header() -> str:
+    lang = _language()
+    lines = [
+        HEADER.replace("mpi.protos", "src/commtune/policy/_language.py"),
+        "/* clang-format off */",
+        "#ifndef CT_LANGUAGE_H",
+        "#define CT_LANGUAGE_H",
+        "",
+        "/* What the periodic evaluator holds: `commtune policy check` refuses more. */",
+        f"#define CT_POLICY_MAX_RULES {lang.MAX_PERIODIC_RULES}",  # type: ignore[attr-defined]
+        f"#define CT_POLICY_MAX_FILES {lang.MAX_RULE_FILES}",  # type: ignore[attr-defined]
+        "",
+        "/* ct:NAME counters of the whole run, computed over an interval in periodic rules */",
+        *_names("CT_G_", lang.CT_PERIODIC_GLOBAL, "ct_global_names"),  # type: ignore[attr-defined]
+        "/* ct:OP.FIELD counters of one wrapped operation */",
+        *_names("CT_F_", lang.CT_OP_FIELDS, "ct_field_names"),  # type: ignore[attr-defined]
+        "/* ct:OP.SHARE:BYTES: the share of its calls at most / above BYTES */",
+        *_names("CT_S_", lang.CT_OP_SHARES, "ct_share_names"),  # type: ignore[attr-defined]
+        "",
+        "#endif",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def outputs(protos: Path) -> dict[Path, str]:
     calls = parse(protos.read_text())
     return {
         protos.parent / "ct_ops.h": ops_header(calls),
         protos.parent / "ct_wrappers.c": c_source(calls),
         protos.parent / "ct_fortran.c": fortran_source(calls),
+        protos.parent / "ct_language.h": language_header(),
     }
 
 
@@ -293,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(text)
     if stale:
         print(
-            f"generated wrappers are stale ({', '.join(stale)}): "
+            f"generated files are stale ({', '.join(stale)}): "
             "run python native/interposer/generate.py",
             file=sys.stderr,
         )

@@ -61,11 +61,12 @@ def _schema(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def _check(args: argparse.Namespace, command: list[str] | None) -> int:
-    from commtune.policy import check_rules, load_rules
+    from commtune.policy import check_periodic, check_rules, load_rules
     from commtune.report import UI
 
     inst = installation_of(args.mpi)
     rules = load_rules(args.files)
+    check_periodic(rules, args.files)
     check_rules(rules, inst)
     ui = UI(json_mode=args.json)
     periodic = sum(r.when == "periodic" for r in rules.rules)
@@ -114,7 +115,7 @@ def _run(args: argparse.Namespace, command: list[str] | None) -> int:
 
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
-    from commtune.policy import check_rules, evaluate, load_rules
+    from commtune.policy import check_periodic, check_rules, evaluate, load_rules
     from commtune.report import UI, runtime_table
     from commtune.trial import LocalExecutor, Objective
     from commtune.util import write_atomic
@@ -124,6 +125,8 @@ def _run(args: argparse.Namespace, command: list[str] | None) -> int:
     rules = _rules(args.rules, inst.vendor.value, not args.no_builtin)
     check_rules(rules, inst)
     periodic = load_rules(args.rules) if args.rules else None
+    if periodic is not None:
+        check_periodic(periodic, args.rules)
     ui = UI(json_mode=args.json)
     with tempfile.TemporaryDirectory(prefix="commtune-policy-") as tmp:
         variables = {"COMMTUNE_PVAR_INTERVAL": str(args.interval)}

@@ -7,7 +7,14 @@ from pathlib import Path
 
 from commtune.policy._check import check_rules, rank_consistent, wrapped_operations
 from commtune.policy._evaluate import Action, evaluate, value_in
-from commtune.policy._language import PolicyError, Rule, RuleSet, Variable, load_rules
+from commtune.policy._language import (
+    PolicyError,
+    Rule,
+    RuleSet,
+    Variable,
+    check_periodic,
+    load_rules,
+)
 
 DATA = Path(__file__).parent / "data"
 SCHEMA = DATA / "rules.schema.json"  # the rule files' JSON schema (editors; tests check it)
@@ -32,6 +39,7 @@ __all__ = [
     "Variable",
     "builtin_path",
     "builtin_rules",
+    "check_periodic",
     "check_rules",
     "evaluate",
     "load_rules",

@@ -65,6 +65,21 @@ CT_GLOBAL = (
 )
 CT_OP_FIELDS = ("calls", "bytes", "time", "mean_bytes", "time_share")
 CT_OP_SHARES = ("share_at_most", "share_above")
+# What libcommtune's periodic evaluator (native/interposer/ct_policy.c) holds and computes over
+# an interval: its tables are generated from these (native/interposer/generate.py writes
+# ct_language.h; `make lint` fails when it is stale), and `policy check` refuses a rule set
+# beyond them instead of the C side dropping rules without a word.
+CT_PERIODIC_GLOBAL = (
+    "wall_time",
+    "ranks",
+    "cpus",
+    "node_ranks",
+    "p2p_time_share",
+    "coll_time_share",
+    "comm_time_share",
+)
+MAX_PERIODIC_RULES = 64
+MAX_RULE_FILES = 16
 VARIABLE = re.compile(r"(pvar|user|ct):(.+)")
 
 
@@ -174,6 +189,31 @@ def load_rules(paths: Sequence[str | Path]) -> RuleSet:
             raise PolicyError(f"{where}: rule {rule.name!r} is also defined in {names[rule.name]}")
         names[rule.name] = f"{rule.source}"
     return out
+
+
+def check_periodic(rules: RuleSet, files: Sequence[str | Path]) -> None:
+    """PolicyError where libcommtune's periodic evaluator could not hold the rule set read from
+    ``files``: more files or periodic rules than it keeps, or a periodic rule reading a counter
+    known at the end of the run only."""
+    if len(files) > MAX_RULE_FILES:
+        raise PolicyError(
+            f"{files[MAX_RULE_FILES]}: {len(files)} rule files: libcommtune reads at most "
+            f"{MAX_RULE_FILES} during a run (merge some)"
+        )
+    periodic = [r for r in rules.rules if r.when == "periodic"]
+    if len(periodic) > MAX_PERIODIC_RULES:
+        extra = periodic[MAX_PERIODIC_RULES]
+        raise PolicyError(
+            f"{extra.source}: {extra.path}: {len(periodic)} periodic rules: libcommtune "
+            f"evaluates at most {MAX_PERIODIC_RULES} during a run"
+        )
+    for rule in periodic:
+        for var in rule.variables():
+            if var.kind == "ct" and var.operation is None and var.name not in CT_PERIODIC_GLOBAL:
+                raise PolicyError(
+                    f"{rule.source}: {rule.path}: ct:{var.name} is known at the end of the run "
+                    f"only; a periodic rule reads {', '.join(CT_PERIODIC_GLOBAL)} or OP.FIELD"
+                )
 
 
 def parse_file(path: Path) -> list[Rule]:
