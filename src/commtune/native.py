@@ -14,6 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from commtune import settings
 from commtune.errors import UsageError
 from commtune.mpi import Installation
 from commtune.util import atomic_path
@@ -22,7 +23,7 @@ NATIVE_DIR = Path(__file__).resolve().parents[2] / "native"
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("COMMTUNE_CACHE")
+    root = settings.CACHE.get()
     if root:
         return Path(root)
     xdg = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
@@ -30,7 +31,7 @@ def cache_dir() -> Path:
 
 
 def source_path(relative: str) -> Path:
-    path = Path(os.environ.get("COMMTUNE_NATIVE_DIR", NATIVE_DIR)) / relative
+    path = Path(settings.NATIVE_DIR.get() or NATIVE_DIR) / relative
     if not path.exists():
         raise UsageError(f"commtune's C source {relative} is missing (looked in {path.parent})")
     return path

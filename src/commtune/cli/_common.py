@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from commtune import settings
 from commtune.errors import UsageError
 from commtune.mpi import VENDOR_NAMES
 from commtune.util import parse_size
@@ -82,7 +83,7 @@ def size(text: str) -> int:
 
 
 def default_storage() -> str:
-    return os.environ.get("COMMTUNE_STORAGE", "sqlite:///commtune.db")
+    return settings.STORAGE.get() or "sqlite:///commtune.db"
 
 
 def add_storage(p: argparse.ArgumentParser) -> None:
@@ -154,7 +155,7 @@ def profiling(
     from commtune import native
     from commtune.profile import Profiling
 
-    directory = os.environ.get("COMMTUNE_PROFILE_DIR") or shared
+    directory = settings.PROFILE_DIR.get() or shared
     return Profiling(native.build_interposer(installation), interval, directory)
 
 

@@ -33,6 +33,7 @@ import sqlalchemy as sa
 
 from commtune.errors import UsageError
 from commtune.platform import Fingerprint
+from commtune.settings import sqlite_timeout
 from commtune.study import ACCEPTANCE
 from commtune.study import upgrade as upgrade_acceptance
 
@@ -258,19 +259,6 @@ SIDECAR = ".commtune.sqlite"  # commtune's tables beside a journal file
 
 
 _CREATE_ATTEMPTS = 5
-
-
-def sqlite_timeout() -> float:
-    """Seconds a worker waits for another's lock on a SQLite file before it gives up
-    (``$COMMTUNE_SQLITE_TIMEOUT``, default 60)."""
-    raw = os.environ.get("COMMTUNE_SQLITE_TIMEOUT", "60")
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not seconds > 0:
-        raise UsageError(f"COMMTUNE_SQLITE_TIMEOUT={raw!r}: expected a number of seconds > 0")
-    return seconds
 
 
 def storage_failure(exc: BaseException) -> str | None:
