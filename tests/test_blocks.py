@@ -312,3 +312,30 @@ def test_a_confirmation_whose_candidates_all_failed_stores_no_figures() -> None:
     acc = acceptance_of(study)
     assert acc is not None and not acc.accepted and acc.default_values
     assert (acc.speedup, acc.ci, acc.p_value) == (None, None, None)
+
+
+def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> None:
+    """Another worker claims the study's last trial between this worker's look at the budget
+    and its claim: the trial it asked is recorded as unused (it was once a 'duplicate' of
+    nothing, without duplicate_of)."""
+    from commtune.store import Claim
+    from commtune.study import duplicate_of
+    from commtune.tune import Workers
+
+    class Raced(Workers):
+        def claim(self, key: str, **kw: object) -> Claim | None:
+            if key.startswith("config:") and not any(
+                c.worker == "other" for c in self._memory.values()
+            ):
+                self._memory["config:other"] = Claim("config:other", "other", None, True)
+            return super().claim(key, **kw)  # type: ignore[arg-type]
+
+    settings = _settings(1, 2, ("fast", "slow"), racing=False)
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    workers = Raced.solo(study.study_name)
+    run_reference(study, settings, Table(), Silent())
+    workers.sync(study)
+    search(study, settings, Table(), 60.0, Silent(), workers)
+    (unused,) = [t for t in study.get_trials() if role_of(t) is Role.UNUSED]
+    assert unused.state.name == "PRUNED" and duplicate_of(unused) is None
+    assert not [t for t in study.get_trials() if role_of(t) is Role.DUPLICATE]

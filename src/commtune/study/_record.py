@@ -5,8 +5,9 @@ module is the only one that knows their names and shapes. Trial attributes (all 
 
 ``role``       :class:`Role`: the reference (library defaults), a search trial, a
                duplicate answered from an earlier trial (``duplicate_of``), the controls
-               (the defaults again, in a stream across batches: ``tune/_schedule.py``) or a
-               training trial at another scale
+               (the defaults again, in a stream across batches: ``tune/_schedule.py``), a
+               training trial at another scale, or a trial asked when the budget was spent
+               (unused)
 ``config``     the configuration run: knob -> value as the library reads it ({} = nothing)
 ``runs``       every run of the trial (``RunRecord.to_json()`` with its ``block``, its place
                ``seq`` in the study's runs and, once placed, its value ``relative`` to the
@@ -51,6 +52,9 @@ class Role(enum.Enum):
     DUPLICATE = "duplicate"
     CONTROL = "control"  # the library's defaults run again beside a batch (its blocks)
     TRAINING = "training"  # a run at a training scale (``scale``), for the model only
+    # Asked when the study's trials were all claimed (by other workers): never run, nothing
+    # measured, and no earlier trial it repeats.
+    UNUSED = "unused"
 
 
 class _Attr:

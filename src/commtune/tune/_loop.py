@@ -294,7 +294,7 @@ def search(
                 if earlier is None and key not in in_batch:
                     holder = _claim(study, workers, config, trial.number, settings.trials)
                     if holder is None:  # the other workers took the last trials
-                        set_role(trial, Role.DUPLICATE)
+                        set_role(trial, Role.UNUSED)
                         study.tell(trial, state=optuna.trial.TrialState.PRUNED)
                         spent = True
                         break
