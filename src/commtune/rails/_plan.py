@@ -36,12 +36,15 @@ class Link:
 
 
 def _chunk_by(link: Link, end: float, total: int) -> int:
-    """Largest chunk (bytes, at most ``total``) ``link`` delivers by ``end``."""
-    if link.release + link.time(1) > end:
-        return 0
+    """Largest chunk (bytes, at most ``total``) ``link`` delivers by ``end``. A sampled curve
+    need not rise with the size (a noisy small size can be slower than a large one), so the
+    whole message is tried first: the best single link always takes all of it by its own
+    finish time, which is what the bisection in :func:`split` starts from."""
     lo, hi = 1, total
     if link.release + link.time(hi) <= end:
         return hi
+    if link.release + link.time(1) > end:
+        return 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if link.release + link.time(mid) <= end:
