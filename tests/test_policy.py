@@ -472,17 +472,18 @@ def test_the_c_and_python_evaluators_decide_alike_on_every_counter(
     command = launcher_for(inst).command(2, [str(program), "2", "60000", "1000"])
     cvar, large, small = SWITCH[Vendor.OPENMPI]
     periodic = _write(tmp_path, _counter_rules("periodic", cvar, (large, small)), "p.json")
+    final = _counter_rules("final", cvar, (large, small))
     args = ["policy", "run", "--no-builtin", "--rules", str(periodic), "--interval", "0.02",
             "-o", str(tmp_path / "profile.json"), "--json", "--"]  # fmt: skip
     code, out, err = run_cli([*args, *command], capsys)
     assert code == 0, err
     runtime = last_json(out)["runtime"]
-    n = len(_counter_rules("final", cvar, (large, small))["rules"])  # type: ignore[arg-type]
+    n = len(final["rules"])  # type: ignore[arg-type]
     first = runtime["actions"][:n]  # the first evaluation: every rule once, in order
     in_c = [(a["rule"], a["value"]) for a in first]
-    final = load_rules([_write(tmp_path, _counter_rules("final", cvar, (large, small)), "f.json")])
+    profile = Profile.load(tmp_path / "profile.json")
     in_python = [
-        (a.rule, a.value) for a in evaluate(final, Profile.load(tmp_path / "profile.json"))
+        (a.rule, a.value) for a in evaluate(load_rules([_write(tmp_path, final)]), profile)
     ]
     assert in_c == in_python == [(f"c{i}", (large, small)[i % 2]) for i in range(n)]
 

@@ -63,10 +63,11 @@ def test_a_noisy_curve_slower_at_one_byte_than_at_the_whole_message_still_sums()
     the best single link then got nothing, and the chunks summed to less than the message
     (seen once: 525228 of 2 MiB in the real bench)."""
 
-    def bumpy(x: float) -> float:
-        return 1.0 if x < 1024 else 1e-3 + x / 1e9  # 1 s for tiny chunks, fast for large
+    from commtune.sample import Curve
 
-    links = [Link("a", bumpy), Link.linear("b", 1e-5, 1e8)]
+    sizes = (1, 1 << 10, 1 << 16, 1 << 20, 4 << 20)
+    bumpy = Curve("a", sizes, (1e9, 2e6, 2e6, 3e6, 6e6))  # ns: 1 s at one byte, fast above
+    links = [Link.sampled("a", bumpy), Link.linear("b", 1e-5, 1e8)]
     chunks = split(2 << 20, links)
     assert sum(chunks) == 2 << 20
     assert finish_time(chunks, links) <= min(link.time(2 << 20) for link in links)

@@ -111,6 +111,9 @@ def test_a_tuner_inside_an_allocation_runs_srun_steps(
     program = command[command.index("-n") + 2 :] if "-n" in command else command[-2:]
     args = ["tune", "--mpi", "mpich", "--knob", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=auto,"
             "recursive_doubling", "--strategy", "grid", "--trials", "2", "--repeats", "1",
+            # a loaded machine once took a run past the default (5 s): the contract here is
+            # that runs are steps of the allocation, not how fast they are
+            "--timeout", "120",
             "--confirm", "0", "--study", "al", "--storage", storage, "--json", "--", "srun",
             "--mpi=pmi2", "-n", "2", *program]  # fmt: skip
     done = subprocess.run(["salloc", "-n", "2", sys.executable, "-m", "commtune", *args],

@@ -303,8 +303,8 @@ static double time_share(const window_t *w, int which) {
 static int counter(const window_t *w, const char *field, double *out) {
     const char *dot = strchr(field, '.');
     if (dot == NULL) {
-        int size = 1;
-        switch (name_index(ct_global_names, CT_G_COUNT, field, strlen(field))) {
+        int size = 1, global = name_index(ct_global_names, CT_G_COUNT, field, strlen(field));
+        switch (global) {
         case CT_G_WALL_TIME:
             *out = w->wall;
             return 0;
@@ -322,7 +322,7 @@ static int counter(const window_t *w, const char *field, double *out) {
         case CT_G_COLL_TIME_SHARE:
         case CT_G_COMM_TIME_SHARE:
             if (w->wall <= 0) return -1;
-            *out = time_share(w, name_index(ct_global_names, CT_G_COUNT, field, strlen(field)));
+            *out = time_share(w, global);
             return 0;
         default:
             return -1;

@@ -24,6 +24,12 @@ class Setting:
         """The value in the environment (empty counts as unset), else the default."""
         return os.environ.get(self.name) or self.default
 
+    def text(self) -> str:
+        """:meth:`get` of a setting that has a default."""
+        value = self.get()
+        assert value is not None, f"{self.name} has no default"
+        return value
+
 
 STORAGE = Setting(
     "COMMTUNE_STORAGE", "sqlite:///commtune.db", "the storage of every command's --storage default"
@@ -51,7 +57,7 @@ SETTINGS = (STORAGE, SQLITE_TIMEOUT, PROFILE_DIR, CACHE, NATIVE_DIR)
 
 def sqlite_timeout() -> float:
     """Seconds a worker waits for another's lock on a SQLite file before it gives up."""
-    raw = SQLITE_TIMEOUT.get() or ""
+    raw = SQLITE_TIMEOUT.text()
     try:
         seconds = float(raw)
     except ValueError:

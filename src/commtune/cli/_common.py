@@ -83,7 +83,7 @@ def size(text: str) -> int:
 
 
 def default_storage() -> str:
-    return settings.STORAGE.get() or "sqlite:///commtune.db"
+    return settings.STORAGE.text()
 
 
 def add_storage(p: argparse.ArgumentParser) -> None:

@@ -17,8 +17,8 @@ from commtune.mpi._install import (
     launcher_vendor,
     resolve_command,
 )
-from commtune.mpi._ompi_rules import COLL_IDS, RulesError, format_rules, parse_rules
-from commtune.mpi._selection import Builtin, Segment, Selection, linked_library
+from commtune.mpi._ompi_rules import COLL_IDS, format_rules, parse_rules
+from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, linked_library
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 VENDOR_NAMES = tuple(v.value for v in Vendor)

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from commtune.errors import UsageError
-from commtune.mpi._ompi_rules import RulesError
-from commtune.mpi._selection import Builtin, Segment
+from commtune.mpi._selection import Builtin, RulesError, Segment
 
 # The size a CSEL tree compares, and how it relates to the sampled size (bytes per rank's
 # buffer, or for allgather/alltoall the total of all ranks' blocks).
@@ -65,28 +64,34 @@ def csel_name(op: str, algorithm: str, known: frozenset[str]) -> str | None:
     return None
 
 
-def tree_of(base: Builtin, segs: Mapping[str, Sequence[Segment]], ranks: int) -> dict[str, Any]:
+def intra_subtree(base: Builtin, op: str, ranges: Sequence[Segment], ranks: int) -> dict[str, Any]:
+    """The intra-communicator subtree of collective ``op`` choosing by message size;
+    RulesError if this MPICH has no selection name for one of the algorithms."""
+    key = SIZE_KEY[op]
+    scale = 1.0 / ranks if op == "alltoall" else 1.0
+    subtree: dict[str, Any] = {}
+    for seg in ranges:
+        name = csel_name(op, seg.method, base.known)
+        if name is None:
+            raise RulesError(f"{op}: MPICH has no selection name for {seg.method!r}")
+        leaf: dict[str, Any] = {f"algorithm={name}": {}}
+        fallback = NEEDS_POF2_COUNT.get(op)
+        if fallback and "reduce_scatter" in seg.method and seg.method != fallback:
+            other = csel_name(op, fallback, base.known)
+            if other is not None:
+                leaf = {"count<pow2": {f"algorithm={other}": {}}, "count=any": leaf}
+        if seg.high is None:
+            subtree[f"{key}=any"] = leaf
+        else:
+            subtree[f"{key}<={max(0, math.ceil(seg.high * scale) - 1)}"] = leaf
+    return subtree
+
+
+def with_subtrees(base: Builtin, subtrees: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """The built-in tree with each collective's intra-communicator subtree replaced."""
     tree = copy.deepcopy(dict(base.tree))
-    for op, ranges in segs.items():
-        key = SIZE_KEY[op]
-        scale = 1.0 / ranks if op == "alltoall" else 1.0
-        subtree: dict[str, Any] = {}
-        for seg in ranges:
-            name = csel_name(op, seg.method, base.known)
-            if name is None:
-                raise RulesError(f"{op}: MPICH has no selection name for {seg.method!r}")
-            leaf: dict[str, Any] = {f"algorithm={name}": {}}
-            fallback = NEEDS_POF2_COUNT.get(op)
-            if fallback and "reduce_scatter" in seg.method and seg.method != fallback:
-                other = csel_name(op, fallback, base.known)
-                if other is not None:
-                    leaf = {"count<pow2": {f"algorithm={other}": {}}, "count=any": leaf}
-            if seg.high is None:
-                subtree[f"{key}=any"] = leaf
-            else:
-                subtree[f"{key}<={max(0, math.ceil(seg.high * scale) - 1)}"] = leaf
-        collective = tree.setdefault(f"collective={op}", {})
-        collective["comm_type=intra"] = subtree
+    for op, subtree in subtrees.items():
+        tree.setdefault(f"collective={op}", {})["comm_type=intra"] = subtree
     return tree
 
 

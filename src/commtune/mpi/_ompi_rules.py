@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from commtune.mpi._selection import Segment
+from commtune.mpi._selection import RulesError, Segment
 from commtune.util import write_atomic
 
 # COLLTYPE_T of ompi/mca/coll/base/coll_base_functions.h (4.1)
@@ -32,10 +32,6 @@ _NOT_FORCED = ("", "0", "ignore")  # an algorithm variable left to the library
 
 Rule = tuple[int, int, int, int]  # bytes, algorithm, fan-in/out, segment size
 Rules = dict[int, dict[int, list[Rule]]]  # collective id -> communicator size -> rules
-
-
-class RulesError(ValueError):
-    """A selection file does not follow the library's format."""
 
 
 def parse_rules(text: str) -> Rules:

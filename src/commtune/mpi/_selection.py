@@ -16,6 +16,10 @@ from typing import Any
 from commtune.errors import UsageError
 
 
+class RulesError(ValueError):
+    """A selection file does not follow the library's format."""
+
+
 @dataclass(frozen=True)
 class Segment:
     """``method`` is the choice for sizes in [low, high] (high None: and above)."""

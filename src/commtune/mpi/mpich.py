@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from commtune.mpi import _mpich_csel
-from commtune.mpi._ompi_rules import RulesError
-from commtune.mpi._selection import Builtin, Segment, Selection
+from commtune.mpi._selection import Builtin, RulesError, Segment, Selection
 from commtune.mpi._vendor import MPIVendor, Vendor
 
 if TYPE_CHECKING:
@@ -67,14 +66,13 @@ class MPICH(MPIVendor):
         if builtin is None:
             raise RulesError("MPICH's selection file needs the library's own tree to extend")
         warnings: list[str] = []
-        usable: dict[str, Sequence[Segment]] = {}
+        subtrees: dict[str, dict[str, Any]] = {}
         for op, ranges in segs.items():
             try:
-                _mpich_csel.tree_of(builtin, {op: ranges}, ranks)
-                usable[op] = ranges
+                subtrees[op] = _mpich_csel.intra_subtree(builtin, op, ranges, ranks)
             except RulesError as exc:
                 warnings.append(f"{exc}; {op} keeps MPICH's own selection")
-        text = json.dumps(_mpich_csel.tree_of(builtin, usable, ranks), indent=1) + "\n"
+        text = json.dumps(_mpich_csel.with_subtrees(builtin, subtrees), indent=1) + "\n"
         _mpich_csel.validate(text, builtin)
         return Selection(text, tuple(warnings))
 

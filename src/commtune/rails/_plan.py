@@ -11,6 +11,8 @@ x_i = b_i (E - r_i - l_i), links that would get a negative chunk left out.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -27,8 +29,21 @@ class Link:
 
     @classmethod
     def sampled(cls, name: str, curve: Curve, release: float = 0.0) -> Link:
-        """From a sampled curve (ns); a zero-byte chunk costs nothing (the link is unused)."""
-        return cls(name, lambda x: curve.predict(x) * 1e-9 if x > 0 else 0.0, release)
+        """From a sampled curve (ns), made non-decreasing: a chunk costs no more than the
+        sampled time of any larger size (a noisy sample, slower at a small size than at a
+        large one, would otherwise break the bisections, which need a time that grows with
+        the size); a zero-byte chunk costs nothing (the link is unused)."""
+        # the fastest sampled time at each size and above (suffix minima)
+        floor = list(itertools.accumulate(reversed(curve.times), min))[::-1]
+
+        def time(x: float) -> float:
+            if x <= 0:
+                return 0.0
+            later = bisect.bisect_right(curve.sizes, x)  # the first sample above x
+            t = curve.predict(x)
+            return (min(t, floor[later]) if later < len(floor) else t) * 1e-9
+
+        return cls(name, time, release)
 
     @classmethod
     def linear(cls, name: str, latency: float, bandwidth: float, release: float = 0.0) -> Link:
@@ -36,15 +51,13 @@ class Link:
 
 
 def _chunk_by(link: Link, end: float, total: int) -> int:
-    """Largest chunk (bytes, at most ``total``) ``link`` delivers by ``end``. A sampled curve
-    need not rise with the size (a noisy small size can be slower than a large one), so the
-    whole message is tried first: the best single link always takes all of it by its own
-    finish time, which is what the bisection in :func:`split` starts from."""
+    """Largest chunk (bytes, at most ``total``) ``link`` delivers by ``end`` (its time must
+    not fall as the size grows: :meth:`Link.sampled` makes a sampled curve so)."""
+    if link.release + link.time(1) > end:
+        return 0
     lo, hi = 1, total
     if link.release + link.time(hi) <= end:
         return hi
-    if link.release + link.time(1) > end:
-        return 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if link.release + link.time(mid) <= end:
