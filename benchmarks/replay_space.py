@@ -20,7 +20,7 @@ from pathlib import Path
 import optuna
 
 from commtune.store import Store
-from commtune.study import Role, config_of, role_of, runs_of, spec_of
+from commtune.study import Role, TrialRecord, spec_of
 
 SPACES = {
     "openmpi": [
@@ -52,12 +52,12 @@ def main() -> int:
         study = optuna.load_study(study_name="replay", storage=Store(storage).optuna)
         spec = spec_of(study).to_json()
         trials = [
-            {"params": config_of(t), "values": [t.value]}
+            {"params": TrialRecord.of(t).config, "values": [t.value]}
             for t in study.get_trials()
-            if role_of(t) is Role.SEARCH and t.state.name in ("COMPLETE", "FAIL")
+            if TrialRecord.of(t).role is Role.SEARCH and t.state.name in ("COMPLETE", "FAIL")
         ]
-        ref = next(t for t in study.get_trials() if role_of(t) is Role.REFERENCE)
-    default = [r["value"] for r in runs_of(ref)]
+        ref = next(t for t in study.get_trials() if TrialRecord.of(t).role is Role.REFERENCE)
+    default = [r.value for r in TrialRecord.of(ref).runs]
     data = {
         "library": spec["library"],
         "description": f"ct_demo, 2 ranks, {args.mpi}: every configuration measured once",

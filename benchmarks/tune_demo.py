@@ -26,7 +26,7 @@ from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
 from commtune.store import Store
-from commtune.study import config_key, config_of, runs_of
+from commtune.study import TrialRecord, config_key
 
 SPACES = {
     "openmpi": [
@@ -80,8 +80,8 @@ def main() -> int:
     ref = study.trials[0]
     table = {}
     for t in study.trials[1:]:
-        values = [r["value"] for r in runs_of(t)]
-        table[config_key(config_of(t))] = (t.value, values)
+        values = [r.value for r in TrialRecord.of(t).runs]
+        table[config_key(TrialRecord.of(t).config)] = (t.value, values)
     medians = {k: v[0] for k, v in table.items() if v[0] is not None}
     best_key = min(medians, key=medians.__getitem__)
     best_speedup = ref.value / medians[best_key]
@@ -89,7 +89,7 @@ def main() -> int:
     replay.write_text(
         json.dumps(
             {
-                "default": [r["value"] for r in runs_of(ref)],
+                "default": [r.value for r in TrialRecord.of(ref).runs],
                 "trials": [
                     {"params": json.loads(k), "values": v[1] or [None]} for k, v in table.items()
                 ],

@@ -18,7 +18,7 @@ from pathlib import Path
 import optuna
 
 from commtune.store import Store
-from commtune.study import Role, ask, set_role
+from commtune.study import Role, TrialWriter, ask
 from commtune.study._record import _Attr
 from commtune.tune._workers import Workers, _Look
 
@@ -37,7 +37,7 @@ def main() -> None:
         for _ in range(args.trials):
             trial = ask(study)
             trial.set_user_attr(_Attr.WORKER, remote)
-            set_role(trial, Role.SEARCH)
+            TrialWriter(trial).role(Role.SEARCH)
         workers = Workers(store, "b")
         running = study.get_trials(deepcopy=False)
 

@@ -35,7 +35,7 @@ from commtune import native, stats
 from commtune.knobs import installed_knobs
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
-from commtune.study import Role, config_key, config_of, role_of, worker_of
+from commtune.study import Role, TrialRecord, config_key
 from commtune.trial import run_process
 
 COMMTUNE = [sys.executable, "-m", "commtune"]
@@ -77,12 +77,14 @@ def study(workers: int, trials: int, storage_kind: str, tmp: Path, tag: str) -> 
     from commtune.store import Store
 
     s = optuna.load_study(study_name=tag, storage=Store(url).optuna)
-    searched = [t for t in s.get_trials() if role_of(t) is Role.SEARCH
+    searched = [t for t in s.get_trials() if TrialRecord.of(t).role is Role.SEARCH
                 and t.state.name in ("COMPLETE", "FAIL")]  # fmt: skip
-    keys = [config_key(config_of(t)) for t in searched]
+    keys = [config_key(TrialRecord.of(t).config) for t in searched]
     per_worker: dict[str, int] = {}
     for t in searched:
-        per_worker[worker_of(t) or "?"] = per_worker.get(worker_of(t) or "?", 0) + 1
+        per_worker[TrialRecord.of(t).worker or "?"] = (
+            per_worker.get(TrialRecord.of(t).worker or "?", 0) + 1
+        )
     best = result.get("accepted_params") or result.get("best_params") or {}
     return {
         "workers": workers, "tag": tag, "wall": wall, "failed": failed,

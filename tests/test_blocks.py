@@ -17,24 +17,13 @@ import pytest
 from commtune import stats
 from commtune.knobs import Dimension, Knob, KnobType, Space
 from commtune.progress import Silent
-from commtune.study import (
-    Role,
-    StudySpec,
-    acceptance_of,
-    config_of,
-    role_of,
-    run_relatives,
-    run_values,
-    runs_of,
-)
+from commtune.study import Role, StudySpec, StudyView, TrialRecord, acceptance_of
 from commtune.trial import Executor, RunRecord
 from commtune.tune import (
     CONFIRM_CAP,
     TuneSettings,
-    noise_of,
     open_study,
     run_reference,
-    runs_spent,
     search,
     summarize,
     tune,
@@ -87,7 +76,7 @@ def _search(settings: TuneSettings, executor: Executor) -> optuna.Study:
 
 
 def _searched(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    return [t for t in study.get_trials() if role_of(t) is Role.SEARCH]
+    return [t for t in study.get_trials() if TrialRecord.of(t).role is Role.SEARCH]
 
 
 def test_fixed_repeats_with_a_control_every_few_trial_runs() -> None:
@@ -105,14 +94,14 @@ def test_fixed_repeats_with_a_control_every_few_trial_runs() -> None:
     assert len(trial_runs) == 8
     assert blocks[0] == blocks[2] and blocks[1] == blocks[0][::-1]
     trials = study.get_trials()
-    assert [role_of(t) for t in trials].count(Role.CONTROL) == 1
-    seqs = sorted(r["seq"] for t in trials for r in runs_of(t))
+    assert [TrialRecord.of(t).role for t in trials].count(Role.CONTROL) == 1
+    seqs = sorted(r.seq for t in trials for r in TrialRecord.of(t).runs)
     assert seqs == list(range(len(calls)))  # every run has its place in time, once
     for t in _searched(study):
-        assert len(runs_of(t)) == 3
-        assert t.value == pytest.approx(COST[config_of(t)[KNOB]])
+        assert len(TrialRecord.of(t).runs) == 3
+        assert t.value == pytest.approx(COST[TrialRecord.of(t).config[KNOB]])
     result = summarize(study, None)
-    assert result.runs == len(calls) == runs_spent(study)
+    assert result.runs == len(calls) == StudyView(study).runs_spent()
 
 
 def test_each_run_is_related_to_the_nearest_control_run() -> None:
@@ -122,34 +111,36 @@ def test_each_run_is_related_to_the_nearest_control_run() -> None:
     executor = Table(period=7, factors=(2.5, 1.0))
     study = _search(settings, executor)
     controls = sorted(
-        (r["seq"], r["value"])
+        (r.seq, r.value)
         for t in study.get_trials()
-        if role_of(t) in (Role.REFERENCE, Role.CONTROL)
-        for r in runs_of(t)
+        if TrialRecord.of(t).role in (Role.REFERENCE, Role.CONTROL)
+        for r in TrialRecord.of(t).runs
     )
     placed = unplaced = 0
     for t in _searched(study):
-        for run in runs_of(t):
-            before = [c for c in controls if c[0] < run["seq"]][-1:]
-            after = [c for c in controls if c[0] > run["seq"]][:1]
+        for run in TrialRecord.of(t).runs:
+            before = [c for c in controls if c[0] < run.seq][-1:]
+            after = [c for c in controls if c[0] > run.seq][:1]
             if (
                 before
                 and after
                 and max(before[0][1], after[0][1]) > 1.4 * min(before[0][1], after[0][1])
             ):  # the prior noise (10 %) times DISAGREE_Z
                 # unplaced, or the best guess for a configuration with no run placed
-                guess = run["value"] / math.sqrt(before[0][1] * after[0][1])
-                assert run["relative"] is None or run["relative"] == pytest.approx(guess)
+                guess = run.value / math.sqrt(before[0][1] * after[0][1])
+                assert run.relative is None or run.relative == pytest.approx(guess)
                 unplaced += 1
                 continue
-            distance = min(abs(s - run["seq"]) for s, _ in controls)
-            nearest = [v for s, v in controls if abs(s - run["seq"]) == distance]
+            distance = min(abs(s - run.seq) for s, _ in controls)
+            nearest = [v for s, v in controls if abs(s - run.seq) == distance]
             level = math.prod(nearest) ** (1 / len(nearest))
-            assert run["relative"] == pytest.approx(run["value"] / level)
+            assert run.relative == pytest.approx(run.value / level)
             placed += 1
-        assert len(run_relatives(t)) == 3 or len(runs_of(t)) == 6  # counted runs, capped
+        assert (
+            len(TrialRecord.of(t).relatives()) == 3 or len(TrialRecord.of(t).runs) == 6
+        )  # counted runs, capped
     assert placed and unplaced
-    assert noise_of(study).drift == pytest.approx(2.5)
+    assert StudyView(study).noise().drift == pytest.approx(2.5)
 
 
 def test_a_step_of_drift_cancels_with_controls_and_not_without() -> None:
@@ -163,14 +154,14 @@ def test_a_step_of_drift_cancels_with_controls_and_not_without() -> None:
         settings.controls = controls
         study = _search(settings, Step())
         for t in _searched(study):  # the median of each configuration's three runs
-            assert t.value == pytest.approx(factor * COST[config_of(t)[KNOB]])
+            assert t.value == pytest.approx(factor * COST[TrialRecord.of(t).config[KNOB]])
 
 
 def test_racing_stops_the_clearly_worse_after_one_run_and_the_separated_after_two() -> None:
     settings = _settings(3, 5, ("a", "b", "fast", "slow"))
     executor = Table()
     study = _search(settings, executor)
-    runs = {config_of(t)[KNOB]: len(runs_of(t)) for t in _searched(study)}
+    runs = {TrialRecord.of(t).config[KNOB]: len(TrialRecord.of(t).runs) for t in _searched(study)}
     assert set(runs) == {"a", "b", "fast", "slow"}
     assert runs["slow"] == 1  # twice the defaults' time: out after one run
     assert runs["fast"] == 2  # half of it: separated from the incumbent after two
@@ -179,7 +170,7 @@ def test_racing_stops_the_clearly_worse_after_one_run_and_the_separated_after_tw
     assert len(trial_runs) == sum(runs.values())
     # no racing: every configuration to the cap
     fixed = _search(_settings(3, 5, ("a", "b", "fast", "slow"), racing=False), Table())
-    assert all(len(runs_of(t)) == 3 for t in _searched(fixed))
+    assert all(len(TrialRecord.of(t).runs) == 3 for t in _searched(fixed))
 
 
 def test_the_statistic_is_the_users_choice() -> None:
@@ -191,7 +182,7 @@ def test_the_statistic_is_the_users_choice() -> None:
     finally:
         del COST["noisy"]
     (trial,) = _searched(study)
-    relatives = run_relatives(trial)
+    relatives = TrialRecord.of(trial).relatives()
     assert sorted(relatives) == pytest.approx([0.5, 0.5, 1.5, 1.5])
     assert trial.value == pytest.approx(stats.statistic("p90")(relatives))
     assert trial.value > 1.4  # the median would say 1.0
@@ -213,7 +204,7 @@ def test_top_k_confirmation_interleaves_the_default_and_the_candidates() -> None
     result = tune(settings, study._storage, executor, Silent())
     acc = acceptance_of(study)
     assert acc is not None and result.acceptance is not None
-    searched_runs = sum(len(runs_of(t)) for t in study.get_trials())
+    searched_runs = sum(len(TrialRecord.of(t).runs) for t in study.get_trials())
     confirmation = executor.calls[searched_runs:]
     # the candidates: the configurations within noise of the default or better (a, b, fast)
     candidates = acc.extra["candidates"]
@@ -263,9 +254,11 @@ def test_a_failed_control_run_is_left_out_of_the_stream() -> None:
     searched = _searched(study)
     assert len(searched) == 2 and all(t.state.name == "COMPLETE" for t in searched)
     for t in searched:  # related to the reference's last run, the only control left
-        assert run_relatives(t) == pytest.approx([COST[config_of(t)[KNOB]]] * 2)
-    control = next(t for t in study.get_trials() if role_of(t) is Role.CONTROL)
-    assert control.state.name == "FAIL" and len(run_values(control)) == 0
+        assert TrialRecord.of(t).relatives() == pytest.approx(
+            [COST[TrialRecord.of(t).config[KNOB]]] * 2
+        )
+    control = next(t for t in study.get_trials() if TrialRecord.of(t).role is Role.CONTROL)
+    assert control.state.name == "FAIL" and len(TrialRecord.of(control).values()) == 0
 
 
 def test_the_cli_offers_every_statistic() -> None:
@@ -319,7 +312,7 @@ def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> 
     and its claim: the trial it asked is recorded as unused (it was once a 'duplicate' of
     nothing, without duplicate_of)."""
     from commtune.store import Claim
-    from commtune.study import duplicate_of
+    from commtune.study import TrialRecord
     from commtune.tune import Workers
 
     class Raced(Workers):
@@ -336,6 +329,6 @@ def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> 
     run_reference(study, settings, Table(), Silent())
     workers.sync(study)
     search(study, settings, Table(), 60.0, Silent(), workers)
-    (unused,) = [t for t in study.get_trials() if role_of(t) is Role.UNUSED]
-    assert unused.state.name == "PRUNED" and duplicate_of(unused) is None
-    assert not [t for t in study.get_trials() if role_of(t) is Role.DUPLICATE]
+    (unused,) = [t for t in study.get_trials() if TrialRecord.of(t).role is Role.UNUSED]
+    assert unused.state.name == "PRUNED" and TrialRecord.of(unused).duplicate_of is None
+    assert not [t for t in study.get_trials() if TrialRecord.of(t).role is Role.DUPLICATE]

@@ -16,7 +16,7 @@ import pytest
 from commtune.mpi import Vendor
 from commtune.platform import Fingerprint
 from commtune.store import Store
-from commtune.study import Role, config_key, config_of, fail_reason, role_of, runs_of
+from commtune.study import Role, TrialRecord, config_key
 
 from .conftest import (
     VENDORS,
@@ -88,13 +88,15 @@ def test_short_study_on_the_demo_app(
     assert result["failed_trials"] == 0
     study = optuna.load_study(study_name="e2e", storage=Store(storage).optuna)
     ref = study.trials[0]
-    assert role_of(ref) is Role.REFERENCE and len(runs_of(ref)) == 2
-    assert all(r["value"] > 0 and r["returncode"] == 0 for r in runs_of(ref))
+    assert TrialRecord.of(ref).role is Role.REFERENCE and len(TrialRecord.of(ref).runs) == 2
+    assert all(r.value > 0 and r.returncode == 0 for r in TrialRecord.of(ref).runs)
     if vendor is Vendor.MPICH:
         # MPICH 4.0.2 aborts MPI_Init on ring: probed, dropped, remembered for the platform.
         assert result["trials"] == 4
         assert "ring" in err and "left out" in err
-        configs = [config_of(t) for t in study.trials if role_of(t) is Role.SEARCH]
+        configs = [
+            TrialRecord.of(t).config for t in study.trials if TrialRecord.of(t).role is Role.SEARCH
+        ]
         assert all(c["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] != "ring" for c in configs)
         store = Store(storage)
         from commtune.mpi import find_installation
@@ -227,8 +229,8 @@ def test_hanging_configuration_is_killed_and_recorded(
     study = optuna.load_study(study_name="hang", storage=Store(storage).optuna)
     failed = [t for t in study.trials if t.state.name == "FAIL"]
     assert len(failed) == 1
-    assert fail_reason(failed[0]) == "timeout after 3.0 s"
-    assert len(runs_of(failed[0])) == 1  # its second repeat was skipped
+    assert str(TrialRecord.of(failed[0]).failure) == "timeout after 3.0 s"
+    assert len(TrialRecord.of(failed[0]).runs) == 1  # its second repeat was skipped
     assert pgrep("sleep 317") == []
     assert shm_segments() <= before
 
@@ -290,7 +292,9 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     assert processes_of_tuner(proc.pid) == []  # the run died with the tuner (PDEATHSIG)
     study = optuna.load_study(study_name="k", storage=store.optuna)
     before = {
-        t.number: (t.value, config_of(t)) for t in study.get_trials() if t.state.name == "COMPLETE"
+        t.number: (t.value, TrialRecord.of(t).config)
+        for t in study.get_trials()
+        if t.state.name == "COMPLETE"
     }
     assert len(before) >= 4
     done = subprocess.run(
@@ -299,20 +303,22 @@ def test_resume_after_kill_9(storage: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     study = optuna.load_study(study_name="k", storage=store.optuna)
-    after = {t.number: (t.value, config_of(t)) for t in study.get_trials()}
+    after = {t.number: (t.value, TrialRecord.of(t).config) for t in study.get_trials()}
     assert all(after[n] == v for n, v in before.items())  # finished trials intact
     # Interrupted trials that had started running (a trial killed between being proposed and
     # getting its role never ran and does not count).
     interrupted = [
-        t for t in study.get_trials() if fail_reason(t) == "interrupted" and role_of(t) is not None
+        t
+        for t in study.get_trials()
+        if str(TrialRecord.of(t).failure) == "interrupted" and TrialRecord.of(t).role is not None
     ]
     # the budget is spent on trials that ran to their end: the interrupted come on top
     assert result["trials"] == 10 + len(interrupted)
     assert result["failed_trials"] == len(interrupted)
     searched = [
-        config_key(config_of(t))
+        config_key(TrialRecord.of(t).config)
         for t in study.get_trials()
-        if role_of(t) is Role.SEARCH and t.state.name == "COMPLETE"
+        if TrialRecord.of(t).role is Role.SEARCH and t.state.name == "COMPLETE"
     ]
     assert len(searched) == len(set(searched))
 

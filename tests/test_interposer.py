@@ -20,7 +20,7 @@ from commtune.launch import launcher_for
 from commtune.mpi import Installation, Vendor, find_installation
 from commtune.profile import Profile, not_applied
 from commtune.store import Store
-from commtune.study import Role, relative_of, role_of, runs_of
+from commtune.study import Role, TrialRecord
 
 from .conftest import VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
@@ -333,12 +333,14 @@ def test_tune_on_a_profile_field_stores_every_profile(
     # every run of the reference and of the searched trials has its profile (the number of
     # runs is raced; the control runs of the defaults store none)
     study = optuna.load_study(study_name="p", storage=Store(storage).optuna)
-    measured = [t for t in study.get_trials() if role_of(t) in (Role.REFERENCE, Role.SEARCH)]
-    expected = [(t.number, r) for t in measured for r in range(len(runs_of(t)))]
+    measured = [
+        t for t in study.get_trials() if TrialRecord.of(t).role in (Role.REFERENCE, Role.SEARCH)
+    ]
+    expected = [(t.number, r) for t in measured for r in range(len(TrialRecord.of(t).runs))]
     assert [(t, r) for t, r, _ in profiles] == expected
     # raced: 1 to 2 counted runs, and a run between two disagreeing controls made again
-    assert all(1 <= len(runs_of(t)) <= 2 * 2 for t in measured) and len(measured) == 3
-    assert len(runs_of(measured[0])) == 2  # the reference: every run
+    assert all(1 <= len(TrialRecord.of(t).runs) <= 2 * 2 for t in measured) and len(measured) == 3
+    assert len(TrialRecord.of(measured[0]).runs) == 2  # the reference: every run
     for _, _, data in profiles:
         assert data["operations"]["MPI_Allreduce"]["calls"]["sum"] == 100 * RANKS[vendor]
     # Each searched configuration was read back through MPI_T as intended; the reference
@@ -348,8 +350,8 @@ def test_tune_on_a_profile_field_stores_every_profile(
         assert (trial == 0) == (not statuses), statuses
         assert set(statuses.values()) <= {"applied"}, statuses
     # AITuning's relative variables: each search trial against the reference's profile.
-    for t in [t for t in study.trials if role_of(t) is Role.SEARCH]:
-        relative = relative_of(t)
+    for t in [t for t in study.trials if TrialRecord.of(t).role is Role.SEARCH]:
+        relative = TrialRecord.of(t).relative
         assert relative["operations.MPI_Allreduce.time"] > 0 and "wall_time" in relative
         assert relative["user.step"] == 1.0
 

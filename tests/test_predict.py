@@ -20,7 +20,7 @@ from commtune.profile import Profile
 from commtune.progress import Silent
 from commtune.store import Store
 from commtune.store._storage import models_table
-from commtune.study import Role, StudySpec, arm_of, config_of, role_of
+from commtune.study import Role, StudySpec, TrialRecord
 
 from .conftest import VENDORS, demo_command, last_json, needs_mpich, run_cli
 
@@ -152,20 +152,20 @@ def test_train_then_predict_the_demo(
     assert code == 0, err
     assert "predicted start" in err.replace("\n", " ")
     study = optuna.load_study(study_name="p", storage=store.optuna)
-    first = next(t for t in study.get_trials() if role_of(t) is Role.SEARCH)
+    first = next(t for t in study.get_trials() if TrialRecord.of(t).role is Role.SEARCH)
     # The hint is the model's answer for the reference run's own profile (not the profile of
     # `predict` above: another run, other features). Equal to the library's defaults it is
     # already measured (the reference), so the search goes on with its design; any other
     # configuration is measured first.
-    ref = next(t for t in study.get_trials() if role_of(t) is Role.REFERENCE)
+    ref = next(t for t in study.get_trials() if TrialRecord.of(t).role is Role.REFERENCE)
     predictor = Predictor.load(store, find_installation(vendor), False, Silent())
     (stored,) = [p for trial, run, p in store.profiles("p", ref.number) if run == 0]
     hint = predictor.predict(features_of(Profile.from_json(stored)))
     if hint == {k: space[k].knob.default for k in hint}:
-        assert arm_of(first) == "design"
+        assert TrialRecord.of(first).arm == "design"
     else:
-        assert arm_of(first) == "hint" and config_of(first) == hint
-    assert space.validate(config_of(first)) == config_of(first)
+        assert TrialRecord.of(first).arm == "hint" and TrialRecord.of(first).config == hint
+    assert space.validate(TrialRecord.of(first).config) == TrialRecord.of(first).config
 
     # A model of another platform is refused, or used with --force and a warning.
     with store.engine.begin() as conn:

@@ -18,7 +18,7 @@ import pytest
 
 from commtune.store import Store
 from commtune.strategies import STRATEGIES
-from commtune.study import Role, config_key, config_of, fail_reason, role_of
+from commtune.study import Role, TrialRecord, config_key
 
 from .conftest import commtune_subprocess, last_json, run_cli
 
@@ -88,7 +88,11 @@ def trials_of(storage: str) -> list[optuna.trial.FrozenTrial]:
 
 
 def search_configs(storage: str) -> list[str]:
-    return [config_key(config_of(t)) for t in trials_of(storage) if role_of(t) is Role.SEARCH]
+    return [
+        config_key(TrialRecord.of(t).config)
+        for t in trials_of(storage)
+        if TrialRecord.of(t).role is Role.SEARCH
+    ]
 
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
@@ -100,14 +104,14 @@ def test_shared_strategy_case(
     result = last_json(out)
     assert result["trials"] == 8  # the budget, reference included
     trials = trials_of(storage)
-    searched = [t for t in trials if role_of(t) is Role.SEARCH]
+    searched = [t for t in trials if TrialRecord.of(t).role is Role.SEARCH]
     assert len(searched) == 7
     for t in searched:
-        cfg = config_of(t)
+        cfg = TrialRecord.of(t).config
         assert cfg["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] in ALGOS
         assert cfg["MPIR_CVAR_ASYNC_PROGRESS"] in (False, True)
         if cfg["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] == "ring":
-            assert t.state.name == "FAIL" and "exit status" in fail_reason(t)
+            assert t.state.name == "FAIL" and "exit status" in str(TrialRecord.of(t).failure)
     assert result["failed_trials"] == sum(t.state.name == "FAIL" for t in searched)
     assert len(set(search_configs(storage))) == 7  # no configuration measured twice
     assert result["best_value"] == min(t.value for t in searched if t.value is not None)
@@ -148,9 +152,9 @@ def test_resume_keeps_trials_and_does_not_repeat(
     strategy: str, replay_file: Path, storage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run_cli(tune_args(replay_file, storage, strategy, 5), capsys)[0] == 0
-    before = {t.number: (t.state, t.value, config_of(t)) for t in trials_of(storage)}
+    before = {t.number: (t.state, t.value, TrialRecord.of(t).config) for t in trials_of(storage)}
     assert run_cli(tune_args(replay_file, storage, strategy, 10), capsys)[0] == 0
-    after = {t.number: (t.state, t.value, config_of(t)) for t in trials_of(storage)}
+    after = {t.number: (t.state, t.value, TrialRecord.of(t).config) for t in trials_of(storage)}
     assert all(after[n] == v for n, v in before.items())
     configs = search_configs(storage)
     assert len(configs) == 9 and len(set(configs)) == 9
@@ -265,7 +269,7 @@ def test_show_fits_the_terminal_and_loses_no_setting(
     assert "…" not in out  # folded, never cut
     flat = "".join(line.strip() for line in lines)  # the folded settings joined again
     for t in trials_of(storage):
-        for name, value in config_of(t).items():
+        for name, value in TrialRecord.of(t).config.items():
             setting = f"{name}={'1' if value is True else '0' if value is False else value}"
             assert setting in flat or setting in out
             if columns == 200:

@@ -24,7 +24,7 @@ from commtune.sample import Curve, crossings, segments
 from commtune.sample._curves import best_methods
 from commtune.sample._sampler import sizes_for
 from commtune.store import Store
-from commtune.study import Role, arm_of, config_of, role_of
+from commtune.study import Role, TrialRecord
 
 from .conftest import VENDORS, demo_command, last_json, run_cli
 
@@ -178,12 +178,17 @@ def test_quick_sampling_files_reuse_and_resampling(
     code, _, err = run_cli(tune, capsys)
     assert code == 0, err
     study = optuna.load_study(study_name="s", storage=Store(storage).optuna)
-    (searched,) = [t for t in study.get_trials() if role_of(t) is Role.SEARCH]
+    (searched,) = [t for t in study.get_trials() if TrialRecord.of(t).role is Role.SEARCH]
     catalog = load_catalog(vendor.value)
     if first["config"] == {k: catalog[k].default for k in first["config"]}:
-        assert arm_of(searched) == "design"  # the sampled values are the defaults: measured
+        assert (
+            TrialRecord.of(searched).arm == "design"
+        )  # the sampled values are the defaults: measured
     else:
-        assert arm_of(searched) == "hint" and config_of(searched) == first["config"]
+        assert (
+            TrialRecord.of(searched).arm == "hint"
+            and TrialRecord.of(searched).config == first["config"]
+        )
     # another fingerprint (three ranks per node) samples again
     code, out, _ = run_cli([*args[:-4], "--ops", "allreduce", "-o", str(out_dir), "--np", "3"],
                            capsys)  # fmt: skip

@@ -15,7 +15,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from commtune.study import INTERRUPTED, Role, fail_reason, role_of
+from commtune.study import INTERRUPTED, Role, TrialRecord
 
 from .conftest import commtune_subprocess, needs_openmpi
 from .conftest import processes_running as _named
@@ -52,8 +52,8 @@ def test_a_signal_kills_the_trials_tree_and_a_rerun_resumes(
     assert _named(name) == []  # nothing of the trial is left
     study = optuna.load_study(study_name="s", storage=storage)
     (trial,) = study.get_trials()
-    assert role_of(trial) is Role.REFERENCE and trial.state.name == "FAIL"
-    assert fail_reason(trial) == INTERRUPTED
+    assert TrialRecord.of(trial).role is Role.REFERENCE and trial.state.name == "FAIL"
+    assert str(TrialRecord.of(trial).failure) == INTERRUPTED
     # the rerun resumes: the interrupted trial is kept, the study finishes
     flag.touch()
     done = subprocess.run([sys.executable, "-m", "commtune", *args], capture_output=True,
@@ -63,8 +63,12 @@ def test_a_signal_kills_the_trials_tree_and_a_rerun_resumes(
     # the interrupted trial is kept and spends nothing: the budget's three trials all ran
     assert result["trials"] == 4 and result["failed_trials"] == 1
     trials = optuna.load_study(study_name="s", storage=storage).get_trials()
-    assert trials[0].number == trial.number and fail_reason(trials[0]) == INTERRUPTED
-    assert next(role_of(t) for t in trials if t.state.name == "COMPLETE") is Role.REFERENCE
+    assert (
+        trials[0].number == trial.number and str(TrialRecord.of(trials[0]).failure) == INTERRUPTED
+    )
+    assert (
+        next(TrialRecord.of(t).role for t in trials if t.state.name == "COMPLETE") is Role.REFERENCE
+    )
 
 
 @needs_openmpi

@@ -17,7 +17,7 @@ import optuna
 
 from commtune.mpi import Vendor
 from commtune.store import Store
-from commtune.study import role_of, runs_of
+from commtune.study import TrialRecord
 
 from .conftest import commtune_subprocess, demo_command, needs_mpich, needs_openmpi
 
@@ -46,11 +46,11 @@ def test_each_run_is_its_own_job(slurm: dict[str, str], tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1])["trials"] == 3
     study = optuna.load_study(study_name="sb", storage=storage)
-    runs = [r for t in study.get_trials() for r in runs_of(t)]
-    assert len(runs) == 3 and all(r["failure"] is None for r in runs)
-    jobs = [r["job"]["job"] for r in runs]
+    runs = [r for t in study.get_trials() for r in TrialRecord.of(t).runs]
+    assert len(runs) == 3 and all(r.failure is None for r in runs)
+    jobs = [r.job["job"] for r in runs if r.job]
     assert len(set(jobs)) == 3 and all(j.isdigit() for j in jobs)  # one job per run
-    assert {r["job"]["nodes"] for r in runs} == {os.uname().nodename.split(".")[0]}
+    assert {r.job["nodes"] for r in runs if r.job} == {os.uname().nodename.split(".")[0]}
     # the fingerprint says which nodes' type it was measured on
     store = Store(storage)
     platform = store.platform(study.user_attrs["platform"])
@@ -79,7 +79,9 @@ def test_a_timeout_cancels_the_job(slurm: dict[str, str], tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     study = optuna.load_study(study_name="h", storage=storage)
     failed = [t for t in study.get_trials() if t.state.name == "FAIL"]
-    assert len(failed) == 1 and runs_of(failed[0])[0]["failure"].startswith("timeout after 5")
+    assert len(failed) == 1 and TrialRecord.of(failed[0]).runs[0].failure.startswith(
+        "timeout after 5"
+    )
     time.sleep(1)
     assert _queue(slurm) == [] and _named(name) == []  # the job was cancelled
 
@@ -122,11 +124,11 @@ def test_a_tuner_inside_an_allocation_runs_srun_steps(
     assert done.returncode == 0, done.stderr
     study = optuna.load_study(study_name="al", storage=storage)
     trials = study.get_trials()
-    runs = [r for t in trials for r in runs_of(t)]
-    assert runs and all(r["failure"] is None for r in runs)
-    assert len({r["job"]["job"] for r in runs}) == 1  # the allocation's job, its steps
+    runs = [r for t in trials for r in TrialRecord.of(t).runs]
+    assert runs and all(r.failure is None for r in runs)
+    assert len({r.job["job"] for r in runs if r.job}) == 1  # the allocation's job, its steps
     # libcommtune reached the tasks through srun's --export: every run has its profile
     profiles = Store(storage).profiles("al")
     assert len(profiles) == len(runs)
     assert all(p[2]["ranks"] == 2 for p in profiles)
-    assert {role_of(t).value for t in trials} >= {"reference", "search"}
+    assert {TrialRecord.of(t).role.value for t in trials} >= {"reference", "search"}

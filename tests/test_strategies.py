@@ -24,7 +24,7 @@ from commtune.strategies import STRATEGIES, get_strategy
 from commtune.strategies._dqn import Agent, ensemble
 from commtune.strategies._history import History
 from commtune.strategies._model import fit_model
-from commtune.study import Role, StudySpec, arm_of, config_key, config_of, role_of
+from commtune.study import Role, StudySpec, TrialRecord, config_key
 from commtune.tune import TuneSettings, open_study, run_reference, search
 
 OURS = ["ga", "model", "dqn", "auto"]
@@ -45,7 +45,7 @@ def study_on(
 
 
 def searched(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    return [t for t in study.get_trials() if role_of(t) is Role.SEARCH]
+    return [t for t in study.get_trials() if TrialRecord.of(t).role is Role.SEARCH]
 
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
@@ -55,13 +55,13 @@ def test_every_strategy_respects_domains_steps_and_budget(strategy: str) -> None
     trials = searched(study)
     assert len(trials) == 23  # the budget, the reference included
     for t in trials:
-        config = config_of(t)
+        config = TrialRecord.of(t).config
         assert surface.space.validate(config) == config
         assert int(config["polls"]) % 100 == 0
         assert int(config["eager_limit"]) & (int(config["eager_limit"]) - 1) == 0
         if config["single_copy"] == "knem" and config["async_progress"]:
             assert t.state.name == "FAIL"
-    keys = [config_key(config_of(t)) for t in trials]
+    keys = [config_key(TrialRecord.of(t).config) for t in trials]
     assert len(set(keys)) == len(keys)
 
 
@@ -152,8 +152,8 @@ def test_auto_measures_the_hint_first_and_records_its_arms() -> None:
     hint = {"eager": 1 << 15, "chunks": 11, "polls": 400}
     study = study_on(surface, "auto", 14, hints=[hint])
     trials = searched(study)
-    assert config_of(trials[0]) == hint and arm_of(trials[0]) == "hint"
-    arms = {arm_of(t) for t in trials[1:]}
+    assert TrialRecord.of(trials[0]).config == hint and TrialRecord.of(trials[0]).arm == "hint"
+    arms = {TrialRecord.of(t).arm for t in trials[1:]}
     assert "design" in arms and arms - {"design"} <= {"cmaes", "ga"}
 
 

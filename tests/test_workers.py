@@ -22,7 +22,7 @@ import pytest
 
 from commtune.mpi import Vendor
 from commtune.store import Store
-from commtune.study import INTERRUPTED, Role, config_key, config_of, fail_reason, role_of, worker_of
+from commtune.study import INTERRUPTED, Role, TrialRecord, TrialWriter, config_key
 
 from .conftest import (
     commtune_subprocess,
@@ -94,13 +94,17 @@ def _tune_args(url: str, study: str, trials: int, iterations: int = 300) -> list
 
 
 def _measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    return [t for t in study.get_trials() if role_of(t) in (Role.REFERENCE, Role.SEARCH)
+    return [t for t in study.get_trials() if TrialRecord.of(t).role in (Role.REFERENCE, Role.SEARCH)
             and t.state.name in ("COMPLETE", "FAIL")]  # fmt: skip
 
 
 def _search_keys(measured: list[optuna.trial.FrozenTrial]) -> list[str]:
     """The configurations of the measured search trials, one entry per trial."""
-    return [config_key(config_of(t)) for t in measured if role_of(t) is Role.SEARCH]
+    return [
+        config_key(TrialRecord.of(t).config)
+        for t in measured
+        if TrialRecord.of(t).role is Role.SEARCH
+    ]
 
 
 def _two_workers(args: list[str]) -> tuple[str, list[dict]]:
@@ -153,12 +157,12 @@ def test_two_workers_share_one_study(
     study = optuna.load_study(study_name="w", storage=store.optuna)
     measured = _measured(study)
     assert len(measured) == 8
-    assert sum(role_of(t) is Role.REFERENCE for t in measured) == 1
+    assert sum(TrialRecord.of(t).role is Role.REFERENCE for t in measured) == 1
     keys = _search_keys(measured)
     assert len(keys) == len(set(keys)) == 7  # no configuration measured twice
-    assert {worker_of(t) for t in study.get_trials()} <= {c.worker for c in store.claims("w")} | {
-        worker_of(t) for t in measured
-    }
+    assert {TrialRecord.of(t).worker for t in study.get_trials()} <= {
+        c.worker for c in store.claims("w")
+    } | {TrialRecord.of(t).worker for t in measured}
 
 
 def _victim_state(store: Store, pid: int) -> tuple[dict[int, float], set[int]]:
@@ -169,10 +173,12 @@ def _victim_state(store: Store, pid: int) -> tuple[dict[int, float], set[int]]:
     except KeyError:
         return {}, set()
     trials = study.get_trials()
-    ids = {w for w in map(worker_of, trials) if w and int(w.split(":")[1]) == pid}
+    ids = {
+        w for w in (TrialRecord.of(t).worker for t in trials) if w and int(w.split(":")[1]) == pid
+    }
     victim_id = next(iter(ids), None)
-    mine = [t for t in trials if victim_id is not None and worker_of(t) == victim_id]
-    search = [t for t in mine if role_of(t) is Role.SEARCH and t.value is not None]
+    mine = [t for t in trials if victim_id is not None and TrialRecord.of(t).worker == victim_id]
+    search = [t for t in mine if TrialRecord.of(t).role is Role.SEARCH and t.value is not None]
     done = {t.number: t.value for t in search if t.state.name == "COMPLETE"}
     return done, {t.number for t in mine if t.state.name == "RUNNING"}
 
@@ -227,8 +233,8 @@ def test_a_worker_killed_with_kill_9_loses_nothing(
     for number, value in finished.items():  # the killed worker's finished trials are intact
         assert by_number[number].state.name == "COMPLETE" and by_number[number].value == value
     for number in running:  # its running trials, taken back by the survivor
-        assert fail_reason(by_number[number]) == INTERRUPTED, by_number[number]
-    measured = [t for t in _measured(study) if fail_reason(t) != INTERRUPTED]
+        assert str(TrialRecord.of(by_number[number]).failure) == INTERRUPTED, by_number[number]
+    measured = [t for t in _measured(study) if str(TrialRecord.of(t).failure) != INTERRUPTED]
     assert len(measured) == 10  # the budget is still met: the survivor ran the rest
     keys = _search_keys(measured)
     assert len(keys) == len(set(keys))
@@ -274,7 +280,7 @@ def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -
     import datetime
     import socket
 
-    from commtune.study import ask, set_role
+    from commtune.study import TrialRecord, ask
     from commtune.tune._workers import UNNAMED, Workers
     from commtune.util import start_time
 
@@ -283,7 +289,7 @@ def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -
     study = optuna.create_study(study_name="r", storage=store.optuna)
     fresh = study.ask()  # its worker has not stamped it yet
     named = ask(study)  # this process's, alive
-    set_role(named, Role.SEARCH)
+    TrialWriter(named).role(Role.SEARCH)
     old = study.ask()  # unnamed for longer than any stamping takes: a dead commtune's
     started = datetime.datetime.now() - datetime.timedelta(seconds=UNNAMED + 1)
     with sqlite3.connect(tmp_path / "s.db") as db:
@@ -296,7 +302,7 @@ def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -
         assert Workers(store, "r").recover(study) == 1
         states = {t.number: t.state.name for t in study.get_trials()}
         assert states == {fresh.number: "RUNNING", named.number: "RUNNING", old.number: "FAIL"}
-        assert fail_reason(study.get_trials()[old.number]) == INTERRUPTED
+        assert str(TrialRecord.of(study.get_trials()[old.number]).failure) == INTERRUPTED
     finally:
         other.kill()
         other.wait()

@@ -65,30 +65,30 @@ def _add_show(p: argparse.ArgumentParser) -> None:
 def _chosen(study: optuna.Study, best: bool) -> tuple[dict[str, Value], dict[str, str]] | None:
     """The accepted configuration and the variables it needs beyond its knobs (a selection
     file); with ``best``, else the best measured one. None: the default stays."""
-    from commtune.study import acceptance_of, config_of
-    from commtune.tune import best_trials
+    from commtune.study import StudyView
 
-    verdict = acceptance_of(study)
+    view = StudyView(study)
+    verdict = view.acceptance()
     if verdict is not None and verdict.accepted:
         return dict(verdict.params), dict(verdict.env)
     if best:
-        top = best_trials(study, 1)
-        return (config_of(top[0]), {}) if top else None
+        top = view.best(1)
+        return (dict(top[0].config), {}) if top else None
     return None
 
 
 def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import render
-    from commtune.study import config_of
+    from commtune.study import StudyView
     from commtune.util import write_atomic
 
     _, study = load_study(args.storage, args.study)
     library, knobs = study_knobs(study)
     if args.trial is not None:
-        trials = [t for t in study.get_trials(deepcopy=False) if t.number == args.trial]
-        if not trials or trials[0].state.name != "COMPLETE":
+        trials = [t for t in StudyView(study).records if t.number == args.trial]
+        if not trials or not trials[0].complete:
             raise UsageError(f"study {args.study!r} has no finished trial {args.trial}")
-        chosen: tuple[dict[str, Any], dict[str, str]] | None = (config_of(trials[0]), {})
+        chosen: tuple[dict[str, Any], dict[str, str]] | None = (dict(trials[0].config), {})
     else:
         chosen = _chosen(study, args.best)
     if chosen is None:
@@ -164,57 +164,46 @@ def cmd_studies(args: argparse.Namespace, command: list[str] | None) -> int:
 
 def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import UI, trials_table
-    from commtune.study import (
-        acceptance_of,
-        config_of,
-        duplicate_of,
-        fail_reason,
-        not_applied_of,
-        role_of,
-        run_relatives,
-        run_values,
-        spec_of,
-    )
-    from commtune.tune import noise_of, pareto_front, runs_spent
+    from commtune.study import StudyView
 
     _, study = load_study(args.storage, args.study)
+    view = StudyView(study)
     trials: list[dict[str, Any]] = []
-    for t in study.get_trials(deepcopy=False):
-        note = fail_reason(t) or ""
-        earlier = duplicate_of(t)
-        if earlier is not None:
-            note = f"same as trial {earlier}"
-        role = role_of(t)
+    for t in view.records:
+        note = str(t.failure or "")
+        if t.duplicate_of is not None:
+            note = f"same as trial {t.duplicate_of}"
         trials.append(
             {
                 "number": t.number,
-                "role": role.value if role else "?",
+                "role": t.role.value if t.role else "?",
                 "state": t.state.name,
                 "value": t.value,
-                "params": config_of(t),
-                "runs": run_values(t),
-                "relative": run_relatives(t),
-                "not_applied": not_applied_of(t),
+                "params": dict(t.config),
+                "runs": t.values(),
+                "relative": t.relatives(),
+                "not_applied": dict(t.not_applied),
                 "note": note,
             }
         )
     ui = UI(json_mode=args.json)
     ui.print(trials_table(trials, f"study {args.study}"))
-    noise = noise_of(study)
-    verdict = acceptance_of(study)
-    runs = runs_spent(study, verdict)
+    noise = view.noise()
+    verdict = view.acceptance()
+    runs = view.runs_spent(verdict)
     ui.info(f"{runs} runs; noise {100 * noise.cv:.1f} %, drift {noise.drift:.2f}x")
-    metrics = spec_of(study).objectives
-    front = pareto_front(study, metrics) if metrics else []
+    spec = view.spec()
+    metrics = spec.objectives
+    front = view.pareto(metrics) if metrics else []
     if front:
         from commtune.report import pareto_table
 
-        ui.print(pareto_table(front, spec_of(study).metric, metrics))
+        ui.print(pareto_table(front, spec.metric, metrics))
     if args.json:
         print_json(
             {
                 "study": args.study,
-                "spec": spec_of(study).to_json(),
+                "spec": spec.to_json(),
                 "trials": trials,
                 "acceptance": verdict.to_json() if verdict else None,
                 "runs": runs,

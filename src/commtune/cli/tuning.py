@@ -422,14 +422,14 @@ def _run_observer(store: Store, ui: UI) -> Callable[[Any, int, RunRecord], None]
     """Stores every run's profile and, for a trial's first run, its variables relative to the
     reference trial (AITuning); warns once per knob that the library did not take."""
     from commtune.profile import Profile, ProfileError, relative_to
-    from commtune.study import Role, role_of, set_relative
+    from commtune.study import Role, StudyView, TrialWriter
 
     warned: set[str] = set()
     reference: list[Profile | None] = []  # looked up once: [] not yet, [None] there is none
 
     def reference_profile(study: optuna.Study) -> Profile | None:
         if not reference:
-            trials = [t for t in study.get_trials(deepcopy=False) if role_of(t) is Role.REFERENCE]
+            trials = StudyView(study).by_role(Role.REFERENCE)
             stored = store.profiles(study.study_name, trials[0].number) if trials else []
             try:
                 reference.append(Profile.from_json(stored[0][2]) if stored else None)
@@ -440,10 +440,10 @@ def _run_observer(store: Store, ui: UI) -> Callable[[Any, int, RunRecord], None]
     def on_run(trial: Any, index: int, run: RunRecord) -> None:
         if run.profile is not None:
             store.save_profile(trial.study.study_name, trial.number, index, run.profile.data)
-            if index == 0 and role_of(trial) is not Role.REFERENCE:
+            if index == 0 and Role.of(trial) is not Role.REFERENCE:
                 ref = reference_profile(trial.study)
                 if ref is not None:
-                    set_relative(trial, relative_to(run.profile, ref))
+                    TrialWriter(trial).relative(relative_to(run.profile, ref))
         for knob, reason in run.not_applied.items():
             if knob not in warned:
                 warned.add(knob)

@@ -27,7 +27,7 @@ import numpy as np
 
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.study import Role, StudySpec, config_of, role_of, runs_of
+from commtune.study import Role, StudySpec, StudyView
 from commtune.tune import TuneSettings, confirm, open_study, run_reference, search
 
 REACHED = 0.02
@@ -143,7 +143,7 @@ def race_one(
         confirmed = surface.regret(accepted) if accepted else surface.default_regret
     regret, found = curve(study, surface)
     reached = next((i + 1 for i, r in enumerate(regret) if r <= REACHED), None)
-    runs = sum(len(runs_of(t)) for t in study.get_trials(deepcopy=False))
+    runs = StudyView(study).runs_spent()
     return RaceRun(
         strategy,
         surface.name,
@@ -171,19 +171,17 @@ def curve(study: Any, surface: Surface) -> tuple[list[float], list[float]]:
     found = default_regret
     out: list[float] = []
     truth: list[float] = []
-    for t in study.get_trials(deepcopy=False):
-        role = role_of(t)
-        if role not in (Role.REFERENCE, Role.SEARCH):
-            continue
-        complete = t.state.name == "COMPLETE" and t.value is not None
-        if complete and role is Role.SEARCH:
-            found = min(found, surface.regret(config_of(t)))
-        if complete and t.value < best_value:
-            best_value = t.value
-            best_regret = surface.regret(config_of(t)) if role is Role.SEARCH else default_regret
-        if t.state.name in ("COMPLETE", "FAIL"):
-            out.append(best_regret)
-            truth.append(found)
+    for t in StudyView(study).ran():
+        if t.complete and t.value is not None:
+            if t.role is Role.SEARCH:
+                found = min(found, surface.regret(dict(t.config)))
+            if t.value < best_value:
+                best_value = t.value
+                best_regret = (
+                    surface.regret(dict(t.config)) if t.role is Role.SEARCH else default_regret
+                )
+        out.append(best_regret)
+        truth.append(found)
     return out, truth
 
 

@@ -11,21 +11,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from commtune.study import (
-    Acceptance,
-    Role,
-    StudySpec,
-    acceptance_of,
-    config_of,
-    fail_reason,
-    not_applied_of,
-    platform_of,
-    role_of,
-    run_relatives,
-    runs_of,
-    spec_of,
-)
-from commtune.tune import best_trials, noise_of, runs_spent
+from commtune.study import Acceptance, Role, StudySpec, StudyView
 
 if TYPE_CHECKING:
     import optuna
@@ -85,7 +71,8 @@ def collect(store: Store, study: optuna.Study) -> StudyData:
     """Everything the report shows of ``study`` (see the module docstring)."""
     from commtune.knobs import load_catalog
 
-    spec = spec_of(study)
+    view = StudyView(study)
+    spec = view.spec()
     catalog = load_catalog(spec.library)
     knobs = []
     for dim in spec.space:
@@ -98,42 +85,39 @@ def collect(store: Store, study: optuna.Study) -> StudyData:
     default_runs: list[tuple[int, float, str]] = []
     not_applied: dict[str, str] = {}
     seq = 0
-    for t in study.get_trials(deepcopy=False):
-        role = role_of(t)
-        runs = runs_of(t)
-        jobs = sorted({str(r["job"]["job"]) for r in runs if r.get("job")})
+    for t in view.records:
         rows.append(
             TrialRow(
                 t.number,
-                role.value if role else "?",
+                t.role.value if t.role else "?",
                 t.state.name,
                 t.value,
-                config_of(t),
-                run_relatives(t),
-                len(runs),
-                fail_reason(t) or "",
-                jobs,
+                dict(t.config),
+                t.relatives(),
+                len(t.runs),
+                str(t.failure or ""),
+                t.jobs(),
             )
         )
-        for i, run in enumerate(runs):
-            order = int(run.get("seq", seq + i))
-            if role in (Role.REFERENCE, Role.CONTROL) and run.get("value") is not None:
-                default_runs.append((order, float(run["value"]), role.value))
-        seq += len(runs)
-        not_applied.update(not_applied_of(t))
+        for i, run in enumerate(t.runs):
+            order = run.seq if run.seq is not None else seq + i
+            if t.role in (Role.REFERENCE, Role.CONTROL) and run.value is not None:
+                default_runs.append((order, run.value, t.role.value))
+        seq += len(t.runs)
+        not_applied.update(t.not_applied)
     searched = [r for r in rows if r.role == Role.SEARCH.value and r.state in ("COMPLETE", "FAIL")]
-    acceptance = acceptance_of(study)
-    noise = noise_of(study)
-    top_numbers = [t.number for t in best_trials(study, 5)]
+    acceptance = view.acceptance()
+    noise = view.noise()
+    top_numbers = [t.number for t in view.best(5)]
     by_number = {r.number: r for r in rows}
-    importances, note = _importances(study, knobs)
+    importances, note = _importances(view, knobs)
     slices: dict[str, list[tuple[Any, float]]] = {}
     if importances:
         chosen = [k for k, v in importances.items() if v >= IMPORTANT][:4]
         for knob in chosen:
             slices[knob] = [(r.config[knob], r.value) for r in searched
                             if r.value is not None and knob in r.config]  # fmt: skip
-    platform_key = platform_of(study)
+    platform_key = view.platform()
     fingerprint = store.platform(platform_key) if platform_key else None
     return StudyData(
         name=study.study_name,
@@ -145,7 +129,7 @@ def collect(store: Store, study: optuna.Study) -> StudyData:
         default_runs=sorted(default_runs),
         noise_cv=noise.cv,
         drift=noise.drift,
-        runs=runs_spent(study, acceptance),
+        runs=view.runs_spent(acceptance),
         acceptance=acceptance,
         top=[by_number[n] for n in top_numbers],
         importances=importances,
@@ -159,7 +143,7 @@ def collect(store: Store, study: optuna.Study) -> StudyData:
 
 
 def _importances(
-    study: optuna.Study, knobs: list[tuple[str, list[Any]]]
+    view: StudyView, knobs: list[tuple[str, list[Any]]]
 ) -> tuple[dict[str, float] | None, str]:
     """PED-ANOVA importances of the searched knobs on the trials' relative values, computed
     on a copy holding the finished search trials only (the study's reference, controls and
@@ -168,11 +152,7 @@ def _importances(
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
     varied = {name for name, values in knobs if len(values) > 1}
-    done = [
-        t
-        for t in study.get_trials(deepcopy=False)
-        if role_of(t) is Role.SEARCH and t.state.name == "COMPLETE" and t.value is not None
-    ]
+    done = [t.trial for t in view.by_role(Role.SEARCH) if t.complete and t.value is not None]
     if len(done) < MIN_FOR_IMPORTANCE:
         return None, (
             f"{len(done)} finished search trial(s): importances need at least {MIN_FOR_IMPORTANCE}"

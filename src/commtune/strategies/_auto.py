@@ -27,7 +27,7 @@ from commtune.strategies._dqn import DQNStrategy
 from commtune.strategies._ga import GeneticStrategy
 from commtune.strategies._history import History, HistoryStrategy, Point
 from commtune.strategies._model import ModelStrategy
-from commtune.study import record_arm
+from commtune.study import mark
 
 ARMS = ("tpe", "cmaes", "ga", "model", "dqn", "random")
 OPTUNA_ARMS = ("tpe", "cmaes")
@@ -73,7 +73,7 @@ class AutoStrategy(HistoryStrategy):
         else:
             arm = self.choose(history)
             point = self.ask_arm(arm, history, rng, seed)
-        record_arm(study, trial, arm)
+        mark(study, trial, arm=arm)
         return point
 
     def credits(self, history: History) -> dict[str, list[float]]:

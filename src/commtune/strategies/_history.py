@@ -25,16 +25,7 @@ import numpy as np
 from commtune.errors import UsageError
 from commtune.knobs import KnobType, Space
 from commtune.strategies._base import Strategy, derive_seed, distributions
-from commtune.study import (
-    Role,
-    arm_of,
-    config_of,
-    features_of_trial,
-    magnitude,
-    role_of,
-    scale_of,
-    spec_of,
-)
+from commtune.study import Role, StudyView, magnitude, spec_of
 
 if TYPE_CHECKING:
     import optuna
@@ -93,11 +84,12 @@ class History:
         history.study, history.trial = study, trial
         seen_values: dict[Point, float] = {}
         history.read_training(study)
-        for t in study.get_trials(deepcopy=False):
-            features = features_of_trial(t)
-            if role_of(t) is Role.TRAINING:
+        for record in StudyView(study).records:
+            t = record.trial
+            features = dict(record.features) if record.features is not None else None
+            if record.role is Role.TRAINING:
                 continue
-            if role_of(t) is Role.REFERENCE:
+            if record.role is Role.REFERENCE:
                 if t.state is TrialState.COMPLETE and t.value is not None:
                     history.reference = float(t.value)
                     history.reference_features = features
@@ -109,7 +101,7 @@ class History:
             if point is None:
                 continue
             if t.state in (TrialState.COMPLETE, TrialState.FAIL):
-                history.arms.append(arm_of(t))
+                history.arms.append(record.arm)
             if t.state is TrialState.COMPLETE and t.value is not None:
                 history.order.append((point, float(t.value)))
                 if point not in seen_values:  # a duplicate repeats an earlier measurement
@@ -136,7 +128,6 @@ class History:
         """The study's training runs, or those of the study it trains from (``train_from``),
         and its target scale."""
         import optuna
-        from optuna.trial import TrialState
 
         try:
             scale = spec_of(study).scale
@@ -151,11 +142,11 @@ class History:
                 source = optuna.load_study(study_name=scale["train_from"], storage=study._storage)
             except KeyError:
                 return
-        for t in source.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            values = scale_of(t)
-            if role_of(t) is not Role.TRAINING or not values or t.value is None:
+        for record in StudyView(source).training():
+            t, values = record.trial, record.scale
+            if not record.complete or not values or t.value is None:
                 continue
-            point = self.point_of(t.params) if config_of(t) else self.default
+            point = self.point_of(t.params) if record.config else self.default
             if point is not None and values.keys() == self.target_scale.keys():
                 self.training.append((point, {k: magnitude(v) for k, v in values.items()},
                                       float(t.value)))  # fmt: skip

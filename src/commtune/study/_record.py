@@ -56,6 +56,11 @@ class Role(enum.Enum):
     # measured, and no earlier trial it repeats.
     UNUSED = "unused"
 
+    @classmethod
+    def of(cls, trial: FrozenTrial | BaseTrial) -> Role | None:
+        """The role stored on a trial, frozen or being run (None: not a commtune trial)."""
+        return role_of(trial)
+
 
 class _Attr:
     ROLE = "role"

@@ -21,16 +21,8 @@ from typing import TYPE_CHECKING, Any
 from commtune import stats
 from commtune.knobs import Value
 from commtune.progress import Progress
-from commtune.study import Acceptance, Source, acceptance_of, config_of, set_acceptance
+from commtune.study import Acceptance, Source, StudyView, set_acceptance
 from commtune.trial import Executor
-from commtune.tune._trials import (
-    best_trials,
-    measured,
-    noise_of,
-    reference_trial,
-    runs_spent,
-    value_of,
-)
 
 if TYPE_CHECKING:
     import optuna
@@ -87,35 +79,37 @@ def confirm(
     max_runs: int | None = None,
 ) -> Acceptance | None:
     """Confirm the search's best configurations (see the module docstring); stored."""
-    ref = reference_trial(study)
-    best = best_trials(study, max(1, top))
-    if not best or ref is None or rounds <= 0:
+    view = StudyView(study)
+    ref = view.reference()
+    best = view.best(max(1, top))
+    if not best or ref is None or ref.value is None or rounds <= 0:
         return None
-    n_measured = len(measured(study))
-    stored = acceptance_of(study)
-    if stored and stored.source is Source.SEARCH and stored.measured_trials == n_measured:
+    n_measured = len(view.ran())
+    stored = view.verdict()
+    if stored and stored.source is Source.SEARCH:
         return stored
-    band = max(0.02, 2 * noise_of(study).cv)
-    within = [t for t in best if value_of(t) < value_of(ref) * (1 + band)]
+    band = max(0.02, 2 * view.noise().cv)
+    within = [t for t in best if t.value is not None and t.value < ref.value * (1 + band)]
     if not within:
+        assert best[0].value is not None
         acc = Acceptance(
             Source.SEARCH,
-            config_of(best[0]),
+            dict(best[0].config),
             False,
             "no configuration came within noise of the default in the search",
             trial=best[0].number,
             measured_trials=n_measured,
             # nothing was confirmed: no speedup, CI or p-value; the search's own estimate
             # is kept under its name
-            extra={"search_speedup": value_of(ref) / value_of(best[0])},
+            extra={"search_speedup": ref.value / best[0].value},
         )
         set_acceptance(study, acc)
         return acc
-    candidates = [Candidate(t.number, config_of(t)) for t in within]
+    candidates = [Candidate(t.number, dict(t.config)) for t in within]
     level = 1 - (1 - LEVEL) / len(candidates)
     default: dict[int, float] = {}  # round -> the default's run
     default_others: dict[int, dict[str, float | None]] = {}
-    room = None if max_runs is None else max_runs - runs_spent(study)
+    room = None if max_runs is None else max_runs - view.runs_spent()
     active = list(candidates)
     with ui.progress("confirming the best against the default", rounds * (1 + len(active))) as bar:
         for i in range(CONFIRM_CAP * rounds):

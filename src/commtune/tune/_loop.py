@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,19 +38,13 @@ from commtune.study import (
     Role,
     Source,
     StudySpec,
+    StudyView,
+    TrialRecord,
+    TrialWriter,
     acceptance_of,
     ask,
     config_key,
-    config_of,
-    fail_reason,
     raw_spec,
-    role_of,
-    run_values,
-    run_walls,
-    set_config,
-    set_duplicate_of,
-    set_fail_reason,
-    set_role,
     set_spec,
     spec_of,
 )
@@ -59,7 +53,6 @@ from commtune.tune._confirm import confirm
 from commtune.tune._schedule import CONTROL_EVERY, Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
 from commtune.tune._train import train, training_done
-from commtune.tune._trials import best_trials, measured, reference_trial
 from commtune.tune._workers import CONFIRM, POLL, REFERENCE, TRAINING, Workers, config_claim
 
 if TYPE_CHECKING:
@@ -96,7 +89,7 @@ class TuneSettings:
     # Called after every recorded run of a trial (run index from 0): stores profiles, warns.
     on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None
     # Hints that need the reference run (a prediction from its profile): called once it is done.
-    hints_from_reference: Callable[[optuna.trial.FrozenTrial], list[dict[str, Value]]] | None = None
+    hints_from_reference: Callable[[TrialRecord], list[dict[str, Value]]] | None = None
     # The command at a training scale (``spec.scale``): runs the training before the search.
     executor_at: Callable[[Mapping[str, str]], Executor] | None = None
 
@@ -158,12 +151,12 @@ def run_reference(
     executor: Executor,
     ui: Progress,
     workers: Workers | None = None,
-) -> optuna.trial.FrozenTrial:
+) -> TrialRecord:
     """The library's defaults, ``repeats`` times: the first control level of the study. One
     worker runs it; the others wait for it."""
     workers = workers or Workers.solo(study.study_name)
     while True:
-        ref = reference_trial(study)
+        ref = StudyView(study).reference()
         if ref is not None:
             return ref
         holder = workers.claim(REFERENCE, counted=True)
@@ -175,7 +168,7 @@ def run_reference(
             continue
         ui.info(f"worker {holder.worker} runs the reference; waiting for it")
         while (
-            reference_trial(study) is None
+            StudyView(study).reference() is None
             and workers.claim(REFERENCE) == holder
             and workers.alive(holder.worker)
         ):
@@ -193,13 +186,13 @@ def _reference_runs(
     executor: Executor,
     ui: Progress,
     workers: Workers,
-) -> optuna.trial.FrozenTrial:
+) -> TrialRecord:
     statistic = stats.statistic(settings.spec.statistic)
     trial = ask(study)
     workers.bind(REFERENCE, trial.number)
-    set_role(trial, Role.REFERENCE)
-    set_config(trial, {})
     live = Live(trial, None, settings.on_run)
+    live.write.role(Role.REFERENCE)
+    live.write.config({})
     with ui.progress("reference (library defaults)", settings.spec.repeats) as bar:
         try:
             for r in range(settings.spec.repeats):
@@ -209,8 +202,7 @@ def _reference_runs(
                 live.record(run, f"{trial.number}.{r}", r)
                 bar.advance(status=status_line(live, run))
         except BaseException:
-            live.failure = live.failure or INTERRUPTED
-            set_fail_reason(trial, live.failure)
+            live.fail(live.failure or INTERRUPTED)
             tell(study, live, statistic)
             raise
     if live.failure is None:
@@ -225,9 +217,120 @@ def _reference_runs(
             f"the reference run (library defaults) failed with {live.failure}{detail}; "
             "the command itself does not work"
         )
-    ref = reference_trial(study)
+    ref = StudyView(study).reference()
     assert ref is not None
     return ref
+
+
+@dataclass(frozen=True)
+class New:
+    """A configuration to run: claimed by this worker for ``trial``."""
+
+    trial: optuna.Trial
+    config: dict[str, Value]
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A configuration measured before (or being measured by another worker): answered from
+    trial ``of``, not run."""
+
+    trial: optuna.Trial
+    of: TrialRecord | int | None  # a measured trial, one another worker runs, or this batch's
+
+
+@dataclass(frozen=True)
+class Spent:
+    """The study's trials are all claimed (by this worker or others): nothing more runs."""
+
+    trial: optuna.Trial
+
+
+Proposal = New | Duplicate | Spent
+
+
+@dataclass
+class _Proposer:
+    """Asks the strategy for configurations and decides what each is (:data:`Proposal`)."""
+
+    study: optuna.Study
+    settings: TuneSettings
+    workers: Workers
+    known: dict[str, TrialRecord]  # every worker's measured configurations
+    in_batch: dict[str, int] = field(default_factory=dict)  # configuration -> its trial
+
+    def __post_init__(self) -> None:
+        self.dists = distributions(self.settings.space)
+
+    def propose(self) -> Proposal:
+        space = self.settings.space
+        trial = ask(self.study, fixed_distributions=self.dists)
+        config = {
+            d.knob.name: d.knob.from_internal(trial.params[d.knob.name]) for d in space.dimensions
+        }
+        write = TrialWriter(trial)
+        write.config(config)
+        key = config_key(config)
+        earlier = self.known.get(key)
+        if earlier is not None or key in self.in_batch:
+            write.role(Role.DUPLICATE)
+            return Duplicate(trial, earlier or self.in_batch[key])
+        holder = _claim(self.study, self.workers, config, trial.number, self.settings.trials)
+        if holder is None:  # the other workers took the last trials
+            write.role(Role.UNUSED)
+            return Spent(trial)
+        if self.workers.mine(holder, trial.number):
+            write.role(Role.SEARCH)
+            self.in_batch[key] = trial.number
+            return New(trial, config)
+        write.role(Role.DUPLICATE)  # another worker claimed it first
+        return Duplicate(trial, holder.trial)
+
+    def answer(self, proposal: Duplicate | Spent) -> None:
+        """Finish a trial that runs nothing: a duplicate takes its earlier trial's value (or
+        failure); one whose earlier trial is still running, or in this batch, and an unused
+        one are pruned."""
+        from optuna.trial import TrialState
+
+        of = proposal.of if isinstance(proposal, Duplicate) else None
+        if isinstance(of, TrialRecord):
+            TrialWriter(proposal.trial).duplicate_of(of.number)
+            if of.value is not None and of.complete:
+                self.study.tell(proposal.trial, of.value)
+            else:
+                self.study.tell(proposal.trial, state=TrialState.FAIL)
+            return
+        if of is not None:
+            TrialWriter(proposal.trial).duplicate_of(of)
+        self.study.tell(proposal.trial, state=TrialState.PRUNED)
+
+
+@dataclass
+class _Batch:
+    lives: list[Live]
+    spent: bool  # the study's budget is claimed to the last trial
+    stalled: bool  # the strategy proposed only known configurations, 200 times in a row
+
+
+def _propose_batch(
+    proposer: _Proposer, size: int, on_run: Callable[..., None] | None, repeated: int
+) -> tuple[_Batch, int]:
+    """Up to ``size`` new configurations; returns the batch and the duplicates proposed in
+    a row so far (``repeated`` carried over batches)."""
+    lives: list[Live] = []
+    while len(lives) < size:
+        proposal = proposer.propose()
+        if isinstance(proposal, New):
+            lives.append(Live(proposal.trial, proposal.config, on_run))
+            repeated = 0
+            continue
+        proposer.answer(proposal)
+        if isinstance(proposal, Spent):
+            return _Batch(lives, spent=True, stalled=False), repeated
+        repeated += 1
+        if repeated >= 200:
+            return _Batch(lives, spent=False, stalled=True), repeated
+    return _Batch(lives, spent=False, stalled=False), repeated
 
 
 def search(
@@ -240,13 +343,10 @@ def search(
 ) -> None:
     """Batches of proposals to the study's budget, shared with the study's other workers:
     each configuration is claimed before it runs (:mod:`commtune.tune._workers`)."""
-    import optuna
-
     workers = workers or Workers.solo(study.study_name)
     workers.sync(study)
     strategy = get_strategy(settings.strategy, settings.strategy_options, settings.hints)
     space = settings.space
-    dists = distributions(space)
     statistic = stats.statistic(settings.spec.statistic)
     remaining = settings.trials - workers.counted()
     if remaining <= 0:
@@ -262,13 +362,13 @@ def search(
         control_every=settings.control_every,
         limit=settings.search_limit(),
     )
-    duplicates_in_a_row = 0
+    repeated = 0  # duplicates proposed in a row
     start = scheduler.spent
     total = scheduler.estimate(remaining)
-    spent = False  # the study's trials are all claimed, by this worker or others
     with ui.progress(f"{settings.strategy} search", total) as bar:
-        while remaining > 0 and not spent:
-            known = _known(study)  # every worker's measurements so far
+        while remaining > 0:
+            view = StudyView(study)
+            known = view.known()
             if strategy.exhausted(space, len(known)):
                 ui.info(f"all {space.size()} configurations of the space are measured")
                 break
@@ -277,90 +377,49 @@ def search(
             if size <= 0:
                 ui.info(f"the run budget (--max-runs {settings.max_runs}) is spent")
                 break
-            n_trials = len(study.get_trials(deepcopy=False))
-            study.sampler = strategy.sampler(space, settings.seed, n_trials)
-            batch: list[Live] = []
-            in_batch: set[str] = set()
-            while len(batch) < size:
-                trial = ask(study, fixed_distributions=dists)
-                config = {
-                    d.knob.name: d.knob.from_internal(trial.params[d.knob.name])
-                    for d in space.dimensions
-                }
-                set_config(trial, config)
-                key = config_key(config)
-                earlier = known.get(key)
-                holder = None
-                if earlier is None and key not in in_batch:
-                    holder = _claim(study, workers, config, trial.number, settings.trials)
-                    if holder is None:  # the other workers took the last trials
-                        set_role(trial, Role.UNUSED)
-                        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                        spent = True
-                        break
-                    if workers.mine(holder, trial.number):
-                        set_role(trial, Role.SEARCH)
-                        batch.append(Live(trial, config, settings.on_run))
-                        in_batch.add(key)
-                        duplicates_in_a_row = 0
-                        continue
-                # Proposed again: answer from the earlier measurement, run nothing.
-                set_role(trial, Role.DUPLICATE)
-                if holder is not None and holder.trial is not None:  # another worker runs it
-                    set_duplicate_of(trial, holder.trial)
-                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                elif earlier is not None:
-                    number, value = earlier
-                    set_duplicate_of(trial, number)
-                    if value is not None:
-                        study.tell(trial, value)
-                    else:
-                        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                else:
-                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                duplicates_in_a_row += 1
-                if duplicates_in_a_row >= 200:
-                    break
-            if not batch:
-                if not spent:
+            study.sampler = strategy.sampler(space, settings.seed, len(view.records))
+            proposer = _Proposer(study, settings, workers, known)
+            batch, repeated = _propose_batch(proposer, size, settings.on_run, repeated)
+            if not batch.lives:
+                if not batch.spent:
                     ui.info("the strategy proposes only configurations already measured; stopping")
                 break
-            try:
-                scheduler.run_batch(batch, bar)
-            except BaseException:
-                scheduler.settle(batch)
-                for live in batch:
-                    if live.failure is None:
-                        live.failure = INTERRUPTED
-                        set_fail_reason(live.trial, INTERRUPTED)
-                    tell(study, live, statistic)
-                    workers.release(trial=live.trial.number)  # to be run again
-                if scheduler.control is not None:
-                    tell_control(study, scheduler.control)
-                raise
-            scheduler.settle(batch)
-            if scheduler.control is not None:
-                tell_control(study, scheduler.control)
-            for live in batch:
-                tell(study, live, statistic)
-                if live.failure == INTERRUPTED or fail_reason(live.trial) == INTERRUPTED:
-                    workers.release(trial=live.trial.number)
+            _run_batch(study, scheduler, batch.lives, statistic, workers, bar)
+            if batch.spent:
+                break
             remaining = settings.trials - workers.counted()
             bar.grow(scheduler.spent - start + scheduler.estimate(max(0, remaining)))
 
 
-def _known(study: optuna.Study) -> dict[str, tuple[int, float | None]]:
-    """configuration -> (trial number, its value; None if it failed) of the search trials
-    that ran; one that failed is not run again either, unless it was interrupted."""
-    known: dict[str, tuple[int, float | None]] = {}
-    for t in study.get_trials(deepcopy=False):
-        if (
-            role_of(t) is Role.SEARCH
-            and t.state.name in ("COMPLETE", "FAIL")
-            and fail_reason(t) != INTERRUPTED
-        ):
-            known.setdefault(config_key(config_of(t)), (t.number, t.value))
-    return known
+def _run_batch(
+    study: optuna.Study,
+    scheduler: Scheduler,
+    batch: list[Live],
+    statistic: Callable[[Sequence[float]], float],
+    workers: Workers,
+    bar: Any,
+) -> None:
+    """Run the batch (its controls beside it) and tell its trials; an interrupted trial's
+    configuration is released to be run again, here or by another worker."""
+    try:
+        scheduler.run_batch(batch, bar)
+    except BaseException:
+        scheduler.settle(batch)
+        for live in batch:
+            if live.failure is None:
+                live.fail(INTERRUPTED)
+            tell(study, live, statistic)
+            workers.release(trial=live.trial.number)  # to be run again
+        if scheduler.control is not None:
+            tell_control(study, scheduler.control)
+        raise
+    scheduler.settle(batch)
+    if scheduler.control is not None:
+        tell_control(study, scheduler.control)
+    for live in batch:
+        tell(study, live, statistic)
+        if live.failure == INTERRUPTED:
+            workers.release(trial=live.trial.number)
 
 
 def _claim(
@@ -415,10 +474,10 @@ def tune(
         if interrupted:
             ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
         ref = run_reference(study, settings, executor, ui, workers)
-        timeout = settings.timeout or max(MIN_TIMEOUT, 5 * stats.median(run_walls(ref)))
+        timeout = settings.timeout or max(MIN_TIMEOUT, 5 * stats.median(ref.walls()))
         ui.info(
-            f"reference: {stats.median(run_values(ref)):.4g} (median of "
-            f"{len(run_values(ref))}); run timeout {timeout:.1f} s"
+            f"reference: {stats.median(ref.values()):.4g} (median of "
+            f"{len(ref.values())}); run timeout {timeout:.1f} s"
         )
         if settings.hints_from_reference is not None:
             settings.hints = [*settings.hints_from_reference(ref), *settings.hints]
@@ -436,12 +495,6 @@ def tune(
             ui.warn("a worker stopped during its trials; they are run again")
             search(study, settings, executor, timeout, ui, workers)
 
-        def confirmed() -> Acceptance | None:
-            stored = acceptance_of(study)
-            if stored is not None and stored.measured_trials == len(measured(study)):
-                return stored
-            return None
-
         def run_confirmation() -> Acceptance | None:
             return confirm(
                 study,
@@ -454,8 +507,10 @@ def tune(
                 max_runs=settings.max_runs,
             )
 
-        if settings.confirm <= 0 or not best_trials(study, 1):
+        if settings.confirm <= 0 or not StudyView(study).best(1):
             acceptance = run_confirmation()  # nothing to run: no need to wait on another
         else:
-            acceptance = workers.once(CONFIRM, confirmed, run_confirmation, ui, "confirmation")
+            acceptance = workers.once(
+                CONFIRM, lambda: StudyView(study).verdict(), run_confirmation, ui, "confirmation"
+            )
     return summarize(study, acceptance)

@@ -35,22 +35,8 @@ from typing import TYPE_CHECKING
 from commtune import stats
 from commtune.knobs import Value
 from commtune.progress import Bar
-from commtune.study import (
-    INTERRUPTED,
-    Role,
-    ask,
-    run_values,
-    runs_of,
-    set_config,
-    set_fail_reason,
-    set_features,
-    set_not_applied,
-    set_role,
-    set_runs,
-    set_scale,
-)
+from commtune.study import INTERRUPTED, Role, StudyView, TrialWriter, ask
 from commtune.trial import Executor, RunRecord
-from commtune.tune._trials import incumbent_value, noise_of, reference_trial, runs_spent
 
 if TYPE_CHECKING:
     import optuna
@@ -76,6 +62,7 @@ class Live:
         control: bool = False,
     ) -> None:
         self.trial = trial
+        self.write = TrialWriter(trial)
         self.config = config
         self.on_run = on_run
         self.control = control  # a control trial: a failed run fails nothing
@@ -92,7 +79,7 @@ class Live:
             relative = self.relative[i] if i < len(self.relative) else None
             where = {"block": self.blocks[i], "seq": self.seqs[i], "relative": relative}
             records.append({**run.to_json(), **where})
-        set_runs(self.trial, records)
+        self.write.runs(records)
 
     def record(self, run: RunRecord, block: str, seq: int) -> None:
         self.runs.append(run)
@@ -101,14 +88,17 @@ class Live:
         self.store()
         if run.not_applied.keys() - self.not_applied.keys():
             self.not_applied = {**run.not_applied, **self.not_applied}
-            set_not_applied(self.trial, self.not_applied)
+            self.write.not_applied(self.not_applied)
         if run.profile is not None and len(self.runs) == 1:
-            set_features(self.trial, run.profile.features)
+            self.write.features(run.profile.features)
         if run.failure is not None and not self.control:
-            self.failure = run.failure
-            set_fail_reason(self.trial, run.failure)
+            self.fail(run.failure)
         if self.on_run is not None:
             self.on_run(self.trial, len(self.runs) - 1, run)
+
+    def fail(self, reason: str) -> None:
+        self.failure = reason
+        self.write.failure(reason)
 
     def relate(self, level: Callable[[int], float | None]) -> None:
         """Every run relative to the control level at its place in time (None: no level)."""
@@ -150,23 +140,23 @@ class Scheduler:
         self.racing = racing
         self.control_every = control_every
         self.limit = limit  # runs the study may reach (None: no bound)
-        self.spent = runs_spent(study)
+        self.spent = StudyView(study).runs_spent()
         self.others = 0  # runs other workers made since (see ``affordable``)
         self.control: Live | None = None  # the control runs of the current batch
         self.stream: list[tuple[int, float]] = []  # (seq, value) of every control run, in order
         self.age = control_every  # trial runs since the last control run
         self.cv = PRIOR_CV  # the noise, measured at the start of each batch
-        ref = reference_trial(study)
+        view = StudyView(study)
+        ref = view.reference()
         assert ref is not None, "the reference runs before the search"
         self.scale = scale
-        self.fallback: float | None = stats.median(run_values(ref))
-        trials = study.get_trials(deepcopy=False)
+        self.fallback: float | None = stats.median(ref.values())
         if scale is not None:
             self.fallback = None  # another command: the reference says nothing of its level
-        elif trials and trials[-1].number == ref.number:  # a fresh study: the reference was last
-            for i, run in enumerate(runs_of(ref)):
-                if run.get("value") is not None:
-                    self.stream.append((run.get("seq", i), float(run["value"])))
+        elif view.records[-1].number == ref.number:  # a fresh study: the reference was last
+            for i, run in enumerate(ref.runs):
+                if run.value is not None:
+                    self.stream.append((run.seq if run.seq is not None else i, run.value))
             self.age = 0
 
     # -- budget ---------------------------------------------------------------------------
@@ -177,7 +167,7 @@ class Scheduler:
             return wanted
         # the runs of other workers on the study since this scheduler began (all of this
         # one's are stored: none is running between batches)
-        self.others = max(0, runs_spent(self.study) - self.spent)
+        self.others = max(0, StudyView(self.study).runs_spent() - self.spent)
         n = wanted
         while n > 0 and self.spent + self.others + n + self._controls_for(n) > self.limit:
             n -= 1
@@ -195,8 +185,9 @@ class Scheduler:
         runs made so far are stored; the caller tells the trials."""
         self.control = None
         anchor = batch[0].trial.number
-        incumbent = incumbent_value(self.study)
-        self.cv = max(MIN_CV, noise_of(self.study).cv or PRIOR_CV)
+        view = StudyView(self.study)
+        incumbent = view.incumbent()
+        self.cv = max(MIN_CV, view.noise().cv or PRIOR_CV)
         racing = list(batch)
         r = 0
         while racing:
@@ -326,10 +317,11 @@ def control_trial(study: optuna.Study, scale: Mapping[str, str] | None = None) -
         trial = ask(study)
     finally:
         study.sampler = saved
-    set_role(trial, Role.CONTROL if scale is None else Role.TRAINING)
+    write = TrialWriter(trial)
+    write.role(Role.CONTROL if scale is None else Role.TRAINING)
     if scale is not None:
-        set_scale(trial, scale)
-    set_config(trial, {})
+        write.scale(scale)
+    write.config({})
     return Live(trial, None, control=True)
 
 
@@ -342,7 +334,7 @@ def tell(
     live.store()  # with the relative values
     if live.failure is not None or not live.relatives():
         if live.failure is None:
-            set_fail_reason(live.trial, INTERRUPTED)
+            live.fail(INTERRUPTED)
         study.tell(live.trial, state=TrialState.FAIL)
         return None
     value = statistic(live.relatives())
@@ -360,5 +352,5 @@ def tell_control(study: optuna.Study, control: Live) -> None:
         study.tell(control.trial, 1.0)
     else:
         last = control.runs[-1].failure if control.runs else None
-        set_fail_reason(control.trial, last or INTERRUPTED)
+        control.write.failure(last or INTERRUPTED)
         study.tell(control.trial, state=TrialState.FAIL)

@@ -8,17 +8,7 @@ from typing import TYPE_CHECKING, Any
 from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Value
-from commtune.study import Acceptance, config_of, not_applied_of, run_relatives, run_values, spec_of
-from commtune.tune._trials import (
-    Noise,
-    best_trials,
-    measured,
-    noise_of,
-    pareto_front,
-    reference_trial,
-    runs_spent,
-    value_of,
-)
+from commtune.study import Acceptance, Noise, StudyView
 
 if TYPE_CHECKING:
     import optuna
@@ -90,42 +80,37 @@ class TuneResult:
 
 
 def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
-    from optuna.trial import TrialState
-
-    ref = reference_trial(study)
-    if ref is None:
+    view = StudyView(study)
+    ref = view.reference()
+    if ref is None or ref.value is None:
         raise UsageError(f"study {study.study_name!r} has no reference trial yet")
-    stat = spec_of(study).statistic
-    summary = stats.statistic(stat)
-    ran = measured(study)
-    failed = sum(1 for t in ran if t.state is TrialState.FAIL)
+    spec = view.spec()
+    summary = stats.statistic(spec.statistic)
+    ran = view.ran()
     rows = [
         Row(
             t.number,
-            config_of(t),
-            value_of(t),
-            stats.spread(run_relatives(t)),
-            value_of(ref) / value_of(t),
-            summary(run_values(t)),
-            len(run_values(t)),
+            dict(t.config),
+            float(t.value),
+            stats.spread(t.relatives()),
+            ref.value / t.value,
+            summary(t.values()),
+            len(t.values()),
         )
-        for t in best_trials(study, 5)
+        for t in view.best(5)
+        if t.value is not None
     ]
-    missing: dict[str, str] = {}
-    for t in ran:
-        for knob, reason in not_applied_of(t).items():
-            missing.setdefault(knob, reason)
     return TuneResult(
         study.study_name,
         len(ran),
-        failed,
-        summary(run_values(ref)),
+        sum(1 for t in ran if t.failed),
+        summary(ref.values()),
         rows[0] if rows else None,
         acceptance,
         rows,
-        missing,
-        runs_spent(study, acceptance),
-        noise_of(study),
-        stat,
-        pareto_front(study, spec_of(study).objectives) if spec_of(study).objectives else [],
+        view.not_applied(ran),
+        view.runs_spent(acceptance),
+        view.noise(),
+        spec.statistic,
+        view.pareto(spec.objectives) if spec.objectives else [],
     )

@@ -21,21 +21,7 @@ from commtune import stats
 from commtune.knobs import Value
 from commtune.progress import Progress
 from commtune.strategies import design_configs, distributions
-from commtune.study import (
-    INTERRUPTED,
-    Role,
-    Scale,
-    ask,
-    config_key,
-    config_of,
-    fail_reason,
-    role_of,
-    scale_of,
-    set_config,
-    set_fail_reason,
-    set_role,
-    set_scale,
-)
+from commtune.study import INTERRUPTED, Role, Scale, StudyView, ask, config_key
 from commtune.trial import Executor
 from commtune.tune._schedule import Live, Scheduler, tell, tell_control
 
@@ -57,13 +43,11 @@ def training_size(settings: TuneSettings) -> int:
 def trained(study: optuna.Study) -> set[tuple[str, str]]:
     """(scale key, configuration key) of every training run already made (interrupted ones
     are made again)."""
-    out = set()
-    for t in study.get_trials(deepcopy=False):
-        scale = scale_of(t)
-        finished = t.state.name in ("COMPLETE", "FAIL") and fail_reason(t) != INTERRUPTED
-        if role_of(t) is Role.TRAINING and scale and finished and config_of(t):
-            out.add((config_key(scale), config_key(config_of(t))))
-    return out
+    return {
+        (config_key(t.scale), t.key)
+        for t in StudyView(study).training()
+        if t.scale and t.finished and not t.interrupted and t.config
+    }
 
 
 def training_done(study: optuna.Study, settings: TuneSettings) -> bool:
@@ -141,10 +125,11 @@ def _training_trial(
         trial = ask(study, fixed_distributions=distributions(space))
     finally:
         study.sampler = saved
-    set_role(trial, Role.TRAINING)
-    set_scale(trial, values)
-    set_config(trial, config)
-    return Live(trial, config, settings.on_run)
+    live = Live(trial, config, settings.on_run)
+    live.write.role(Role.TRAINING)
+    live.write.scale(values)
+    live.write.config(config)
+    return live
 
 
 def _finish(
@@ -157,8 +142,7 @@ def _finish(
     scheduler.settle(batch)
     for live in batch:
         if interrupted and live.failure is None:
-            live.failure = INTERRUPTED
-            set_fail_reason(live.trial, INTERRUPTED)
+            live.fail(INTERRUPTED)
         tell(study, live, statistic)
     if scheduler.control is not None:
         tell_control(study, scheduler.control)

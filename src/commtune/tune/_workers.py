@@ -33,16 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 from commtune.knobs import Value
 from commtune.progress import Progress
 from commtune.store import Claim, Store
-from commtune.study import (
-    INTERRUPTED,
-    Role,
-    config_key,
-    config_of,
-    fail_reason,
-    record_fail_reason,
-    role_of,
-    worker_of,
-)
+from commtune.study import INTERRUPTED, StudyView, TrialRecord, config_key, mark
 from commtune.util import process_alive, worker_id
 
 if TYPE_CHECKING:
@@ -130,16 +121,13 @@ class Workers:
 
     def sync(self, study: optuna.Study) -> None:
         """Claims for the study's measured trials that have none (made before claims)."""
+        view = StudyView(study)
         claims = []
-        for t in study.get_trials(deepcopy=False):
-            role = role_of(t)
-            if t.state.name not in ("COMPLETE", "FAIL") or fail_reason(t) == INTERRUPTED:
-                continue
-            if role is Role.REFERENCE and t.state.name == "COMPLETE":
-                claims.append(Claim(REFERENCE, worker_of(t) or self.me, t.number, True))
-            elif role is Role.SEARCH:
-                key = config_claim(config_of(t))
-                claims.append(Claim(key, worker_of(t) or self.me, t.number, True))
+        ref = view.reference()
+        if ref is not None:
+            claims.append(Claim(REFERENCE, ref.worker or self.me, ref.number, True))
+        for t in view.search_trials():
+            claims.append(Claim(config_claim(t.config), t.worker or self.me, t.number, True))
         if self.store is not None:
             self.store.add_claims(self.study, claims)
         else:
@@ -150,12 +138,12 @@ class Workers:
     def alive(self, worker: str | None) -> bool:
         return _Look(self).alive(worker)
 
-    def running_alive(self, trial: optuna.trial.FrozenTrial, look: _Look | None = None) -> bool:
+    def running_alive(self, trial: TrialRecord, look: _Look | None = None) -> bool:
         """Whether the RUNNING ``trial``'s worker may still finish it."""
         look = look or _Look(self)
-        worker = worker_of(trial)
+        worker = trial.worker
         if worker is None:  # being stamped, if it is young and another worker lives
-            start = trial.datetime_start  # Optuna's local time, as datetime.now() gives it
+            start = trial.started  # Optuna's local time, as datetime.now() gives it
             young = start is not None and time.time() - start.timestamp() < UNNAMED
             return young and look.others_alive()
         return look.alive(worker)
@@ -192,27 +180,25 @@ class Workers:
         storage = study._storage
         look = _Look(self)
         n = 0
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        for trial in StudyView(study).running():
             if self.running_alive(trial, look):
                 continue
             try:
-                record_fail_reason(study, trial, INTERRUPTED)
-                storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+                mark(study, trial.trial, failure=INTERRUPTED)
+                storage.set_trial_state_values(trial.trial._trial_id, TrialState.FAIL)
             except RuntimeError:  # another worker recovered it first
                 continue
             self.release(trial=trial.number)
             n += 1
         return n
 
-    def others_running(self, study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    def others_running(self, study: optuna.Study) -> list[TrialRecord]:
         """Trials that live workers other than this one are running."""
-        from optuna.trial import TrialState
-
         look = _Look(self)
         return [
             t
-            for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-            if worker_of(t) != self.me and self.running_alive(t, look)
+            for t in StudyView(study).running()
+            if t.worker != self.me and self.running_alive(t, look)
         ]
 
     # -- work done once -------------------------------------------------------------------------
