@@ -17,7 +17,7 @@ from pathlib import Path
 
 import optuna
 
-from commtune.store import Store
+from commtune.store import Store, StoreClaims
 from commtune.study import Role, TrialWriter, ask
 from commtune.study._record import _Attr
 from commtune.tune._workers import Workers, _Look
@@ -33,12 +33,12 @@ def main() -> None:
         store = Store(f"sqlite:///{Path(scratch) / 's.db'}")
         study = optuna.create_study(study_name="b", storage=store.optuna)
         remote = "node17:4242:123456"  # another host: alive by its heartbeat only
-        store.beat("b", remote)
+        StoreClaims(store, "b").beat(remote)
         for _ in range(args.trials):
             trial = ask(study)
             trial.set_user_attr(_Attr.WORKER, remote)
             TrialWriter(trial).role(Role.SEARCH)
-        workers = Workers(store, "b")
+        workers = Workers.on(store, "b")
         running = study.get_trials(deepcopy=False)
 
         def once_per_look() -> int:

@@ -122,6 +122,24 @@ requires_pgrep = pytest.mark.skipif(shutil.which("pgrep") is None, reason="needs
 os.environ.setdefault("COLUMNS", "160")
 
 
+STORAGE_KINDS = ["sqlite", "journal", "postgres"]
+
+
+def storage_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A new, empty storage of ``kind`` (:data:`STORAGE_KINDS`): a SQLite file, a journal
+    file, or a database of its own on the session's PostgreSQL server."""
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 's.db'}"
+    if kind == "journal":
+        return f"journal://{tmp_path / 's.journal'}"
+    url: str = request.getfixturevalue("postgres")
+    name = f"w{os.getpid()}_{time.time_ns() % 10**12}"
+    params = dict(p.split("=", 1) for p in url.split("?", 1)[1].split("&"))
+    subprocess.run(["runuser", "-u", "postgres", "--", "createdb", "-h", params["host"], "-p",
+                    params["port"], "-U", "postgres", name], check=True)  # fmt: skip
+    return url.replace("/commtune?", f"/{name}?")
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[str]:
     """A PostgreSQL server from this machine's packages (Debian: postgresql), started for the

@@ -317,10 +317,8 @@ def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> 
 
     class Raced(Workers):
         def claim(self, key: str, **kw: object) -> Claim | None:
-            if key.startswith("config:") and not any(
-                c.worker == "other" for c in self._memory.values()
-            ):
-                self._memory["config:other"] = Claim("config:other", "other", None, True)
+            if key.startswith("config:"):  # the other worker is first, once
+                self.claims.claim("config:other", "other", trial=None, counted=True, limit=None)
             return super().claim(key, **kw)  # type: ignore[arg-type]
 
     settings = _settings(1, 2, ("fast", "slow"), racing=False)

@@ -21,9 +21,12 @@ import optuna
 import pytest
 
 from commtune.mpi import Vendor
-from commtune.store import Store
+from commtune.store import Claim, Claims, MemoryClaims, Store, StoreClaims
 from commtune.study import INTERRUPTED, Role, TrialRecord, TrialWriter, config_key
 
+from .conftest import (
+    STORAGE_KINDS as KINDS,
+)
 from .conftest import (
     commtune_subprocess,
     demo_command,
@@ -31,31 +34,53 @@ from .conftest import (
     needs_openmpi,
     processes_running,
     run_cli,
+    storage_url,
 )
-
-KINDS = ["sqlite", "journal", "postgres"]
 
 
 def _url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 's.db'}"
-    if kind == "journal":
-        return f"journal://{tmp_path / 's.journal'}"
-    url: str = request.getfixturevalue("postgres")
-    # one database per test: the session's server is shared
-    name = f"w{os.getpid()}_{int(time.time() * 1000) % 10**9}"
-    host = url.split("?", 1)[1]
-    params = dict(p.split("=", 1) for p in host.split("&"))
-    subprocess.run(["runuser", "-u", "postgres", "--", "createdb", "-h", params["host"], "-p",
-                    params["port"], "-U", "postgres", name], check=True)  # fmt: skip
-    return url.replace("/commtune?", f"/{name}?")
+    return storage_url(kind, tmp_path, request)
+
+
+def _claims(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Claims:
+    if kind == "memory":
+        return MemoryClaims()
+    return StoreClaims(Store(_url(kind, tmp_path, request)), "c")
+
+
+@pytest.mark.parametrize("kind", ["memory", *KINDS])
+def test_the_claims_contract(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Both homes of the claims (memory, a storage) behave alike: a key has one holder, a
+    counted claim spends the budget, a claim is bound to its trial by its holder only,
+    released by key, worker or trial, and claims made before are added without replacing."""
+    claims = _claims(kind, tmp_path, request)
+    first = claims.claim("reference", "a", trial=None, counted=True, limit=2)
+    assert first == Claim("reference", "a", None, True)
+    assert claims.claim("reference", "b", trial=None, counted=True, limit=2) == first
+    assert claims.claim("config:1", "b", trial=3, counted=True, limit=2) == Claim(
+        "config:1", "b", 3, True)  # fmt: skip
+    assert claims.claim("config:2", "a", trial=4, counted=True, limit=2) is None  # spent
+    assert claims.claim("confirm", "a", trial=None, counted=False, limit=2) is not None
+    claims.bind("reference", "b", 7)  # not b's claim: nothing changes
+    claims.bind("reference", "a", 1)
+    held = {c.key: c for c in claims.all()}
+    assert held["reference"] == Claim("reference", "a", 1, True) and len(held) == 3
+    assert claims.release(None, None, 3) == 1  # by trial
+    assert claims.release("confirm", "b", None) == 0  # not b's
+    assert claims.release(None, "a", None) == 2  # by worker
+    assert claims.all() == []
+    added = claims.add([Claim("config:1", "c", 9, True), Claim("config:1", "d", 10, True)])
+    assert added == 1 and claims.all() == [Claim("config:1", "c", 9, True)]
+    claims.beat("c")
+    beats = claims.beats()
+    assert beats == {} if kind == "memory" else set(beats) == {"c"}
 
 
 def _claim_many(url: str, worker: str, keys: int, limit: int, out: multiprocessing.Queue) -> None:
     store = Store(url)
     got = []
     for k in range(keys):
-        holder = store.claim("s", f"k{k}", worker, counted=True, limit=limit)
+        holder = StoreClaims(store, "s").claim(f"k{k}", worker, counted=True, limit=limit)
         if holder is not None and holder.worker == worker:
             got.append(k)
     out.put((worker, got))
@@ -78,7 +103,7 @@ def test_claims_are_one_holder_each_and_within_the_limit(
         assert p.exitcode == 0
     granted = [k for got in results.values() for k in got]
     assert len(granted) == 25 and len(set(granted)) == 25  # one holder per key, the limit held
-    held = Store(url).claims("s")
+    held = StoreClaims(Store(url), "s").all()
     assert {c.key for c in held} == {f"k{k}" for k in granted}
     assert Counter(c.worker for c in held) == Counter(
         {w: len(got) for w, got in results.items() if got}
@@ -161,7 +186,7 @@ def test_two_workers_share_one_study(
     keys = _search_keys(measured)
     assert len(keys) == len(set(keys)) == 7  # no configuration measured twice
     assert {TrialRecord.of(t).worker for t in study.get_trials()} <= {
-        c.worker for c in store.claims("w")
+        c.worker for c in StoreClaims(store, "w").all()
     } | {TrialRecord.of(t).worker for t in measured}
 
 
@@ -297,16 +322,16 @@ def test_a_trial_being_stamped_is_not_taken_for_a_dead_workers(tmp_path: Path) -
                    (started.isoformat(" "), old._trial_id))  # fmt: skip
     other = subprocess.Popen(["sleep", "60"])  # another worker, alive on this host
     try:
-        store.beat("r", f"{socket.gethostname()}:{other.pid}:{start_time(other.pid)}")
+        StoreClaims(store, "r").beat(f"{socket.gethostname()}:{other.pid}:{start_time(other.pid)}")
         study = optuna.load_study(study_name="r", storage=Store(url).optuna)
-        assert Workers(store, "r").recover(study) == 1
+        assert Workers.on(store, "r").recover(study) == 1
         states = {t.number: t.state.name for t in study.get_trials()}
         assert states == {fresh.number: "RUNNING", named.number: "RUNNING", old.number: "FAIL"}
         assert str(TrialRecord.of(study.get_trials()[old.number]).failure) == INTERRUPTED
     finally:
         other.kill()
         other.wait()
-    assert Workers(store, "r").recover(study) == 1  # alone now: the fresh one too
+    assert Workers.on(store, "r").recover(study) == 1  # alone now: the fresh one too
     assert study.get_trials()[fresh.number].state.name == "FAIL"
     assert study.get_trials()[named.number].state.name == "RUNNING"
 

@@ -543,7 +543,7 @@ def _run_study(
         f"study [bold]{name}[/bold] in {shown_url(store.url)} (re-run to resume; "
         "run the same command elsewhere to add a worker)"
     )
-    return tune(settings, store.optuna, executor, ui, Workers(store, name))
+    return tune(settings, store.optuna, executor, ui, Workers.on(store, name))
 
 
 def _check_training_study(url: str, scale: Scale, space: Space) -> None:

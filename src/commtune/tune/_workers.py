@@ -2,8 +2,9 @@
 
 Each ``commtune tune`` process is a *worker* (``util.worker_id``: host, pid, start time); every
 trial names the worker that runs it. Workers share one storage and coordinate through claims
-(``Store.claim``: a row per claim, made under the study's lock row, so a claim and the count of
-the study's claims are one atomic step on SQLite, PostgreSQL and a journal's side file):
+(``store.StoreClaims``: a row per claim, made under the study's lock row, so a claim and the
+count of the study's claims are one atomic step on SQLite, PostgreSQL and a journal's side
+file):
 
 - ``reference``, ``training`` and ``confirm`` are done by the worker that claims them; the
   others wait for the result (polling the study) and take the work over if its holder dies;
@@ -18,7 +19,8 @@ Trials and claims of a dead worker are taken back (``recover``): its running tri
 failed (``interrupted``) and their configurations free to run again; finished trials of every
 worker stay as they were committed.
 
-Without a storage (``Workers.solo``) the claims live in memory: one worker, the same code.
+Claims live in the storage (``Workers.on``) or, for a study without one (``Workers.solo``), in
+memory: two implementations of one protocol (``store.Claims``), the same code here.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from commtune.knobs import Value
 from commtune.progress import Progress
-from commtune.store import Claim, Store
+from commtune.store import Claim, Claims, MemoryClaims, Store, StoreClaims
 from commtune.study import INTERRUPTED, StudyView, TrialRecord, config_key, mark
 from commtune.util import process_alive, worker_id
 
@@ -60,15 +62,20 @@ def config_claim(config: Mapping[str, Value] | None) -> str:
 class Workers:
     """This tuner as one of the workers of study ``study`` (see the module docstring)."""
 
-    def __init__(self, store: Store | None, study: str) -> None:
-        self.store = store
+    def __init__(self, claims: Claims, study: str) -> None:
+        self.claims = claims
         self.study = study
         self.me = worker_id()
-        self._memory: dict[str, Claim] = {}  # the claims without a storage
 
     @classmethod
     def solo(cls, study: str) -> Workers:
-        return cls(None, study)
+        """The only worker of a study without a storage: its claims in memory."""
+        return cls(MemoryClaims(), study)
+
+    @classmethod
+    def on(cls, store: Store, study: str) -> Workers:
+        """A worker of a study in ``store``, shared with the workers of other tuners."""
+        return cls(StoreClaims(store, study), study)
 
     # -- claims -----------------------------------------------------------------------------
     def claim(
@@ -76,16 +83,7 @@ class Workers:
     ) -> Claim | None:
         """The holder of ``key`` (this worker if it was free); None if ``counted`` and the
         study's ``limit`` trials are claimed."""
-        if self.store is not None:
-            return self.store.claim(
-                self.study, key, self.me, trial=trial, counted=counted, limit=limit
-            )
-        if key in self._memory:
-            return self._memory[key]
-        if counted and limit is not None and self.counted() >= limit:
-            return None
-        self._memory[key] = Claim(key, self.me, trial, counted)
-        return self._memory[key]
+        return self.claims.claim(key, self.me, trial=trial, counted=counted, limit=limit)
 
     def mine(self, claim: Claim | None, trial: int | None = None) -> bool:
         return (
@@ -97,27 +95,14 @@ class Workers:
     def release(
         self, key: str | None = None, *, worker: str | None = None, trial: int | None = None
     ) -> None:
-        if self.store is not None:
-            self.store.release(self.study, key, worker, trial)
-            return
-        for k, c in list(self._memory.items()):
-            if (
-                (key is None or k == key)
-                and (worker is None or c.worker == worker)
-                and (trial is None or c.trial == trial)
-            ):
-                del self._memory[k]
+        self.claims.release(key, worker, trial)
 
     def bind(self, key: str, trial: int) -> None:
-        if self.store is not None:
-            self.store.bind(self.study, key, self.me, trial)
-        elif key in self._memory:
-            self._memory[key] = Claim(key, self.me, trial, self._memory[key].counted)
+        self.claims.bind(key, self.me, trial)
 
     def counted(self) -> int:
         """Trials of the budget claimed by all workers (the reference and configurations)."""
-        claims = self.store.claims(self.study) if self.store else list(self._memory.values())
-        return sum(1 for c in claims if c.counted)
+        return sum(1 for c in self.claims.all() if c.counted)
 
     def sync(self, study: optuna.Study) -> None:
         """Claims for the study's measured trials that have none (made before claims)."""
@@ -128,11 +113,7 @@ class Workers:
             claims.append(Claim(REFERENCE, ref.worker or self.me, ref.number, True))
         for t in view.search_trials():
             claims.append(Claim(config_claim(t.config), t.worker or self.me, t.number, True))
-        if self.store is not None:
-            self.store.add_claims(self.study, claims)
-        else:
-            for c in claims:
-                self._memory.setdefault(c.key, c)
+        self.claims.add(claims)
 
     # -- liveness -----------------------------------------------------------------------------
     def alive(self, worker: str | None) -> bool:
@@ -151,19 +132,16 @@ class Workers:
     @contextlib.contextmanager
     def heartbeat(self) -> Iterator[None]:
         """Beat while the block runs, for workers on other hosts to see this one alive."""
-        if self.store is None:
-            yield
-            return
-        store = self.store
+        claims = self.claims
         stop = threading.Event()
 
         def beat() -> None:
             while not stop.wait(BEAT):
                 with contextlib.suppress(Exception):  # a missed beat is not an error
-                    store.beat(self.study, self.me)
+                    claims.beat(self.me)
 
         with contextlib.suppress(Exception):  # the first beat before any trial is asked
-            store.beat(self.study, self.me)
+            claims.beat(self.me)
         thread = threading.Thread(target=beat, name="commtune-heartbeat", daemon=True)
         thread.start()
         try:
@@ -255,8 +233,7 @@ class _Look:
     @property
     def beats(self) -> dict[str, float]:
         if self._beats is None:
-            store = self.workers.store
-            self._beats = store.beats(self.workers.study) if store is not None else {}
+            self._beats = self.workers.claims.beats()
         return self._beats
 
     def alive(self, worker: str | None) -> bool:
