@@ -14,7 +14,7 @@ import optuna
 
 from commtune.knobs import Dimension, Space, load_catalog
 from commtune.progress import Silent
-from commtune.study import StudySpec
+from commtune.study import Plan, StudySpec
 from commtune.trial import Executor, RunRecord
 from commtune.tune import TuneSettings, open_study, run_reference, search
 
@@ -44,9 +44,8 @@ def main() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = Space("mpich", (Dimension(load_catalog("mpich")[KNOB]),))
     spec = StudySpec(["x"], "mpich", space.to_json(), "wall", 3)
-    settings = TuneSettings(
-        study="w", spec=spec, space=space, strategy="grid", trials=3, confirm=0, seed=1
-    )
+    plan = Plan(strategy="grid", trials=3, confirm=0, seed=1)
+    settings = TuneSettings("w", spec, space, plan)
     study = open_study(optuna.storages.InMemoryStorage(), settings)
     executor = Instant()
     run_reference(study, settings, executor, Silent())

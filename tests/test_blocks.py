@@ -17,7 +17,7 @@ import pytest
 from commtune import stats
 from commtune.knobs import Dimension, Knob, KnobType, Space
 from commtune.progress import Silent
-from commtune.study import Role, StudySpec, StudyView, TrialRecord, acceptance_of
+from commtune.study import Plan, Role, StudySpec, StudyView, TrialRecord, acceptance_of
 from commtune.trial import Executor, RunRecord
 from commtune.tune import (
     CONFIRM_CAP,
@@ -62,10 +62,8 @@ def _settings(repeats: int, trials: int, choices: tuple[str, ...], **kw: object)
     knob = Knob(KNOB, "synthetic", KnobType.CATEGORICAL, "a", KNOB, "ALGO", (), choices=choices)
     space = Space("synthetic", (Dimension(knob),))
     spec = StudySpec(["x"], "synthetic", space.to_json(), "wall", repeats)
-    settings = TuneSettings(
-        study="b", spec=spec, space=space, strategy="grid", trials=trials, confirm=0, seed=1
-    )
-    return dataclasses.replace(settings, **kw)  # type: ignore[arg-type]
+    plan = Plan(strategy="grid", trials=trials, repeats=repeats, confirm=0, seed=1)
+    return TuneSettings("b", spec, space, dataclasses.replace(plan, **kw))  # type: ignore[arg-type]
 
 
 def _search(settings: TuneSettings, executor: Executor) -> optuna.Study:
@@ -150,8 +148,7 @@ def test_a_step_of_drift_cancels_with_controls_and_not_without() -> None:
             return super().run(config, timeout)
 
     for controls, factor in ((True, 1.0), (False, 2.5)):
-        settings = _settings(3, 3, ("a", "fast"), racing=False, control_every=2)
-        settings.controls = controls
+        settings = _settings(3, 3, ("a", "fast"), racing=False, control_every=2, controls=controls)
         study = _search(settings, Step())
         for t in _searched(study):  # the median of each configuration's three runs
             assert t.value == pytest.approx(factor * COST[TrialRecord.of(t).config[KNOB]])
@@ -175,7 +172,9 @@ def test_racing_stops_the_clearly_worse_after_one_run_and_the_separated_after_tw
 
 def test_the_statistic_is_the_users_choice() -> None:
     settings = _settings(4, 2, ("noisy",), racing=False)
-    settings.spec = dataclasses.replace(settings.spec, statistic="p90")
+    settings = dataclasses.replace(
+        settings, spec=dataclasses.replace(settings.spec, statistic="p90")
+    )
     COST["noisy"] = 1.0
     try:
         study = _search(settings, Table(noisy=("noisy",)))

@@ -24,7 +24,7 @@ from commtune.strategies import STRATEGIES, get_strategy
 from commtune.strategies._dqn import Agent, ensemble
 from commtune.strategies._history import History
 from commtune.strategies._model import fit_model
-from commtune.study import Role, StudySpec, TrialRecord, config_key
+from commtune.study import Plan, Role, StudySpec, TrialRecord, config_key
 from commtune.tune import TuneSettings, open_study, run_reference, search
 
 OURS = ["ga", "model", "dqn", "auto"]
@@ -34,9 +34,8 @@ def study_on(
     surface: Surface, strategy: str, budget: int, seed: int = 3, hints: list | None = None
 ) -> optuna.Study:
     spec = StudySpec(["t"], "synthetic", surface.space.to_json(), "wall", 1)
-    settings = TuneSettings(
-        "t", spec, surface.space, strategy, hints=hints or [], trials=budget, confirm=0, seed=seed
-    )
+    plan = Plan(strategy=strategy, trials=budget, repeats=1, confirm=0, seed=seed)
+    settings = TuneSettings("t", spec, surface.space, plan, hints=tuple(hints or ()))
     study = open_study(optuna.storages.InMemoryStorage(), settings)
     executor = surface.executor(0.1, seed)
     run_reference(study, settings, executor, Silent())

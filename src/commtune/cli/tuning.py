@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,8 @@ from commtune.errors import UsageError
 from commtune.knobs import PRESETS
 from commtune.knobs import enumerators as knob_enumerators
 from commtune.mpi import Vendor, installation_of
+from commtune.study import DEFAULTS, Plan
+from commtune.tune import Observer
 
 if TYPE_CHECKING:
     import optuna
@@ -39,12 +41,13 @@ if TYPE_CHECKING:
     from commtune.profile import Profile
     from commtune.report import UI
     from commtune.store import Store
-    from commtune.study import Scale
+    from commtune.study import Scale, TrialRecord
     from commtune.trial import Executor, Objective, RunRecord
-    from commtune.tune import TuneResult
+    from commtune.tune import TuneResult, TuneSettings
 
 OBJECTIVES = ("median", "mean", "p90")  # stats.STATISTICS, without importing numpy for --help
 DEMO_ITERATIONS = 1000
+DEMO_TRIALS = 16
 DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
 
 
@@ -70,7 +73,7 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         choices=PRESETS,
         help="tune a group of knobs; repeatable",
     )
-    p.add_argument("--strategy", default="tpe", help=_strategy_help())
+    p.add_argument("--strategy", default=DEFAULTS.strategy, help=_strategy_help())
     p.add_argument(
         "--strategy-option",
         action="append",
@@ -81,15 +84,15 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--trials",
         type=positive(int),
-        default=16 if demo else 20,
+        default=DEMO_TRIALS if demo else DEFAULTS.trials,
         help="trials in the study, the reference included",
     )
     p.add_argument(
         "--repeats",
         type=positive(int),
-        default=3,
-        help="most runs per configuration (default 3): raced, a configuration clearly "
-        "slower than the best so far stops after one",
+        default=DEFAULTS.repeats,
+        help=f"most runs per configuration (default {DEFAULTS.repeats}): raced, a "
+        "configuration clearly slower than the best so far stops after one",
     )
     p.add_argument(
         "--fixed-repeats",
@@ -99,7 +102,7 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--objective",
         choices=OBJECTIVES,
-        default="median",
+        default=DEFAULTS.statistic,
         help="statistic of a configuration's runs: median (default), mean (what throughput "
         "follows) or p90 (penalises a heavy tail)",
     )
@@ -116,21 +119,21 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--reference-timeout",
         type=positive(float),
-        default=600.0,
-        help="seconds per run of the reference (default 600)",
+        default=DEFAULTS.reference_timeout,
+        help=f"seconds per run of the reference (default {DEFAULTS.reference_timeout:g})",
     )
     p.add_argument(
         "--confirm",
         type=nonnegative_int,
-        default=5,
+        default=DEFAULTS.confirm,
         help="first rounds of the confirmation: the best configurations and the default "
         "once each per round, more rounds while undecided, up to 3x (0: skip)",
     )
     p.add_argument(
         "--top",
         type=positive(int),
-        default=3,
-        help="configurations the confirmation runs against the default (default 3)",
+        default=DEFAULTS.top,
+        help=f"configurations the confirmation runs against the default (default {DEFAULTS.top})",
     )
     p.add_argument(
         "--metric",
@@ -194,27 +197,17 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class TuneOptions:
-    """``tune``/``demo`` arguments, checked once (strategy and its options, metric, storage)."""
+    """``tune``/``demo`` arguments, checked once (strategy and its options, metric, storage):
+    how the study is searched (``plan``) and what the command line adds around it."""
 
     mpi: str | None
     knobs: tuple[str, ...]
     presets: tuple[str, ...]
-    strategy: str
-    strategy_options: dict[str, str]
-    trials: int
-    repeats: int
-    racing: bool
-    statistic: str
-    max_runs: int | None
-    timeout: float | None
-    reference_timeout: float
-    confirm: int
-    top: int
+    plan: Plan
     metric: str
     objective: Objective
     secondary: tuple[Objective, ...]
     interposer: bool
-    seed: int | None
     study: str | None
     json: bool
     storage: str
@@ -269,22 +262,24 @@ class TuneOptions:
             mpi=args.mpi,
             knobs=tuple(args.knob),
             presets=tuple(args.preset),
-            strategy=args.strategy,
-            strategy_options=options,
-            trials=args.trials,
-            repeats=args.repeats,
-            racing=not args.fixed_repeats,
-            statistic=args.objective,
-            max_runs=args.max_runs,
-            timeout=args.timeout,
-            reference_timeout=args.reference_timeout,
-            confirm=args.confirm,
-            top=args.top,
+            plan=Plan(
+                strategy=args.strategy,
+                strategy_options=options,
+                trials=args.trials,
+                repeats=args.repeats,
+                statistic=args.objective,
+                timeout=args.timeout,
+                reference_timeout=args.reference_timeout,
+                confirm=args.confirm,
+                top=args.top,
+                max_runs=args.max_runs,
+                seed=args.seed,
+                racing=not args.fixed_repeats,
+            ),
             metric=metrics[0],
             secondary=secondary,
             objective=objective,
             interposer=not args.no_interposer,
-            seed=args.seed,
             study=args.study,
             json=args.json,
             storage=normalize_url(args.storage),
@@ -294,6 +289,32 @@ class TuneOptions:
             train_from=train_from,
             sbatch=sbatch,
         )
+
+    def settings(
+        self,
+        name: str,
+        command: Sequence[str],
+        library: str,
+        space: Space,
+        platform: str | None = None,
+        scale: Scale | None = None,
+        hints: Sequence[Mapping[str, Value]] = (),
+    ) -> TuneSettings:
+        """The study to tune: its name, its record (what defines it) and how it is searched."""
+        from commtune.study import StudySpec
+        from commtune.tune import TuneSettings
+
+        spec = StudySpec(
+            list(command),
+            library,
+            space.to_json(),
+            self.metric,
+            self.plan.repeats,
+            self.plan.statistic,
+            scale.to_json() if scale is not None else None,
+            [o.spec for o in self.secondary],
+        )
+        return TuneSettings(name, spec, space, self.plan, tuple(hints), platform)
 
 
 def _strategy_options(given: Sequence[str]) -> dict[str, str]:
@@ -343,7 +364,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets)
     launcher = launcher_for(inst)
     predictor = None
-    if opts.strategy == "predict":
+    if opts.plan.strategy == "predict":
         from commtune.predict import Predictor, model_store
 
         predictor = Predictor.load(model_store(opts.storage, inst), inst, False, ui)
@@ -368,27 +389,12 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         secondary=opts.secondary,
         runner=runner,
     )
-    on_run = _run_observer(store, ui) if opts.interposer else None
     name = opts.study or default_study_name(command, inst.vendor.value, space)
-
-    def executor_at(values: Mapping[str, str]) -> Executor:
-        assert scale is not None
-        return LocalExecutor(
-            launcher,
-            scale.command(values),
-            knobs,
-            opts.objective,
-            profiling=executor.profiling,
-            enumerators=executor.enumerators,
-            secondary=opts.secondary,
-            runner=runner,
-        )
-
-    result = _run_study(
-        opts, ui, store, space, command, inst.vendor.value, executor, platform, name, on_run,
-        _prediction_hints(store, predictor, space, name, ui) if predictor else None,
-        scale, executor_at if scale is not None and scale.train else None,
-    )  # fmt: skip
+    settings = opts.settings(name, command, inst.vendor.value, space, platform, scale,
+                             _sampled_hints(store, platform, space))  # fmt: skip
+    observer = _StudyObserver(store, ui, name, space, profiles=opts.interposer,
+                              predictor=predictor)  # fmt: skip
+    result = _run_study(ui, store, settings, executor, observer)
     return _print_result(opts, ui, result, space, inst.vendor.value, command)
 
 
@@ -418,38 +424,77 @@ def _report_inherited_env(ui: UI, knobs: Sequence[Knob]) -> None:
         ui.info(f"environment: {name}={value} {how}")
 
 
-def _run_observer(store: Store, ui: UI) -> Callable[[Any, int, RunRecord], None]:
-    """Stores every run's profile and, for a trial's first run, its variables relative to the
-    reference trial (AITuning); warns once per knob that the library did not take."""
-    from commtune.profile import Profile, ProfileError, relative_to
-    from commtune.study import Role, StudyView, TrialWriter
+class _StudyObserver(Observer):
+    """What ``tune`` does beside the tuner: stores every run's profile and, for a trial's
+    first run, its variables relative to the reference trial (AITuning); warns once per knob
+    that the library did not take; with ``predictor`` (``--strategy predict``), proposes
+    the model's configuration for the reference run's profile first."""
 
-    warned: set[str] = set()
-    reference: list[Profile | None] = []  # looked up once: [] not yet, [None] there is none
+    def __init__(
+        self,
+        store: Store,
+        ui: UI,
+        study: str,
+        space: Space,
+        *,
+        profiles: bool,
+        predictor: Predictor | None = None,
+    ) -> None:
+        self.store = store
+        self.study = study
+        self.ui = ui
+        self.profiles = profiles
+        self.space = space
+        self.predictor = predictor
+        self.warned: set[str] = set()
+        self.reference: list[Profile | None] = []  # looked up once: [None] there is none
 
-    def reference_profile(study: optuna.Study) -> Profile | None:
-        if not reference:
+    def _reference_profile(self, study: optuna.Study) -> Profile | None:
+        from commtune.profile import Profile, ProfileError
+        from commtune.study import Role, StudyView
+
+        if not self.reference:
             trials = StudyView(study).by_role(Role.REFERENCE)
-            stored = store.profiles(study.study_name, trials[0].number) if trials else []
+            stored = self.store.profiles(study.study_name, trials[0].number) if trials else []
             try:
-                reference.append(Profile.from_json(stored[0][2]) if stored else None)
+                self.reference.append(Profile.from_json(stored[0][2]) if stored else None)
             except ProfileError:
-                reference.append(None)
-        return reference[0]
+                self.reference.append(None)
+        return self.reference[0]
 
-    def on_run(trial: Any, index: int, run: RunRecord) -> None:
-        if run.profile is not None:
-            store.save_profile(trial.study.study_name, trial.number, index, run.profile.data)
+    def run_done(self, trial: Any, index: int, run: RunRecord) -> None:
+        from commtune.profile import relative_to
+        from commtune.study import Role, TrialWriter
+
+        if self.profiles and run.profile is not None:
+            self.store.save_profile(trial.study.study_name, trial.number, index, run.profile.data)
             if index == 0 and Role.of(trial) is not Role.REFERENCE:
-                ref = reference_profile(trial.study)
+                ref = self._reference_profile(trial.study)
                 if ref is not None:
                     TrialWriter(trial).relative(relative_to(run.profile, ref))
         for knob, reason in run.not_applied.items():
-            if knob not in warned:
-                warned.add(knob)
-                ui.warn(f"{knob} not applied (trial {trial.number}): {reason}")
+            if knob not in self.warned:
+                self.warned.add(knob)
+                self.ui.warn(f"{knob} not applied (trial {trial.number}): {reason}")
 
-    return on_run
+    def hints(self, reference: TrialRecord) -> list[dict[str, Value]]:
+        from commtune.predict import features_of
+        from commtune.profile import Profile
+
+        if self.predictor is None:
+            return []
+        stored = self.store.profiles(self.study, reference.number)
+        if not stored:
+            self.ui.warn("the reference run has no profile; the search starts without a prediction")
+            return []
+        config = self.predictor.predict(features_of(Profile.from_json(stored[0][2])))
+        space = self.space
+        hint = {k: v for k, v in config.items() if k in space.names and v in space[k].candidates()}
+        if not hint:
+            self.ui.info("the prediction names none of the knobs under tuning")
+            return []
+        self.ui.info("predicted start: " + ", ".join(f"{k}={v}" for k, v in hint.items()))
+        return [hint]
 
 
 def _tune_replay(opts: TuneOptions, ui: UI) -> int:
@@ -466,15 +511,19 @@ def _tune_replay(opts: TuneOptions, ui: UI) -> int:
     store = Store(opts.storage)
     command = ["replay", opts.replay]
     name = opts.study or default_study_name(command, opts.mpi, space)
-    result = _run_study(opts, ui, store, space, command, opts.mpi, executor, None, name)
+    settings = opts.settings(name, command, opts.mpi, space)
+    observer = _StudyObserver(store, ui, name, space, profiles=False)
+    result = _run_study(ui, store, settings, executor, observer)
     return _print_result(opts, ui, result, space, opts.mpi)
 
 
-def _sampled_hints(store: Store, platform: str, space: Space) -> list[dict[str, Value]]:
+def _sampled_hints(store: Store, platform: str | None, space: Space) -> list[dict[str, Value]]:
     """The knob values of this platform's newest sample (any ranks per node: the tuned
     command's are not known), on the knobs under tuning, as a strategy hint."""
     from commtune.sample import PlatformProfile
 
+    if platform is None:
+        return []
     here = store.platform(platform)
     for data in store.samples():
         try:
@@ -491,59 +540,17 @@ def _sampled_hints(store: Store, platform: str, space: Space) -> list[dict[str, 
 
 
 def _run_study(
-    opts: TuneOptions,
-    ui: UI,
-    store: Store,
-    space: Space,
-    command: list[str],
-    library: str,
-    executor: Executor,
-    platform: str | None,
-    name: str,
-    on_run: Callable[[Any, int, RunRecord], None] | None = None,
-    hints_from_reference: Callable[[Any], list[dict[str, Value]]] | None = None,
-    scale: Scale | None = None,
-    executor_at: Callable[[Mapping[str, str]], Executor] | None = None,
+    ui: UI, store: Store, settings: TuneSettings, executor: Executor, observer: Observer
 ) -> TuneResult:
     from commtune.store import shown_url
-    from commtune.study import StudySpec
-    from commtune.tune import TuneSettings, Workers, tune
+    from commtune.tune import Workers, tune
 
-    spec = StudySpec(
-        list(command),
-        library,
-        space.to_json(),
-        opts.metric,
-        opts.repeats,
-        opts.statistic,
-        scale.to_json() if scale is not None else None,
-        [o.spec for o in opts.secondary],
-    )
-    settings = TuneSettings(
-        study=name,
-        spec=spec,
-        space=space,
-        strategy=opts.strategy,
-        strategy_options=dict(opts.strategy_options),
-        hints=_sampled_hints(store, platform, space) if platform else [],
-        trials=opts.trials,
-        timeout=opts.timeout,
-        reference_timeout=opts.reference_timeout,
-        confirm=opts.confirm,
-        top=opts.top,
-        max_runs=opts.max_runs,
-        racing=opts.racing,
-        seed=opts.seed,
-        platform=platform,
-        on_run=on_run,
-        hints_from_reference=hints_from_reference,
-        executor_at=executor_at,
-    )
     ui.info(
-        f"study [bold]{name}[/bold] in {shown_url(store.url)} (re-run to resume; "
+        f"study [bold]{settings.study}[/bold] in {shown_url(store.url)} (re-run to resume; "
         "run the same command elsewhere to add a worker)"
     )
-    return tune(settings, store.optuna, executor, ui, Workers.on(store, name))
+    workers = Workers.on(store, settings.study)
+    return tune(settings, store.optuna, executor, ui, workers, observer)
 
 
 def _check_training_study(url: str, scale: Scale, space: Space) -> None:
@@ -568,30 +575,6 @@ def _check_training_study(url: str, scale: Scale, space: Space) -> None:
         )
     if spec.knob_names() != space.names:
         raise UsageError(f"--train-from {scale.train_from}: trained on other knobs")
-
-
-def _prediction_hints(
-    store: Store, predictor: Predictor, space: Space, study: str, ui: UI
-) -> Callable[[Any], list[dict[str, Value]]]:
-    """For ``--strategy predict``: the model's configuration for the reference run's profile,
-    on the knobs under tuning, as the first proposal."""
-    from commtune.predict import features_of
-    from commtune.profile import Profile
-
-    def hints(reference: Any) -> list[dict[str, Value]]:
-        stored = store.profiles(study, reference.number)
-        if not stored:
-            ui.warn("the reference run has no profile; the search starts without a prediction")
-            return []
-        config = predictor.predict(features_of(Profile.from_json(stored[0][2])))
-        hint = {k: v for k, v in config.items() if k in space.names and v in space[k].candidates()}
-        if not hint:
-            ui.info("the prediction names none of the knobs under tuning")
-            return []
-        ui.info("predicted start: " + ", ".join(f"{k}={v}" for k, v in hint.items()))
-        return [hint]
-
-    return hints
 
 
 def _print_result(

@@ -27,7 +27,7 @@ import numpy as np
 
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.study import Role, StudySpec, StudyView
+from commtune.study import Plan, Role, StudySpec, StudyView
 from commtune.tune import TuneSettings, confirm, open_study, run_reference, search
 
 REACHED = 0.02
@@ -113,18 +113,17 @@ def race_one(
     start = time.perf_counter()
     spec = StudySpec(["race", surface.name], surface.space.library, surface.space.to_json(),
                      "wall", repeats)  # fmt: skip
-    settings = TuneSettings(
-        study="race",
-        spec=spec,
-        space=surface.space,
+    plan = Plan(
         strategy=strategy,
         strategy_options=dict(options or {}),
         trials=budget,
+        repeats=repeats,
         confirm=0,
         seed=seed,
         controls=design == "raced",
         racing=design == "raced",
     )
+    settings = TuneSettings("race", spec, surface.space, plan)
     storage = optuna.storages.InMemoryStorage()
     executor = surface.executor(noise, seed * 7919 + 17, drift)
     ui = Silent()

@@ -13,6 +13,7 @@ from commtune.study._acceptance import (
     set_acceptance,
     upgrade,
 )
+from commtune.study._plan import DEFAULTS, Plan
 from commtune.study._record import (
     INTERRUPTED,
     Role,
@@ -38,12 +39,14 @@ from commtune.study._view import (
 
 __all__ = [
     "ACCEPTANCE",
+    "DEFAULTS",
     "FORMAT",
     "INTERRUPTED",
     "Acceptance",
     "Failure",
     "FailureKind",
     "Noise",
+    "Plan",
     "Role",
     "Scale",
     "Source",

@@ -7,6 +7,7 @@ answers from a file of recorded trials, so strategies can be tested without MPI.
 from __future__ import annotations
 
 import abc
+import copy
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -67,6 +68,10 @@ class Executor(abc.ABC):
     def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
         """Run once; never raises for a failing run (the record says why it failed)."""
 
+    def at(self, command: Sequence[str]) -> Executor:
+        """The same executor running ``command`` instead (the command at a training scale)."""
+        raise UsageError(f"{type(self).__name__} runs one command only: no training scales")
+
 
 class LocalExecutor(Executor):
     """Runs the user's command on this machine with a configuration applied."""
@@ -103,6 +108,11 @@ class LocalExecutor(Executor):
         self.variables = dict(variables or {})
         self.secondary = list(secondary)
         self.runner = runner
+
+    def at(self, command: Sequence[str]) -> LocalExecutor:
+        other = copy.copy(self)
+        other.command = list(command)
+        return other
 
     def applied(self, config: Mapping[str, Value] | None) -> Applied:
         """What the appliers of the knobs make of ``config`` (None: nothing set)."""

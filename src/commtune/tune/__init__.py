@@ -3,6 +3,7 @@
 from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._loop import (
     MIN_TIMEOUT,
+    Observer,
     ReferenceFailed,
     TuneSettings,
     inherited_mpi_env,
@@ -20,6 +21,7 @@ __all__ = [
     "CONTROL_EVERY",
     "MIN_TIMEOUT",
     "RACE_Z",
+    "Observer",
     "ReferenceFailed",
     "Row",
     "Scheduler",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from commtune import stats
@@ -35,7 +35,9 @@ from commtune.strategies import distributions, get_strategy
 from commtune.study import (
     INTERRUPTED,
     Acceptance,
+    Plan,
     Role,
+    Scale,
     Source,
     StudySpec,
     StudyView,
@@ -50,7 +52,7 @@ from commtune.study import (
 )
 from commtune.trial import Executor, RunRecord, clean_shm, kill_leftovers, stderr_summary
 from commtune.tune._confirm import confirm
-from commtune.tune._schedule import CONTROL_EVERY, Live, Scheduler, status_line, tell, tell_control
+from commtune.tune._schedule import Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
 from commtune.tune._train import train, training_done
 from commtune.tune._workers import CONFIRM, POLL, REFERENCE, TRAINING, Workers, config_claim
@@ -65,39 +67,29 @@ class ReferenceFailed(UsageError):
     """The library's default configuration failed: the command itself is broken."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class TuneSettings:
+    """One study to tune: its name, what defines it (``spec``, the ``space`` it searches),
+    how (``plan``), the configurations to try first and the platform it runs on."""
+
     study: str
     spec: StudySpec  # its ``repeats`` is the cap of a configuration's runs
     space: Space
-    strategy: str = "tpe"
-    strategy_options: dict[str, str] = field(default_factory=dict)
-    hints: list[dict[str, Value]] = field(default_factory=list)  # configurations to try early
-    trials: int = 20
-    timeout: float | None = None
-    reference_timeout: float = 600.0
-    confirm: int = 5  # first rounds of the confirmation (0: none)
-    top: int = 3  # configurations the confirmation runs against the default
-    max_runs: int | None = None  # every run of the study, controls and confirmation included
-    seed: int | None = None
-    # Controls beside the trials, and raced repeats (both False: the design before them,
-    # every configuration run ``repeats`` times relative to the reference's median).
-    controls: bool = True
-    racing: bool = True
-    control_every: int = CONTROL_EVERY  # trial runs between two control runs
+    plan: Plan = field(default_factory=Plan)
+    hints: tuple[Mapping[str, Value], ...] = ()  # configurations to try early
     platform: str | None = None
-    # Called after every recorded run of a trial (run index from 0): stores profiles, warns.
-    on_run: Callable[[optuna.trial.BaseTrial, int, RunRecord], None] | None = None
-    # Hints that need the reference run (a prediction from its profile): called once it is done.
-    hints_from_reference: Callable[[TrialRecord], list[dict[str, Value]]] | None = None
-    # The command at a training scale (``spec.scale``): runs the training before the search.
-    executor_at: Callable[[Mapping[str, str]], Executor] | None = None
 
-    def search_limit(self) -> int | None:
-        """Runs the search may reach: ``max_runs`` less the confirmation's first rounds."""
-        if self.max_runs is None:
-            return None
-        return self.max_runs - self.confirm * (self.top + 1)
+
+class Observer:
+    """What the caller of the tuner hears of and adds: a subclass overrides what it needs."""
+
+    def run_done(self, trial: optuna.trial.BaseTrial, index: int, run: RunRecord) -> None:
+        """After every recorded run of a trial (``index`` from 0): store its profile, warn."""
+
+    def hints(self, reference: TrialRecord) -> list[dict[str, Value]]:
+        """Configurations to try first that need the reference run (a prediction from its
+        profile); asked once, when the reference is done."""
+        return []
 
 
 # -- study bookkeeping ------------------------------------------------------------------------
@@ -151,6 +143,7 @@ def run_reference(
     executor: Executor,
     ui: Progress,
     workers: Workers | None = None,
+    observer: Observer | None = None,
 ) -> TrialRecord:
     """The library's defaults, ``repeats`` times: the first control level of the study. One
     worker runs it; the others wait for it."""
@@ -174,7 +167,7 @@ def run_reference(
         ):
             time.sleep(POLL)
     try:
-        return _reference_runs(study, settings, executor, ui, workers)
+        return _reference_runs(study, settings, executor, ui, workers, observer or Observer())
     except BaseException:
         workers.release(REFERENCE, worker=workers.me)  # the next worker (or start) runs it
         raise
@@ -186,11 +179,12 @@ def _reference_runs(
     executor: Executor,
     ui: Progress,
     workers: Workers,
+    observer: Observer,
 ) -> TrialRecord:
     statistic = stats.statistic(settings.spec.statistic)
     trial = ask(study)
     workers.bind(REFERENCE, trial.number)
-    live = Live(trial, None, settings.on_run)
+    live = Live(trial, None, observer.run_done)
     live.write.role(Role.REFERENCE)
     live.write.config({})
     with ui.progress("reference (library defaults)", settings.spec.repeats) as bar:
@@ -198,7 +192,7 @@ def _reference_runs(
             for r in range(settings.spec.repeats):
                 if live.failure is not None:
                     break
-                run = executor.run(None, settings.reference_timeout)
+                run = executor.run(None, settings.plan.reference_timeout)
                 live.record(run, f"{trial.number}.{r}", r)
                 bar.advance(status=status_line(live, run))
         except BaseException:
@@ -275,7 +269,7 @@ class _Proposer:
         if earlier is not None or key in self.in_batch:
             write.role(Role.DUPLICATE)
             return Duplicate(trial, earlier or self.in_batch[key])
-        holder = _claim(self.study, self.workers, config, trial.number, self.settings.trials)
+        holder = _claim(self.study, self.workers, config, trial.number, self.settings.plan.trials)
         if holder is None:  # the other workers took the last trials
             write.role(Role.UNUSED)
             return Spent(trial)
@@ -340,15 +334,19 @@ def search(
     timeout: float,
     ui: Progress,
     workers: Workers | None = None,
+    observer: Observer | None = None,
 ) -> None:
     """Batches of proposals to the study's budget, shared with the study's other workers:
     each configuration is claimed before it runs (:mod:`commtune.tune._workers`)."""
     workers = workers or Workers.solo(study.study_name)
+    observer = observer or Observer()
+    plan = settings.plan
     workers.sync(study)
-    strategy = get_strategy(settings.strategy, settings.strategy_options, settings.hints)
+    hints = [dict(h) for h in settings.hints]
+    strategy = get_strategy(plan.strategy, dict(plan.strategy_options), hints)
     space = settings.space
     statistic = stats.statistic(settings.spec.statistic)
-    remaining = settings.trials - workers.counted()
+    remaining = plan.trials - workers.counted()
     if remaining <= 0:
         return
     scheduler = Scheduler(
@@ -357,15 +355,15 @@ def search(
         timeout,
         repeats=settings.spec.repeats,
         statistic=settings.spec.statistic,
-        controls=settings.controls,
-        racing=settings.racing,
-        control_every=settings.control_every,
-        limit=settings.search_limit(),
+        controls=plan.controls,
+        racing=plan.racing,
+        control_every=plan.control_every,
+        limit=plan.search_limit(),
     )
     repeated = 0  # duplicates proposed in a row
     start = scheduler.spent
     total = scheduler.estimate(remaining)
-    with ui.progress(f"{settings.strategy} search", total) as bar:
+    with ui.progress(f"{plan.strategy} search", total) as bar:
         while remaining > 0:
             view = StudyView(study)
             known = view.known()
@@ -375,11 +373,11 @@ def search(
             size = min(strategy.batch_size, remaining, space.size() - len(known))
             size = scheduler.affordable(size)
             if size <= 0:
-                ui.info(f"the run budget (--max-runs {settings.max_runs}) is spent")
+                ui.info(f"the run budget (--max-runs {plan.max_runs}) is spent")
                 break
-            study.sampler = strategy.sampler(space, settings.seed, len(view.records))
+            study.sampler = strategy.sampler(space, plan.seed, len(view.records))
             proposer = _Proposer(study, settings, workers, known)
-            batch, repeated = _propose_batch(proposer, size, settings.on_run, repeated)
+            batch, repeated = _propose_batch(proposer, size, observer.run_done, repeated)
             if not batch.lives:
                 if not batch.spent:
                     ui.info("the strategy proposes only configurations already measured; stopping")
@@ -387,7 +385,7 @@ def search(
             _run_batch(study, scheduler, batch.lives, statistic, workers, bar)
             if batch.spent:
                 break
-            remaining = settings.trials - workers.counted()
+            remaining = plan.trials - workers.counted()
             bar.grow(scheduler.spent - start + scheduler.estimate(max(0, remaining)))
 
 
@@ -440,26 +438,20 @@ def _claim(
     return holder
 
 
-def _train(
-    study: optuna.Study,
-    settings: TuneSettings,
-    executor_at: Callable[[Mapping[str, str]], Executor],
-    timeout: float,
-    ui: Progress,
-) -> bool:
-    train(study, settings, executor_at, timeout, ui)
-    return True
-
-
 def tune(
     settings: TuneSettings,
     storage: Any,
     executor: Executor,
     ui: Progress,
     workers: Workers | None = None,
+    observer: Observer | None = None,
 ) -> TuneResult:
     """Run (or resume) a study to its budget, confirm the best, and return the result.
-    Several tuners may run it at once on one storage (``workers``, see ``_workers``)."""
+    Several tuners may run it at once on one storage (``workers``, see ``_workers``). A study
+    at a training scale (``spec.scale`` with training values) trains first, with
+    ``executor.at`` running the command at each training scale."""
+    observer = observer or Observer()
+    plan = settings.plan
     left = kill_leftovers()  # a tuner killed with kill -9 could not stop its run
     if left:
         ui.warn(f"killed {len(left)} process(es) that an earlier tuner left running")
@@ -473,27 +465,30 @@ def tune(
         interrupted = workers.recover(study)
         if interrupted:
             ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
-        ref = run_reference(study, settings, executor, ui, workers)
-        timeout = settings.timeout or max(MIN_TIMEOUT, 5 * stats.median(ref.walls()))
+        ref = run_reference(study, settings, executor, ui, workers, observer)
+        timeout = plan.timeout or max(MIN_TIMEOUT, 5 * stats.median(ref.walls()))
         ui.info(
             f"reference: {stats.median(ref.values()):.4g} (median of "
             f"{len(ref.values())}); run timeout {timeout:.1f} s"
         )
-        if settings.hints_from_reference is not None:
-            settings.hints = [*settings.hints_from_reference(ref), *settings.hints]
-        executor_at = settings.executor_at
-        if executor_at is not None:
+        settings = replace(settings, hints=(*observer.hints(ref), *settings.hints))
+        if settings.spec.scale is not None and Scale.from_json(settings.spec.scale).train:
+
+            def run_training() -> bool:
+                train(study, settings, executor, timeout, ui, observer)
+                return True
+
             workers.once(
                 TRAINING,
                 lambda: True if training_done(study, settings) else None,
-                lambda: _train(study, settings, executor_at, timeout, ui),
+                run_training,
                 ui,
                 "training",
             )
-        search(study, settings, executor, timeout, ui, workers)
+        search(study, settings, executor, timeout, ui, workers, observer)
         while workers.wait_for_others(study, ui):  # a worker died: its trials run here
             ui.warn("a worker stopped during its trials; they are run again")
-            search(study, settings, executor, timeout, ui, workers)
+            search(study, settings, executor, timeout, ui, workers, observer)
 
         def run_confirmation() -> Acceptance | None:
             return confirm(
@@ -501,13 +496,13 @@ def tune(
                 executor,
                 timeout,
                 ui,
-                rounds=settings.confirm,
-                top=settings.top,
+                rounds=plan.confirm,
+                top=plan.top,
                 statistic=settings.spec.statistic,
-                max_runs=settings.max_runs,
+                max_runs=plan.max_runs,
             )
 
-        if settings.confirm <= 0 or not StudyView(study).best(1):
+        if plan.confirm <= 0 or not StudyView(study).best(1):
             acceptance = run_confirmation()  # nothing to run: no need to wait on another
         else:
             acceptance = workers.once(

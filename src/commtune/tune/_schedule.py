@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING
 from commtune import stats
 from commtune.knobs import Value
 from commtune.progress import Bar
-from commtune.study import INTERRUPTED, Role, StudyView, TrialWriter, ask
+from commtune.study import DEFAULTS, INTERRUPTED, Role, StudyView, TrialWriter, ask
 from commtune.trial import Executor, RunRecord
 
 if TYPE_CHECKING:
     import optuna
 
-CONTROL_EVERY = 6  # trial runs between two control runs
+CONTROL_EVERY = DEFAULTS.control_every  # trial runs between two control runs
 RACE_Z = 0.5  # noise widths by which a configuration must trail the incumbent to stop
 PRIOR_CV = 0.1  # the noise assumed until the study has measured its own
 MIN_CV = 0.02

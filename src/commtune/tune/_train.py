@@ -28,7 +28,7 @@ from commtune.tune._schedule import Live, Scheduler, tell, tell_control
 if TYPE_CHECKING:
     import optuna
 
-    from commtune.tune._loop import TuneSettings
+    from commtune.tune._loop import Observer, TuneSettings
 
 TRAIN_REPEATS = 1  # runs per training configuration: the paper runs each once
 
@@ -36,7 +36,7 @@ TRAIN_REPEATS = 1  # runs per training configuration: the paper runs each once
 def training_size(settings: TuneSettings) -> int:
     """Configurations of the design at each training scale: the model's ``initial`` option,
     by default ``max(8, 2 x knobs + 2)`` (the design it would run at the target)."""
-    given = int(settings.strategy_options.get("initial", "0") or 0)
+    given = int(settings.plan.strategy_options.get("initial", "0") or 0)
     return given or max(8, 2 * len(settings.space.dimensions) + 2)
 
 
@@ -54,7 +54,7 @@ def training_done(study: optuna.Study, settings: TuneSettings) -> bool:
     """Whether every training run of the study is made (by this worker or another)."""
     if settings.spec.scale is None or not Scale.from_json(settings.spec.scale).train:
         return True
-    design = design_configs(settings.space, training_size(settings), settings.seed or 0)
+    design = design_configs(settings.space, training_size(settings), settings.plan.seed or 0)
     done = trained(study)
     return all(
         (config_key(values), config_key(c)) in done
@@ -66,9 +66,10 @@ def training_done(study: optuna.Study, settings: TuneSettings) -> bool:
 def train(
     study: optuna.Study,
     settings: TuneSettings,
-    executor_at: Callable[[Mapping[str, str]], Executor],
+    executor: Executor,
     timeout: float,
     ui: Progress,
+    observer: Observer,
 ) -> None:
     """Run the training design at every training scale not done yet (see the module)."""
     if settings.spec.scale is None:
@@ -77,7 +78,7 @@ def train(
     if not scale.train:
         return
     space = settings.space
-    design = design_configs(space, training_size(settings), settings.seed or 0)
+    design = design_configs(space, training_size(settings), settings.plan.seed or 0)
     statistic = stats.statistic(settings.spec.statistic)
     done = trained(study)
     for values in scale.training_scales():
@@ -87,19 +88,19 @@ def train(
         label = ", ".join(f"{k}={v}" for k, v in values.items())
         scheduler = Scheduler(
             study,
-            executor_at(values),
+            executor.at(scale.command(values)),
             timeout,
             repeats=TRAIN_REPEATS,
             statistic=settings.spec.statistic,
             racing=False,
-            control_every=settings.control_every,
-            limit=settings.search_limit(),
+            control_every=settings.plan.control_every,
+            limit=settings.plan.search_limit(),
             scale=values,
         )
         if not scheduler.affordable(len(todo)):
-            ui.info(f"the run budget (--max-runs {settings.max_runs}) is spent")
+            ui.info(f"the run budget (--max-runs {settings.plan.max_runs}) is spent")
             return
-        batch = [_training_trial(study, settings, config, values) for config in todo]
+        batch = [_training_trial(study, settings, config, values, observer) for config in todo]
         with ui.progress(f"training at {label}", scheduler.estimate(len(batch)) + 1) as bar:
             try:
                 scheduler.run_batch(batch, bar)
@@ -111,7 +112,11 @@ def train(
 
 
 def _training_trial(
-    study: optuna.Study, settings: TuneSettings, config: dict[str, Value], values: Mapping[str, str]
+    study: optuna.Study,
+    settings: TuneSettings,
+    config: dict[str, Value],
+    values: Mapping[str, str],
+    observer: Observer,
 ) -> Live:
     """A trial with exactly ``config``'s parameters (enqueued, so no sampler decides)."""
     import optuna
@@ -125,7 +130,7 @@ def _training_trial(
         trial = ask(study, fixed_distributions=distributions(space))
     finally:
         study.sampler = saved
-    live = Live(trial, config, settings.on_run)
+    live = Live(trial, config, observer.run_done)
     live.write.role(Role.TRAINING)
     live.write.scale(values)
     live.write.config(config)
