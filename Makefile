@@ -12,7 +12,7 @@ STAMP = $(VENV)/.installed
 
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup demo test test-fast lint typecheck bench clean
+.PHONY: setup demo test test-fast test-contracts lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -45,6 +45,11 @@ test: lint typecheck
 # Under a minute: the tests that launch no MPI job, need no root and are not marked slow.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -ra -m "not mpi and not slow and not root"
+
+# The contract suite alone, on every MPI installation found (discovery, apply and read back,
+# one short study).
+test-contracts: $(STAMP)
+	$(BIN)/python -m pytest -q -ra -m contract
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/tune_demo.py --mpi openmpi

@@ -40,6 +40,13 @@ VENDORS = [
     pytest.param(Vendor.OPENMPI, marks=needs_openmpi, id="openmpi"),
     pytest.param(Vendor.MPICH, marks=needs_mpich, id="mpich"),
 ]
+# The contract suite (marker `contract`: discovery, apply and read back, one short study)
+# runs on every MPI installation the tests find; every other test that needs MPI runs on one
+# installation of each family (VENDORS). A new installation (a family's other version, a
+# prefix of its own) is one more entry here, and costs `make test` the contract suite only
+# (its time per installation: docs/benchmarks.md, "Test time").
+INSTALLATIONS = [pytest.param(p.values[0], marks=(*p.marks, pytest.mark.contract), id=p.id)
+                 for p in VENDORS]  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

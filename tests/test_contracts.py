@@ -51,7 +51,7 @@ from commtune.study import (
     upgrade,
 )
 
-from .conftest import last_json, run_cli
+from .conftest import INSTALLATIONS, last_json, run_cli
 
 FAKE = {
     Vendor.OPENMPI: Installation(Vendor.OPENMPI, "4.1.4", "btl:vader", "/x/mpirun", "/x/mpicc"),
@@ -290,6 +290,29 @@ def test_vendor_contract(impl: MPIVendor) -> None:
     else:
         with pytest.raises(RulesError):  # it needs the library's own tree
             impl.write_selection(segs, {"bcast": {"a": 1, "b": 2}}, 2, "h", None)
+
+
+@pytest.mark.parametrize("vendor", INSTALLATIONS)
+def test_discovery_reads_the_installation(vendor: Vendor) -> None:
+    """Discovery on a real installation: it is named (version, device, launcher, compiler
+    wrapper), its control variables are listed, and every catalog knob it has keeps a
+    default inside its domain as installed; a knob it lacks says why."""
+    from commtune.knobs import installed_knobs
+    from commtune.mpi import find_installation
+
+    inst = find_installation(vendor)
+    assert inst.version[0].isdigit() and inst.device and inst.launcher and inst.mpicc
+    statuses = installed_knobs(inst)
+    available = [s for s in statuses.values() if s.available]
+    assert len(available) >= len(statuses) // 2, [s.reason for s in statuses.values()]
+    for s in statuses.values():
+        assert s.available or s.reason
+    for s in available:
+        domain = s.knob.domain()
+        if s.knob.default in domain or not domain:
+            continue
+        # a numeric default may lie outside the values searched (0 = the library decides)
+        assert s.knob.type in (KnobType.INT, KnobType.LOG2), (s.knob.name, s.knob.default)
 
 
 @pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)

@@ -19,6 +19,7 @@ from commtune.store import Store
 from commtune.study import Role, TrialRecord, config_key
 
 from .conftest import (
+    INSTALLATIONS,
     VENDORS,
     commtune_subprocess,
     demo_command,
@@ -44,7 +45,7 @@ def pgrep(pattern: str) -> list[str]:
     return [line for line in out.splitlines() if "pgrep" not in line and "<defunct>" not in line]
 
 
-@pytest.mark.parametrize("vendor", VENDORS)
+@pytest.mark.parametrize("vendor", INSTALLATIONS)
 def test_short_study_on_the_demo_app(
     vendor: Vendor, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,7 +22,7 @@ from commtune.profile import Profile, not_applied
 from commtune.store import Store
 from commtune.study import Role, TrialRecord
 
-from .conftest import VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
+from .conftest import INSTALLATIONS, VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
 PROGRAMS = Path(__file__).parent / "programs"
 RANKS = {Vendor.OPENMPI: 4, Vendor.MPICH: 2}
@@ -101,7 +101,7 @@ def test_generator_rejects_a_malformed_line() -> None:
         generate.parse("bogus | int MPI_Send(void) | 0")
 
 
-@pytest.mark.parametrize("vendor", VENDORS)
+@pytest.mark.parametrize("vendor", INSTALLATIONS)
 def test_exact_counts_bytes_and_features(
     vendor: Vendor, built: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -200,7 +200,7 @@ WRITES = {
 EXPECTED_ACTUAL = {"coll_tuned_allreduce_algorithm": "recursive_doubling"}
 
 
-@pytest.mark.parametrize("vendor", VENDORS)
+@pytest.mark.parametrize("vendor", INSTALLATIONS)
 def test_cvar_write_read_back_and_refusal(vendor: Vendor, built: dict, tmp_path: Path) -> None:
     installation = find_installation(vendor)
     writes = WRITES[vendor]
