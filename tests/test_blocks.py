@@ -73,8 +73,8 @@ def _search(settings: TuneSettings, executor: Executor) -> optuna.Study:
     return study
 
 
-def _searched(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    return [t for t in study.get_trials() if TrialRecord.of(t).role is Role.SEARCH]
+def _searched(study: optuna.Study) -> list[TrialRecord]:
+    return StudyView(study).by_role(Role.SEARCH)
 
 
 def test_fixed_repeats_with_a_control_every_few_trial_runs() -> None:
@@ -91,13 +91,13 @@ def test_fixed_repeats_with_a_control_every_few_trial_runs() -> None:
     blocks = [trial_runs[0:2], trial_runs[3:5], trial_runs[5:7]]
     assert len(trial_runs) == 8
     assert blocks[0] == blocks[2] and blocks[1] == blocks[0][::-1]
-    trials = study.get_trials()
-    assert [TrialRecord.of(t).role for t in trials].count(Role.CONTROL) == 1
-    seqs = sorted(r.seq for t in trials for r in TrialRecord.of(t).runs)
+    trials = StudyView(study).records
+    assert [t.role for t in trials].count(Role.CONTROL) == 1
+    seqs = sorted(r.seq for t in trials for r in t.runs)
     assert seqs == list(range(len(calls)))  # every run has its place in time, once
     for t in _searched(study):
-        assert len(TrialRecord.of(t).runs) == 3
-        assert t.value == pytest.approx(COST[TrialRecord.of(t).config[KNOB]])
+        assert len(t.runs) == 3
+        assert t.value == pytest.approx(COST[t.config[KNOB]])
     result = summarize(study, None)
     assert result.runs == len(calls) == StudyView(study).runs_spent()
 
@@ -110,13 +110,12 @@ def test_each_run_is_related_to_the_nearest_control_run() -> None:
     study = _search(settings, executor)
     controls = sorted(
         (r.seq, r.value)
-        for t in study.get_trials()
-        if TrialRecord.of(t).role in (Role.REFERENCE, Role.CONTROL)
-        for r in TrialRecord.of(t).runs
+        for t in StudyView(study).by_role(Role.REFERENCE, Role.CONTROL)
+        for r in t.runs
     )
     placed = unplaced = 0
     for t in _searched(study):
-        for run in TrialRecord.of(t).runs:
+        for run in t.runs:
             before = [c for c in controls if c[0] < run.seq][-1:]
             after = [c for c in controls if c[0] > run.seq][:1]
             if (
@@ -134,9 +133,7 @@ def test_each_run_is_related_to_the_nearest_control_run() -> None:
             level = math.prod(nearest) ** (1 / len(nearest))
             assert run.relative == pytest.approx(run.value / level)
             placed += 1
-        assert (
-            len(TrialRecord.of(t).relatives()) == 3 or len(TrialRecord.of(t).runs) == 6
-        )  # counted runs, capped
+        assert len(t.relatives()) == 3 or len(t.runs) == 6  # counted runs, capped
     assert placed and unplaced
     assert StudyView(study).noise().drift == pytest.approx(2.5)
 
@@ -151,14 +148,14 @@ def test_a_step_of_drift_cancels_with_controls_and_not_without() -> None:
         settings = _settings(3, 3, ("a", "fast"), racing=False, control_every=2, controls=controls)
         study = _search(settings, Step())
         for t in _searched(study):  # the median of each configuration's three runs
-            assert t.value == pytest.approx(factor * COST[TrialRecord.of(t).config[KNOB]])
+            assert t.value == pytest.approx(factor * COST[t.config[KNOB]])
 
 
 def test_racing_stops_the_clearly_worse_after_one_run_and_the_separated_after_two() -> None:
     settings = _settings(3, 5, ("a", "b", "fast", "slow"))
     executor = Table()
     study = _search(settings, executor)
-    runs = {TrialRecord.of(t).config[KNOB]: len(TrialRecord.of(t).runs) for t in _searched(study)}
+    runs = {t.config[KNOB]: len(t.runs) for t in _searched(study)}
     assert set(runs) == {"a", "b", "fast", "slow"}
     assert runs["slow"] == 1  # twice the defaults' time: out after one run
     assert runs["fast"] == 2  # half of it: separated from the incumbent after two
@@ -167,7 +164,7 @@ def test_racing_stops_the_clearly_worse_after_one_run_and_the_separated_after_tw
     assert len(trial_runs) == sum(runs.values())
     # no racing: every configuration to the cap
     fixed = _search(_settings(3, 5, ("a", "b", "fast", "slow"), racing=False), Table())
-    assert all(len(TrialRecord.of(t).runs) == 3 for t in _searched(fixed))
+    assert all(len(t.runs) == 3 for t in _searched(fixed))
 
 
 def test_the_statistic_is_the_users_choice() -> None:
@@ -181,7 +178,7 @@ def test_the_statistic_is_the_users_choice() -> None:
     finally:
         del COST["noisy"]
     (trial,) = _searched(study)
-    relatives = TrialRecord.of(trial).relatives()
+    relatives = trial.relatives()
     assert sorted(relatives) == pytest.approx([0.5, 0.5, 1.5, 1.5])
     assert trial.value == pytest.approx(stats.statistic("p90")(relatives))
     assert trial.value > 1.4  # the median would say 1.0
@@ -203,7 +200,7 @@ def test_top_k_confirmation_interleaves_the_default_and_the_candidates() -> None
     result = tune(settings, study._storage, executor, Silent())
     acc = acceptance_of(study)
     assert acc is not None and result.acceptance is not None
-    searched_runs = sum(len(TrialRecord.of(t).runs) for t in study.get_trials())
+    searched_runs = StudyView(study).runs_spent()
     confirmation = executor.calls[searched_runs:]
     # the candidates: the configurations within noise of the default or better (a, b, fast)
     candidates = acc.extra["candidates"]
@@ -253,11 +250,9 @@ def test_a_failed_control_run_is_left_out_of_the_stream() -> None:
     searched = _searched(study)
     assert len(searched) == 2 and all(t.state.name == "COMPLETE" for t in searched)
     for t in searched:  # related to the reference's last run, the only control left
-        assert TrialRecord.of(t).relatives() == pytest.approx(
-            [COST[TrialRecord.of(t).config[KNOB]]] * 2
-        )
-    control = next(t for t in study.get_trials() if TrialRecord.of(t).role is Role.CONTROL)
-    assert control.state.name == "FAIL" and len(TrialRecord.of(control).values()) == 0
+        assert t.relatives() == pytest.approx([COST[t.config[KNOB]]] * 2)
+    (control,) = StudyView(study).controls()
+    assert control.failed and control.values() == []
 
 
 def test_the_cli_offers_every_statistic() -> None:
@@ -311,7 +306,6 @@ def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> 
     and its claim: the trial it asked is recorded as unused (it was once a 'duplicate' of
     nothing, without duplicate_of)."""
     from commtune.store import Claim
-    from commtune.study import TrialRecord
     from commtune.tune import Workers
 
     class Raced(Workers):
@@ -326,6 +320,7 @@ def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> 
     run_reference(study, settings, Table(), Silent())
     workers.sync(study)
     search(study, settings, Table(), 60.0, Silent(), workers)
-    (unused,) = [t for t in study.get_trials() if TrialRecord.of(t).role is Role.UNUSED]
-    assert unused.state.name == "PRUNED" and TrialRecord.of(unused).duplicate_of is None
-    assert not [t for t in study.get_trials() if TrialRecord.of(t).role is Role.DUPLICATE]
+    view = StudyView(study)
+    (unused,) = view.by_role(Role.UNUSED)
+    assert unused.state.name == "PRUNED" and unused.duplicate_of is None
+    assert not view.by_role(Role.DUPLICATE)

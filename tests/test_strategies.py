@@ -24,7 +24,7 @@ from commtune.strategies import STRATEGIES, get_strategy
 from commtune.strategies._dqn import Agent, ensemble
 from commtune.strategies._history import History
 from commtune.strategies._model import fit_model
-from commtune.study import Plan, Role, StudySpec, TrialRecord, config_key
+from commtune.study import Plan, Role, StudySpec, StudyView, TrialRecord
 from commtune.tune import TuneSettings, open_study, run_reference, search
 
 OURS = ["ga", "model", "dqn", "auto"]
@@ -43,8 +43,8 @@ def study_on(
     return study
 
 
-def searched(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
-    return [t for t in study.get_trials() if TrialRecord.of(t).role is Role.SEARCH]
+def searched(study: optuna.Study) -> list[TrialRecord]:
+    return StudyView(study).by_role(Role.SEARCH)
 
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
@@ -54,13 +54,13 @@ def test_every_strategy_respects_domains_steps_and_budget(strategy: str) -> None
     trials = searched(study)
     assert len(trials) == 23  # the budget, the reference included
     for t in trials:
-        config = TrialRecord.of(t).config
+        config = dict(t.config)
         assert surface.space.validate(config) == config
         assert int(config["polls"]) % 100 == 0
         assert int(config["eager_limit"]) & (int(config["eager_limit"]) - 1) == 0
         if config["single_copy"] == "knem" and config["async_progress"]:
             assert t.state.name == "FAIL"
-    keys = [config_key(TrialRecord.of(t).config) for t in trials]
+    keys = [t.key for t in trials]
     assert len(set(keys)) == len(keys)
 
 
@@ -151,8 +151,8 @@ def test_auto_measures_the_hint_first_and_records_its_arms() -> None:
     hint = {"eager": 1 << 15, "chunks": 11, "polls": 400}
     study = study_on(surface, "auto", 14, hints=[hint])
     trials = searched(study)
-    assert TrialRecord.of(trials[0]).config == hint and TrialRecord.of(trials[0]).arm == "hint"
-    arms = {TrialRecord.of(t).arm for t in trials[1:]}
+    assert trials[0].config == hint and trials[0].arm == "hint"
+    arms = {t.arm for t in trials[1:]}
     assert "design" in arms and arms - {"design"} <= {"cmaes", "ga"}
 
 
