@@ -80,12 +80,21 @@ def last_json(out: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _default_signals() -> None:
+    # A command started in the background by a shell without job control ignores SIGINT and
+    # SIGQUIT, and its children inherit that (Python then installs no KeyboardInterrupt):
+    # the tuner under test gets the default handling a user's terminal gives it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def commtune_subprocess(args: list[str], **kwargs: object) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "commtune", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_signals,  # noqa: PLW1509  # the test's one thread holds no lock
         **kwargs,  # type: ignore[arg-type]
     )
 
