@@ -1,4 +1,5 @@
-"""``commtune knobs`` and ``commtune cvars``: what the installed MPI lets commtune tune."""
+"""``commtune mpis``, ``commtune knobs`` and ``commtune cvars``: the MPI installations found,
+and what each lets commtune tune."""
 
 from __future__ import annotations
 
@@ -22,6 +23,39 @@ def _add_cvars(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pvars", action="store_true", help="performance variables instead")
     p.add_argument("--filter", metavar="REGEX", help="only names matching REGEX")
     add_json(p)
+
+
+def _add_mpis(p: argparse.ArgumentParser) -> None:
+    add_json(p)
+
+
+def cmd_mpis(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.errors import UsageError
+    from commtune.mpi import default_installation, find_installations
+    from commtune.report import UI, installations_table
+
+    found = find_installations()
+    try:
+        default: str | None = default_installation().launcher
+    except UsageError:
+        default = None
+    rows = [
+        {
+            **i.to_json(),
+            "title": i.vendor.title,
+            "device_label": i.impl.device_label(i.device),
+            "default": i.launcher == default,
+        }
+        for i in found
+    ]
+    ui = UI(json_mode=args.json)
+    if not rows:
+        ui.warn("no MPI installation found (PATH, COMMTUNE_MPI_PATH, MPI_HOME, I_MPI_ROOT)")
+    else:
+        ui.print(installations_table(rows, f"{len(rows)} MPI installation(s)"))
+    if args.json:
+        print_json({"installations": rows})
+    return 0
 
 
 def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
@@ -78,6 +112,7 @@ def cmd_cvars(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 COMMANDS = [
+    Command("mpis", "list the MPI installations found", _add_mpis, cmd_mpis),
     Command("knobs", "list the knobs of an MPI library", _add_knobs, cmd_knobs),
     Command("cvars", "list the MPI_T control (or performance) variables", _add_cvars, cmd_cvars),
 ]

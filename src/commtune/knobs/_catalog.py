@@ -14,7 +14,7 @@ from typing import Any
 
 from commtune.errors import UsageError
 from commtune.knobs._apply import APPLIERS, Apply
-from commtune.knobs._knob import Knob, KnobType
+from commtune.knobs._knob import Knob, KnobType, version_in
 from commtune.mpi import VENDOR_NAMES
 
 LIBRARIES = VENDOR_NAMES
@@ -37,6 +37,11 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
             f"catalog {library}: knob {entry['name']} is applied by {how.value!r}, "
             "which this version of commtune cannot apply yet"
         )
+    if entry.get("versions"):
+        try:
+            version_in("0", entry["versions"])
+        except ValueError as exc:
+            raise UsageError(f"catalog {library}: knob {entry['name']}: {exc}") from None
     return Knob(
         name=entry["name"],
         library=library,
@@ -53,4 +58,5 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
         apply=how,
         default_space=entry.get("default_space", False),
         requires_device=entry.get("requires_device"),
+        versions=entry.get("versions"),
     )

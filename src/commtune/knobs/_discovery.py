@@ -114,6 +114,11 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
     variables = discover(installation)
     out = {}
     for name, knob in catalog.items():
+        if not knob.in_version(installation.version):
+            title = installation.vendor.title
+            reason = f"{title} {installation.version} has no {name} ({title} {knob.versions} has)"
+            out[name] = KnobStatus(knob, False, reason)
+            continue
         if knob.requires_device is not None:
             ok = knob.requires_device in installation.device
             reason = "" if ok else f"needs the {knob.requires_device} device"

@@ -87,7 +87,9 @@ class MPIVendor(abc.ABC):
     # (export format, file name) of the settings file its users keep (what `tune` suggests)
     settings_file: ClassVar[tuple[str, str]] = ("env", "tuned.env")
     launcher_word: ClassVar[str]  # the launcher as its users type it
-    p2p_knobs: ClassVar[tuple[str, str]]  # (single-copy mechanism, eager/rendezvous limit)
+    # (single-copy mechanism, eager/rendezvous limit), per version: the first pair whose knobs
+    # the installation has (Open MPI 5 renamed them).
+    p2p_knobs: ClassVar[tuple[tuple[str, str], ...]]
     algorithm_env: ClassVar[Mapping[str, str]] = {}  # needed to switch algorithms at run time
     selection_file_name: ClassVar[str]  # the collective selection file commtune writes
     # A forced algorithm variable overrides a loaded selection file (MPICH) or not (Open MPI).

@@ -46,7 +46,10 @@ class OpenMPI(MPIVendor):
     export_formats = ("mca",)
     settings_file = ("mca", "mca-params.conf")
     launcher_word = "mpirun"
-    p2p_knobs = ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit")
+    p2p_knobs = (
+        ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit"),  # 4.1
+        ("smsc", "btl_sm_eager_limit"),  # 5.0: the sm BTL and the smsc framework
+    )
     # Forced algorithms are bound at communicator creation and only with dynamic rules on.
     algorithm_env = DYNAMIC_RULES
     selection_file_name = "coll-rules.conf"

@@ -37,6 +37,7 @@ _WHERE = {
     "sample_plots": "_sample_plots",
     "acceptance_lines": "_tables",
     "format_config": "_tables",
+    "installations_table": "_tables",
     "knobs_table": "_tables",
     "noise_line": "_tables",
     "pareto_table": "_tables",
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from commtune.report._tables import (
         acceptance_lines,
         format_config,
+        installations_table,
         knobs_table,
         noise_line,
         pareto_table,
@@ -104,6 +106,7 @@ __all__ = [
     "family_figure",
     "features_table",
     "format_config",
+    "installations_table",
     "knobs_table",
     "mpit_table",
     "noise_line",

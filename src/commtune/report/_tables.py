@@ -131,6 +131,18 @@ def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
     return table
 
 
+def installations_table(rows: Iterable[dict[str, Any]], title: str) -> Table:
+    """The MPI installations found (``Installation.to_json`` each, ``default`` marked)."""
+    table = compact_table(title)
+    for column in ("--mpi", "library", "device", "launcher", "compiler"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        mark = " (default)" if r.get("default") else ""
+        table.add_row(r["name"] + mark, r["title"] + " " + r["version"], r["device_label"],
+                      r["launcher"], r["mpicc"])  # fmt: skip
+    return table
+
+
 def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
     table = compact_table(title)
     table.add_column("trial", justify="right")
