@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from commtune.errors import UsageError
-from commtune.knobs import KnobStatus, KnobType, Space, apply, build_space, load_catalog
+from commtune.knobs import (
+    KnobStatus,
+    KnobType,
+    Space,
+    apply,
+    build_space,
+    catalog_statuses,
+    load_catalog,
+)
 from commtune.knobs._discovery import parse_cvar_lines
 from commtune.knobs._select import parse_knob_spec
 from commtune.mpi import Vendor
@@ -14,7 +22,8 @@ from commtune.mpi.openmpi import parse_ompi_info
 
 
 def statuses(library: str) -> dict[str, KnobStatus]:
-    return {n: KnobStatus(k, True) for n, k in load_catalog(library).items()}
+    """The catalog as Debian's installations would have it (Open MPI 4.1, MPICH 4.0)."""
+    return catalog_statuses(library, {"openmpi": "4.1.4", "mpich": "4.0.2"}[library])
 
 
 def test_catalogs_cover_the_required_knobs() -> None:
@@ -178,3 +187,34 @@ def test_an_unknown_preset_names_every_preset() -> None:
     with pytest.raises(UsageError) as err:
         build_space(statuses("openmpi"), "openmpi", presets=["foo"])
     assert all(p in str(err.value) for p in PRESETS)
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "expected"),
+    [
+        ("4.1.4", "<5", True),
+        ("5.0.11", "<5", False),
+        ("5.0.11", ">=5", True),
+        ("4.0.2", ">=4.1,<5", False),
+        ("4.1.0", ">=4.1,<5", True),
+        ("2021.18.1", ">=2021.10", True),
+        ("5.0.2", "==5.0", True),
+        ("5.1.0", "==5.0", False),
+    ],
+)
+def test_a_knob_belongs_to_the_versions_that_have_it(
+    version: str, spec: str, expected: bool
+) -> None:
+    from commtune.knobs._knob import version_in
+
+    assert version_in(version, spec) is expected
+
+
+def test_a_renamed_variable_is_a_knob_per_version() -> None:
+    """Open MPI 5 renamed vader to sm: each name is available on its own versions only, and
+    the default space has as many knobs on each."""
+    four, five = catalog_statuses("openmpi", "4.1.4"), catalog_statuses("openmpi", "5.0.11")
+    assert four["btl_vader_eager_limit"].available and not five["btl_vader_eager_limit"].available
+    assert five["btl_sm_eager_limit"].available and not four["btl_sm_eager_limit"].available
+    assert five["smsc"].available and not four["smsc"].available
+    assert len(build_space(four, "openmpi").names) == len(build_space(five, "openmpi").names) == 3

@@ -99,7 +99,8 @@ def add_mpi(p: argparse.ArgumentParser) -> None:
         "--mpi",
         metavar="MPI",
         help=f"the MPI installation: a family ({', '.join(VENDOR_NAMES)}), FAMILY@VERSION "
-        "(e.g. openmpi@5) or its prefix; default: the one the command's launcher belongs to, "
+        f"(e.g. {VENDOR_NAMES[0]}@5) or its prefix; default: the one the command's launcher "
+        "belongs to, "
         "else the one mpirun runs ('commtune mpis' lists them)",
     )
 

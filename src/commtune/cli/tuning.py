@@ -499,17 +499,17 @@ class _StudyObserver(Observer):
 
 def _tune_replay(opts: TuneOptions, ui: UI) -> int:
     """Tuning against recorded measurements (``--replay FILE``): strategies without MPI."""
-    from commtune.knobs import KnobStatus, build_space, load_catalog
+    from commtune.knobs import build_space, catalog_statuses
     from commtune.mpi import MPISpec
     from commtune.store import Store
     from commtune.trial import ReplayExecutor
 
-    family = MPISpec.parse(opts.mpi).family if opts.mpi else None
-    if family is None or opts.replay is None:
+    spec = MPISpec.parse(opts.mpi) if opts.mpi else None
+    if spec is None or spec.family is None or opts.replay is None:
         raise UsageError("--replay needs --mpi to name the library of the recorded knobs")
-    library = family.value
+    library = spec.family.value
     executor = ReplayExecutor(opts.replay)
-    statuses = {n: KnobStatus(k, True) for n, k in load_catalog(library).items()}
+    statuses = catalog_statuses(library, spec.version)
     space = build_space(statuses, library, opts.knobs, opts.presets)
     store = Store(opts.storage)
     command = ["replay", opts.replay]

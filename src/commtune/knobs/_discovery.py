@@ -103,6 +103,16 @@ def enumerators(installation: Installation) -> dict[str, tuple[str, ...]]:
     return {name: var.enumerators for name, var in discover(installation).items()}
 
 
+def catalog_statuses(library: str, version: str | None = None) -> dict[str, KnobStatus]:
+    """Every catalog knob of ``library`` without an installation to ask (recorded
+    measurements): each available that the library at ``version`` has (None: every one)."""
+    out = {}
+    for name, knob in load_catalog(library).items():
+        ok = version is None or knob.in_version(version)
+        out[name] = KnobStatus(knob, ok, "" if ok else f"not in {library} {version}")
+    return out
+
+
 def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
     """Every catalog knob of the installation's library, checked against what it really has.
 
@@ -151,7 +161,13 @@ def _probe_output(installation: Installation, mode: str) -> str:
     probe = native.build(installation, "tools/ct_probe.c")
     argv = installation.command(1, [str(probe), mode])
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        env=installation.tool_env(),
     )
     if done.returncode != 0:
         raise UsageError(f"cannot list the MPI_T variables of {installation.describe()}")

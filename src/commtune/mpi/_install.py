@@ -49,7 +49,15 @@ class Installation:
     @property
     def prefix(self) -> str:
         """The directory the installation's ``bin/`` is in (where its launcher is)."""
-        return os.path.dirname(os.path.dirname(os.path.abspath(self.launcher)))
+        return _prefix_of(self.launcher)
+
+    def environment(self) -> dict[str, str]:
+        """Variables its tools, compiler wrapper and runs need (:meth:`MPIVendor.environment`)."""
+        return self.impl.environment(self.prefix)
+
+    def tool_env(self) -> dict[str, str]:
+        """This process's environment with the installation's own (for running its tools)."""
+        return {**os.environ, **self.environment()}
 
     @property
     def name(self) -> str:
@@ -75,11 +83,18 @@ class Installation:
         return [self.launcher, *self.impl.local_options(), "-n", str(ranks), *program]
 
 
+def _prefix_of(path: str) -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(path)))
+
+
 @cache
 def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
-    """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher."""
-    text = output([path, "--version"])
+    """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher.
+    Each vendor is asked with the environment its installation would need there."""
+    plain = output([path, "--version"])
     for vendor in Vendor:
+        env = vendor.impl.environment(_prefix_of(path))
+        text = output([path, "--version"], env=env) if env else plain
         found = vendor.impl.recognise(path, text)
         if found is not None:
             return vendor, found[0], found[1]
@@ -87,8 +102,14 @@ def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
 
 
 def _compiler_vendor(path: str) -> Vendor | None:
-    text = output([path, "-show"]) + output([path, "--showme:version"])
-    return next((v for v in Vendor if v.impl.is_compiler(text)), None)
+    probes = (["-show"], ["--showme:version"], ["-v"])
+    plain = "".join(output([path, *p]) for p in probes)
+    for vendor in Vendor:
+        env = vendor.impl.environment(_prefix_of(path))
+        text = "".join(output([path, *p], env=env) for p in probes) if env else plain
+        if vendor.impl.is_compiler(text):
+            return vendor
+    return None
 
 
 @cache

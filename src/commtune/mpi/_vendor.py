@@ -174,6 +174,12 @@ class MPIVendor(abc.ABC):
     def rank_args(self, variables: Mapping[str, str]) -> list[str]:
         """Launcher options that set ``variables`` in every rank."""
 
+    def environment(self, prefix: str) -> dict[str, str]:
+        """Variables the installation at ``prefix`` needs for its tools, its compiler wrapper
+        and its runs (Intel MPI: ``I_MPI_ROOT``, its libraries and libfabric's providers);
+        nothing by default."""
+        return {}
+
     # -- discovery --------------------------------------------------------------------------
     def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:
         """Every control variable, from a tool of the vendor's own; None: ask MPI_T."""
