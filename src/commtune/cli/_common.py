@@ -192,9 +192,9 @@ def measured_on(store: Store, study: optuna.Study) -> str | None:
 
 
 def study_knobs(study: optuna.Study) -> tuple[str, list[Knob]]:
-    from commtune.knobs import load_catalog
+    from commtune.knobs import load_catalog, space_from_json
     from commtune.study import spec_of
 
     spec = spec_of(study)
-    catalog = load_catalog(spec.library)
-    return spec.library, [catalog[n] for n in spec.knob_names() if n in catalog]
+    space = space_from_json(spec.library, spec.space, load_catalog(spec.library))
+    return spec.library, [d.knob for d in space.dimensions]

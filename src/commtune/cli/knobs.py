@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import TYPE_CHECKING
 
 from commtune.cli._common import Command, add_json, add_mpi, print_json
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
 from commtune.mpi import installation_of
 
+if TYPE_CHECKING:
+    from commtune.mpi import Installation
+
 
 def _add_knobs(p: argparse.ArgumentParser) -> None:
     add_mpi(p)
     p.add_argument("--preset", choices=PRESETS)
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="every variable the library has (each can be named with --knob), not the catalog",
+    )
+    p.add_argument("--filter", metavar="REGEX", help="with --all: only names matching REGEX")
     add_json(p)
 
 
@@ -63,6 +73,10 @@ def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import UI, knobs_table
 
     inst = installation_of(args.mpi)
+    if args.all:
+        return _all_variables(inst, args)
+    if args.filter:
+        raise UsageError("--filter goes with --all")
     statuses = list(installed_knobs(inst).values())
     if args.preset:
         statuses = [s for s in statuses if args.preset in s.knob.presets]
@@ -86,6 +100,35 @@ def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
             for s in statuses
         ]
         print_json({"mpi": inst.vendor.value, "knobs": out})
+    return 0
+
+
+def _all_variables(inst: Installation, args: argparse.Namespace) -> int:
+    from commtune.knobs import discover, load_catalog
+    from commtune.report import UI, library_variables_table
+
+    try:
+        pattern = re.compile(args.filter or "")
+    except re.error as exc:
+        raise UsageError(f"--filter {args.filter!r}: {exc}") from None
+    catalog = load_catalog(inst.vendor.value)
+    rows = [
+        {
+            "name": v.name,
+            "type": "enum" if v.enumerators and v.kind != "bool" else (v.kind or "unknown"),
+            "default": v.value,
+            "enumerators": list(v.enumerators),
+            "tunable": v.settable,
+            "catalog": v.name in catalog,
+            "env": inst.impl.env_name(v.name),
+        }
+        for v in sorted(discover(inst).values(), key=lambda v: v.name)
+        if pattern.search(v.name)
+    ]
+    ui = UI(json_mode=args.json)
+    ui.print(library_variables_table(rows, f"{len(rows)} variables of {inst.describe()}"))
+    if args.json:
+        print_json({"mpi": inst.vendor.value, "installation": inst.to_json(), "variables": rows})
     return 0
 
 

@@ -344,7 +344,7 @@ def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def _tune(opts: TuneOptions, command: list[str] | None) -> int:
-    from commtune.knobs import build_space, installed_knobs
+    from commtune.knobs import build_space, discover, installed_knobs
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
     from commtune.report import UI
@@ -361,7 +361,8 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         command = scale.command()
     inst = resolve_command(command, opts.mpi)
     statuses = installed_knobs(inst)
-    space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets)
+    space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets,
+                        discover(inst), inst.impl.env_name)  # fmt: skip
     launcher = launcher_for(inst)
     predictor = None
     if opts.plan.strategy == "predict":

@@ -8,6 +8,7 @@ in by :func:`installed_knobs`.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -28,6 +29,11 @@ def load_catalog(library: str) -> dict[str, Knob]:
     data = json.loads(text)
     prefix = data.get("env_prefix", "")
     return {entry["name"]: _knob_from_json(entry, library, prefix) for entry in data["knobs"]}
+
+
+def knob_from_json(entry: dict[str, Any], library: str) -> Knob:
+    """A knob stored with a study's space (one made from a library's variable)."""
+    return replace(_knob_from_json(entry, library, ""), adhoc=True)
 
 
 def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:

@@ -46,9 +46,20 @@ def parse_cvar_lines(
             )
         value = entry.get("value")
         out[entry["name"]] = Variable(
-            entry["name"], None if value is None else str(value), enum, entry["description"]
+            entry["name"],
+            None if value is None else str(value),
+            enum,
+            entry["description"],
+            _MPIT_KINDS.get(str(entry.get("datatype")), ""),
+            entry.get("scope") != "constant",
         )
     return out
+
+
+# MPI_T datatypes (as ct_probe names them) -> the kinds of a Variable
+_MPIT_KINDS = {"int": "int", "unsigned": "int", "unsigned long": "int",
+               "unsigned long long": "int", "count": "int", "char": "string",
+               "double": "float", "bool": "bool"}  # fmt: skip
 
 
 def _discover_uncached(installation: Installation) -> dict[str, Variable]:
@@ -62,29 +73,17 @@ def _discover_uncached(installation: Installation) -> dict[str, Variable]:
 @functools.cache
 def discover(installation: Installation) -> dict[str, Variable]:
     """Control variables of the installation, by name (cached per installation)."""
-    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}"
+    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v2"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     path = native.cache_dir() / "discovery" / f"{safe}.json"
     if path.exists():
         data = json.loads(path.read_text())
-        return {
-            name: Variable(name, v["value"], tuple(v["enumerators"]), v["description"])
-            for name, v in data.items()
-        }
+        return {name: Variable.from_json(name, v) for name, v in data.items()}
     found = _discover_uncached(installation)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(  # a temporary file of this process's own: two may fill the cache at once
         path,
-        json.dumps(
-            {
-                v.name: {
-                    "value": v.value,
-                    "enumerators": list(v.enumerators),
-                    "description": v.description,
-                }
-                for v in found.values()
-            }
-        ),
+        json.dumps({v.name: v.to_json() for v in found.values()}),
     )
     return found
 

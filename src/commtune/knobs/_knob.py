@@ -96,6 +96,25 @@ class Knob:
     # The library versions that have this variable (``">=5"``, ``"<5"``, ``">=4.1,<5"``):
     # a knob renamed between versions is two knobs, one for each side.
     versions: str | None = None
+    # Not in the catalog: made from a variable the installed library reports (``--knob`` of
+    # any variable); a study stores its definition with its space.
+    adhoc: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The knob as a catalog entry (what ``knobs._catalog.knob_from_json`` reads)."""
+        entry: dict[str, Any] = {
+            "name": self.name,
+            "type": self.type.value,
+            "default": self.default,
+            "description": self.description,
+            "env": self.env,
+            "apply": self.apply.value,
+        }
+        if self.low is not None:
+            entry.update(low=self.low, high=self.high, step=self.step)
+        if self.choices:
+            entry["choices"] = list(self.choices)
+        return entry
 
     def in_version(self, version: str) -> bool:
         """Whether the library at ``version`` has this knob (``versions``)."""
@@ -216,10 +235,13 @@ class Dimension:
         return self.values is None and self.knob.type in (KnobType.INT, KnobType.LOG2)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        entry: dict[str, Any] = {
             "knob": self.knob.name,
             "values": None if self.values is None else list(self.values),
         }
+        if self.knob.adhoc:  # not in any catalog: the study keeps what it is
+            entry["definition"] = self.knob.to_json()
+        return entry
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import abc
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -67,6 +67,18 @@ class Variable:
     value: str | None
     enumerators: tuple[str, ...] = ()
     description: str = ""
+    kind: str = ""  # bool | int | string | float; "" where the library does not say
+    settable: bool = True  # False: a constant of the build, or read-only at every time
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "enumerators": list(self.enumerators),
+                "description": self.description, "kind": self.kind,
+                "settable": self.settable}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, name: str, data: Mapping[str, Any]) -> Variable:
+        return cls(name, data["value"], tuple(data["enumerators"]), data["description"],
+                   data.get("kind", ""), data.get("settable", True))  # fmt: skip
 
 
 class MPIVendor(abc.ABC):
@@ -114,6 +126,11 @@ class MPIVendor(abc.ABC):
 
     @abc.abstractmethod
     def _mpit_name(self, env_name: str) -> str: ...
+
+    def env_name(self, variable: str) -> str:
+        """The environment variable that sets the library's control variable ``variable``
+        (as discovery names it)."""
+        return variable if variable.startswith(self.env_prefix) else self.env_prefix + variable
 
     def mpit_value(self, text: str, enumerators: tuple[str, ...], categorical: bool) -> str:
         """What MPI_T reads back for a variable set to ``text`` (its own enumeration)."""

@@ -131,6 +131,17 @@ def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
     return table
 
 
+def library_variables_table(rows: Iterable[dict[str, Any]], title: str) -> Table:
+    """Every variable of an installed library (``knobs --all``)."""
+    table = compact_table(title)
+    for column in ("variable", "type", "default", "values", "tunable"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        how = "yes (catalog)" if r["catalog"] else "yes" if r["tunable"] else "no: constant"
+        table.add_row(r["name"], r["type"], str(r["default"]), " | ".join(r["enumerators"]), how)
+    return table
+
+
 def installations_table(rows: Iterable[dict[str, Any]], title: str) -> Table:
     """The MPI installations found (``Installation.to_json`` each, ``default`` marked)."""
     table = compact_table(title)
