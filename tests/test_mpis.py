@@ -57,6 +57,7 @@ def test_a_spec_matches_by_family_version_prefix_and_path() -> None:
         assert not MPISpec.parse(f"{inst.vendor.value}@{major}1").matches(inst)
 
 
+@pytest.mark.mpi
 @pytest.mark.contract
 @pytest.mark.parametrize("spec", PYPI)
 def test_an_installation_of_its_own_is_listed_chosen_and_runs_a_study(
@@ -88,6 +89,7 @@ def test_an_installation_of_its_own_is_listed_chosen_and_runs_a_study(
     assert code == 0 and f"measured on {inst.vendor.title} {inst.version}" in out
 
 
+@pytest.mark.mpi
 def test_a_configuration_is_not_run_where_a_knob_does_not_exist(
     storage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,6 +120,7 @@ def test_the_makefile_prefixes_are_where_the_tests_look() -> None:
     assert ".mpis/openmpi5" in path and ".mpis/mpich5" in path
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize(("family", "other"), [("openmpi", "openmpi@5"), ("mpich", "mpich@5")])
 def test_a_preset_means_the_same_on_every_version(
     family: str, other: str, capsys: pytest.CaptureFixture[str]
