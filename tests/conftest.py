@@ -22,6 +22,12 @@ from commtune.errors import UsageError
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
 
+# The MPI installations `make mpis` puts in prefixes of their own (as the Makefile exports it).
+_MPIS = Path(__file__).resolve().parent.parent / ".mpis"
+os.environ.setdefault(
+    "COMMTUNE_MPI_PATH", os.pathsep.join(str(_MPIS / n) for n in ("openmpi5", "mpich5", "impi"))
+)
+
 
 def _installed(vendor: Vendor) -> bool:
     try:

@@ -223,7 +223,7 @@ class StubMPI(MPIVendor):
     launcher_aliases = ("stubexec",)
     compiler_names = ("stubcc",)
     launcher_word = "stubrun"
-    p2p_knobs = ("STUB_CVAR_SINGLE_COPY", "STUB_CVAR_EAGER_LIMIT")
+    p2p_knobs = (("STUB_CVAR_SINGLE_COPY", "STUB_CVAR_EAGER_LIMIT"),)
     selection_file_name = "stub-selection.json"
     forced_overrides_file = True
     default_algorithm_named = True
@@ -322,7 +322,7 @@ def test_a_registered_vendor_has_a_catalog_and_knows_its_launcher(vendor: Vendor
     catalog = load_catalog(vendor.value)
     for op in ("allreduce", "bcast", "reduce", "allgather", "alltoall"):
         assert impl.algorithm_knob(op) in catalog
-    assert all(k in catalog for k in impl.p2p_knobs)
+    assert all(k in catalog for pair in impl.p2p_knobs for k in pair)
     assert all(p in ENV_PREFIXES for p in impl.env_prefixes)
     assert all(p in SHM_PATTERNS for p in impl.shm_patterns)
     assert set(impl.launcher_names) | set(impl.launcher_aliases) <= LAUNCHER_NAMES

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from commtune.errors import UsageError
-from commtune.knobs import KnobStatus, KnobType, Space, apply, build_space, load_catalog
+from commtune.knobs import (
+    KnobStatus,
+    KnobType,
+    Space,
+    apply,
+    build_space,
+    catalog_statuses,
+    load_catalog,
+    space_from_json,
+)
 from commtune.knobs._discovery import parse_cvar_lines
 from commtune.knobs._select import parse_knob_spec
 from commtune.mpi import Vendor
@@ -14,7 +23,8 @@ from commtune.mpi.openmpi import parse_ompi_info
 
 
 def statuses(library: str) -> dict[str, KnobStatus]:
-    return {n: KnobStatus(k, True) for n, k in load_catalog(library).items()}
+    """The catalog as Debian's installations would have it (Open MPI 4.1, MPICH 4.0)."""
+    return catalog_statuses(library, {"openmpi": "4.1.4", "mpich": "4.0.2"}[library])
 
 
 def test_catalogs_cover_the_required_knobs() -> None:
@@ -178,3 +188,85 @@ def test_an_unknown_preset_names_every_preset() -> None:
     with pytest.raises(UsageError) as err:
         build_space(statuses("openmpi"), "openmpi", presets=["foo"])
     assert all(p in str(err.value) for p in PRESETS)
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "expected"),
+    [
+        ("4.1.4", "<5", True),
+        ("5.0.11", "<5", False),
+        ("5.0.11", ">=5", True),
+        ("4.0.2", ">=4.1,<5", False),
+        ("4.1.0", ">=4.1,<5", True),
+        ("2021.18.1", ">=2021.10", True),
+        ("5.0.2", "==5.0", True),
+        ("5.1.0", "==5.0", False),
+    ],
+)
+def test_a_knob_belongs_to_the_versions_that_have_it(
+    version: str, spec: str, expected: bool
+) -> None:
+    from commtune.knobs._knob import version_in
+
+    assert version_in(version, spec) is expected
+
+
+def test_a_renamed_variable_is_a_knob_per_version() -> None:
+    """Open MPI 5 renamed vader to sm: each name is available on its own versions only, and
+    the default space has as many knobs on each."""
+    four, five = catalog_statuses("openmpi", "4.1.4"), catalog_statuses("openmpi", "5.0.11")
+    assert four["btl_vader_eager_limit"].available and not five["btl_vader_eager_limit"].available
+    assert five["btl_sm_eager_limit"].available and not four["btl_sm_eager_limit"].available
+    assert five["smsc"].available and not four["smsc"].available
+    assert len(build_space(four, "openmpi").names) == len(build_space(five, "openmpi").names) == 3
+
+
+def _var(kind: str, value: str, enumerators: tuple[str, ...] = (), settable: bool = True):  # type: ignore[no-untyped-def]
+    from commtune.mpi import Variable
+
+    return Variable("x_var", value, enumerators, "a variable", kind, settable)
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "enums", "text", "expected"),
+    [
+        ("bool", "false", ("false", "true"), None, [False, True]),
+        ("string", "b", ("a", "b", "c"), None, ["a", "b", "c"]),
+        ("string", "b", ("a", "b", "c"), "c,a", ["c", "a"]),
+        ("int", "1", (), "1,2,4", [1, 2, 4]),
+        ("int", "1", (), "1..4", [1, 2, 3, 4]),
+        ("int", "65536", (), "4k..32k", [4096, 8192, 16384, 32768]),
+        ("string", "", (), "x,y", ["x", "y"]),
+    ],
+)
+def test_a_library_variable_becomes_a_knob_with_the_librarys_domain(
+    kind: str, value: str, enums: tuple[str, ...], text: str | None, expected: list[object]
+) -> None:
+    from commtune.knobs._select import variable_knob
+
+    dim = variable_knob(_var(kind, value, enums), "openmpi", "OMPI_MCA_x_var", text)
+    assert dim.candidates() == expected and dim.knob.adhoc and dim.knob.env == "OMPI_MCA_x_var"
+    # a study keeps its definition: the space reads back without the catalog knowing it
+    back = space_from_json("openmpi", Space("openmpi", (dim,)).to_json())
+    assert back.dimensions[0].candidates() == expected
+    assert back.dimensions[0].knob.type is dim.knob.type
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "text", "settable", "needle"),
+    [
+        ("int", "1", None, True, "is an integer: give its values"),
+        ("int", "1", "8..2", True, "the range 8..2 is empty"),
+        ("int", "1", "1..100000", True, "holds 100000 values"),
+        ("int", "1", "1,x", True, "'x' is not a whole number"),
+        ("string", "", None, True, "takes text: give its values"),
+        ("int", "1", "1,2", False, "is a constant of this build"),
+    ],
+)
+def test_a_variable_refuses_what_it_cannot_take(
+    kind: str, value: str, text: str | None, settable: bool, needle: str
+) -> None:
+    from commtune.knobs._select import variable_knob
+
+    with pytest.raises(UsageError, match=needle):
+        variable_knob(_var(kind, value, (), settable), "mpich", "X_VAR", text)

@@ -37,10 +37,17 @@ def source_path(relative: str) -> Path:
     return path
 
 
-@functools.cache
-def _wrapper_expansion(mpicc: str) -> str:
+def _wrapper_expansion(installation: Installation) -> str:
     """What the compiler wrapper runs (part of the cache key: another MPI, another build)."""
-    return subprocess.run([mpicc, "-show"], capture_output=True, text=True, check=False).stdout
+    return _expansion(installation.mpicc, tuple(sorted(installation.environment().items())))
+
+
+@functools.cache
+def _expansion(mpicc: str, env: tuple[tuple[str, str], ...]) -> str:
+    return subprocess.run(
+        [mpicc, "-show"], capture_output=True, text=True, check=False,
+        env={**os.environ, **dict(env)} if env else None,
+    ).stdout  # fmt: skip
 
 
 def build(installation: Installation, relative: str, flags: tuple[str, ...] = ("-O2",)) -> Path:
@@ -116,7 +123,7 @@ def _compile(
     libs: tuple[str, ...] = (),
 ) -> Path:
     """Compile ``sources`` into ``name`` in the cache; rebuilt when any input text changes."""
-    wrapper = _wrapper_expansion(installation.mpicc)
+    wrapper = _wrapper_expansion(installation)
     texts = [p.read_text() for p in sources + headers]
     key = hashlib.sha256(
         "\0".join([*texts, installation.mpicc, wrapper, " ".join(flags + libs)]).encode()
@@ -132,6 +139,7 @@ def _compile(
             capture_output=True,
             text=True,
             check=False,
+            env=installation.tool_env(),
         )
         if done.returncode != 0:
             errors = [line for line in done.stderr.splitlines() if "error" in line]

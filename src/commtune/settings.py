@@ -52,7 +52,13 @@ CACHE = Setting(
 NATIVE_DIR = Setting(
     "COMMTUNE_NATIVE_DIR", None, "commtune's C sources; unset: native/ of this checkout"
 )
-SETTINGS = (STORAGE, SQLITE_TIMEOUT, PROFILE_DIR, CACHE, NATIVE_DIR)
+MPI_PATH = Setting(
+    "COMMTUNE_MPI_PATH",
+    None,
+    "prefixes of MPI installations (each with its bin/), separated by ':', found by "
+    "`commtune mpis` and --mpi before those on PATH",
+)
+SETTINGS = (STORAGE, SQLITE_TIMEOUT, PROFILE_DIR, CACHE, NATIVE_DIR, MPI_PATH)
 
 
 def sqlite_timeout() -> float:

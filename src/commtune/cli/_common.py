@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from commtune.knobs import Knob, Space
     from commtune.launch import Launcher
-    from commtune.mpi import Installation, Vendor
+    from commtune.mpi import Installation
     from commtune.profile import Profiling
     from commtune.report import UI
     from commtune.store import Store
@@ -95,7 +95,14 @@ def add_storage(p: argparse.ArgumentParser) -> None:
 
 
 def add_mpi(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mpi", choices=VENDOR_NAMES, help="MPI library (default: detected)")
+    p.add_argument(
+        "--mpi",
+        metavar="MPI",
+        help=f"the MPI installation: a family ({', '.join(VENDOR_NAMES)}), FAMILY@VERSION "
+        f"(e.g. {VENDOR_NAMES[0]}@5) or its prefix; default: the one the command's launcher "
+        "belongs to, "
+        "else the one mpirun runs ('commtune mpis' lists them)",
+    )
 
 
 def add_json(p: argparse.ArgumentParser) -> None:
@@ -113,12 +120,6 @@ def need_command(command: list[str] | None, what: str = "to run") -> list[str]:
 
 
 # -- shared steps ------------------------------------------------------------------------------
-def vendor(name: str | None) -> Vendor | None:
-    from commtune.mpi import Vendor
-
-    return Vendor(name) if name else None
-
-
 def default_study_name(command: Sequence[str], library: str, space: Space) -> str:
     program = next((os.path.basename(a) for a in reversed(command) if os.path.sep in a), None)
     program = program or os.path.basename(command[0])
@@ -174,10 +175,26 @@ def load_study(url: str, name: str) -> tuple[Store, optuna.Study]:
     return store, study
 
 
+def measured_on(store: Store, study: optuna.Study) -> str | None:
+    """The MPI installation a study measured (its platform's), as the user reads it."""
+    from commtune.mpi import Vendor
+    from commtune.study import platform_of
+
+    key = platform_of(study)
+    fingerprint = store.platform(key) if key else None
+    if fingerprint is None:
+        return None
+    try:
+        title = Vendor(fingerprint.mpi_vendor).title
+    except ValueError:
+        title = fingerprint.mpi_vendor
+    return f"{title} {fingerprint.mpi_version} ({fingerprint.mpi_device})"
+
+
 def study_knobs(study: optuna.Study) -> tuple[str, list[Knob]]:
-    from commtune.knobs import load_catalog
+    from commtune.knobs import load_catalog, space_from_json
     from commtune.study import spec_of
 
     spec = spec_of(study)
-    catalog = load_catalog(spec.library)
-    return spec.library, [catalog[n] for n in spec.knob_names() if n in catalog]
+    space = space_from_json(spec.library, spec.space, load_catalog(spec.library))
+    return spec.library, [d.knob for d in space.dimensions]

@@ -15,7 +15,6 @@ from commtune.cli._common import (
     positive,
     print_json,
     profiling,
-    vendor,
 )
 from commtune.errors import UsageError
 from commtune.knobs import enumerators as knob_enumerators
@@ -112,7 +111,7 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.util import write_atomic
 
     command = need_command(command, "to profile")
-    inst = resolve_command(command, vendor(args.mpi))
+    inst = resolve_command(command, args.mpi)
     knobs, config = _profile_config(inst, args.knob)
     lib = profiling(inst, args.pvar_interval)
     executor = LocalExecutor(

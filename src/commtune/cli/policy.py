@@ -12,7 +12,6 @@ from commtune.cli._common import (
     positive,
     print_json,
     profiling,
-    vendor,
 )
 from commtune.errors import UsageError
 from commtune.mpi import installation_of
@@ -121,7 +120,7 @@ def _run(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.util import write_atomic
 
     command = need_command(command, "to run")
-    inst = resolve_command(command, vendor(args.mpi))
+    inst = resolve_command(command, args.mpi)
     rules = _rules(args.rules, inst.vendor.value, not args.no_builtin)
     check_rules(rules, inst)
     periodic = load_rules(args.rules) if args.rules else None

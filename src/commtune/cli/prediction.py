@@ -19,7 +19,6 @@ from commtune.cli._common import (
     print_json,
     probe,
     profiling,
-    vendor,
 )
 from commtune.errors import UsageError
 from commtune.knobs import enumerators as knob_enumerators
@@ -138,7 +137,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
 
     command = need_command(command)
     objective = Objective.parse(args.metric)
-    inst = resolve_command(command, vendor(args.mpi))
+    inst = resolve_command(command, args.mpi)
     ui = UI(json_mode=args.json)
     store = model_store(args.storage, inst)
     predictor = Predictor.load(store, inst, args.force, ui)

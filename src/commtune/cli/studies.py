@@ -13,17 +13,20 @@ from commtune.cli._common import (
     add_json,
     add_storage,
     load_study,
+    measured_on,
     need_command,
     print_json,
     study_knobs,
-    vendor,
 )
 from commtune.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import optuna
 
     from commtune.knobs import Value
+    from commtune.mpi import Installation
 
 
 def _add_export(p: argparse.ArgumentParser) -> None:
@@ -82,7 +85,7 @@ def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.study import StudyView
     from commtune.util import write_atomic
 
-    _, study = load_study(args.storage, args.study)
+    store, study = load_study(args.storage, args.study)
     library, knobs = study_knobs(study)
     if args.trial is not None:
         trials = [t for t in StudyView(study).records if t.number == args.trial]
@@ -97,7 +100,7 @@ def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
             "--best exports the best measured one anyway"
         )
     config, extra = chosen
-    text = render(args.format, library, knobs, config, args.study, extra)
+    text = render(args.format, library, knobs, config, args.study, extra, measured_on(store, study))
     if args.output:
         write_atomic(args.output, text)
     else:
@@ -113,7 +116,7 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
     command = need_command(command)
     _, study = load_study(args.storage, args.study)
     library, knobs = study_knobs(study)
-    inst = resolve_command(command, vendor(library))
+    inst = resolve_command(command, library)
     chosen = _chosen(study, best=False)
     if chosen is None:
         print(
@@ -122,6 +125,7 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
             file=sys.stderr,
         )
     config, extra = chosen or ({}, {})
+    _check_knobs_exist(config, inst, args.study)
     launcher, remove = launcher_for(inst), [k.env for k in knobs]
     variables = launcher.reconciled({**apply(knobs, config, inst.impl).env, **extra}, remove=remove)
     plan = launcher.plan(command, variables, remove=remove)
@@ -130,6 +134,23 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
         os.execvpe(plan.argv[0], plan.argv, plan.env)
     except OSError as exc:
         raise UsageError(f"cannot run {plan.argv[0]}: {exc.strerror}") from None
+
+
+def _check_knobs_exist(config: Mapping[str, Any], inst: Installation, study: str) -> None:
+    """A configuration runs on another installation only if it has every knob set."""
+    from commtune.knobs import installed_knobs
+
+    if not config:
+        return
+    statuses = installed_knobs(inst)
+    for name in config:
+        status = statuses.get(name)
+        if status is None or not status.available:
+            why = status.reason if status is not None else "not a knob of this library"
+            raise UsageError(
+                f"study {study}'s configuration sets {name}, which {inst.describe()} "
+                f"at {inst.prefix} cannot take: {why}"
+            )
 
 
 def cmd_studies(args: argparse.Namespace, command: list[str] | None) -> int:

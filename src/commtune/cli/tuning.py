@@ -24,7 +24,6 @@ from commtune.cli._common import (
     print_json,
     probe,
     profiling,
-    vendor,
 )
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
@@ -339,12 +338,13 @@ def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:
     inst = installation_of(opts.mpi)
     program = native.build(inst, "demo/ct_demo.c")
     demo = launcher_for(inst).command(args.np, [str(program), str(DEMO_ITERATIONS)])
-    study = opts.study or f"demo-{inst.vendor.value}"
-    return _tune(replace(opts, study=study, mpi=inst.vendor.value), demo)
+    usual = inst == installation_of(inst.vendor.value)  # the family's usual installation
+    study = opts.study or f"demo-{inst.vendor.value}" + ("" if usual else f"-{inst.version}")
+    return _tune(replace(opts, study=study, mpi=inst.prefix), demo)
 
 
 def _tune(opts: TuneOptions, command: list[str] | None) -> int:
-    from commtune.knobs import build_space, installed_knobs
+    from commtune.knobs import build_space, discover, installed_knobs
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
     from commtune.report import UI
@@ -359,9 +359,10 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     scale = Scale.parse(command, opts.scales, opts.trains, opts.train_from)
     if scale is not None:
         command = scale.command()
-    inst = resolve_command(command, vendor(opts.mpi))
+    inst = resolve_command(command, opts.mpi)
     statuses = installed_knobs(inst)
-    space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets)
+    space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets,
+                        discover(inst), inst.impl.env_name)  # fmt: skip
     launcher = launcher_for(inst)
     predictor = None
     if opts.plan.strategy == "predict":
@@ -499,22 +500,25 @@ class _StudyObserver(Observer):
 
 def _tune_replay(opts: TuneOptions, ui: UI) -> int:
     """Tuning against recorded measurements (``--replay FILE``): strategies without MPI."""
-    from commtune.knobs import KnobStatus, build_space, load_catalog
+    from commtune.knobs import build_space, catalog_statuses
+    from commtune.mpi import MPISpec
     from commtune.store import Store
     from commtune.trial import ReplayExecutor
 
-    if not opts.mpi or opts.replay is None:
+    spec = MPISpec.parse(opts.mpi) if opts.mpi else None
+    if spec is None or spec.family is None or opts.replay is None:
         raise UsageError("--replay needs --mpi to name the library of the recorded knobs")
+    library = spec.family.value
     executor = ReplayExecutor(opts.replay)
-    statuses = {n: KnobStatus(k, True) for n, k in load_catalog(opts.mpi).items()}
-    space = build_space(statuses, opts.mpi, opts.knobs, opts.presets)
+    statuses = catalog_statuses(library, spec.version)
+    space = build_space(statuses, library, opts.knobs, opts.presets)
     store = Store(opts.storage)
     command = ["replay", opts.replay]
-    name = opts.study or default_study_name(command, opts.mpi, space)
-    settings = opts.settings(name, command, opts.mpi, space)
+    name = opts.study or default_study_name(command, library, space)
+    settings = opts.settings(name, command, library, space)
     observer = _StudyObserver(store, ui, name, space, profiles=False)
     result = _run_study(ui, store, settings, executor, observer)
-    return _print_result(opts, ui, result, space, opts.mpi)
+    return _print_result(opts, ui, result, space, library)
 
 
 def _sampled_hints(store: Store, platform: str | None, space: Space) -> list[dict[str, Value]]:

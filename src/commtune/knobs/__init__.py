@@ -13,6 +13,7 @@ from commtune.knobs._apply import (
 from commtune.knobs._catalog import LIBRARIES, PRESETS, load_catalog
 from commtune.knobs._discovery import (
     KnobStatus,
+    catalog_statuses,
     discover,
     enumerators,
     installed_knobs,
@@ -37,6 +38,7 @@ __all__ = [
     "Value",
     "apply",
     "build_space",
+    "catalog_statuses",
     "discover",
     "enumerators",
     "installed_knobs",

@@ -8,13 +8,14 @@ in by :func:`installed_knobs`.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from commtune.errors import UsageError
 from commtune.knobs._apply import APPLIERS, Apply
-from commtune.knobs._knob import Knob, KnobType
+from commtune.knobs._knob import Knob, KnobType, version_in
 from commtune.mpi import VENDOR_NAMES
 
 LIBRARIES = VENDOR_NAMES
@@ -30,6 +31,11 @@ def load_catalog(library: str) -> dict[str, Knob]:
     return {entry["name"]: _knob_from_json(entry, library, prefix) for entry in data["knobs"]}
 
 
+def knob_from_json(entry: dict[str, Any], library: str) -> Knob:
+    """A knob stored with a study's space (one made from a library's variable)."""
+    return replace(_knob_from_json(entry, library, ""), adhoc=True)
+
+
 def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
     how = Apply(entry.get("apply", Apply.ENV.value))
     if how not in APPLIERS:
@@ -37,6 +43,11 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
             f"catalog {library}: knob {entry['name']} is applied by {how.value!r}, "
             "which this version of commtune cannot apply yet"
         )
+    if entry.get("versions"):
+        try:
+            version_in("0", entry["versions"])
+        except ValueError as exc:
+            raise UsageError(f"catalog {library}: knob {entry['name']}: {exc}") from None
     return Knob(
         name=entry["name"],
         library=library,
@@ -53,4 +64,5 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
         apply=how,
         default_space=entry.get("default_space", False),
         requires_device=entry.get("requires_device"),
+        versions=entry.get("versions"),
     )

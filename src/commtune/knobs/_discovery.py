@@ -46,9 +46,20 @@ def parse_cvar_lines(
             )
         value = entry.get("value")
         out[entry["name"]] = Variable(
-            entry["name"], None if value is None else str(value), enum, entry["description"]
+            entry["name"],
+            None if value is None else str(value),
+            enum,
+            entry["description"],
+            _MPIT_KINDS.get(str(entry.get("datatype")), ""),
+            entry.get("scope") != "constant",
         )
     return out
+
+
+# MPI_T datatypes (as ct_probe names them) -> the kinds of a Variable
+_MPIT_KINDS = {"int": "int", "unsigned": "int", "unsigned long": "int",
+               "unsigned long long": "int", "count": "int", "char": "string",
+               "double": "float", "bool": "bool"}  # fmt: skip
 
 
 def _discover_uncached(installation: Installation) -> dict[str, Variable]:
@@ -62,29 +73,17 @@ def _discover_uncached(installation: Installation) -> dict[str, Variable]:
 @functools.cache
 def discover(installation: Installation) -> dict[str, Variable]:
     """Control variables of the installation, by name (cached per installation)."""
-    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}"
+    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v2"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     path = native.cache_dir() / "discovery" / f"{safe}.json"
     if path.exists():
         data = json.loads(path.read_text())
-        return {
-            name: Variable(name, v["value"], tuple(v["enumerators"]), v["description"])
-            for name, v in data.items()
-        }
+        return {name: Variable.from_json(name, v) for name, v in data.items()}
     found = _discover_uncached(installation)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(  # a temporary file of this process's own: two may fill the cache at once
         path,
-        json.dumps(
-            {
-                v.name: {
-                    "value": v.value,
-                    "enumerators": list(v.enumerators),
-                    "description": v.description,
-                }
-                for v in found.values()
-            }
-        ),
+        json.dumps({v.name: v.to_json() for v in found.values()}),
     )
     return found
 
@@ -103,6 +102,16 @@ def enumerators(installation: Installation) -> dict[str, tuple[str, ...]]:
     return {name: var.enumerators for name, var in discover(installation).items()}
 
 
+def catalog_statuses(library: str, version: str | None = None) -> dict[str, KnobStatus]:
+    """Every catalog knob of ``library`` without an installation to ask (recorded
+    measurements): each available that the library at ``version`` has (None: every one)."""
+    out = {}
+    for name, knob in load_catalog(library).items():
+        ok = version is None or knob.in_version(version)
+        out[name] = KnobStatus(knob, ok, "" if ok else f"not in {library} {version}")
+    return out
+
+
 def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
     """Every catalog knob of the installation's library, checked against what it really has.
 
@@ -114,6 +123,11 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
     variables = discover(installation)
     out = {}
     for name, knob in catalog.items():
+        if not knob.in_version(installation.version):
+            title = installation.vendor.title
+            reason = f"{title} {installation.version} has no {name} ({title} {knob.versions} has)"
+            out[name] = KnobStatus(knob, False, reason)
+            continue
         if knob.requires_device is not None:
             ok = knob.requires_device in installation.device
             reason = "" if ok else f"needs the {knob.requires_device} device"
@@ -146,7 +160,13 @@ def _probe_output(installation: Installation, mode: str) -> str:
     probe = native.build(installation, "tools/ct_probe.c")
     argv = installation.command(1, [str(probe), mode])
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=120, check=False, stdin=subprocess.DEVNULL
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        env=installation.tool_env(),
     )
     if done.returncode != 0:
         raise UsageError(f"cannot list the MPI_T variables of {installation.describe()}")

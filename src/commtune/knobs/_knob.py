@@ -11,6 +11,7 @@ every exponent.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,6 +28,42 @@ class KnobType(enum.Enum):
     INT = "int"
     LOG2 = "log2-int"
     CATEGORICAL = "categorical"
+
+
+_VERSION_OPS = {
+    ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b,
+    "==": lambda a, b: a[: len(b)] == b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+}
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for part in text.split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def version_in(version: str, spec: str) -> bool:
+    """Whether ``version`` (``5.0.11``) satisfies every clause of ``spec`` (``">=4.1,<5"``);
+    a clause's version compares on its own components (``<5``: any 4.x)."""
+    have = _version_tuple(version)
+    for clause in spec.split(","):
+        clause = clause.strip()
+        op = next((o for o in _VERSION_OPS if clause.startswith(o)), None)
+        if op is None:
+            raise ValueError(f"bad version clause {clause!r} (expected e.g. >=5 or <4.1)")
+        want = _version_tuple(clause[len(op) :])
+        if not want:
+            raise ValueError(f"bad version clause {clause!r}")
+        if not _VERSION_OPS[op](have[: len(want)], want):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -56,6 +93,32 @@ class Knob:
     apply: Apply = Apply.ENV
     default_space: bool = False
     requires_device: str | None = None
+    # The library versions that have this variable (``">=5"``, ``"<5"``, ``">=4.1,<5"``):
+    # a knob renamed between versions is two knobs, one for each side.
+    versions: str | None = None
+    # Not in the catalog: made from a variable the installed library reports (``--knob`` of
+    # any variable); a study stores its definition with its space.
+    adhoc: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The knob as a catalog entry (what ``knobs._catalog.knob_from_json`` reads)."""
+        entry: dict[str, Any] = {
+            "name": self.name,
+            "type": self.type.value,
+            "default": self.default,
+            "description": self.description,
+            "env": self.env,
+            "apply": self.apply.value,
+        }
+        if self.low is not None:
+            entry.update(low=self.low, high=self.high, step=self.step)
+        if self.choices:
+            entry["choices"] = list(self.choices)
+        return entry
+
+    def in_version(self, version: str) -> bool:
+        """Whether the library at ``version`` has this knob (``versions``)."""
+        return self.versions is None or version_in(version, self.versions)
 
     # -- values -------------------------------------------------------------------------------
     def domain(self) -> list[Value]:
@@ -172,10 +235,13 @@ class Dimension:
         return self.values is None and self.knob.type in (KnobType.INT, KnobType.LOG2)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        entry: dict[str, Any] = {
             "knob": self.knob.name,
             "values": None if self.values is None else list(self.values),
         }
+        if self.knob.adhoc:  # not in any catalog: the study keeps what it is
+            entry["definition"] = self.knob.to_json()
+        return entry
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,9 @@ class Launcher(abc.ABC):
         tuning that the user had exported: the configuration overrides them).
         """
         env = _environment(variables, remove, base_env)
+        # the installation's own variables (Intel MPI's I_MPI_ROOT, ...) over the inherited
+        # ones: the installation was chosen; the configuration's win over both
+        env = {**env, **self.installation.environment(), **variables}
         argv = list(command)
         launched = bool(argv) and is_launcher(argv[0])
         srun = bool(argv) and os.path.basename(argv[0]) == "srun"

@@ -1,25 +1,35 @@
-"""Which MPI is installed, and which one a launch command uses.
+"""Which MPI installations there are, which one a launch command uses, and ``--mpi``.
 
-Open MPI and MPICH are often installed side by side (Debian: ``mpirun.openmpi``,
-``mpiexec.mpich``, ``mpicc.openmpi``, ``mpicc.mpich``; ``mpirun``/``mpicc`` point to one of
-them). Each tool is asked who it is (``--version``/``-show``) instead of trusting its name.
+Several installations live side by side: Debian's (``mpirun.openmpi``, ``mpiexec.mpich``,
+``mpicc.openmpi``, ``mpicc.mpich``; ``mpirun``/``mpicc`` point to one of them), others on
+``PATH`` (a module loaded on a cluster puts its ``bin/`` there), prefixes named by
+``COMMTUNE_MPI_PATH`` and each family's own variables (``MPI_HOME``, ``MPI_ROOT``,
+``I_MPI_ROOT``). Each tool is asked who it is (``--version``/``-show``) instead of trusting
+its name; an installation is its launcher and the compiler wrapper beside it.
+
+``--mpi`` names a family (``openmpi``), a family and version (``openmpi@5``, ``mpich@4.0``)
+or a prefix (a directory with ``bin/``); see :class:`MPISpec`.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from commtune.errors import UsageError
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Vendor
+from commtune.settings import MPI_PATH
 
 LAUNCHER_NAMES = frozenset(
     name for v in Vendor for name in (*v.impl.launcher_names, *v.impl.launcher_aliases)
 )
+# Variables in which clusters and vendors name an MPI installation's prefix.
+PREFIX_VARIABLES = ("MPI_HOME", "MPI_ROOT", "I_MPI_ROOT")
 
 
 @dataclass(frozen=True)
@@ -36,19 +46,55 @@ class Installation:
     def impl(self) -> MPIVendor:
         return self.vendor.impl
 
+    @property
+    def prefix(self) -> str:
+        """The directory the installation's ``bin/`` is in (where its launcher is)."""
+        return _prefix_of(self.launcher)
+
+    def environment(self) -> dict[str, str]:
+        """Variables its tools, compiler wrapper and runs need (:meth:`MPIVendor.environment`)."""
+        return self.impl.environment(self.prefix)
+
+    def tool_env(self) -> dict[str, str]:
+        """This process's environment with the installation's own (for running its tools)."""
+        return {**os.environ, **self.environment()}
+
+    @property
+    def name(self) -> str:
+        """``family@version``, as ``--mpi`` takes it."""
+        return f"{self.vendor.value}@{self.version}"
+
     def describe(self) -> str:
         return f"{self.vendor.title} {self.version} ({self.impl.device_label(self.device)})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "family": self.vendor.value,
+            "version": self.version,
+            "device": self.device,
+            "launcher": self.launcher,
+            "mpicc": self.mpicc,
+            "prefix": self.prefix,
+            "name": self.name,
+        }
 
     def command(self, ranks: int, program: Sequence[str]) -> list[str]:
         """A local launch line for one of commtune's own programs."""
         return [self.launcher, *self.impl.local_options(), "-n", str(ranks), *program]
 
 
+def _prefix_of(path: str) -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(path)))
+
+
 @cache
 def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
-    """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher."""
-    text = output([path, "--version"])
+    """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher.
+    Each vendor is asked with the environment its installation would need there."""
+    plain = output([path, "--version"])
     for vendor in Vendor:
+        env = vendor.impl.environment(_prefix_of(path))
+        text = output([path, "--version"], env=env) if env else plain
         found = vendor.impl.recognise(path, text)
         if found is not None:
             return vendor, found[0], found[1]
@@ -56,8 +102,14 @@ def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
 
 
 def _compiler_vendor(path: str) -> Vendor | None:
-    text = output([path, "-show"]) + output([path, "--showme:version"])
-    return next((v for v in Vendor if v.impl.is_compiler(text)), None)
+    probes = (["-show"], ["--showme:version"], ["-v"])
+    plain = "".join(output([path, *p]) for p in probes)
+    for vendor in Vendor:
+        env = vendor.impl.environment(_prefix_of(path))
+        text = "".join(output([path, *p], env=env) for p in probes) if env else plain
+        if vendor.impl.is_compiler(text):
+            return vendor
+    return None
 
 
 @cache
@@ -81,6 +133,131 @@ def find_installation(vendor: Vendor) -> Installation:
     )
 
 
+def _search_dirs() -> Iterator[str]:
+    """Where installations are looked for, in order: the prefixes the user names
+    (``COMMTUNE_MPI_PATH``), the family variables' prefixes, then ``PATH``."""
+    for prefix in (MPI_PATH.get() or "").split(os.pathsep):
+        if prefix:
+            yield os.path.join(prefix, "bin")
+    for name in PREFIX_VARIABLES:
+        value = os.environ.get(name)
+        if value:
+            yield os.path.join(value, "bin")
+    yield from (d for d in os.environ.get("PATH", "").split(os.pathsep) if d)
+
+
+def _in_directory(directory: str) -> Iterator[Installation]:
+    """The installations whose launcher is in ``directory`` (with a compiler beside it): one
+    per family, under the first of its launcher names found there."""
+    for vendor in Vendor:
+        for name in vendor.impl.launcher_names:
+            path = os.path.join(directory, name)
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                continue
+            found = launcher_vendor(path)
+            if found is None or found[0] is not vendor:
+                continue
+            cc = _compiler_beside(vendor, directory)
+            if cc is not None:
+                yield Installation(vendor, found[1], found[2], path, cc)
+                break
+
+
+def _compiler_beside(vendor: Vendor, directory: str) -> str | None:
+    for name in vendor.impl.compiler_names:
+        cc = os.path.join(directory, name)
+        if os.path.isfile(cc) and os.access(cc, os.X_OK) and _compiler_vendor(cc) is vendor:
+            return cc
+    return None
+
+
+@cache
+def find_installations() -> tuple[Installation, ...]:
+    """Every MPI installation found (see the module docstring), each once: a family's
+    launcher reached through another directory (Debian's alternatives, a symbolic link)
+    is the installation of the directory it really is in."""
+    seen: set[tuple[Vendor, str]] = set()
+    out = []
+    for directory in dict.fromkeys(os.path.abspath(d) for d in _search_dirs()):
+        if not os.path.isdir(directory):
+            continue
+        for inst in _in_directory(directory):
+            key = (inst.vendor, os.path.dirname(os.path.realpath(inst.launcher)))
+            if key not in seen:
+                seen.add(key)
+                out.append(inst)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class MPISpec:
+    """What ``--mpi`` names: a family, a family at a version (a prefix of its version:
+    ``openmpi@5`` is any 5.x), or an installation's prefix."""
+
+    family: Vendor | None = None
+    version: str | None = None
+    prefix: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> MPISpec:
+        if os.sep in text or text.startswith("."):
+            prefix = os.path.abspath(text.rstrip(os.sep) or os.sep)
+            if not os.path.isdir(prefix):
+                raise UsageError(f"--mpi {text}: no such directory")
+            return cls(prefix=prefix)
+        family, _, version = text.partition("@")
+        names = ", ".join(v.value for v in Vendor)
+        try:
+            vendor = Vendor(family)
+        except ValueError:
+            raise UsageError(
+                f"--mpi {text}: unknown MPI family {family!r} (one of {names}, FAMILY@VERSION "
+                "or a prefix)"
+            ) from None
+        if "@" in text and not version.replace(".", "").isalnum():
+            raise UsageError(f"--mpi {text}: expected a version after '@', e.g. {family}@5")
+        return cls(vendor, version or None)
+
+    def matches(self, inst: Installation) -> bool:
+        if self.prefix is not None:
+            return os.path.realpath(inst.prefix) == os.path.realpath(self.prefix)
+        if self.family is not None and inst.vendor is not self.family:
+            return False
+        if self.version is not None:
+            return inst.version == self.version or inst.version.startswith(self.version + ".")
+        return True
+
+    def __str__(self) -> str:
+        if self.prefix is not None:
+            return self.prefix
+        assert self.family is not None
+        return self.family.value + (f"@{self.version}" if self.version else "")
+
+
+def _spec(mpi: str | Vendor | MPISpec | None) -> MPISpec | None:
+    if mpi is None or isinstance(mpi, MPISpec):
+        return mpi
+    if isinstance(mpi, Vendor):
+        return MPISpec(mpi)
+    return MPISpec.parse(mpi)
+
+
+def _chosen(spec: MPISpec) -> Installation:
+    """The installation ``spec`` names: a family alone is its usual installation (the one
+    ``find_installation`` finds); a version or a prefix, the first found that matches."""
+    if spec.prefix is None and spec.version is None:
+        assert spec.family is not None
+        return find_installation(spec.family)
+    if spec.prefix is not None:
+        found = [i for i in _in_directory(os.path.join(spec.prefix, "bin")) if spec.matches(i)]
+    else:
+        found = [i for i in find_installations() if spec.matches(i)]
+    if found:
+        return found[0]
+    known = ", ".join(i.name for i in find_installations()) or "none"
+    raise UsageError(f"--mpi {spec}: no such MPI installation found (found: {known})")
+
+
 def default_installation() -> Installation:
     """The installation that plain ``mpirun`` runs, else any one installed."""
     path = shutil.which("mpirun") or shutil.which("mpiexec")
@@ -95,11 +272,10 @@ def default_installation() -> Installation:
     raise UsageError("no MPI found: neither Open MPI nor MPICH is installed (no mpirun/mpiexec)")
 
 
-def installation_of(name: str | Vendor | None) -> Installation:
-    """The installation of the vendor named ``name`` (``--mpi``), or the default one."""
-    if name is None:
-        return default_installation()
-    return find_installation(name if isinstance(name, Vendor) else Vendor(name))
+def installation_of(mpi: str | Vendor | MPISpec | None) -> Installation:
+    """The installation ``--mpi`` names (:class:`MPISpec`), or the default one."""
+    spec = _spec(mpi)
+    return default_installation() if spec is None else _chosen(spec)
 
 
 def is_launcher(argv0: str) -> bool:
@@ -107,23 +283,28 @@ def is_launcher(argv0: str) -> bool:
     return os.path.basename(argv0) in LAUNCHER_NAMES
 
 
-def resolve_command(command: list[str], mpi: Vendor | None) -> Installation:
-    """The installation that runs ``command``; checks it against ``--mpi`` if given."""
+def resolve_command(command: list[str], mpi: str | Vendor | MPISpec | None) -> Installation:
+    """The installation that runs ``command``: its launcher decides (checked against
+    ``--mpi`` if given); a wrapper script or another launcher (``srun``) runs the one
+    ``--mpi`` names, or the default one."""
     if not command:
         raise UsageError("no command to run: put it after '--', e.g. -- mpirun -np 4 ./app")
+    spec = _spec(mpi)
     exe = shutil.which(command[0])
     if exe is None:
         raise UsageError(f"command not found: {command[0]}")
     if not is_launcher(command[0]):
-        # A wrapper script or another launcher (srun): trust --mpi or the default MPI.
-        return find_installation(mpi) if mpi else default_installation()
+        return installation_of(spec)
     found = launcher_vendor(exe)
     if found is None:
         raise UsageError(f"{command[0]} is not an MPI launcher that commtune knows")
     vendor = found[0]
-    if mpi is not None and mpi is not vendor:
+    # the compiler of the launcher's own installation: the one beside it, else the family's
+    cc = _compiler_beside(vendor, os.path.dirname(exe)) or find_installation(vendor).mpicc
+    inst = Installation(vendor, found[1], found[2], exe, cc)
+    if spec is not None and not spec.matches(inst):
         raise UsageError(
-            f"--mpi {mpi.value} does not match the launcher: {command[0]} is {vendor.title}"
+            f"--mpi {spec} does not match the launcher: {command[0]} is {inst.describe()}"
+            f" in {inst.prefix}"
         )
-    base = find_installation(vendor)
-    return Installation(vendor, found[1], found[2], exe, base.mpicc)
+    return inst

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Mapping
 
 
-def output(argv: list[str], timeout: float = 30) -> str:
-    """stdout and stderr of ``argv``; empty if it cannot run or hangs."""
+def output(argv: list[str], timeout: float = 30, env: Mapping[str, str] | None = None) -> str:
+    """stdout and stderr of ``argv`` (``env``: added to this process's environment); empty
+    if it cannot run or hangs."""
     try:
         done = subprocess.run(
             argv,
@@ -15,6 +18,7 @@ def output(argv: list[str], timeout: float = 30) -> str:
             timeout=timeout,
             stdin=subprocess.DEVNULL,
             check=False,
+            env={**os.environ, **env} if env else None,
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""

@@ -33,7 +33,7 @@ import abc
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -67,6 +67,18 @@ class Variable:
     value: str | None
     enumerators: tuple[str, ...] = ()
     description: str = ""
+    kind: str = ""  # bool | int | string | float; "" where the library does not say
+    settable: bool = True  # False: a constant of the build, or read-only at every time
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "enumerators": list(self.enumerators),
+                "description": self.description, "kind": self.kind,
+                "settable": self.settable}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, name: str, data: Mapping[str, Any]) -> Variable:
+        return cls(name, data["value"], tuple(data["enumerators"]), data["description"],
+                   data.get("kind", ""), data.get("settable", True))  # fmt: skip
 
 
 class MPIVendor(abc.ABC):
@@ -87,7 +99,9 @@ class MPIVendor(abc.ABC):
     # (export format, file name) of the settings file its users keep (what `tune` suggests)
     settings_file: ClassVar[tuple[str, str]] = ("env", "tuned.env")
     launcher_word: ClassVar[str]  # the launcher as its users type it
-    p2p_knobs: ClassVar[tuple[str, str]]  # (single-copy mechanism, eager/rendezvous limit)
+    # (single-copy mechanism, eager/rendezvous limit), per version: the first pair whose knobs
+    # the installation has (Open MPI 5 renamed them).
+    p2p_knobs: ClassVar[tuple[tuple[str, str], ...]]
     algorithm_env: ClassVar[Mapping[str, str]] = {}  # needed to switch algorithms at run time
     selection_file_name: ClassVar[str]  # the collective selection file commtune writes
     # A forced algorithm variable overrides a loaded selection file (MPICH) or not (Open MPI).
@@ -112,6 +126,11 @@ class MPIVendor(abc.ABC):
 
     @abc.abstractmethod
     def _mpit_name(self, env_name: str) -> str: ...
+
+    def env_name(self, variable: str) -> str:
+        """The environment variable that sets the library's control variable ``variable``
+        (as discovery names it)."""
+        return variable if variable.startswith(self.env_prefix) else self.env_prefix + variable
 
     def mpit_value(self, text: str, enumerators: tuple[str, ...], categorical: bool) -> str:
         """What MPI_T reads back for a variable set to ``text`` (its own enumeration)."""
@@ -171,6 +190,12 @@ class MPIVendor(abc.ABC):
     @abc.abstractmethod
     def rank_args(self, variables: Mapping[str, str]) -> list[str]:
         """Launcher options that set ``variables`` in every rank."""
+
+    def environment(self, prefix: str) -> dict[str, str]:
+        """Variables the installation at ``prefix`` needs for its tools, its compiler wrapper
+        and its runs (Intel MPI: ``I_MPI_ROOT``, its libraries and libfabric's providers);
+        nothing by default."""
+        return {}
 
     # -- discovery --------------------------------------------------------------------------
     def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:

@@ -28,7 +28,7 @@ class MPICH(MPIVendor):
     launcher_names = ("mpiexec.mpich", "mpirun.mpich", "mpiexec.hydra", "mpiexec", "mpirun")
     compiler_names = ("mpicc.mpich", "mpicc")
     launcher_word = "mpiexec"
-    p2p_knobs = ("UCX_RNDV_SCHEME", "UCX_RNDV_THRESH")  # ch4:ucx moves point-to-point in UCX
+    p2p_knobs = (("UCX_RNDV_SCHEME", "UCX_RNDV_THRESH"),)  # ch4:ucx: point-to-point in UCX
     selection_file_name = "coll-selection.json"
     forced_overrides_file = True
     default_algorithm_named = False  # "auto" has no name in a CSEL file

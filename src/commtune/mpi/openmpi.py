@@ -46,7 +46,10 @@ class OpenMPI(MPIVendor):
     export_formats = ("mca",)
     settings_file = ("mca", "mca-params.conf")
     launcher_word = "mpirun"
-    p2p_knobs = ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit")
+    p2p_knobs = (
+        ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit"),  # 4.1
+        ("smsc", "btl_sm_eager_limit"),  # 5.0: the sm BTL and the smsc framework
+    )
     # Forced algorithms are bound at communicator creation and only with dynamic rules on.
     algorithm_env = DYNAMIC_RULES
     selection_file_name = "coll-rules.conf"
@@ -154,6 +157,8 @@ def parse_ompi_info(text: str) -> dict[str, Variable]:
     values: dict[str, str] = {}
     enums: dict[str, list[str]] = {}
     helps: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    constant: set[str] = set()
     for line in text.splitlines():
         parts = line.split(":", 6)
         if len(parts) < 6 or parts[0] != "mca" or parts[3] != "param":
@@ -166,7 +171,24 @@ def parse_ompi_info(text: str) -> dict[str, Variable]:
             enums.setdefault(name, []).append(rest.split(":", 2)[2])
         elif field == "help":
             helps[name] = rest
+        elif field == "type":
+            kinds[name] = _KINDS.get(rest, "string")
+        elif field == "status" and rest == "constant":
+            constant.add(name)
     return {
-        name: Variable(name, value, tuple(enums.get(name, ())), helps.get(name, ""))
+        name: Variable(
+            name,
+            value,
+            tuple(enums.get(name, ())),
+            helps.get(name, ""),
+            kinds.get(name, ""),
+            name not in constant,
+        )
         for name, value in values.items()
     }
+
+
+# ompi_info's types -> the kinds of a Variable
+_INTEGERS = ("int", "unsigned_int", "size_t", "long", "unsigned_long", "unsigned_long_long",
+             "int32_t", "uint32_t", "int64_t", "uint64_t")  # fmt: skip
+_KINDS = {"bool": "bool", "double": "float", **dict.fromkeys(_INTEGERS, "int")}

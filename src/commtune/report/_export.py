@@ -24,20 +24,25 @@ def render(
     config: Mapping[str, Value],
     study: str,
     extra: Mapping[str, str] | None = None,
+    measured_on: str | None = None,
 ) -> str:
-    """``extra``: variables beyond the knobs (those that load a collective selection file)."""
+    """``extra``: variables beyond the knobs (those that load a collective selection file);
+    ``measured_on``: the MPI installation the study measured (named in the file's header)."""
     vendor = Vendor(library).impl
+    header = f"commtune study {study}" + (
+        f", measured on {measured_on}" if measured_on else f" ({library})"
+    )
     applied = apply(knobs, config, vendor)
     env = {**applied.env, **(extra or {})}
     hints = {key: check.value for key, check in applied.hints.items()}
     properties = {key: check.value for key, check in applied.properties.items()}
     if fmt == "h5tuner":
-        return _h5tuner(hints, properties, study)
+        return _h5tuner(hints, properties, header)
     if fmt == "romio-hints":
-        lines = [f"# commtune study {study} ({library}): export ROMIO_HINTS=<this file>"]
+        lines = [f"# {header}: export ROMIO_HINTS=<this file>"]
         return "\n".join([*lines, *(f"{k} {v}" for k, v in hints.items())]) + "\n"
     if fmt == "env":
-        lines = [f"# commtune study {study} ({library})"]
+        lines = [f"# {header}"]
         if hints:
             lines.append(
                 "# MPI-IO hints: COMMTUNE_IO_HINTS needs libcommtune preloaded; without it, "
@@ -51,24 +56,25 @@ def render(
         lines += [f"export {name}={_shell_quote(value)}" for name, value in env.items()]
         return "\n".join(lines) + "\n"
     if fmt == "json":
-        data = {"study": study, "mpi": library, "params": dict(config), "env": env}
+        data = {"study": study, "mpi": library, "measured_on": measured_on,
+                "params": dict(config), "env": env}  # fmt: skip
         return json.dumps(data, indent=2) + "\n"
     if fmt in vendor.export_formats:
-        return vendor.render(fmt, env, f"commtune study {study}")
+        return vendor.render(fmt, env, header)
     owner = next((v.impl for v in Vendor if fmt in v.impl.export_formats), None)
     if owner is not None:
         raise UsageError(f"--format {fmt} is {owner.title}'s file; study {study} tunes {library}")
     raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
 
 
-def _h5tuner(hints: Mapping[str, str], properties: Mapping[str, str], study: str) -> str:
+def _h5tuner(hints: Mapping[str, str], properties: Mapping[str, str], header: str) -> str:
     """H5Tuner's XML (``<Parameters>``: the HDF5 layer, MPI-IO's hints, the file system's),
     the form H5Tuner reads from ``H5TUNER_CONFIG_FILE``. HDF5 properties keep the names of
     ``COMMTUNE_HDF5_PROPS`` (one element each: ``alignment_threshold``, ``alignment``, ...)."""
     import xml.etree.ElementTree as ET
 
     root = ET.Element("Parameters")
-    root.append(ET.Comment(f" commtune study {study} "))
+    root.append(ET.Comment(f" {header} "))
     library = ET.SubElement(root, "High_Level_IO_Library")
     for key, value in properties.items():
         ET.SubElement(library, key).text = value

@@ -69,18 +69,12 @@ class StudyData:
 
 def collect(store: Store, study: optuna.Study) -> StudyData:
     """Everything the report shows of ``study`` (see the module docstring)."""
-    from commtune.knobs import load_catalog
+    from commtune.knobs import space_from_json
 
     view = StudyView(study)
     spec = view.spec()
-    catalog = load_catalog(spec.library)
-    knobs = []
-    for dim in spec.space:
-        name = dim["knob"]
-        values = dim.get("values")
-        if values is None and name in catalog:
-            values = list(catalog[name].domain())
-        knobs.append((name, list(values or [])))
+    space = space_from_json(spec.library, spec.space)
+    knobs = [(d.knob.name, d.candidates()) for d in space.dimensions]
     rows: list[TrialRow] = []
     default_runs: list[tuple[int, float, str]] = []
     not_applied: dict[str, str] = {}
@@ -177,14 +171,13 @@ def _importances(
 def _exports(spec: StudySpec, study: optuna.Study, acceptance: Acceptance | None) -> dict[str, str]:
     """The accepted configuration in each form the library reads (none if the default
     stays)."""
-    from commtune.knobs import load_catalog
+    from commtune.knobs import space_from_json
     from commtune.mpi import Vendor
     from commtune.report._export import render
 
     if acceptance is None or not acceptance.accepted:
         return {}
-    catalog = load_catalog(spec.library)
-    knobs = [catalog[n] for n in spec.knob_names() if n in catalog]
+    knobs = [d.knob for d in space_from_json(spec.library, spec.space).dimensions]
     out = {}
     for fmt in ("env", *Vendor(spec.library).impl.export_formats, "romio-hints"):
         text = render(fmt, spec.library, knobs, dict(acceptance.params), study.study_name,

@@ -131,6 +131,29 @@ def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
     return table
 
 
+def library_variables_table(rows: Iterable[dict[str, Any]], title: str) -> Table:
+    """Every variable of an installed library (``knobs --all``)."""
+    table = compact_table(title)
+    for column in ("variable", "type", "default", "values", "tunable"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        how = "yes (catalog)" if r["catalog"] else "yes" if r["tunable"] else "no: constant"
+        table.add_row(r["name"], r["type"], str(r["default"]), " | ".join(r["enumerators"]), how)
+    return table
+
+
+def installations_table(rows: Iterable[dict[str, Any]], title: str) -> Table:
+    """The MPI installations found (``Installation.to_json`` each, ``default`` marked)."""
+    table = compact_table(title)
+    for column in ("--mpi", "library", "device", "launcher", "compiler"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        mark = " (default)" if r.get("default") else ""
+        table.add_row(r["name"] + mark, r["title"] + " " + r["version"], r["device_label"],
+                      r["launcher"], r["mpicc"])  # fmt: skip
+    return table
+
+
 def trials_table(trials: list[dict[str, Any]], title: str) -> Table:
     table = compact_table(title)
     table.add_column("trial", justify="right")

@@ -58,11 +58,12 @@ def families(
     # The knobs as installed: a single-copy mechanism this build lacks (Open MPI 4.1 here has
     # cma, emulated, none; the catalog knows knem and xpmem too) would measure whatever the
     # library falls back to, and a sample choosing it would not be a configuration here.
-    catalog = {name: status.knob for name, status in installed_knobs(installation).items()}
+    statuses = installed_knobs(installation)
+    catalog = {name: status.knob for name, status in statuses.items()}
     out: list[Family] = []
-    if PINGPONG in operations:
-        copy_name, protocol_name = vendor.p2p_knobs
-        copy, protocol = catalog[copy_name], catalog[protocol_name]
+    pair = next((p for p in vendor.p2p_knobs if all(statuses[k].available for k in p)), None)
+    if PINGPONG in operations and pair is not None:
+        copy, protocol = catalog[pair[0]], catalog[pair[1]]
         if _usable(copy, installation) and _usable(protocol, installation):
             out.append(
                 Family(

