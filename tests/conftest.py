@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,13 +47,28 @@ VENDORS = [
     pytest.param(Vendor.OPENMPI, marks=needs_openmpi, id="openmpi"),
     pytest.param(Vendor.MPICH, marks=needs_mpich, id="mpich"),
 ]
+
+
 # The contract suite (marker `contract`: discovery, apply and read back, one short study)
-# runs on every MPI installation the tests find; every other test that needs MPI runs on one
-# installation of each family (VENDORS). A new installation (a family's other version, a
-# prefix of its own) is one more entry here, and costs `make test` the contract suite only
-# (its time per installation: docs/benchmarks.md, "Test time").
-INSTALLATIONS = [pytest.param(p.values[0], marks=(*p.marks, pytest.mark.contract), id=p.id)
-                 for p in VENDORS]  # fmt: skip
+# runs on every MPI installation the tests know (a `--mpi` form each: Debian's by family, the
+# package index's by version, `make mpis`); every other test that needs MPI runs on one
+# installation of each family (VENDORS). A new installation is one more entry here, and
+# costs `make test` the contract suite only (docs/benchmarks.md, "The test suite").
+def _installation(spec: str, *marks: pytest.MarkDecorator) -> Any:
+    from commtune.mpi import MPISpec, find_installations
+
+    parsed = MPISpec.parse(spec)
+    if parsed.version is not None and not any(parsed.matches(i) for i in find_installations()):
+        marks = (*marks, pytest.mark.skip(reason=f"no {spec} installation ('make mpis')"))
+    return pytest.param(spec, marks=(*marks, pytest.mark.mpi, pytest.mark.contract), id=spec)
+
+
+INSTALLATIONS = [
+    _installation("openmpi", needs_openmpi),
+    _installation("mpich", needs_mpich),
+    _installation("openmpi@5"),
+    _installation("mpich@5"),
+]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

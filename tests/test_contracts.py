@@ -292,15 +292,15 @@ def test_vendor_contract(impl: MPIVendor) -> None:
             impl.write_selection(segs, {"bcast": {"a": 1, "b": 2}}, 2, "h", None)
 
 
-@pytest.mark.parametrize("vendor", INSTALLATIONS)
-def test_discovery_reads_the_installation(vendor: Vendor) -> None:
+@pytest.mark.parametrize("mpi", INSTALLATIONS)
+def test_discovery_reads_the_installation(mpi: str) -> None:
     """Discovery on a real installation: it is named (version, device, launcher, compiler
     wrapper), its control variables are listed, and every catalog knob it has keeps a
     default inside its domain as installed; a knob it lacks says why."""
     from commtune.knobs import installed_knobs
-    from commtune.mpi import find_installation
+    from commtune.mpi import installation_of
 
-    inst = find_installation(vendor)
+    inst = installation_of(mpi)
     assert inst.version[0].isdigit() and inst.device and inst.launcher and inst.mpicc
     statuses = installed_knobs(inst)
     available = [s for s in statuses.values() if s.available]

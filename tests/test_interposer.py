@@ -17,7 +17,7 @@ import pytest
 from commtune import native
 from commtune.knobs import Check, apply
 from commtune.launch import launcher_for
-from commtune.mpi import Installation, Vendor, find_installation
+from commtune.mpi import Installation, Vendor, find_installation, installation_of
 from commtune.profile import Profile, not_applied
 from commtune.store import Store
 from commtune.study import Role, TrialRecord
@@ -32,34 +32,56 @@ FORTRAN = {
 }
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[Vendor, str], Path]:
-    """Test programs compiled with each installed MPI's wrappers (C with commtune.h)."""
-    out: dict[tuple[Vendor, str], Path] = {}
-    folder = tmp_path_factory.mktemp("programs")
-    for vendor in Vendor:
+class Built:
+    """Test programs compiled with each installation's own wrappers (C with commtune.h), on
+    first use: ``built[vendor, name]`` (the family's usual installation) or
+    ``built[installation, name]``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.programs: dict[tuple[str, str], Path] = {}
+
+    def __getitem__(self, key: tuple[Vendor | Installation, str]) -> Path:
+        which, name = key
+        inst = find_installation(which) if isinstance(which, Vendor) else which
+        if (inst.launcher, name) not in self.programs:
+            self._build(inst)
+        return self.programs[inst.launcher, name]
+
+    def __contains__(self, key: tuple[Vendor | Installation, str]) -> bool:
         try:
-            installation = find_installation(vendor)
-        except Exception:
-            continue
+            self[key]
+        except KeyError:
+            return False
+        return True
+
+    def _build(self, inst: Installation) -> None:
+        tag = f"{inst.vendor.value}-{inst.version}"
         for name in ("counts", "threads", "nofinalize"):
-            target = folder / f"{name}-{vendor.value}"
+            target = self.folder / f"{name}-{tag}"
             include = f"-I{native.interposer_dir()}"
             source = str(PROGRAMS / f"{name}.c")
-            cmd = [installation.mpicc, "-O1", include, "-o", str(target), source, "-lpthread"]
-            subprocess.run(cmd, check=True)
-            out[vendor, name] = target
-        fortran = next((shutil.which(f) for f in FORTRAN[vendor] if shutil.which(f)), None)
-        if fortran:
-            target = folder / f"fcounts-{vendor.value}"
-            subprocess.run([fortran, "-o", str(target), str(PROGRAMS / "counts.f90")], check=True)
-            out[vendor, "fcounts"] = target
-    return out
+            cmd = [inst.mpicc, "-O1", include, "-o", str(target), source, "-lpthread"]
+            subprocess.run(cmd, check=True, env=inst.tool_env())
+            self.programs[inst.launcher, name] = target
+        if inst == find_installation(inst.vendor):  # Debian's Fortran wrappers
+            fortran = next((shutil.which(f) for f in FORTRAN[inst.vendor] if shutil.which(f)), None)
+            if fortran:
+                target = self.folder / f"fcounts-{tag}"
+                subprocess.run(
+                    [fortran, "-o", str(target), str(PROGRAMS / "counts.f90")], check=True
+                )
+                self.programs[inst.launcher, "fcounts"] = target
 
 
-def _command(vendor: Vendor, program: Path, *args: str) -> list[str]:
-    installation = find_installation(vendor)
-    return launcher_for(installation).command(RANKS[vendor], [str(program), *args])
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    return Built(tmp_path_factory.mktemp("programs"))
+
+
+def _command(which: Vendor | Installation, program: Path, *args: str) -> list[str]:
+    inst = find_installation(which) if isinstance(which, Vendor) else which
+    return launcher_for(inst).command(RANKS[inst.vendor], [str(program), *args])
 
 
 def _run_preloaded(
@@ -101,12 +123,13 @@ def test_generator_rejects_a_malformed_line() -> None:
         generate.parse("bogus | int MPI_Send(void) | 0")
 
 
-@pytest.mark.parametrize("vendor", INSTALLATIONS)
+@pytest.mark.parametrize("mpi", INSTALLATIONS)
 def test_exact_counts_bytes_and_features(
-    vendor: Vendor, built: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    mpi: str, built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    n = RANKS[vendor]
-    command = _command(vendor, built[vendor, "counts"], str(tmp_path / "io.dat"))
+    inst = installation_of(mpi)
+    n = RANKS[inst.vendor]
+    command = _command(inst, built[inst, "counts"], str(tmp_path / "io.dat"))
     code, out, err = run_cli(["profile", "--json", "--", *command], capsys)
     assert code == 0, err
     p = last_json(out)
@@ -150,7 +173,7 @@ def test_exact_counts_bytes_and_features(
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_fortran_program_counts_once(
-    vendor: Vendor, built: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    vendor: Vendor, built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if (vendor, "fcounts") not in built:
         pytest.skip("no Fortran compiler wrapper")
@@ -172,7 +195,7 @@ def test_fortran_program_counts_once(
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_thread_multiple_program(
-    vendor: Vendor, built: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    vendor: Vendor, built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     installation = find_installation(vendor)
     command = launcher_for(installation).command(2, [str(built[vendor, "threads"])])
@@ -200,13 +223,24 @@ WRITES = {
 EXPECTED_ACTUAL = {"coll_tuned_allreduce_algorithm": "recursive_doubling"}
 
 
-@pytest.mark.parametrize("vendor", INSTALLATIONS)
-def test_cvar_write_read_back_and_refusal(vendor: Vendor, built: dict, tmp_path: Path) -> None:
-    installation = find_installation(vendor)
-    writes = WRITES[vendor]
+def _sm(installation: Installation) -> bool:
+    """Open MPI 5 calls its shared-memory transport sm (vader before)."""
+    from commtune.knobs import load_catalog
+
+    knob = load_catalog(installation.vendor.value).get("btl_sm_eager_limit")
+    return knob is not None and knob.in_version(installation.version)
+
+
+@pytest.mark.parametrize("mpi", INSTALLATIONS)
+def test_cvar_write_read_back_and_refusal(mpi: str, built: Built, tmp_path: Path) -> None:
+    installation = installation_of(mpi)
+    writes = [
+        (name.replace("btl_vader_", "btl_sm_") if _sm(installation) else name, *rest)
+        for name, *rest in WRITES[installation.vendor]
+    ]
     done, path = _run_preloaded(
         installation,
-        _command(vendor, built[vendor, "counts"]),
+        _command(installation, built[installation, "counts"]),
         tmp_path,
         COMMTUNE_CVAR_WRITE=";".join(f"{name}={value}" for name, value, _, _ in writes),
         COMMTUNE_CVARS="btl_vader_eagr_limit=4096",  # misspelt: never silent
@@ -234,7 +268,7 @@ RUNTIME_WRITES = {
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
-def test_cvar_write_at_run_time(vendor: Vendor, built: dict, tmp_path: Path) -> None:
+def test_cvar_write_at_run_time(vendor: Vendor, built: Built, tmp_path: Path) -> None:
     installation = find_installation(vendor)
     for setting, expected in RUNTIME_WRITES[vendor]:
         done, _ = _run_preloaded(
@@ -257,7 +291,7 @@ def test_cvar_write_at_run_time(vendor: Vendor, built: dict, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_program_without_finalize_neither_hangs_nor_crashes(
-    vendor: Vendor, built: dict, tmp_path: Path
+    vendor: Vendor, built: Built, tmp_path: Path
 ) -> None:
     installation = find_installation(vendor)
     command = launcher_for(installation).command(2, [str(built[vendor, "nofinalize"])])
@@ -268,7 +302,7 @@ def test_program_without_finalize_neither_hangs_nor_crashes(
 
 
 @pytest.mark.parametrize("vendor", VENDORS)
-def test_disabled_passes_through(vendor: Vendor, built: dict, tmp_path: Path) -> None:
+def test_disabled_passes_through(vendor: Vendor, built: Built, tmp_path: Path) -> None:
     installation = find_installation(vendor)
     done, path = _run_preloaded(
         installation, _command(vendor, built[vendor, "counts"]), tmp_path, COMMTUNE_DISABLE="1"
@@ -314,7 +348,7 @@ def test_cvars_listing(vendor: Vendor, capsys: pytest.CaptureFixture[str]) -> No
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_tune_on_a_profile_field_stores_every_profile(
-    vendor: Vendor, built: dict, storage: str, capsys: pytest.CaptureFixture[str]
+    vendor: Vendor, built: Built, storage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     knob = (
         "coll_tuned_allreduce_algorithm=ignore,recursive_doubling"
