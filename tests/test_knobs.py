@@ -270,3 +270,39 @@ def test_a_variable_refuses_what_it_cannot_take(
 
     with pytest.raises(UsageError, match=needle):
         variable_knob(_var(kind, value, (), settable), "mpich", "X_VAR", text)
+
+
+def test_ucx_info_gives_each_variable_its_kind() -> None:
+    from commtune.knobs._discovery import parse_ucx_info
+
+    text = """#
+# Rendezvous threshold.
+#
+# syntax:    memory units: <number>[b|kb|mb|gb], "inf", or "auto"
+#
+UCX_RNDV_THRESH=auto
+
+#
+# syntax:    unsigned integer
+#
+UCX_MAX_RNDV_RAILS=2
+
+# syntax:    <y|n>
+UCX_LOG_PRINT_ENABLE=n
+
+# syntax:    [FATAL|ERROR|WARN]
+UCX_LOG_LEVEL=WARN
+
+# syntax:    comma-separated list of: string
+UCX_TLS=all
+"""
+    found = parse_ucx_info(text)
+    kinds = {n: (v.kind, v.value, v.enumerators) for n, v in found.items()}
+    assert kinds == {
+        "UCX_RNDV_THRESH": ("int", "auto", ()),
+        "UCX_MAX_RNDV_RAILS": ("int", "2", ()),
+        "UCX_LOG_PRINT_ENABLE": ("string", "n", ("y", "n")),
+        "UCX_LOG_LEVEL": ("string", "WARN", ("FATAL", "ERROR", "WARN")),
+        "UCX_TLS": ("string", "all", ()),
+    }
+    assert found["UCX_RNDV_THRESH"].description == "Rendezvous threshold."

@@ -139,6 +139,8 @@ def test_a_preset_means_the_same_on_every_version(
         pytest.param(
             "mpich", "MPIR_CVAR_BCAST_SHORT_MSG_SIZE", [4096, 16384], marks=needs_mpich, id="mpich"
         ),
+        # a UCX variable (ucx_info -c -f) of a library that runs over UCX
+        pytest.param("mpich", "UCX_MAX_RNDV_RAILS", [1, 2], marks=needs_mpich, id="ucx"),
     ],
 )
 def test_any_variable_of_the_library_is_a_knob(

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass, replace
 
@@ -64,16 +66,65 @@ _MPIT_KINDS = {"int": "int", "unsigned": "int", "unsigned long": "int",
 
 def _discover_uncached(installation: Installation) -> dict[str, Variable]:
     found = installation.impl.tool_variables(installation)
-    if found is not None:
-        return found
-    known = {k.name: k.choices for k in load_catalog(installation.vendor.value).values()}
-    return parse_cvar_lines(_probe_output(installation, "cvars"), known, installation.impl)
+    if found is None:
+        known = {k.name: k.choices for k in load_catalog(installation.vendor.value).values()}
+        found = parse_cvar_lines(_probe_output(installation, "cvars"), known, installation.impl)
+    if "ucx" in installation.device:  # the library runs over UCX: its variables count too
+        ucx = _ucx_info(installation)
+        found.update({k: v for k, v in parse_ucx_info(ucx).items() if k not in found})
+    return found
+
+
+def _ucx_info(installation: Installation) -> str:
+    """``ucx_info -c -f`` of the UCX the installation would use (its own, else PATH's)."""
+    own = os.path.join(installation.prefix, "bin", "ucx_info")
+    tool = own if os.path.exists(own) else shutil.which("ucx_info")
+    if tool is None:
+        return ""
+    done = subprocess.run([tool, "-c", "-f"], capture_output=True, text=True, check=False,
+                          timeout=60, env=installation.tool_env())  # fmt: skip
+    return done.stdout if done.returncode == 0 else ""
+
+
+_UCX_LINE = re.compile(r"^(UCX_[A-Z0-9_]+)=(.*)$")
+
+
+def parse_ucx_info(text: str) -> dict[str, Variable]:
+    """UCX's variables from ``ucx_info -c -f``: each ``UCX_NAME=value`` after its comment,
+    whose ``syntax:`` line gives the kind (``[A|B]`` and ``<y|n>`` are enumerations, numbers
+    and memory units integers, the rest text)."""
+    out: dict[str, Variable] = {}
+    comment: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            comment.append(line.lstrip("#").strip())
+            continue
+        match = _UCX_LINE.match(line.strip())
+        if match is None:
+            comment = []
+            continue
+        name, value = match.groups()
+        syntax = next((c.split(":", 1)[1].strip() for c in comment if c.startswith("syntax:")), "")
+        words = [c for c in comment if c and not c.startswith("syntax:")]
+        kind, enumerators = _ucx_kind(syntax)
+        out[name] = Variable(name, value, enumerators, " ".join(words), kind)
+        comment = []
+    return out
+
+
+def _ucx_kind(syntax: str) -> tuple[str, tuple[str, ...]]:
+    choice = re.fullmatch(r"[\[<]([\w|-]+)[\]>]", syntax)
+    if choice:
+        return "string", tuple(choice.group(1).split("|"))
+    if re.match(r"(unsigned )?(integer|long)\b|memory units|unsigned long:", syntax):
+        return "int", ()
+    return "string", ()
 
 
 @functools.cache
 def discover(installation: Installation) -> dict[str, Variable]:
     """Control variables of the installation, by name (cached per installation)."""
-    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v2"
+    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v3"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     path = native.cache_dir() / "discovery" / f"{safe}.json"
     if path.exists():

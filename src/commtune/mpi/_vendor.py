@@ -130,7 +130,8 @@ class MPIVendor(abc.ABC):
     def env_name(self, variable: str) -> str:
         """The environment variable that sets the library's control variable ``variable``
         (as discovery names it)."""
-        return variable if variable.startswith(self.env_prefix) else self.env_prefix + variable
+        own = variable.startswith((self.env_prefix, *self.env_prefixes))  # UCX_, MPIR_CVAR_, ...
+        return variable if own else self.env_prefix + variable
 
     def mpit_value(self, text: str, enumerators: tuple[str, ...], categorical: bool) -> str:
         """What MPI_T reads back for a variable set to ``text`` (its own enumeration)."""
