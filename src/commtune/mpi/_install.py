@@ -102,7 +102,7 @@ def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
 
 
 def _compiler_vendor(path: str) -> Vendor | None:
-    probes = (["-show"], ["--showme:version"], ["-v"])
+    probes = (["-show"], ["--showme:version"])
     plain = "".join(output([path, *p]) for p in probes)
     for vendor in Vendor:
         env = vendor.impl.environment(_prefix_of(path))

@@ -131,27 +131,33 @@ def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
     return table
 
 
+def folded_table(title: str, columns: Iterable[str], rows: Iterable[Iterable[str]]) -> Table:
+    """A compact table whose cells fold rather than cut (names and paths printed whole)."""
+    table = compact_table(title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 def library_variables_table(rows: Iterable[dict[str, Any]], title: str) -> Table:
     """Every variable of an installed library (``knobs --all``)."""
-    table = compact_table(title)
-    for column in ("variable", "type", "default", "values", "tunable"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        how = "yes (catalog)" if r["catalog"] else "yes" if r["tunable"] else "no: constant"
-        table.add_row(r["name"], r["type"], str(r["default"]), " | ".join(r["enumerators"]), how)
-    return table
+
+    def how(r: dict[str, Any]) -> str:
+        return "yes (catalog)" if r["catalog"] else "yes" if r["tunable"] else "no: constant"
+
+    cells = ((r["name"], r["type"], str(r["default"]), " | ".join(r["enumerators"]), how(r))
+             for r in rows)  # fmt: skip
+    return folded_table(title, ("variable", "type", "default", "values", "tunable"), cells)
 
 
 def installations_table(rows: Iterable[dict[str, Any]], title: str) -> Table:
     """The MPI installations found (``Installation.to_json`` each, ``default`` marked)."""
-    table = compact_table(title)
-    for column in ("--mpi", "library", "device", "launcher", "compiler"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        mark = " (default)" if r.get("default") else ""
-        table.add_row(r["name"] + mark, r["title"] + " " + r["version"], r["device_label"],
-                      r["launcher"], r["mpicc"])  # fmt: skip
-    return table
+    cells = ((r["name"] + (" (default)" if r.get("default") else ""),
+              f"{r['title']} {r['version']}", r["device_label"], r["launcher"], r["mpicc"])
+             for r in rows)  # fmt: skip
+    return folded_table(title, ("--mpi", "library", "device", "launcher", "compiler"), cells)
 
 
 def trials_table(trials: list[dict[str, Any]], title: str) -> Table:

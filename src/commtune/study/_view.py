@@ -243,26 +243,16 @@ class Noise:
 class StudyView:
     """One look at a study: its trials read once as records, and the questions asked of
     them (see the module docstring for the words). A view does not change: look again
-    (a new view) to see what was written since."""
+    (a new view) to see what was written since. ``states``: only the trials in these states
+    (a worker polling for running or finished trials reads no others)."""
 
-    def __init__(self, study: optuna.Study) -> None:
+    def __init__(self, study: optuna.Study, states: Sequence[TrialState] | None = None) -> None:
         self.study = study
         self.records: tuple[TrialRecord, ...] = tuple(
-            TrialRecord.of(t) for t in study.get_trials(deepcopy=False)
+            TrialRecord.of(t) for t in study.get_trials(deepcopy=False, states=states)
         )
 
-    @classmethod
-    def of_records(cls, records: Sequence[TrialRecord]) -> StudyView:
-        """A view of given records (a test, or a study copied in memory)."""
-        view = cls.__new__(cls)
-        view.records = tuple(records)
-        return view
-
     # -- the study's own attributes --------------------------------------------------------------
-    @property
-    def name(self) -> str:
-        return self.study.study_name
-
     def spec(self) -> StudySpec:
         return spec_of(self.study)
 

@@ -137,6 +137,13 @@ def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 # -- running ----------------------------------------------------------------------------------
+def _finished(study: optuna.Study) -> StudyView:
+    """The study's finished trials (where the reference is looked for while waiting)."""
+    from optuna.trial import TrialState
+
+    return StudyView(study, (TrialState.COMPLETE,))
+
+
 def run_reference(
     study: optuna.Study,
     settings: TuneSettings,
@@ -149,7 +156,7 @@ def run_reference(
     worker runs it; the others wait for it."""
     workers = workers or Workers.solo(study.study_name)
     while True:
-        ref = StudyView(study).reference()
+        ref = _finished(study).reference()
         if ref is not None:
             return ref
         holder = workers.claim(REFERENCE, counted=True)
@@ -161,7 +168,7 @@ def run_reference(
             continue
         ui.info(f"worker {holder.worker} runs the reference; waiting for it")
         while (
-            StudyView(study).reference() is None
+            _finished(study).reference() is None
             and workers.claim(REFERENCE) == holder
             and workers.alive(holder.worker)
         ):
@@ -303,7 +310,6 @@ class _Proposer:
 class _Batch:
     lives: list[Live]
     spent: bool  # the study's budget is claimed to the last trial
-    stalled: bool  # the strategy proposed only known configurations, 200 times in a row
 
 
 def _propose_batch(
@@ -320,11 +326,11 @@ def _propose_batch(
             continue
         proposer.answer(proposal)
         if isinstance(proposal, Spent):
-            return _Batch(lives, spent=True, stalled=False), repeated
+            return _Batch(lives, spent=True), repeated
         repeated += 1
         if repeated >= 200:
-            return _Batch(lives, spent=False, stalled=True), repeated
-    return _Batch(lives, spent=False, stalled=False), repeated
+            return _Batch(lives, spent=False), repeated  # only known ones, 200 in a row
+    return _Batch(lives, spent=False), repeated
 
 
 def search(

@@ -158,7 +158,7 @@ class Workers:
         storage = study._storage
         look = _Look(self)
         n = 0
-        for trial in StudyView(study).running():
+        for trial in StudyView(study, (TrialState.RUNNING,)).records:
             if self.running_alive(trial, look):
                 continue
             try:
@@ -172,10 +172,12 @@ class Workers:
 
     def others_running(self, study: optuna.Study) -> list[TrialRecord]:
         """Trials that live workers other than this one are running."""
+        from optuna.trial import TrialState
+
         look = _Look(self)
         return [
             t
-            for t in StudyView(study).running()
+            for t in StudyView(study, (TrialState.RUNNING,)).records
             if t.worker != self.me and self.running_alive(t, look)
         ]
 
