@@ -43,6 +43,7 @@ HAVE = {v: _installed(v) for v in Vendor}
 # where that MPI is missing, and adds the `mpi` marker (`make test-fast` leaves those out).
 needs_openmpi = pytest.mark.openmpi
 needs_mpich = pytest.mark.mpich
+needs_intel = pytest.mark.intel
 VENDORS = [
     pytest.param(Vendor.OPENMPI, marks=needs_openmpi, id="openmpi"),
     pytest.param(Vendor.MPICH, marks=needs_mpich, id="mpich"),
@@ -68,6 +69,7 @@ INSTALLATIONS = [
     _installation("mpich", needs_mpich),
     _installation("openmpi@5"),
     _installation("mpich@5"),
+    _installation("intel", needs_intel),
 ]
 
 

@@ -56,6 +56,7 @@ from .conftest import INSTALLATIONS, last_json, run_cli
 FAKE = {
     Vendor.OPENMPI: Installation(Vendor.OPENMPI, "4.1.4", "btl:vader", "/x/mpirun", "/x/mpicc"),
     Vendor.MPICH: Installation(Vendor.MPICH, "4.0.2", "ch4:ucx", "/x/mpiexec", "/x/mpicc"),
+    Vendor.INTEL: Installation(Vendor.INTEL, "2021.18.1", "ch4:ofi", "/x/mpirun", "/x/mpicc"),
 }
 LAUNCHERS: dict[str, Callable[[Installation], LocalLauncher]] = {"local": LocalLauncher}
 
@@ -265,6 +266,7 @@ class StubMPI(MPIVendor):
 VERSION_TEXT = {
     Vendor.OPENMPI: "mpirun (Open MPI) 4.1.4",
     Vendor.MPICH: "HYDRA build details:",
+    Vendor.INTEL: "Intel(R) MPI Library for Linux* OS, Version 2021.18.1 Build 20260626",
 }
 IMPLS = [pytest.param(v.impl, id=v.value) for v in Vendor] + [pytest.param(StubMPI(), id="stub")]
 

@@ -142,7 +142,9 @@ def test_no_mpi_found(tmp_path: Path) -> None:
     script = tmp_path / "app.sh"
     script.write_text("#!/bin/sh\ntrue\n")
     script.chmod(0o755)
-    env = dict(os.environ, PATH=str(tmp_path))
+    prefixes = ("COMMTUNE_MPI_PATH", "MPI_HOME", "MPI_ROOT", "I_MPI_ROOT")
+    env = {k: v for k, v in os.environ.items() if k not in prefixes}
+    env["PATH"] = str(tmp_path)
     done = subprocess.run(
         [
             sys.executable,
@@ -161,7 +163,8 @@ def test_no_mpi_found(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "commtune: error: no MPI found: neither Open MPI nor MPICH is installed (no mpirun/mpiexec)"
+        "commtune: error: no MPI found: none of Open MPI, MPICH, Intel MPI is installed "
+        "(no mpirun/mpiexec)"
     )
     assert not (tmp_path / "s.db").exists()
 

@@ -25,7 +25,7 @@ from commtune.study import Role, TrialRecord
 from .conftest import INSTALLATIONS, VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
 PROGRAMS = Path(__file__).parent / "programs"
-RANKS = {Vendor.OPENMPI: 4, Vendor.MPICH: 2}
+RANKS = {Vendor.OPENMPI: 4, Vendor.MPICH: 2, Vendor.INTEL: 2}  # hydra's spin: one per core
 FORTRAN = {
     Vendor.OPENMPI: ("mpifort.openmpi", "mpif90.openmpi"),
     Vendor.MPICH: ("mpif90.mpich", "mpifort.mpich"),
@@ -65,7 +65,8 @@ class Built:
             subprocess.run(cmd, check=True, env=inst.tool_env())
             self.programs[inst.launcher, name] = target
         if inst == find_installation(inst.vendor):  # Debian's Fortran wrappers
-            fortran = next((shutil.which(f) for f in FORTRAN[inst.vendor] if shutil.which(f)), None)
+            wrappers = FORTRAN.get(inst.vendor, ())
+            fortran = next((shutil.which(f) for f in wrappers if shutil.which(f)), None)
             if fortran:
                 target = self.folder / f"fcounts-{tag}"
                 subprocess.run(
@@ -218,6 +219,11 @@ WRITES = {
     Vendor.MPICH: [
         ("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "3", "applied", "before MPI_Init"),
         ("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "no_such_algorithm", "differs", "refused"),
+    ],
+    # Intel MPI: an integer takes a write, text where it wants a number is refused
+    Vendor.INTEL: [
+        ("MPIR_CVAR_INTEL_SHM_EAGER_THRESHOLD", "8192", "applied", "before MPI_Init"),
+        ("MPIR_CVAR_INTEL_SHM_EAGER_NUM", "many", "differs", "refused"),
     ],
 }
 EXPECTED_ACTUAL = {"coll_tuned_allreduce_algorithm": "recursive_doubling"}

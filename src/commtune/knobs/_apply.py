@@ -113,8 +113,8 @@ class EnvApplier(Applier):
         into: Applied,
     ) -> None:
         into.env[knob.env] = text
-        name = vendor.mpit_name(knob.env)
-        if name is not None:
+        name = _mpit(knob, vendor)
+        if name:
             into.checks[name] = self._check(knob, text, vendor, enumerators)
 
 
@@ -153,9 +153,15 @@ class MpitInitApplier(Applier):
         enumerators: Sequence[str],
         into: Applied,
     ) -> None:
-        name = vendor.mpit_name(knob.env) or knob.name
+        name = _mpit(knob, vendor) or knob.name
         into.cvar_writes[name] = text
         into.checks[name] = self._check(knob, text, vendor, enumerators)
+
+
+def _mpit(knob: Knob, vendor: MPIVendor) -> str | None:
+    """The MPI_T name that reads ``knob`` back: its own where the catalog or discovery gives
+    one ("": none can), else the vendor's rule (None: not an MPI_T variable)."""
+    return knob.mpit if knob.mpit is not None else vendor.mpit_name(knob.env)
 
 
 HINTS_VARIABLE = "COMMTUNE_IO_HINTS"  # libcommtune merges these into every MPI_File_open

@@ -65,4 +65,5 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
         default_space=entry.get("default_space", False),
         requires_device=entry.get("requires_device"),
         versions=entry.get("versions"),
+        mpit=entry.get("mpit"),
     )

@@ -3,8 +3,9 @@
 Open MPI: ``ompi_info --parsable --all`` lists every MCA variable with its enumerators.
 MPICH: MPI_T, through commtune's helper ``ct_probe cvars`` (its algorithm variables are plain
 ints for MPI_T; the algorithm names appear only in the description, which the vendor parses:
-``MPIVendor.algorithm_names``). UCX variables (read by MPICH's ch4:ucx device) are present
-when the device is UCX.
+``MPIVendor.algorithm_names``). Intel MPI: MPI_T too; most of its variables are ``MPIR_CVAR_*``
+listed under their ``I_MPI_*`` names as well (``MPIVendor.aliases``). UCX variables (read by
+MPICH's ch4:ucx device) are present when the device is UCX.
 
 Results are cached per installation in the build cache: discovery costs one ``ompi_info`` or
 one MPI launch per machine, not per command.
@@ -35,7 +36,8 @@ def parse_cvar_lines(
     """Variables printed by ``ct_probe cvars``; ``known`` gives catalog choices per name; a
     variable without enumerators takes the algorithm names its description lists, where the
     vendor lists them there."""
-    out = {}
+    out: dict[str, Variable] = {}
+    aliased: dict[str, Variable] = {}
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -47,15 +49,23 @@ def parse_cvar_lines(
                 entry["name"], entry["description"], known.get(entry["name"], ())
             )
         value = entry.get("value")
-        out[entry["name"]] = Variable(
+        kind = _MPIT_KINDS.get(str(entry.get("datatype")), "")
+        var = Variable(
             entry["name"],
             None if value is None else str(value),
             enum,
             entry["description"],
-            _MPIT_KINDS.get(str(entry.get("datatype")), ""),
+            kind,
             entry.get("scope") != "constant",
+            None if vendor.reads_back_text or kind != "string" else "",
         )
-    return out
+        out[var.name] = var
+        for alias in vendor.aliases(var):  # set by another name, read back by this one
+            names = enum or vendor.algorithm_names(alias, var.description, known.get(alias, ()))
+            mpit = var.mpit if var.mpit == "" else var.name
+            aliased[alias] = replace(var, name=alias, enumerators=names, mpit=mpit)
+    # a variable MPI_T lists by its own name is that one, not another's alias
+    return {**aliased, **out}
 
 
 # MPI_T datatypes (as ct_probe names them) -> the kinds of a Variable
@@ -124,7 +134,7 @@ def _ucx_kind(syntax: str) -> tuple[str, tuple[str, ...]]:
 @functools.cache
 def discover(installation: Installation) -> dict[str, Variable]:
     """Control variables of the installation, by name (cached per installation)."""
-    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v3"
+    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v4"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     path = native.cache_dir() / "discovery" / f"{safe}.json"
     if path.exists():
@@ -213,7 +223,8 @@ def _probe_output(installation: Installation, mode: str) -> str:
     done = subprocess.run(
         argv,
         capture_output=True,
-        text=True,
+        encoding="utf-8",
+        errors="replace",  # descriptions in Latin-1 ("Intel(R)" as one byte)
         timeout=120,
         check=False,
         stdin=subprocess.DEVNULL,

@@ -99,6 +99,9 @@ class Knob:
     # Not in the catalog: made from a variable the installed library reports (``--knob`` of
     # any variable); a study stores its definition with its space.
     adhoc: bool = False
+    # The MPI_T variable that reads it back where that is not the vendor's rule (Intel MPI's
+    # aliases); "" where MPI_T cannot read it back (Intel MPI's text variables).
+    mpit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The knob as a catalog entry (what ``knobs._catalog.knob_from_json`` reads)."""
@@ -114,6 +117,8 @@ class Knob:
             entry.update(low=self.low, high=self.high, step=self.step)
         if self.choices:
             entry["choices"] = list(self.choices)
+        if self.mpit is not None:
+            entry["mpit"] = self.mpit
         return entry
 
     def in_version(self, version: str) -> bool:

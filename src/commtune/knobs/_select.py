@@ -80,7 +80,7 @@ def variable_knob(var: Variable, library: str, env: str, values_text: str | None
     def make(kind: KnobType, default: Value, **domain: Any) -> Knob:
         description = var.description or f"{library} variable {var.name}"
         return Knob(var.name, library, kind, default, description, env, apply=Apply.ENV,
-                    adhoc=True, **domain)  # fmt: skip
+                    adhoc=True, mpit=var.mpit, **domain)  # fmt: skip
 
     given = [v.strip() for v in (values_text or "").split(",") if v.strip()]
     if var.kind == "bool" or set(var.enumerators) in ({"false", "true"}, {"0", "1"}):

@@ -2,9 +2,10 @@
 
 ``Vendor`` names a library; ``Vendor.impl`` (or ``Installation.impl``) is its
 :class:`MPIVendor`, the one place that knows how that library names, forwards, lists and
-loads its variables (``openmpi.py``, ``mpich.py``). Add a library: a module implementing
-:class:`MPIVendor`, a member of :class:`Vendor`, a line in ``_registry.py`` and its catalog
-``knobs/data/<name>.json`` (the recipe is in ``_vendor.py``).
+loads its variables (``openmpi.py``, ``mpich.py``, ``intel.py``). Add a library: a module
+implementing :class:`MPIVendor`, a member of :class:`Vendor`, a line in ``_registry.py``, its
+catalog ``knobs/data/<name>.json`` and its built-in recommendations
+``policy/data/recommendations-<name>.json`` (the recipe is in ``_vendor.py``).
 """
 
 from commtune.mpi._install import (

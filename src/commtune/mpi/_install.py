@@ -90,10 +90,13 @@ def _prefix_of(path: str) -> str:
 @cache
 def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
     """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher.
-    Each vendor is asked with the environment its installation would need there."""
+    Each vendor is asked with the environment its installation would need there, those that
+    need one first: Intel MPI's ``mpirun`` without ``I_MPI_ROOT`` runs whichever
+    ``mpiexec.hydra`` is on ``PATH`` (Debian's MPICH) and answers as that one."""
     plain = output([path, "--version"])
-    for vendor in Vendor:
-        env = vendor.impl.environment(_prefix_of(path))
+    prefix = _prefix_of(path)
+    for vendor in sorted(Vendor, key=lambda v: not v.impl.environment(prefix)):
+        env = vendor.impl.environment(prefix)
         text = output([path, "--version"], env=env) if env else plain
         found = vendor.impl.recognise(path, text)
         if found is not None:
@@ -102,10 +105,12 @@ def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
 
 
 def _compiler_vendor(path: str) -> Vendor | None:
-    probes = (["-show"], ["--showme:version"])
+    # -v: Intel MPI's wrapper names itself there only ("mpigcc for the Intel(R) MPI Library")
+    probes = (["-show"], ["--showme:version"], ["-v"])
     plain = "".join(output([path, *p]) for p in probes)
-    for vendor in Vendor:
-        env = vendor.impl.environment(_prefix_of(path))
+    prefix = _prefix_of(path)
+    for vendor in sorted(Vendor, key=lambda v: not v.impl.environment(prefix)):
+        env = vendor.impl.environment(prefix)
         text = "".join(output([path, *p], env=env) for p in probes) if env else plain
         if vendor.impl.is_compiler(text):
             return vendor
@@ -128,6 +133,10 @@ def find_installation(vendor: Vendor) -> Installation:
             if cc and _compiler_vendor(cc) is vendor:
                 return Installation(vendor, found[1], found[2], path, cc)
         raise UsageError(f"no MPI found: {vendor.title} has a launcher ({path}) but no mpicc")
+    # not on PATH under its names: a prefix named by COMMTUNE_MPI_PATH or I_MPI_ROOT
+    found_elsewhere = [i for i in find_installations() if i.vendor is vendor]
+    if found_elsewhere:
+        return found_elsewhere[0]
     raise UsageError(
         f"no MPI found: {vendor.title} is not installed (looked for {', '.join(names)})"
     )
@@ -269,7 +278,8 @@ def default_installation() -> Installation:
             return find_installation(vendor)
         except UsageError:
             continue
-    raise UsageError("no MPI found: neither Open MPI nor MPICH is installed (no mpirun/mpiexec)")
+    names = ", ".join(v.title for v in Vendor)
+    raise UsageError(f"no MPI found: none of {names} is installed (no mpirun/mpiexec)")
 
 
 def installation_of(mpi: str | Vendor | MPISpec | None) -> Installation:

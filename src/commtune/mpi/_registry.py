@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from commtune.mpi._vendor import MPIVendor, Vendor
+from commtune.mpi.intel import IntelMPI
 from commtune.mpi.mpich import MPICH
 from commtune.mpi.openmpi import OpenMPI
 
-IMPLEMENTATIONS: dict[Vendor, MPIVendor] = {Vendor.OPENMPI: OpenMPI(), Vendor.MPICH: MPICH()}
+IMPLEMENTATIONS: dict[Vendor, MPIVendor] = {
+    Vendor.OPENMPI: OpenMPI(),
+    Vendor.MPICH: MPICH(),
+    Vendor.INTEL: IntelMPI(),
+}

@@ -1,15 +1,17 @@
 """The MPI vendor protocol: everything that differs between MPI libraries, one module each.
 
-``mpi/openmpi.py`` and ``mpi/mpich.py`` implement :class:`MPIVendor`; no other module of
-commtune branches on the vendor, it asks ``installation.vendor.impl`` (as mpi4py keeps each
-vendor's quirks in one header). What a vendor says:
+``mpi/openmpi.py``, ``mpi/mpich.py`` and ``mpi/intel.py`` implement :class:`MPIVendor`; no
+other module of commtune branches on the vendor, it asks ``installation.vendor.impl`` (as
+mpi4py keeps each vendor's quirks in one header). What a vendor says:
 
 - how its variables are named in the environment and in MPI_T (``env_prefix``,
   :meth:`mpit_name`, :meth:`mpit_value`);
 - how its launcher is recognised and how a variable reaches remote ranks (:meth:`recognise`,
   :meth:`forwarded`, :meth:`rank_args`, :meth:`local_options`);
 - how its installed variables are listed (:meth:`tool_variables`: a tool of its own, or None
-  for MPI_T through ``ct_probe``);
+  for MPI_T through ``ct_probe``; :meth:`aliases`: other names MPI_T gives in descriptions;
+  ``reads_back_text``: whether MPI_T reads back text set in the environment);
+- the environment its installation needs (:meth:`environment`);
 - which environment variables are its own and which shared-memory files it leaves
   (``env_prefixes``, ``shm_patterns``);
 - its algorithm knobs, point-to-point knobs and collective selection file (name, the
@@ -47,6 +49,7 @@ class Vendor(enum.Enum):
 
     OPENMPI = "openmpi"
     MPICH = "mpich"
+    INTEL = "intel"
 
     @property
     def impl(self) -> MPIVendor:
@@ -69,16 +72,21 @@ class Variable:
     description: str = ""
     kind: str = ""  # bool | int | string | float; "" where the library does not say
     settable: bool = True  # False: a constant of the build, or read-only at every time
+    # The MPI_T variable that reads it back where that is not the vendor's rule
+    # (:meth:`MPIVendor.mpit_name`): Intel MPI's ``I_MPI_SHM_CMA`` is MPI_T's
+    # ``MPIR_CVAR_INTEL_SHM_CMA``; "" where MPI_T cannot read it back. None: the rule.
+    mpit: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "enumerators": list(self.enumerators),
                 "description": self.description, "kind": self.kind,
-                "settable": self.settable}  # fmt: skip
+                "settable": self.settable, "mpit": self.mpit}  # fmt: skip
 
     @classmethod
     def from_json(cls, name: str, data: Mapping[str, Any]) -> Variable:
         return cls(name, data["value"], tuple(data["enumerators"]), data["description"],
-                   data.get("kind", ""), data.get("settable", True))  # fmt: skip
+                   data.get("kind", ""), data.get("settable", True),
+                   data.get("mpit"))  # fmt: skip
 
 
 class MPIVendor(abc.ABC):
@@ -103,6 +111,9 @@ class MPIVendor(abc.ABC):
     # the installation has (Open MPI 5 renamed them).
     p2p_knobs: ClassVar[tuple[tuple[str, str], ...]]
     algorithm_env: ClassVar[Mapping[str, str]] = {}  # needed to switch algorithms at run time
+    # An algorithm variable written through MPI_T inside a run takes effect (the sampler
+    # switches algorithms in one launch); else one launch per algorithm (Intel MPI).
+    algorithms_at_run_time: ClassVar[bool] = True
     selection_file_name: ClassVar[str]  # the collective selection file commtune writes
     # A forced algorithm variable overrides a loaded selection file (MPICH) or not (Open MPI).
     forced_overrides_file: ClassVar[bool]
@@ -115,6 +126,8 @@ class MPIVendor(abc.ABC):
     # Its selection file must extend the library's own (read by :meth:`builtin_selection`).
     selection_extends_builtin: ClassVar[bool] = False
     training_ranks: ClassVar[tuple[int, ...]]  # rank counts of `commtune train` by default
+    # MPI_T reads back the text variables set from the environment (Intel MPI's read "").
+    reads_back_text: ClassVar[bool] = True
     hdf5_package: ClassVar[str]  # pkg-config name of its parallel HDF5 (Debian's)
 
     # -- names ----------------------------------------------------------------------------
@@ -199,6 +212,11 @@ class MPIVendor(abc.ABC):
         return {}
 
     # -- discovery --------------------------------------------------------------------------
+    def aliases(self, variable: Variable) -> tuple[str, ...]:
+        """Other environment names of an MPI_T variable (Intel MPI's ``I_MPI_*`` names of its
+        ``MPIR_CVAR_*`` variables, given in their descriptions); none by default."""
+        return ()
+
     def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:
         """Every control variable, from a tool of the vendor's own; None: ask MPI_T."""
         return None

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
-from commtune.knobs import enumerators, selection_file_env
+from commtune.knobs import enumerators, load_catalog, selection_file_env
 from commtune.mpi import Installation, Vendor
 from commtune.platform import Fingerprint
 from commtune.progress import Progress
 from commtune.sample._curves import method_at
 from commtune.sample._families import ALGORITHM, OPERATIONS, families
 from commtune.sample._outputs import Outputs, builtin_selection, write_outputs
-from commtune.sample._profile import PlatformProfile
+from commtune.sample._profile import FamilyCurves, PlatformProfile
 from commtune.sample._sampler import Sampler, sizes_for
 from commtune.study import Acceptance, Source, StudySpec, save_result_study
 
@@ -147,6 +147,11 @@ class Check:
         }
 
 
+def _knob_env(library: str, knob: str) -> str:
+    """The environment variable of the catalog knob ``knob``."""
+    return load_catalog(library)[knob].env
+
+
 def verify(
     installation: Installation,
     profile: PlatformProfile,
@@ -166,30 +171,44 @@ def verify(
     # MPICH: a forced algorithm variable overrides the file, so one launch with the file loaded
     # measures the file's choice (value 0, "auto") and each forced algorithm, interleaved.
     # Open MPI: the file overrides forced algorithms, so launches with and without it alternate.
-    same_launch = vendor.forced_overrides_file
-    per_repeat = 1 if same_launch else 2
-    with ui.progress("verifying the selection file", total=per_repeat * repeats * len(fams)) as bar:
+    # Intel MPI reads its presets at MPI_Init only: a launch with the file, one per algorithm.
+    per_launch = not vendor.algorithms_at_run_time
+    same_launch = vendor.forced_overrides_file and not per_launch
+
+    def launches(fam: FamilyCurves) -> int:
+        return 1 + len(fam.curves) if per_launch else 1 if same_launch else 2
+
+    total = repeats * sum(launches(f) for f in fams)
+    with ui.progress("verifying the selection file", total=total) as bar:
         sampler = Sampler(installation, profile.ranks, profile.quick, bar=bar)
         for _ in range(repeats):
             for fam in fams:
                 names = {v: m for m, v in fam.values.items() if m in fam.curves}
+                rows: list[tuple[str, dict[str, float]]] = []  # (method, row) forced
                 if same_launch:
                     auto = fam.values[fam.default]
                     bar.status(f"{fam.op}: file and forced")
                     run = sampler.launch(fam.op, {**fam.env, **env_file}, (fam.knob, sorted(names)))
                     bar.advance()
                     file_rows = [r for r in run.rows if int(r["value"]) == auto]
+                    rows = [(names[int(r["value"])], r) for r in run.rows]
                 else:
                     bar.status(f"{fam.op}: with file")
                     file_rows = sampler.launch(fam.op, {**fam.env, **env_file}).rows
                     bar.advance()
                     bar.status(f"{fam.op}: forced")
-                    run = sampler.launch(fam.op, dict(fam.env), (fam.knob, sorted(names)))
-                    bar.advance()
+                    if per_launch:
+                        for method in names.values():
+                            env = {**fam.env, _knob_env(profile.vendor, fam.knob): method}
+                            rows += [(method, r) for r in sampler.launch(fam.op, env).rows]
+                            bar.advance()
+                    else:
+                        run = sampler.launch(fam.op, dict(fam.env), (fam.knob, sorted(names)))
+                        bar.advance()
+                        rows = [(names[int(r["value"])], r) for r in run.rows]
                 for row in file_rows:
                     with_file.setdefault((fam.op, int(row["size"])), []).append(row["median_ns"])
-                for row in run.rows:
-                    method = names[int(row["value"])]
+                for method, row in rows:
                     forced.setdefault((fam.op, int(row["size"]), method), []).append(
                         row["median_ns"]
                     )

@@ -3,7 +3,8 @@
 A family's curves are compared with each other: eager forced against rendezvous forced (the
 eager-limit knob at the two ends of its domain), each single-copy mechanism, each algorithm
 of a collective. Launch-time families need one launch per method (environment variables);
-algorithm families switch the algorithm through MPI_T inside one launch (``runtime``).
+algorithm families switch the algorithm through MPI_T inside one launch (``runtime``) where
+the library takes that (``MPIVendor.algorithms_at_run_time``), else one launch per algorithm.
 """
 
 from __future__ import annotations
@@ -94,13 +95,15 @@ def families(
         names = enumerators.get(knob.name, ()) if knob else ()
         if knob is None or not names:
             continue
+        per_launch = {} if vendor.algorithms_at_run_time else {n: {knob.env: n} for n in names}
         out.append(
             Family(
                 op,
                 ALGORITHM,
                 knob,
-                names[0],  # "ignore" / "auto": the library's own decision
-                runtime={name: i for i, name in enumerate(names)},
+                names[0],  # "ignore" / "auto" / "-1": the library's own decision
+                methods=per_launch,
+                runtime={name: i for i, name in enumerate(names)},  # the library's numbers
                 env=dict(vendor.algorithm_env),
             )
         )
