@@ -146,6 +146,10 @@ def test_a_preset_means_the_same_on_every_version(
         pytest.param(
             "intel", "I_MPI_SHM_CMA_THRESHOLD", [4096, 65536], marks=needs_intel, id="intel"
         ),
+        # a libfabric variable (fi_info -e) of a library that runs over libfabric
+        pytest.param(
+            "intel", "FI_OFI_RXM_BUFFER_SIZE", [8192, 32768], marks=needs_intel, id="libfabric"
+        ),
     ],
 )
 def test_any_variable_of_the_library_is_a_knob(
@@ -247,3 +251,45 @@ def test_intel_mpi_t_names_its_variables_by_their_aliases() -> None:
     for vendor in (Vendor.OPENMPI, Vendor.MPICH):  # nothing of this for the others
         assert parse_cvar_lines(lines, known, vendor.impl).keys() == {
             "MPIR_CVAR_INTEL_SHM_CMA", "MPIR_CVAR_USE_ALLREDUCE", "I_MPI_PIN_DOMAIN_SIZE"}
+
+
+FI_INFO = """\
+# FI_PROVIDER: String
+# Only use specified provider (default: all available)
+
+# FI_UNIVERSE_SIZE: size_t
+# Maximum number of processes (default: provider specific)
+
+# FI_OFI_RXM_BUFFER_SIZE: size_t
+# ofi_rxm: bounce buffer size, typically the eager message size. (default 16384)
+
+# FI_HMEM_DISABLE_P2P: Boolean (0/1, on/off, true/false, yes/no)
+# Disable peer to peer support. (default: no).
+"""
+
+
+def test_libfabric_variables_are_typed_and_a_default_in_words_stays_unset() -> None:
+    """``fi_info -e``: types from the header line, a default only where libfabric states a
+    value; a knob of a variable without one leaves it unset in the reference runs (the
+    library's default) and sets it everywhere else."""
+    from commtune.knobs import apply
+    from commtune.knobs._discovery import parse_fi_info
+    from commtune.knobs._select import variable_knob
+
+    found = parse_fi_info(FI_INFO)
+    assert {n: (v.kind, v.value) for n, v in found.items()} == {
+        "FI_PROVIDER": ("string", None),
+        "FI_UNIVERSE_SIZE": ("int", None),
+        "FI_OFI_RXM_BUFFER_SIZE": ("int", "16384"),
+        "FI_HMEM_DISABLE_P2P": ("bool", "no"),
+    }
+    impl = Vendor.INTEL.impl
+    dim = variable_knob(found["FI_UNIVERSE_SIZE"], "intel", "FI_UNIVERSE_SIZE", "64,128")
+    assert apply([dim.knob], {dim.knob.name: dim.knob.default}, impl).env == {}
+    assert apply([dim.knob], {dim.knob.name: 64}, impl).env == {"FI_UNIVERSE_SIZE": "64"}
+    sized = variable_knob(found["FI_OFI_RXM_BUFFER_SIZE"], "intel", "FI_OFI_RXM_BUFFER_SIZE",
+                          "4k..64k")  # fmt: skip
+    assert sized.knob.default == 16384 and sized.candidates()[0] == 4096
+    text = variable_knob(found["FI_PROVIDER"], "intel", "FI_PROVIDER", "tcp,shm")
+    assert apply([text.knob], {"FI_PROVIDER": text.knob.default}, impl).env == {}
+    assert set(text.candidates()) == {"tcp", "shm"}

@@ -112,6 +112,8 @@ class EnvApplier(Applier):
         enumerators: Sequence[str],
         into: Applied,
     ) -> None:
+        if text == UNSET:  # the library's own default, which it states as no value
+            return
         into.env[knob.env] = text
         name = _mpit(knob, vendor)
         if name:
@@ -156,6 +158,11 @@ class MpitInitApplier(Applier):
         name = _mpit(knob, vendor) or knob.name
         into.cvar_writes[name] = text
         into.checks[name] = self._check(knob, text, vendor, enumerators)
+
+
+# The default of a variable whose library states none as a value: left unset (every knob's
+# variable is removed from a run's environment first, so unset is the library's default).
+UNSET = ""
 
 
 def _mpit(knob: Knob, vendor: MPIVendor) -> str | None:

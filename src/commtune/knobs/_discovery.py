@@ -82,7 +82,65 @@ def _discover_uncached(installation: Installation) -> dict[str, Variable]:
     if "ucx" in installation.device:  # the library runs over UCX: its variables count too
         ucx = _ucx_info(installation)
         found.update({k: v for k, v in parse_ucx_info(ucx).items() if k not in found})
+    if "ofi" in installation.device:  # over libfabric (Intel MPI's ch4:ofi): its FI_* too
+        fabric = parse_fi_info(_fi_info(installation))
+        found.update({k: v for k, v in fabric.items() if k not in found})
     return found
+
+
+def _fi_info(installation: Installation) -> str:
+    """``fi_info -e`` of the libfabric the installation would use: its own (Intel MPI keeps
+    the binary in ``bin/libfabric/``; ``bin/fi_info`` is a script looking elsewhere), else
+    PATH's."""
+    bin_dir = os.path.join(installation.prefix, "bin")
+    candidates = [os.path.join(bin_dir, "libfabric", "fi_info"), os.path.join(bin_dir, "fi_info"),
+                  shutil.which("fi_info")]  # fmt: skip
+    for tool in candidates:
+        if not tool or not os.path.exists(tool):
+            continue
+        done = subprocess.run([tool, "-e"], capture_output=True, encoding="utf-8",
+                              errors="replace", check=False, timeout=60,
+                              env=installation.tool_env())  # fmt: skip
+        if done.returncode == 0:
+            return done.stdout
+    return ""
+
+
+_FI_LINE = re.compile(r"^# (FI_[A-Z0-9_]+): (\w+)")
+_FI_DEFAULT = re.compile(r"\(default:?\s*([^)]*)\)|Default:\s*(\S+)")
+
+
+def parse_fi_info(text: str) -> dict[str, Variable]:
+    """libfabric's variables from ``fi_info -e``: ``# FI_NAME: Type`` then a line of text
+    ending with its default where it says one. Booleans and integers (``Integer``,
+    ``size_t``) are typed; the rest is text."""
+    out: dict[str, Variable] = {}
+    name = kind = ""
+    for line in text.splitlines():
+        match = _FI_LINE.match(line)
+        if match:
+            name, word = match.groups()
+            kind = {"Boolean": "bool", "Integer": "int", "size_t": "int"}.get(word, "string")
+            out[name] = Variable(name, None, (), "", kind, mpit="")
+            continue
+        if name and line.startswith("# "):
+            description = line[2:].strip()
+            default = _FI_DEFAULT.search(description)
+            said = next((g for g in default.groups() if g), "") if default else ""
+            out[name] = Variable(name, _fi_literal(said.strip(), kind), (), description, kind,
+                                 mpit="")  # fmt: skip
+        name = ""
+    return out
+
+
+def _fi_literal(said: str, kind: str) -> str | None:
+    """A default libfabric states as a value (16384, yes), else None: its text defaults are
+    prose ("all available", "provider specific"), not values to set."""
+    if kind == "int" and re.fullmatch(r"-?\d+", said):
+        return said
+    if kind == "bool" and said.lower() in ("0", "1", "no", "yes", "false", "true", "off", "on"):
+        return said
+    return None
 
 
 def _ucx_info(installation: Installation) -> str:
@@ -134,7 +192,7 @@ def _ucx_kind(syntax: str) -> tuple[str, tuple[str, ...]]:
 @functools.cache
 def discover(installation: Installation) -> dict[str, Variable]:
     """Control variables of the installation, by name (cached per installation)."""
-    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v4"
+    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v5"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     path = native.cache_dir() / "discovery" / f"{safe}.json"
     if path.exists():

@@ -8,7 +8,9 @@ read as one value of a knob whose values contain commas.
 A variable of the installed library that the catalog does not hold is a knob too
 (:func:`variable_knob`): its domain comes from the library (an enumeration is categorical, a
 boolean is a boolean); an integer takes the user's values (``NAME=1,2,4``) or a range
-(``NAME=1..64`` by one, ``NAME=4k..1M`` by powers of two); a string, the user's values.
+(``NAME=1..64`` by one, ``NAME=4k..1M`` by powers of two); a string, the user's values. Where
+the library states no value as its default (UCX's "auto", libfabric's "provider specific"),
+the default is :data:`UNSET`: the reference runs leave the variable unset.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from commtune.errors import UsageError
-from commtune.knobs._apply import Apply
+from commtune.knobs._apply import UNSET, Apply
 from commtune.knobs._catalog import PRESETS
 from commtune.knobs._discovery import KnobStatus
 from commtune.knobs._knob import Dimension, Knob, KnobType, Space, Value
@@ -84,7 +86,7 @@ def variable_knob(var: Variable, library: str, env: str, values_text: str | None
 
     given = [v.strip() for v in (values_text or "").split(",") if v.strip()]
     if var.kind == "bool" or set(var.enumerators) in ({"false", "true"}, {"0", "1"}):
-        knob = make(KnobType.BOOL, _truthy(var.value))
+        knob = make(KnobType.BOOL, UNSET if var.value is None else _truthy(var.value))
     elif var.enumerators:
         default = var.value if var.value in var.enumerators else var.enumerators[0]
         knob = make(KnobType.CATEGORICAL, default, choices=var.enumerators)
@@ -93,7 +95,7 @@ def variable_knob(var: Variable, library: str, env: str, values_text: str | None
     elif not given:
         raise UsageError(f"{where} takes text: give its values ({var.name}=A,B)")
     else:
-        default = var.value or ""
+        default = var.value or UNSET
         knob = make(KnobType.CATEGORICAL, default, choices=tuple(dict.fromkeys([default, *given])))
     values = tuple(dict.fromkeys(knob.parse(v) for v in given)) or None
     return Dimension(knob, values)
@@ -107,10 +109,11 @@ def _integer_dimension(
             f"{where} is an integer: give its values ({var.name}=1,2,4) or a range "
             f"({var.name}=1..64, or {var.name}=4k..1M by powers of two)"
         )
+    default: Value
     try:
-        default = int(var.value or "0", 0)
-    except ValueError:
-        default = 0
+        default = int(var.value or "", 0)
+    except ValueError:  # "auto", or none stated: the reference leaves it unset
+        default = UNSET
     try:
         if ".." not in text:
             values = tuple(dict.fromkeys(_size(v) for v in text.split(",") if v.strip()))

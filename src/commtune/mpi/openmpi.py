@@ -37,7 +37,7 @@ class OpenMPI(MPIVendor):
     vendor = Vendor.OPENMPI
     title = "Open MPI"
     env_prefix = "OMPI_MCA_"
-    env_prefixes = ("OMPI_MCA_", "OMPI_", "PMIX_MCA_", "UCX_")
+    env_prefixes = ("OMPI_MCA_", "OMPI_", "PMIX_MCA_", "UCX_", "FI_")  # UCX, libfabric: its layers
     shm_patterns = ("vader_segment.*", "sm_segment.*", "ucx_shm_posix_*")
     hdf5_package = "hdf5-openmpi"
     launcher_names = ("mpirun.openmpi", "mpirun", "mpiexec.openmpi", "mpiexec")
