@@ -15,7 +15,7 @@ import optuna
 import pytest
 
 from commtune import native
-from commtune.knobs import Check, apply
+from commtune.knobs import Apply, Check, Knob, KnobType, Value, apply, enumerators, installed_knobs
 from commtune.launch import launcher_for
 from commtune.mpi import Installation, Vendor, find_installation, installation_of
 from commtune.profile import Profile, not_applied
@@ -261,6 +261,40 @@ def test_cvar_write_read_back_and_refusal(mpi: str, built: Built, tmp_path: Path
     assert checks[applied].actual == EXPECTED_ACTUAL.get(applied, writes[0][1])
     assert checks["btl_vader_eagr_limit"].status == "unknown"
     assert checks["btl_vader_eagr_limit"].write is None
+
+
+def _contract_value(knob: Knob) -> Value:
+    """A value every installation runs with: a numeric knob inside its domain away from its
+    default (a limit, a size, a count), every other knob at its default (still set, so still
+    read back; a categorical choice may abort MPI_Init, which probing handles in a study)."""
+    if knob.type in (KnobType.INT, KnobType.LOG2):
+        domain = knob.domain()
+        return domain[len(domain) // 2]
+    return knob.default
+
+
+@pytest.mark.parametrize("mpi", INSTALLATIONS)
+def test_every_catalog_knob_is_applied_and_read_back(
+    mpi: str, built: Built, tmp_path: Path
+) -> None:
+    """Every catalog knob the installation has, set the way a study sets it (its variable,
+    with what it requires), in one run on 2 ranks: each one MPI_T can read back is read back
+    with the value set; none is unknown to the library."""
+    inst = installation_of(mpi)
+    knobs = [s.knob for s in installed_knobs(inst).values()
+             if s.available and s.knob.apply is Apply.ENV]  # fmt: skip
+    assert len(knobs) >= 8
+    applied = apply(knobs, {k.name: _contract_value(k) for k in knobs}, inst.impl,
+                    enumerators(inst))  # fmt: skip
+    command = launcher_for(inst).command(2, [str(built[inst, "counts"])])
+    cvars = ";".join(f"{name}={value}" for name, value in applied.check_values().items())
+    done, path = _run_preloaded(inst, command, tmp_path, **applied.env, COMMTUNE_CVARS=cvars)
+    assert done.returncode == 0, done.stderr[-2000:]
+    profile = Profile.load(path)
+    assert not_applied(profile, applied.checks) == {}
+    read = {c.name: c for c in profile.cvars}
+    assert set(applied.checks) <= set(read)
+    assert all(read[name].status == "applied" for name in applied.checks)
 
 
 RUNTIME_WRITES = {

@@ -43,9 +43,11 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
             f"catalog {library}: knob {entry['name']} is applied by {how.value!r}, "
             "which this version of commtune cannot apply yet"
         )
-    if entry.get("versions"):
+    bounds = tuple((b["versions"], b.get("low"), b.get("high")) for b in entry.get("bounds", ()))
+    clauses = ([entry["versions"]] if entry.get("versions") else []) + [b[0] for b in bounds]
+    for versions in clauses:
         try:
-            version_in("0", entry["versions"])
+            version_in("0", versions)
         except ValueError as exc:
             raise UsageError(f"catalog {library}: knob {entry['name']}: {exc}") from None
     return Knob(
@@ -66,4 +68,5 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
         requires_device=entry.get("requires_device"),
         versions=entry.get("versions"),
         mpit=entry.get("mpit"),
+        bounds=bounds,
     )

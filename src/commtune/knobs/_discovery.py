@@ -261,6 +261,12 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
         if var is None:
             out[name] = KnobStatus(knob, False, f"{installation.describe()} has no such variable")
             continue
+        knob = knob.at_version(installation.version)
+        own = _integer(var.value)
+        if knob.type in (KnobType.INT, KnobType.LOG2) and own is not None:
+            # the library's own default (MPICH 5's queue cell is 8 KiB, 4.0's 68 KiB): the
+            # reference runs set it, and a default another version has may abort this one
+            knob = replace(knob, default=own)
         if knob.type is KnobType.CATEGORICAL and var.enumerators:
             listed = set(var.enumerators)
             if installation.impl.keeps_unlisted_choices:
@@ -272,6 +278,13 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
             knob = replace(knob, choices=tuple(known + extra))
         out[name] = KnobStatus(knob, True)
     return out
+
+
+def _integer(text: str | None) -> int | None:
+    try:
+        return int(text or "", 0)
+    except ValueError:
+        return None
 
 
 def _probe_output(installation: Installation, mode: str) -> str:

@@ -102,6 +102,18 @@ class Knob:
     # The MPI_T variable that reads it back where that is not the vendor's rule (Intel MPI's
     # aliases); "" where MPI_T cannot read it back (Intel MPI's text variables).
     mpit: str | None = None
+    # Narrower domains of some versions: (versions, low, high) with None for a bound kept
+    # (MPICH 5 aborts above its pack buffer where 4.0 took any cell size).
+    bounds: tuple[tuple[str, int | None, int | None], ...] = ()
+
+    def at_version(self, version: str) -> Knob:
+        """The knob as the library at ``version`` takes it (its ``bounds``)."""
+        low, high = self.low, self.high
+        for versions, lo, hi in self.bounds:
+            if version_in(version, versions):
+                low = lo if lo is not None else low
+                high = hi if hi is not None else high
+        return self if (low, high) == (self.low, self.high) else replace(self, low=low, high=high)
 
     def to_json(self) -> dict[str, Any]:
         """The knob as a catalog entry (what ``knobs._catalog.knob_from_json`` reads)."""
