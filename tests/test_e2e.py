@@ -133,6 +133,10 @@ def test_short_study_on_the_demo_app(
     code, out, _ = run_cli(["export", "e2e", "--storage", storage, "--best"], capsys)
     assert code == 0 and out.count("export ") == 1
     assert f"measured on {inst.vendor.title} {inst.version}" in out  # the installation
+    for fmt in ("json", "romio-hints", "h5tuner", *inst.impl.export_formats):  # every format
+        code, out, err = run_cli(["export", "e2e", "--storage", storage, "--best",
+                                  "--format", fmt], capsys)  # fmt: skip
+        assert code == 0 and out.strip(), (fmt, err)
 
 
 @needs_openmpi

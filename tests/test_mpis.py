@@ -220,6 +220,16 @@ def test_an_intel_algorithm_preset_runs_end_to_end(
     assert tried == {"1", "8"}
     code, out, err = run_cli(["export", "a", "--storage", storage, "--best"], capsys)
     assert code == 0 and "measured on Intel MPI 2021" in out, err
+    best = last_json(run_cli(["show", "a", "--storage", storage, "--json"], capsys)[1])
+    preset = next(t["params"]["I_MPI_ADJUST_ALLREDUCE"] for t in best["trials"]
+                  if t["role"] == "search" and t["value"] == min(
+                      u["value"] for u in best["trials"] if u["role"] == "search"))  # fmt: skip
+    code, out, err = run_cli(["export", "a", "--storage", storage, "--best", "--format",
+                              "impi-tuning"], capsys)  # fmt: skip
+    assert code == 0, err
+    tree = json.loads(out)  # Intel MPI's own tuning file: the best preset at every size
+    leaf = tree["coll=Allreduce"]["ppn=-1"]["comm_size=-1"]["comm_id=-1"]["msg_size=-1"]
+    assert leaf == {f"ALLREDUCE={preset}": {}}
     code, out, err = run_cli(["tune", "--mpi", "intel", "--knob", "I_MPI_ADJUST_ALLREDUCE=99",
                               "--", "true"], capsys)  # fmt: skip
     assert code == 2 and len(err.strip().splitlines()) == 1

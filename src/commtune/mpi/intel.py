@@ -55,6 +55,7 @@ class IntelMPI(MPIVendor):
     launcher_names = ("mpirun", "mpiexec.hydra", "mpiexec")
     compiler_names = ("mpicc", "mpigcc")
     launcher_word = "mpirun"
+    export_formats = ("impi-tuning",)  # the presets as a JSON tuning file (I_MPI_TUNING)
     p2p_knobs = (("I_MPI_SHM_CMA", "I_MPI_SHM_EAGER_THRESHOLD"),)
     selection_file_name = "tuning.json"
     forced_overrides_file = True  # I_MPI_ADJUST_* wins over any tuning file
@@ -110,6 +111,24 @@ class IntelMPI(MPIVendor):
         text = json.dumps(tree, indent=1) + "\n"
         validate_tuning(text)
         return Selection(text)
+
+    def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
+        """``impi-tuning``: the ``I_MPI_ADJUST_<COLL>`` presets of ``env`` as the JSON tuning
+        file ``I_MPI_TUNING`` loads, for every rank count and size (-1: any); JSON holds no
+        comment, so the header and the other variables are left to ``--format env``."""
+        if fmt != "impi-tuning":
+            return super().render(fmt, env, header)
+        tree: dict[str, Any] = {}
+        for op, coll in _COLL.items():
+            preset = env.get(self.algorithm_knob(op))
+            if preset is None or preset == DEFAULT_PRESET:
+                continue
+            leaf = {"msg_size=-1": {f"{op.upper()}={preset}": {}}}
+            tree[f"coll={coll}"] = {"ppn=-1": {"comm_size=-1": {"comm_id=-1": leaf}}}
+        text = json.dumps(tree, indent=1) + "\n"
+        if tree:  # an empty file ({}) is valid JSON and changes nothing
+            validate_tuning(text)
+        return text
 
     def recognise(self, launcher: str, version_text: str) -> tuple[str, str] | None:
         match = re.search(r"Intel\(R\) MPI Library for \S+ OS, Version (\S+)", version_text)
