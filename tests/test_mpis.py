@@ -260,7 +260,10 @@ def test_intel_mpi_t_names_its_variables_by_their_aliases() -> None:
     assert found["I_MPI_PIN_DOMAIN_SIZE"].mpit == ""  # its own name: not an alias of itself
     for vendor in (Vendor.OPENMPI, Vendor.MPICH):  # nothing of this for the others
         assert parse_cvar_lines(lines, known, vendor.impl).keys() == {
-            "MPIR_CVAR_INTEL_SHM_CMA", "MPIR_CVAR_USE_ALLREDUCE", "I_MPI_PIN_DOMAIN_SIZE"}
+            "MPIR_CVAR_INTEL_SHM_CMA",
+            "MPIR_CVAR_USE_ALLREDUCE",
+            "I_MPI_PIN_DOMAIN_SIZE",
+        }
 
 
 FI_INFO = """\

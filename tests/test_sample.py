@@ -13,7 +13,14 @@ import pytest
 
 from commtune.knobs import load_catalog
 from commtune.launch import launcher_for
-from commtune.mpi import RulesError, Segment, Vendor, find_installation, linked_library
+from commtune.mpi import (
+    Installation,
+    RulesError,
+    Segment,
+    Vendor,
+    find_installation,
+    linked_library,
+)
 from commtune.mpi import parse_rules as parse_ompi_rules
 from commtune.mpi._mpich_csel import builtin as mpich_builtin
 from commtune.mpi._mpich_csel import intra_subtree, with_subtrees
@@ -118,9 +125,12 @@ def test_mpich_tree_keeps_every_collective_and_names_known_algorithms(tmp_path: 
 
 
 def _run_with(installation_vendor: Vendor, env: dict[str, str], op: str) -> str:
+    return _run_installation(find_installation(installation_vendor), env, op)
+
+
+def _run_installation(installation: Installation, env: dict[str, str], op: str) -> str:
     from commtune import native
 
-    installation = find_installation(installation_vendor)
     binary = native.build(installation, "bench/ct_sample.c")
     launcher = launcher_for(installation)
     plan = launcher.plan(launcher.command(2, [str(binary), "-q", "-s", "8,65536", op]), env)
@@ -257,12 +267,16 @@ def test_intel_tuning_tree_from_ranges_and_rejections() -> None:
     with pytest.raises(RulesError, match="must be open"):
         impl.write_selection({"bcast": [Segment(0, 64, "1")]}, {"bcast": {"1": 1}}, 2, "h", None)
     with pytest.raises(RulesError, match="ascend and end with -1"):
-        validate_tuning('{"coll=Bcast":{"ppn=2":{"comm_size=2":{"comm_id=-1":{'
-                        '"msg_size=-1":{"BCAST=1":{}},"msg_size=64":{"BCAST=2":{}}}}}}}')
+        validate_tuning(
+            '{"coll=Bcast":{"ppn=2":{"comm_size=2":{"comm_id=-1":{'
+            '"msg_size=-1":{"BCAST=1":{}},"msg_size=64":{"BCAST=2":{}}}}}}}'
+        )
     with pytest.raises(RulesError, match="is not a preset"):
-        validate_tuning('{"coll=Bcast":{"ppn=2":{"comm_size=2":{"comm_id=-1":{'
-                        '"msg_size=-1":{"BCAST=ring":{}}}}}}}')
-    with pytest.raises(RulesError, match="ppn=... was expected"):
+        validate_tuning(
+            '{"coll=Bcast":{"ppn=2":{"comm_size=2":{"comm_id=-1":{'
+            '"msg_size=-1":{"BCAST=ring":{}}}}}}}'
+        )
+    with pytest.raises(RulesError, match=r"ppn=\.\.\. was expected"):
         validate_tuning('{"coll=Bcast":{"nodes=2":{}}}')
 
 
@@ -287,3 +301,38 @@ def test_intel_samples_one_launch_per_preset_and_its_tuning_file_is_honoured(
     sizes = {c["size"] for c in result["verify"]}
     assert sizes == set(sizes_for("allgather", True))
     assert all(c["with_file_ns"] > 0 and c["forced_ns"] > 0 for c in result["verify"])
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [pytest.param("mpich", marks=pytest.mark.mpich, id="mpich4"),
+     pytest.param("mpich@5", marks=pytest.mark.mpi, id="mpich5")],
+)  # fmt: skip
+def test_mpich_file_gives_algorithms_their_parameters(spec: str, tmp_path: Path) -> None:
+    """MPICH 4.1+ reads a tree's or a recursive exchange's parameters from the file (a missing
+    one is 0: MPICH 5.0.2 crashed on our files); each is the value of the variable the forced
+    algorithm takes, and the library runs every such algorithm named in a file."""
+    from commtune import native
+    from commtune.knobs import discover
+    from commtune.mpi import MPISpec, find_installations, installation_of
+
+    if not any(MPISpec.parse(spec).matches(i) for i in find_installations()):
+        pytest.skip(f"no {spec} installation ('make mpis')")
+    inst = installation_of(spec)
+    binary = native.build(inst, "bench/ct_sample.c")
+    base = inst.impl.builtin_selection(linked_library(binary), discover(inst))
+    assert base is not None
+    for op, algorithm in [("allreduce", "tree"), ("allreduce", "recexch"), ("bcast", "tree")]:
+        if f"MPIR_{op.capitalize()}_intra_{algorithm}" not in base.known:
+            continue  # this version has no such algorithm in its files
+        tree = mpich_tree(base, {op: [Segment(0, None, algorithm)]}, 2)
+        (leaf,) = tree[f"collective={op}"]["comm_type=intra"].values()
+        params = leaf[f"algorithm=MPIR_{op.capitalize()}_intra_{algorithm}"]
+        family = "TREE" if algorithm == "tree" else "RECEXCH"
+        k = base.variables.get(f"MPIR_CVAR_{op.upper()}_{family}_KVAL")
+        assert f"k={k}" in params
+        path = tmp_path / f"{op}-{algorithm}.json"
+        path.write_text(json.dumps(tree))
+        validate_mpich_tree(path.read_text(), base)
+        out = _run_installation(inst, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)}, op)
+        assert out.count(f'"op":"{op}"') == 2

@@ -30,6 +30,7 @@ SIZE_KEY = {
     "alltoall": "avg_msg_size",  # per peer: total / ranks
 }
 _KEY = re.compile(r"^[a-z_]+(=|<=|<|>=|>)[A-Za-z0-9_]+$")
+_PARAM = re.compile(r"^[a-z_]+=[A-Za-z0-9_-]+$")
 
 # Algorithms MPICH asserts on when the count is below the largest power of two not above the
 # ranks (allreduce_intra_reduce_scatter_allgather.c: "count >= pof2"). Forced through the CVAR
@@ -38,9 +39,34 @@ _KEY = re.compile(r"^[a-z_]+(=|<=|<|>=|>)[A-Za-z0-9_]+$")
 NEEDS_POF2_COUNT = {"allreduce": "recursive_doubling", "reduce": "binomial"}
 
 
-def builtin(library: Path) -> Builtin:
+# The parameters an algorithm takes from a selection file, and the variable (after
+# MPIR_CVAR_<COLLECTIVE>_) a forced algorithm takes each from: MPICH 4.1+ reads them from
+# the algorithm's object ({"algorithm=MPIR_Allreduce_intra_tree": {"k=2": {}, ...}}) and
+# leaves a missing one 0, which crashes a tree or recursive exchange (k = 0). From MPICH's
+# src/mpi/coll/coll_algorithms.txt (extra_params / cvar_params), for the sampled collectives.
+_RECEXCH = (("k", "RECEXCH_KVAL"), ("single_phase_recv", "RECEXCH_SINGLE_PHASE_RECV"))
+_TREE = (("tree_type", "TREE_TYPE"), ("k", "TREE_KVAL"))
+PARAMS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("allreduce", "tree"): (*_TREE, ("chunk_size", "TREE_PIPELINE_CHUNK_SIZE"),
+                            ("buffer_per_child", "TREE_BUFFER_PER_CHILD")),
+    ("allreduce", "recexch"): _RECEXCH,
+    ("allreduce", "k_reduce_scatter_allgather"): _RECEXCH,
+    ("allreduce", "recursive_multiplying"): (("k", "RECURSIVE_MULTIPLYING_KVAL"),),
+    ("bcast", "tree"): (*_TREE, ("is_non_blocking", "IS_NON_BLOCKING")),
+    ("bcast", "pipelined_tree"): (*_TREE, ("is_non_blocking", "IS_NON_BLOCKING"),
+                                  ("chunk_size", "TREE_PIPELINE_CHUNK_SIZE"),
+                                  ("recv_pre_posted", "RECV_PRE_POST")),
+    ("allgather", "k_brucks"): (("k", "BRUCKS_KVAL"),),
+    ("allgather", "recexch_doubling"): _RECEXCH,
+    ("allgather", "recexch_halving"): _RECEXCH,
+    ("alltoall", "k_brucks"): (("k", "BRUCKS_KVAL"),),
+}  # fmt: skip
+
+
+def builtin(library: Path, variables: Mapping[str, str] | None = None) -> Builtin:
     """MPICH's built-in MPIR-level selection tree and the algorithm names its parser knows,
-    read from the library's own bytes (so the file fits exactly this MPICH)."""
+    read from the library's own bytes (so the file fits exactly this MPICH); ``variables``:
+    the installation's control variables (the parameters of algorithms come from them)."""
     data = library.read_bytes()
     names = {m.decode() for m in re.findall(rb"algorithm=(MPIR_[A-Za-z0-9_]+)", data)}
     for match in re.finditer(rb'\{"collective=bcast":\{"comm_type=intra"', data):
@@ -50,7 +76,7 @@ def builtin(library: Path) -> Builtin:
         except (UnicodeDecodeError, json.JSONDecodeError):
             continue
         if "MPIR_Bcast_intra_binomial" in json.dumps(tree):
-            return Builtin(tree, frozenset(names))
+            return Builtin(tree, frozenset(names), dict(variables or {}))
     raise UsageError(f"cannot find MPICH's built-in collective selection in {library}")
 
 
@@ -74,7 +100,7 @@ def intra_subtree(base: Builtin, op: str, ranges: Sequence[Segment], ranks: int)
         name = csel_name(op, seg.method, base.known)
         if name is None:
             raise RulesError(f"{op}: MPICH has no selection name for {seg.method!r}")
-        leaf: dict[str, Any] = {f"algorithm={name}": {}}
+        leaf: dict[str, Any] = {f"algorithm={name}": parameters(base, op, seg.method)}
         fallback = NEEDS_POF2_COUNT.get(op)
         if fallback and "reduce_scatter" in seg.method and seg.method != fallback:
             other = csel_name(op, fallback, base.known)
@@ -85,6 +111,22 @@ def intra_subtree(base: Builtin, op: str, ranges: Sequence[Segment], ranks: int)
         else:
             subtree[f"{key}<={max(0, math.ceil(seg.high * scale) - 1)}"] = leaf
     return subtree
+
+
+def parameters(base: Builtin, op: str, algorithm: str) -> dict[str, Any]:
+    """The object of an algorithm's leaf: each parameter it takes at the value the library's
+    own variable has (what the algorithm forced by its variable would run with); RulesError
+    where this MPICH lists no such variable (the algorithm would run with 0)."""
+    out: dict[str, Any] = {}
+    for param, suffix in PARAMS.get((op, algorithm), ()):
+        cvar = f"MPIR_CVAR_{op.upper()}_{suffix}"
+        value = base.variables.get(cvar)
+        if value is None:
+            if not base.variables:  # no variables given: the library's own defaults apply
+                return {}
+            raise RulesError(f"{op}: {algorithm} takes {param} from {cvar}, which is not set")
+        out[f"{param}={value}"] = {}
+    return out
 
 
 def with_subtrees(base: Builtin, subtrees: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
@@ -114,6 +156,9 @@ def validate(text: str, base: Builtin) -> None:
             if key.startswith("algorithm="):
                 if key.split("=", 1)[1] not in base.known:
                     raise RulesError(f"{path}: this MPICH has no {key}")
+                bad = [p for p in child if not _PARAM.match(p) or child[p]]
+                if bad:
+                    raise RulesError(f"{path}/{key}: malformed parameter {bad[0]!r}")
                 continue
             if not key.startswith("collective=") and not _KEY.match(key):
                 raise RulesError(f"{path}: malformed key {key!r}")

@@ -9,7 +9,8 @@ out (:meth:`commtune.mpi.MPIVendor.write_selection`).
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,9 @@ class Builtin:
 
     tree: dict[str, Any]
     known: frozenset[str]
+    # The installed library's control variables (name -> value): where a file names an
+    # algorithm that takes parameters (MPICH 4.1+: a tree's k), they are the library's own.
+    variables: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

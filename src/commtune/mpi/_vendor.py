@@ -172,9 +172,9 @@ class MPIVendor(abc.ABC):
         that follows the library's rules; a collective that cannot be expressed is left to
         the library with a warning. RulesError if the text would not load."""
 
-    def builtin_selection(self, library: Path) -> Builtin | None:
+    def builtin_selection(self, library: Path, variables: Mapping[str, Variable]) -> Builtin | None:
         """The library's own selection, read from its shared library ``library`` (only when
-        ``selection_extends_builtin``)."""
+        ``selection_extends_builtin``); ``variables``: the installation's control variables."""
         return None
 
     def reconcile(self, env: Mapping[str, str], directory: Path) -> dict[str, str]:

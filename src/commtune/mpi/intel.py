@@ -123,7 +123,7 @@ class IntelMPI(MPIVendor):
             preset = env.get(self.algorithm_knob(op))
             if preset is None or preset == DEFAULT_PRESET:
                 continue
-            leaf = {"msg_size=-1": {f"{op.upper()}={preset}": {}}}
+            leaf: dict[str, Any] = {"msg_size=-1": {f"{op.upper()}={preset}": {}}}
             tree[f"coll={coll}"] = {"ppn=-1": {"comm_size=-1": {"comm_id=-1": leaf}}}
         text = json.dumps(tree, indent=1) + "\n"
         if tree:  # an empty file ({}) is valid JSON and changes nothing

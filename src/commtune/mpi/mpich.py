@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from commtune.mpi import _mpich_csel
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection
-from commtune.mpi._vendor import MPIVendor, Vendor
+from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -32,9 +32,10 @@ class MPICH(MPIVendor):
     selection_file_name = "coll-selection.json"
     forced_overrides_file = True
     default_algorithm_named = False  # "auto" has no name in a CSEL file
-    # "smp" needs a node hierarchy: forced by its variable MPICH falls back when there is
-    # none, named in a selection file it aborts.
-    unsafe_in_selection = ("smp",)
+    # "smp" needs a node hierarchy, "ccl" (MPICH 5) an accelerator collective library:
+    # forced by its variable MPICH falls back when there is none, named in a selection file
+    # it aborts or crashes.
+    unsafe_in_selection = ("smp", "ccl")
     selection_extends_builtin = True  # a file without a collective aborts MPICH
     keeps_unlisted_choices = True  # it documents values its version may reject: probe them
     training_ranks = (2,)  # MPICH busy-waits: more ranks than cores is milliseconds a call
@@ -76,8 +77,9 @@ class MPICH(MPIVendor):
         _mpich_csel.validate(text, builtin)
         return Selection(text, tuple(warnings))
 
-    def builtin_selection(self, library: Path) -> Builtin | None:
-        return _mpich_csel.builtin(library)
+    def builtin_selection(self, library: Path, variables: Mapping[str, Variable]) -> Builtin | None:
+        values = {name: v.value for name, v in variables.items() if v.value is not None}
+        return _mpich_csel.builtin(library, values)
 
     def algorithm_names(
         self, name: str, description: str, known: tuple[str, ...]

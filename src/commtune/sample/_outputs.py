@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from commtune import native
-from commtune.knobs import apply, load_catalog, selection_file_env
+from commtune.knobs import apply, discover, load_catalog, selection_file_env
 from commtune.mpi import Builtin, Installation, Segment, Selection, Vendor, linked_library
 from commtune.sample._families import ALGORITHM
 from commtune.sample._profile import PlatformProfile
@@ -44,7 +44,7 @@ def builtin_selection(installation: Installation) -> Builtin | None:
     if not installation.impl.selection_extends_builtin:
         return None
     binary = native.build(installation, "bench/ct_sample.c")
-    return installation.impl.builtin_selection(linked_library(binary))
+    return installation.impl.builtin_selection(linked_library(binary), discover(installation))
 
 
 def selection_file(
