@@ -508,3 +508,41 @@ def test_a_database_written_by_an_earlier_version_opens_with_its_trials(
     ):
         code, _, err = run_cli([*args, "--storage", url], capsys)
         assert code == 0, (args, err)
+
+
+@pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)
+def test_a_launcher_option_goes_right_after_the_launcher(vendor: Vendor) -> None:
+    """A launch knob's option is put into the user's line after the launcher, in the
+    vendor's spelling, the rest untouched; a command without the launcher is refused."""
+    launcher = LocalLauncher(FAKE[vendor])
+    user = ["mpirun", "-np", "2", "./app"]
+    plan = launcher.plan(user, {}, options={"bind-to": "core"}, base_env={})
+    dash = "--" if vendor is Vendor.OPENMPI else "-"
+    assert plan.argv == ["mpirun", f"{dash}bind-to", "core", "-np", "2", "./app"]
+    with pytest.raises(UsageError, match="bind-to: an option of the MPI launcher"):
+        launcher.plan(["./run.sh"], {}, options={"bind-to": "core"}, base_env={})
+
+
+def test_binding_read_back_from_cpu_sets() -> None:
+    from commtune.profile._checks import binding_problem
+    from commtune.profile._profile import parse_cpus
+
+    assert parse_cpus("0-2,5") == {0, 1, 2, 5} and parse_cpus("") == frozenset()
+    one, two, both = frozenset({0}), frozenset({1}), frozenset({0, 1})
+    assert binding_problem("core", [one, two]) is None
+    assert "a rank runs on every CPU" in (binding_problem("core", [both, both]) or "")
+    assert binding_problem("none", [both, both]) is None
+    assert "the ranks are bound" in (binding_problem("none", [one, two]) or "")
+    assert binding_problem("numa", [one, two]) is None  # says nothing on one NUMA node
+    assert "no CPU sets" in (binding_problem("core", []) or "")
+
+
+def test_an_export_says_how_to_launch_with_a_launcher_option() -> None:
+    from commtune.report._export import render
+
+    knob = load_catalog("openmpi")["bind-to"]
+    text = render("env", "openmpi", [knob], {"bind-to": "core"}, "s")
+    assert "launch with: mpirun --bind-to core ..." in text and "export " not in text
+    data = json.loads(render("json", "mpich", [load_catalog("mpich")["bind-to"]],
+                             {"bind-to": "none"}, "s"))  # fmt: skip
+    assert data["launch"] == ["-bind-to", "none"] and data["env"] == {}

@@ -297,6 +297,44 @@ def test_every_catalog_knob_is_applied_and_read_back(
     assert all(read[name].status == "applied" for name in applied.checks)
 
 
+BINDING = {  # the family's binding knob: (all CPUs, one core each)
+    Vendor.OPENMPI: ("bind-to", "none", "core"),
+    Vendor.MPICH: ("bind-to", "none", "core"),
+    Vendor.INTEL: ("I_MPI_PIN_DOMAIN", "node", "core"),
+}
+
+
+@pytest.mark.parametrize("mpi", INSTALLATIONS)
+def test_a_binding_knob_changes_the_cpu_sets_in_the_profile(
+    mpi: str, built: Built, tmp_path: Path
+) -> None:
+    """Process binding set the way a study sets it (a launcher option put after the launcher,
+    or Intel MPI's variable): each rank reports its CPU set, one core each when bound, every
+    CPU when not, and the read-back agrees with what was asked."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one CPU: every binding is the same CPU set")
+    inst = installation_of(mpi)
+    name, unbound, bound = BINDING[inst.vendor]
+    knob = installed_knobs(inst)[name].knob
+    seen = {}
+    for value in (unbound, bound):
+        applied = apply([knob], {name: value}, inst.impl)
+        command = launcher_for(inst).command(2, [str(built[inst, "counts"])])
+        plan = launcher_for(inst).plan(
+            command, {"COMMTUNE_PROFILE": str(tmp_path / f"{value}.json"), **applied.env},
+            preload=str(native.build_interposer(inst)), options=applied.launch,
+        )  # fmt: skip
+        done = subprocess.run(plan.argv, env=plan.env, capture_output=True, text=True,
+                              timeout=120, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-1500:]
+        profile = Profile.load(tmp_path / f"{value}.json")
+        assert not_applied(profile, {}, None, applied.bindings) == {}
+        seen[value] = profile.cpusets
+    every = frozenset().union(*seen[unbound])
+    assert len(every) >= 2 and seen[unbound] == [every, every]
+    assert all(len(s) == 1 for s in seen[bound]) and seen[bound][0] != seen[bound][1]
+
+
 RUNTIME_WRITES = {
     Vendor.OPENMPI: [
         ("coll_tuned_allreduce_algorithm=ring", 0),

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +34,29 @@ static double memory_peak(void) {
         }
     fclose(f);
     return kib * 1024.0;
+}
+
+enum { CPUSET_TEXT = 128 };
+
+/* The CPUs this process may run on (its binding), as ranges: "0", "0-1", "0,2-3"; "" where
+ * unknown. Read when the profile is written: the launcher bound the rank before it started. */
+static void cpuset_text(char *text, size_t len) {
+    cpu_set_t set;
+    text[0] = '\0';
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+    size_t used = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && used + 24 < len; ++cpu) {
+        if (!CPU_ISSET(cpu, &set)) continue;
+        int last = cpu;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set))
+            ++last;
+        int w = last > cpu
+                    ? snprintf(text + used, len - used, "%s%d-%d", used ? "," : "", cpu, last)
+                    : snprintf(text + used, len - used, "%s%d", used ? "," : "", cpu);
+        if (w < 0) break;
+        used += (size_t)w;
+        cpu = last;
+    }
 }
 
 static void number(FILE *out, double v) {
@@ -199,7 +223,7 @@ static const char *thread_level(int provided) {
 }
 
 static void write_json(FILE *out, int size, const double *all, int n, const uint64_t *hist,
-                       merged *vars, int n_vars) {
+                       merged *vars, int n_vars, const char *cpusets) {
     char library[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len = 0;
     PMPI_Get_library_version(library, &len);
@@ -211,6 +235,12 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
     fprintf(out, ",\n  \"ranks\": %d,\n  \"thread_level\": \"%s\",\n", size,
             thread_level(ct_run.provided));
     fprintf(out, "  \"cpus\": %d,\n  \"node_ranks\": %d,\n", ct_run.cpus, ct_run.node_ranks);
+    fputs("  \"cpusets\": [", out); /* each rank's binding, in rank order */
+    for (int r = 0; r < size; ++r) {
+        if (r) fputs(", ", out);
+        ct_json_string(out, cpusets + (size_t)r * CPUSET_TEXT);
+    }
+    fputs("],\n", out);
     fprintf(out, "  \"ticks_per_second\": %.6g,\n  \"pvar_interval\": %g,\n",
             ct_run.ticks_per_second, ct_config.pvar_interval);
     const char *extras[] = {"wall_time", "mpi_time", "comm_time", "memory_peak"};
@@ -291,7 +321,7 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
 }
 
 static void write_file(int size, const double *all, int n, const uint64_t *hist, merged *vars,
-                       int n_vars) {
+                       int n_vars, const char *cpusets) {
     char fallback[64], tmp[4096];
     const char *path = ct_config.profile;
     if (path == NULL) {
@@ -307,7 +337,7 @@ static void write_file(int size, const double *all, int n, const uint64_t *hist,
                     strerror(errno));
             return;
         }
-        write_json(direct, size, all, n, hist, vars, n_vars);
+        write_json(direct, size, all, n, hist, vars, n_vars, cpusets);
         fclose(direct);
         return;
     }
@@ -317,7 +347,7 @@ static void write_file(int size, const double *all, int n, const uint64_t *hist,
         fprintf(stderr, "commtune: cannot write the profile to %s: %s\n", tmp, strerror(errno));
         return;
     }
-    write_json(out, size, all, n, hist, vars, n_vars);
+    write_json(out, size, all, n, hist, vars, n_vars, cpusets);
     if (fclose(out) != 0 || rename(tmp, path) != 0) {
         fprintf(stderr, "commtune: cannot write the profile to %s: %s\n", path, strerror(errno));
         unlink(tmp);
@@ -339,8 +369,12 @@ void ct_profile_write(void) {
     int *lengths = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
     int *offsets = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
     char *pv = NULL, *uv = NULL, *text = NULL, *texts = NULL;
+    char cpuset[CPUSET_TEXT];
+    char *cpusets = rank == 0 ? calloc((size_t)size, CPUSET_TEXT) : NULL;
+    cpuset_text(cpuset, sizeof cpuset);
     merged *vars = NULL;
-    int n_vars = 0, ok = sum && local && hist && (rank != 0 || (hist_all && all && lengths));
+    int n_vars = 0,
+        ok = sum && local && hist && (rank != 0 || (hist_all && all && lengths && cpusets));
     /* Every rank takes part in every collective below, even one that is short of memory. */
     if (ok) {
         ct_sum_tables(sum);
@@ -375,6 +409,8 @@ void ct_profile_write(void) {
         rc = PMPI_Reduce(hist, hist_all, CT_NUM_OPS * CT_SIZE_CLASSES, MPI_UINT64_T, MPI_SUM, 0,
                          comm);
     if (rc == MPI_SUCCESS && ok)
+        rc = PMPI_Gather(cpuset, CPUSET_TEXT, MPI_CHAR, cpusets, CPUSET_TEXT, MPI_CHAR, 0, comm);
+    if (rc == MPI_SUCCESS && ok)
         rc = PMPI_Gather(&text_len, 1, MPI_INT, lengths, 1, MPI_INT, 0, comm);
     long total = 0;
     if (rank == 0 && rc == MPI_SUCCESS && lengths != NULL) {
@@ -391,7 +427,7 @@ void ct_profile_write(void) {
     } else if (rank == 0) {
         for (int r = 0; texts != NULL && r < size; ++r)
             merge_lines(texts + offsets[r], (size_t)lengths[r], r, size, &vars, &n_vars);
-        write_file(size, all, n, hist_all, vars, n_vars);
+        write_file(size, all, n, hist_all, vars, n_vars, cpusets);
     }
     for (int i = 0; i < n_vars; ++i)
         free(vars[i].xs);
@@ -407,4 +443,5 @@ void ct_profile_write(void) {
     free(uv);
     free(text);
     free(texts);
+    free(cpusets);
 }

@@ -127,8 +127,9 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
     config, extra = chosen or ({}, {})
     _check_knobs_exist(config, inst, args.study)
     launcher, remove = launcher_for(inst), [k.env for k in knobs]
-    variables = launcher.reconciled({**apply(knobs, config, inst.impl).env, **extra}, remove=remove)
-    plan = launcher.plan(command, variables, remove=remove)
+    applied = apply(knobs, config, inst.impl)
+    variables = launcher.reconciled({**applied.env, **extra}, remove=remove)
+    plan = launcher.plan(command, variables, remove=remove, options=applied.launch)
     sys.stdout.flush()
     try:
         os.execvpe(plan.argv[0], plan.argv, plan.env)

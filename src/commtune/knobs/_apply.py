@@ -15,7 +15,13 @@ The ways a knob can reach a library (:class:`Apply`):
 - ``mpit-runtime``: written through MPI_T while the application runs (the policy engine);
 - ``info``: an ``MPI_Info`` hint merged in at ``MPI_File_open`` (ROMIO, OMPIO);
 - ``hdf5``: an HDF5 file-access or transfer property, set by libcommtune on a copy of the
-  application's property list in ``H5Fcreate``/``H5Fopen``/``H5Dwrite`` (H5Tuner's way).
+  application's property list in ``H5Fcreate``/``H5Fopen``/``H5Dwrite`` (H5Tuner's way);
+- ``launch``: an option of the launcher (``--bind-to core``), put into the user's launch line
+  right after the launcher (the vendor spells it: :meth:`MPIVendor.launch_args`); its
+  ``default`` value adds nothing (the launcher's own choice).
+
+A knob marked ``binding`` (a launch option or a variable such as Intel MPI's
+``I_MPI_PIN_DOMAIN``) is read back from the CPU set each rank reports in its profile.
 
 ``mpit-runtime`` is declared so the catalog and the record can name it; its applier comes with
 the policy work, and until then a catalog knob naming it is refused when the catalog is loaded
@@ -39,6 +45,7 @@ class Apply(enum.Enum):
     """How a knob reaches the library (see the module docstring)."""
 
     ENV = "env"
+    LAUNCH = "launch"
     FILE = "file"
     MPIT_INIT = "mpit-init"
     MPIT_RUNTIME = "mpit-runtime"
@@ -66,6 +73,8 @@ class Applied:
     checks: dict[str, Check] = field(default_factory=dict)
     hints: dict[str, Check] = field(default_factory=dict)  # MPI-IO hint key -> its knob, value
     properties: dict[str, Check] = field(default_factory=dict)  # HDF5 property -> the same
+    launch: dict[str, str] = field(default_factory=dict)  # launcher option -> value
+    bindings: dict[str, Check] = field(default_factory=dict)  # knob -> the binding it asks
 
     def settings(self) -> dict[str, Check]:
         """The MPI-IO hints and HDF5 properties, which libcommtune applies and reads back."""
@@ -165,6 +174,27 @@ class MpitInitApplier(Applier):
 UNSET = ""
 
 
+# The value of a launch option that leaves the launcher's own choice.
+LAUNCHER_DEFAULT = "default"
+
+
+class LaunchApplier(Applier):
+    """An option of the launcher (the knob's ``env`` is the option's name, ``bind-to``)."""
+
+    how = Apply.LAUNCH
+
+    def apply(
+        self,
+        knob: Knob,
+        text: str,
+        vendor: MPIVendor,
+        enumerators: Sequence[str],
+        into: Applied,
+    ) -> None:
+        if text != LAUNCHER_DEFAULT:
+            into.launch[knob.env] = text
+
+
 def _mpit(knob: Knob, vendor: MPIVendor) -> str | None:
     """The MPI_T name that reads ``knob`` back: its own where the catalog or discovery gives
     one ("": none can), else the vendor's rule (None: not an MPI_T variable)."""
@@ -222,8 +252,10 @@ class Hdf5Applier(Applier):
 
 # how -> applier; a kind without an entry is declared but not applicable yet.
 APPLIERS: dict[Apply, Applier] = {
-    a.how: a for a in (EnvApplier(), FileApplier(), MpitInitApplier(), InfoApplier(), Hdf5Applier())
-}
+    a.how: a
+    for a in (EnvApplier(), LaunchApplier(), FileApplier(), MpitInitApplier(), InfoApplier(),
+              Hdf5Applier())
+}  # fmt: skip
 
 
 def apply(
@@ -245,6 +277,8 @@ def apply(
             text = knob.format(config[knob.name])
             names = (enumerators or {}).get(knob.name, ())
             APPLIERS[knob.apply].apply(knob, text, vendor, names, out)
+            if knob.binding:
+                out.bindings[knob.name] = Check(knob.name, text)
     for knob in knobs:
         if knob.name in config and config[knob.name] != knob.default:
             for env_name, value in knob.requires.items():

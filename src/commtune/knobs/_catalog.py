@@ -69,4 +69,5 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
         versions=entry.get("versions"),
         mpit=entry.get("mpit"),
         bounds=bounds,
+        binding=entry.get("binding", False),
     )

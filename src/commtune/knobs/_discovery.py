@@ -252,9 +252,10 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
             reason = "" if ok else f"needs the {knob.requires_device} device"
             out[name] = KnobStatus(knob, ok, reason)
             continue
-        if knob.apply in (Apply.INFO, Apply.HDF5):
+        if knob.apply in (Apply.INFO, Apply.HDF5, Apply.LAUNCH):
             # a hint or an HDF5 property: found at run time, in the program's own MPI-IO or
-            # HDF5, and read back per run (a program without them reports them unchecked)
+            # HDF5, and read back per run (a program without them reports them unchecked);
+            # a launcher option: every launcher of the family has it
             out[name] = KnobStatus(knob, True)
             continue
         var = variables.get(name)

@@ -105,6 +105,8 @@ class Knob:
     # Narrower domains of some versions: (versions, low, high) with None for a bound kept
     # (MPICH 5 aborts above its pack buffer where 4.0 took any cell size).
     bounds: tuple[tuple[str, int | None, int | None], ...] = ()
+    # Where the ranks run (process binding): read back from each rank's CPU set.
+    binding: bool = False
 
     def at_version(self, version: str) -> Knob:
         """The knob as the library at ``version`` takes it (its ``bounds``)."""

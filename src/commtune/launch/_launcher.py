@@ -73,11 +73,13 @@ class Launcher(abc.ABC):
         remove: Sequence[str] = (),
         preload: str | None = None,
         base_env: Mapping[str, str] | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> LaunchPlan:
         """Plan a run of ``command`` with ``variables`` set for the ranks.
 
         ``remove`` names variables dropped from the inherited environment (the knobs under
-        tuning that the user had exported: the configuration overrides them).
+        tuning that the user had exported: the configuration overrides them); ``options``
+        are launcher options (``bind-to`` -> ``core``), put right after the launcher.
         """
         env = _environment(variables, remove, base_env)
         # the installation's own variables (Intel MPI's I_MPI_ROOT, ...) over the inherited
@@ -103,6 +105,13 @@ class Launcher(abc.ABC):
                 env["LD_PRELOAD"] = preload
         if launched and to_ranks:
             argv[1:1] = self.rank_args(to_ranks)
+        if options:
+            if not launched:
+                raise UsageError(
+                    f"{', '.join(sorted(options))}: an option of the MPI launcher, which the "
+                    f"command must start with (it starts with {argv[0] if argv else 'nothing'})"
+                )
+            argv[1:1] = self.installation.impl.launch_args(options)
         return LaunchPlan(argv, env)
 
 

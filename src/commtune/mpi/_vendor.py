@@ -205,6 +205,11 @@ class MPIVendor(abc.ABC):
     def rank_args(self, variables: Mapping[str, str]) -> list[str]:
         """Launcher options that set ``variables`` in every rank."""
 
+    def launch_args(self, options: Mapping[str, str]) -> list[str]:
+        """Launcher options for ``options`` (name -> value: ``bind-to`` -> ``core``), as its
+        launcher spells them (hydra: ``-bind-to core``)."""
+        return [a for name, value in options.items() for a in (f"-{name}", value)]
+
     def environment(self, prefix: str) -> dict[str, str]:
         """Variables the installation at ``prefix`` needs for its tools, its compiler wrapper
         and its runs (Intel MPI: ``I_MPI_ROOT``, its libraries and libfabric's providers);

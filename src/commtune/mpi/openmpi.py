@@ -105,6 +105,9 @@ class OpenMPI(MPIVendor):
             args += ["-x", f"{name}={value}" if name == "LD_PRELOAD" else name]
         return args
 
+    def launch_args(self, options: Mapping[str, str]) -> list[str]:
+        return [a for name, value in options.items() for a in (f"--{name}", value)]
+
     def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:
         info = _ompi_info(installation.launcher)
         done = subprocess.run(

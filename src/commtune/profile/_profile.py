@@ -124,6 +124,12 @@ class Profile:
         return ops
 
     @property
+    def cpusets(self) -> list[frozenset[int]]:
+        """Each rank's CPU set (its binding), in rank order; empty where the profile has
+        none (written before commtune recorded them)."""
+        return [parse_cpus(text) for text in self.data.get("cpusets", [])]
+
+    @property
     def cvars(self) -> list[CvarCheck]:
         return [CvarCheck(**c) for c in self.data["cvars"]]
 
@@ -190,3 +196,14 @@ def relative_to(profile: Profile, reference: Profile) -> dict[str, float]:
         if ratio is not None:
             out[key] = ratio
     return out
+
+
+def parse_cpus(text: str) -> frozenset[int]:
+    """A CPU list as Linux writes it (``0-3,8``) as a set; empty for ""."""
+    out: set[int] = set()
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        low, _, high = part.partition("-")
+        out.update(range(int(low), int(high or low) + 1))
+    return frozenset(out)

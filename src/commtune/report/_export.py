@@ -34,6 +34,9 @@ def render(
     )
     applied = apply(knobs, config, vendor)
     env = {**applied.env, **(extra or {})}
+    launch = vendor.launch_args(applied.launch)  # options, not variables: say how to launch
+    if launch:
+        header += f"; launch with: {vendor.launcher_word} {' '.join(launch)} ..."
     hints = {key: check.value for key, check in applied.hints.items()}
     properties = {key: check.value for key, check in applied.properties.items()}
     if fmt == "h5tuner":
@@ -57,7 +60,7 @@ def render(
         return "\n".join(lines) + "\n"
     if fmt == "json":
         data = {"study": study, "mpi": library, "measured_on": measured_on,
-                "params": dict(config), "env": env}  # fmt: skip
+                "params": dict(config), "env": env, "launch": launch}  # fmt: skip
         return json.dumps(data, indent=2) + "\n"
     if fmt in vendor.export_formats:
         return vendor.render(fmt, env, header)

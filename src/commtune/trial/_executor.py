@@ -155,6 +155,7 @@ class LocalExecutor(Executor):
             remove=remove,
             preload=str(self.profiling.library) if self.profiling else None,
             base_env=self.base_env,
+            options=applied.launch,
         )
         result = self.runner(plan.argv, plan.env, timeout)
         profile = Profiling.read(profile_path) if profile_path is not None else None
@@ -168,7 +169,8 @@ class LocalExecutor(Executor):
                 failure = f"metric {self.objective.spec!r} not found in the output"
         checks = applied.checks if config else {}
         hints = applied.settings() if config else {}
-        missing = not_applied(profile, checks, hints) if profile is not None else {}
+        bindings = applied.bindings if config else {}
+        missing = not_applied(profile, checks, hints, bindings) if profile is not None else {}
         others = {
             o.spec: o.extract(result.wall, result.stdout, profile) if failure is None else None
             for o in self.secondary
