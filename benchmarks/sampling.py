@@ -1,7 +1,7 @@
 """Platform sampling, measured: wall time, the selection file against the forced choices, and
 the demo app with the sampled configuration against the defaults.
 
-    python benchmarks/sampling.py [--mpi openmpi,mpich] [--full] [--pairs 7]
+    python benchmarks/sampling.py [--mpi openmpi,mpich,openmpi@5,mpich@5,intel] [--full] [--pairs 7]
 
 Per MPI: a quick sample with --verify (alternating launches; ratios of the file's time to the
 chosen algorithm forced and to the best algorithm measured again), optionally a full sample
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from commtune import native
 from commtune.launch import launcher_for
-from commtune.mpi import Vendor, find_installation
+from commtune.mpi import installation_of
 
 COMMTUNE = [sys.executable, "-m", "commtune"]
 
@@ -36,7 +36,7 @@ def sample(mpi: str, storage: str, out: Path, quick: bool, verify: bool) -> tupl
 
 
 def demo_pairs(mpi: str, env: dict[str, str], pairs: int) -> tuple[list[float], list[float]]:
-    installation = find_installation(Vendor(mpi))
+    installation = installation_of(mpi)
     program = native.build(installation, "demo/ct_demo.c")
     launcher = launcher_for(installation)
     command = launcher.command(2, [str(program), "1000"])

@@ -125,7 +125,9 @@ def test_applier_contract(how: Apply, vendor: Vendor) -> None:
     second = Applied()
     APPLIERS[how].apply(knob, "b", vendor.impl, (), second)
     assert first == second  # pure
-    assert first.env or first.cvar_writes  # it does something
+    assert first.env or first.cvar_writes or first.launch  # it does something
+    for option, value in first.launch.items():  # a launcher option: the knob's, its value
+        assert option == knob.env and value == "b" and not first.env
     for key, check in first.hints.items():  # hints: the knob's key, the value, in the env
         assert key == knob.env and check == Check(knob.name, "b")
         assert first.env == {"COMMTUNE_IO_HINTS": f"{key}=b"}

@@ -362,7 +362,7 @@ def test_knobs_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and knobs["UCX_RNDV_THRESH"]["available"] is True
     assert "nb" in knobs["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"]["domain"]
     code, out, _ = run_cli(["knobs", "--mpi", "openmpi", "--preset", "progress", "--json"], capsys)
-    assert [k["name"] for k in last_json(out)["knobs"]] == ["mpi_yield_when_idle"]
+    assert [k["name"] for k in last_json(out)["knobs"]] == ["mpi_yield_when_idle", "bind-to"]
 
 
 @needs_mpich
