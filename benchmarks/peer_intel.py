@@ -40,8 +40,8 @@ from commtune.trial import run_process
 COMMTUNE = [sys.executable, "-m", "commtune"]
 COLLECTIVES = "allreduce,bcast,reduce,allgather,alltoall,barrier"
 PROGRAMS = {
-    "demo": ("demo/ct_demo.c", ["300"]),
-    "phases": ("demo/ct_phases.c", ["2", "4000", "300"]),
+    "demo": ("demo/ct_demo.c", ["3000"]),  # about 0.3 s with Intel MPI here
+    "phases": ("demo/ct_phases.c", ["8", "40000", "3000"]),  # about 0.5 s of allreduces
 }
 
 
@@ -55,9 +55,11 @@ def tuning_file(inst, directory: Path) -> tuple[Path, float]:  # type: ignore[no
     """mpitune_fast's tuning file for 2 ranks on this node, and its wall time."""
     tool = str(Path(inst.prefix) / "bin" / "mpitune_fast")
     t0 = time.perf_counter()
+    directory.mkdir(parents=True, exist_ok=True)  # it writes its host files in the cwd
     done = subprocess.run(
         [tool, "-hosts", "localhost", "-n", "1", "-ppn", "2", "-c", COLLECTIVES, "-d",
          str(directory)], env=inst.tool_env(), capture_output=True, text=True, check=False,
+        cwd=directory,
     )  # fmt: skip
     seconds = time.perf_counter() - t0
     files = sorted(directory.rglob("*.dat"), key=lambda p: p.stat().st_mtime)
