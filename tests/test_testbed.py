@@ -1,0 +1,138 @@
+"""The cluster on one machine: nodes as network namespaces with hostnames of their own, rails
+as bridges, nothing left behind (also after a kill -9), MPI launched across the nodes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from commtune.testbed import BED_PREFIX, Cluster, available, cleanup_stale
+
+from .conftest import needs_mpich, needs_openmpi
+
+_OK, _WHY = available()
+pytestmark = [pytest.mark.root, pytest.mark.skipif(not _OK, reason=_WHY)]
+
+WHERE = r"""
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, len;
+    char host[MPI_MAX_PROCESSOR_NAME];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Get_processor_name(host, &len);
+    double mine = rank, sum = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank %d on %s sum %g\n", rank, host, sum);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def _left_over(name: str) -> list[str]:
+    """What a bed named ``name`` left: namespaces, host entries, its state directory."""
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    netns_text = netns.stdout
+    left = [line.split()[0] for line in netns_text.splitlines() if line.startswith(name)]
+    if f"commtune-testbed {name} " in Path("/etc/hosts").read_text():
+        left.append("/etc/hosts block")
+    if Path(f"/run/commtune-testbed/{name}").exists():
+        left.append("state directory")
+    return left
+
+
+def _reaches(bed: Cluster, source: str, address: str) -> bool:
+    """A TCP connection from ``source`` to ``address`` is answered (refused counts: the
+    peer's kernel replied)."""
+    probe = (f"import socket\ntry: socket.create_connection(('{address}', 9), timeout=3)\n"
+             "except ConnectionRefusedError: pass\n")  # fmt: skip
+    return bed.run(source, [sys.executable, "-c", probe], timeout=30).returncode == 0
+
+
+def test_four_nodes_two_rails_come_up_talk_and_leave_nothing() -> None:
+    bed = Cluster(4, 2, rates=[200, 100])
+    with bed:
+        assert len(bed.members) == 4
+        for node in bed.members:
+            assert bed.run(node.name, ["hostname"]).stdout.strip() == node.name
+            links = bed.run(node.name, ["ip", "-br", "addr"]).stdout
+            assert all(a in links for a in node.addresses) and len(node.addresses) == 2
+        first, last = bed.members[0], bed.members[-1]
+        assert _reaches(bed, first.name, last.addresses[0])
+        assert _reaches(bed, first.name, last.addresses[1])  # the second rail
+        # by name, as launchers reach them; through the agent, as ssh would
+        done = subprocess.run([bed.agent, "-o", "BatchMode=yes", "-x", last.name, "hostname"],
+                              capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+        assert done.stdout.strip() == last.name
+        # the root namespace has none of it: no route to the bed's addresses here
+        here = subprocess.run(["ip", "-br", "addr"], capture_output=True, text=True, check=False)
+        assert not any(a in here.stdout for a in first.addresses)
+    assert _left_over(bed.name) == []
+
+
+def test_a_killed_owner_leaves_nothing_after_the_next_bring_up(tmp_path: Path) -> None:
+    script = ("import time, sys\nfrom commtune.testbed import Cluster\n"
+              "bed = Cluster(3, 1).up()\nprint(bed.name, flush=True)\n"
+              "bed.run(bed.hostnames[0], ['sleep', '300'], timeout=400)\n")  # fmt: skip
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    name = owner.stdout.readline().strip()
+    assert name.startswith(BED_PREFIX) and _left_over(name)
+    time.sleep(0.5)  # the sleep inside the first node has started
+    os.kill(owner.pid, signal.SIGKILL)
+    owner.wait()
+    assert _left_over(name)  # a dead owner leaves it all ...
+    assert name in cleanup_stale()  # ... until the next bring-up looks
+    assert _left_over(name) == []
+    sleeping = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True,
+                              check=False)  # fmt: skip
+    assert sleeping.stdout.strip() == ""
+
+
+def _across(bed: Cluster, argv: list[str], env: dict[str, str]) -> tuple[list[str], str]:
+    env = {**os.environ, **bed.network_env(), **env}
+    done = bed.run(bed.hostnames[0], argv, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-1500:]
+    ranks = sorted(line for line in done.stdout.splitlines() if line.startswith("rank"))
+    return ranks, done.stdout + done.stderr  # UCX logs to stdout
+
+
+@needs_openmpi
+def test_open_mpi_runs_four_ranks_on_four_nodes_over_tcp(tmp_path: Path) -> None:
+    program = tmp_path / "where"
+    (tmp_path / "where.c").write_text(WHERE)
+    subprocess.run(["mpicc.openmpi", "-o", str(program), str(tmp_path / "where.c")], check=True)
+    with Cluster(4, 1) as bed:
+        hosts = bed.hostnames
+        argv = ["mpirun.openmpi", "--allow-run-as-root", "--host", ",".join(hosts), "-np", "4",
+                "--mca", "plm_rsh_agent", bed.agent, "--mca", "btl_base_verbose", "100",
+                str(program)]  # fmt: skip
+        lines, said = _across(bed, argv, {})
+    assert [line.split()[3] for line in lines] == sorted(hosts)
+    assert all(line.endswith("sum 6") for line in lines)
+    assert "tcp" in said  # Open MPI's own report names the TCP transport
+
+
+@needs_mpich
+def test_mpich_runs_across_nodes_over_ucx_tcp(tmp_path: Path) -> None:
+    """Two ranks on two nodes: MPICH busy-waits, and with four ranks on four nodes of this
+    2-core machine its UCX TCP transport hung in one run of three (open, issue 27)."""
+    program = tmp_path / "where"
+    (tmp_path / "where.c").write_text(WHERE)
+    subprocess.run(["mpicc.mpich", "-o", str(program), str(tmp_path / "where.c")], check=True)
+    with Cluster(2, 1) as bed:
+        hosts = bed.hostnames
+        argv = ["mpiexec.mpich", "-hosts", ",".join(hosts), "-n", "2", "-launcher", "ssh",
+                "-launcher-exec", bed.agent, str(program)]  # fmt: skip
+        lines, said = _across(bed, argv, {"UCX_LOG_LEVEL": "info"})
+    assert [line.split()[3] for line in lines] == sorted(hosts)
+    assert all(line.endswith("sum 1") for line in lines)
+    assert "tag(tcp/eth0)" in said  # UCX's own report of the transport between the nodes
