@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from commtune.mpi import Vendor, installation_of
 from commtune.testbed import BED_PREFIX, Cluster, available, cleanup_stale
 
-from .conftest import needs_mpich, needs_openmpi
+from .conftest import INSTALLATIONS
 
 _OK, _WHY = available()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(not _OK, reason=_WHY)]
@@ -97,42 +98,33 @@ def test_a_killed_owner_leaves_nothing_after_the_next_bring_up(tmp_path: Path) -
     assert sleeping.stdout.strip() == ""
 
 
-def _across(bed: Cluster, argv: list[str], env: dict[str, str]) -> tuple[list[str], str]:
-    env = {**os.environ, **bed.network_env(), **env}
-    done = bed.run(bed.hostnames[0], argv, timeout=120, env=env)
+# How each family says which transport it used between the nodes: (variables, words).
+REPORT = {
+    Vendor.OPENMPI: ({"OMPI_MCA_btl_base_verbose": "100"}, "tcp"),
+    Vendor.MPICH: ({"UCX_LOG_LEVEL": "info"}, "tag(tcp/eth0)"),
+    Vendor.INTEL: ({"I_MPI_DEBUG": "5"}, "tcp"),
+}
+
+
+@pytest.mark.parametrize("mpi", INSTALLATIONS)
+def test_every_installation_runs_across_nodes_over_the_network(mpi: str, tmp_path: Path) -> None:
+    """One rank on each node (four for Open MPI, two for the hydra families: MPICH's UCX TCP
+    hung in one run of three with four ranks on four nodes of this 2-core machine), each on
+    its node's hostname; the library's own report names the network transport."""
+    inst = installation_of(mpi)
+    program = tmp_path / "where"
+    (tmp_path / "where.c").write_text(WHERE)
+    subprocess.run([inst.mpicc, "-o", str(program), str(tmp_path / "where.c")], check=True,
+                   env=inst.tool_env())  # fmt: skip
+    nodes = 4 if inst.vendor is Vendor.OPENMPI else 2
+    report, words = REPORT[inst.vendor]
+    with Cluster(nodes, 1) as bed:
+        hosts = bed.hostnames
+        env = {**inst.tool_env(), **bed.network_env(inst), **report}
+        done = bed.run(hosts[0], bed.launch(inst, [str(program)]), timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-1500:]
-    ranks = sorted(line for line in done.stdout.splitlines() if line.startswith("rank"))
-    return ranks, done.stdout + done.stderr  # UCX logs to stdout
-
-
-@needs_openmpi
-def test_open_mpi_runs_four_ranks_on_four_nodes_over_tcp(tmp_path: Path) -> None:
-    program = tmp_path / "where"
-    (tmp_path / "where.c").write_text(WHERE)
-    subprocess.run(["mpicc.openmpi", "-o", str(program), str(tmp_path / "where.c")], check=True)
-    with Cluster(4, 1) as bed:
-        hosts = bed.hostnames
-        argv = ["mpirun.openmpi", "--allow-run-as-root", "--host", ",".join(hosts), "-np", "4",
-                "--mca", "plm_rsh_agent", bed.agent, "--mca", "btl_base_verbose", "100",
-                str(program)]  # fmt: skip
-        lines, said = _across(bed, argv, {})
+    lines = sorted(line for line in done.stdout.splitlines() if line.startswith("rank"))
     assert [line.split()[3] for line in lines] == sorted(hosts)
-    assert all(line.endswith("sum 6") for line in lines)
-    assert "tcp" in said  # Open MPI's own report names the TCP transport
-
-
-@needs_mpich
-def test_mpich_runs_across_nodes_over_ucx_tcp(tmp_path: Path) -> None:
-    """Two ranks on two nodes: MPICH busy-waits, and with four ranks on four nodes of this
-    2-core machine its UCX TCP transport hung in one run of three (open, issue 27)."""
-    program = tmp_path / "where"
-    (tmp_path / "where.c").write_text(WHERE)
-    subprocess.run(["mpicc.mpich", "-o", str(program), str(tmp_path / "where.c")], check=True)
-    with Cluster(2, 1) as bed:
-        hosts = bed.hostnames
-        argv = ["mpiexec.mpich", "-hosts", ",".join(hosts), "-n", "2", "-launcher", "ssh",
-                "-launcher-exec", bed.agent, str(program)]  # fmt: skip
-        lines, said = _across(bed, argv, {"UCX_LOG_LEVEL": "info"})
-    assert [line.split()[3] for line in lines] == sorted(hosts)
-    assert all(line.endswith("sum 1") for line in lines)
-    assert "tag(tcp/eth0)" in said  # UCX's own report of the transport between the nodes
+    total = sum(range(nodes))
+    assert all(line.endswith(f"sum {total}") for line in lines)
+    assert words in done.stdout + done.stderr  # UCX logs to stdout

@@ -210,6 +210,18 @@ class MPIVendor(abc.ABC):
         launcher spells them (hydra: ``-bind-to core``)."""
         return [a for name, value in options.items() for a in (f"-{name}", value)]
 
+    def remote_args(self, hosts: Sequence[str], agent: str) -> list[str]:
+        """Launcher options that start ranks on ``hosts`` through ``agent``, a program that
+        behaves like ``ssh HOST COMMAND`` (hydra's way by default)."""
+        return ["-hosts", ",".join(hosts), "-launcher", "ssh", "-launcher-exec", agent]
+
+    def network_env(self, devices: Sequence[str]) -> dict[str, str]:
+        """Variables that make the library talk over the network interfaces ``devices``
+        between the nodes of a test bed on one machine (namespaces), as between real nodes:
+        its transports would otherwise find the one machine's shared memory from every
+        node, or another node's loopback. Nothing by default."""
+        return {}
+
     def environment(self, prefix: str) -> dict[str, str]:
         """Variables the installation at ``prefix`` needs for its tools, its compiler wrapper
         and its runs (Intel MPI: ``I_MPI_ROOT``, its libraries and libfabric's providers);

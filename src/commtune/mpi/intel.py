@@ -137,6 +137,15 @@ class IntelMPI(MPIVendor):
     def is_compiler(self, show_text: str) -> bool:
         return "Intel(R) MPI Library" in show_text
 
+    def remote_args(self, hosts: Sequence[str], agent: str) -> list[str]:
+        # its hydra calls the launcher a bootstrap; one rank per node unless told
+        return ["-hosts", ",".join(hosts), "-bootstrap", "ssh", "-bootstrap-exec", agent,
+                "-ppn", "1"]  # fmt: skip
+
+    def network_env(self, devices: Sequence[str]) -> dict[str, str]:
+        # libfabric's TCP provider on the bed's first interface between nodes
+        return {"FI_PROVIDER": "tcp", "FI_TCP_IFACE": devices[0]}
+
     def forwarded(self, name: str) -> bool:
         return False
 

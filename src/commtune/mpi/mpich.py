@@ -102,6 +102,11 @@ class MPICH(MPIVendor):
     def is_compiler(self, show_text: str) -> bool:
         return "mpich" in show_text.lower()
 
+    def network_env(self, devices: Sequence[str]) -> dict[str, str]:
+        # UCX would reach the machine's shared memory from every namespace, and its TCP
+        # transport hung over another node's loopback (3 ranks on 3 nodes)
+        return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": ",".join(devices)}
+
     def forwarded(self, name: str) -> bool:
         return False
 

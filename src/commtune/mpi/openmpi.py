@@ -105,6 +105,17 @@ class OpenMPI(MPIVendor):
             args += ["-x", f"{name}={value}" if name == "LD_PRELOAD" else name]
         return args
 
+    def remote_args(self, hosts: Sequence[str], agent: str) -> list[str]:
+        # 4.1's orte and 5.0's PRRTE both take the agent under this name; ranks round robin
+        # over the nodes (5.0 with --oversubscribe filled the first node otherwise)
+        return ["--host", ",".join(hosts), "--map-by", "node", "--mca", "plm_rsh_agent", agent]
+
+    def network_env(self, devices: Sequence[str]) -> dict[str, str]:
+        # ob1's TCP between nodes (shared memory only between ranks of one hostname), not
+        # the UCX layer, which would take the machine's shared memory across namespaces
+        return {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "tcp,vader,self",
+                "OMPI_MCA_btl_tcp_if_include": ",".join(devices)}  # fmt: skip
+
     def launch_args(self, options: Mapping[str, str]) -> list[str]:
         return [a for name, value in options.items() for a in (f"--{name}", value)]
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from commtune.errors import UsageError
+from commtune.mpi import Installation
 
 BED_PREFIX = "ctb"
 STATE_ROOT = Path("/run/commtune-testbed")
@@ -201,19 +202,24 @@ exec nsenter --net="{NETNS_DIR}/$host" --uts="{self.state}/$host.uts" -- /bin/sh
     def __exit__(self, *exc: object) -> None:
         self.down()
 
-    def network_env(self) -> dict[str, str]:
-        """What a launch across the bed needs so that the libraries use the network between
-        nodes, as between real ones: one machine's shared memory is reachable from every
-        namespace (UCX would take it) and every node has a loopback of its own (UCX's TCP
-        transport hung over ``lo`` with 3 ranks on 3 nodes): the bed's interfaces only."""
-        devices = ",".join(f"eth{r}" for r in range(self.rails))
-        return {
-            "UCX_TLS": "tcp,self",
-            "UCX_NET_DEVICES": devices,
-            "OMPI_MCA_pml": "ob1",
-            "OMPI_MCA_btl": "tcp,vader,self",  # vader between ranks of one node only
-            "OMPI_MCA_btl_tcp_if_include": devices,
-        }
+    @property
+    def devices(self) -> list[str]:
+        """The network interfaces every node has, one per rail."""
+        return [f"eth{r}" for r in range(self.rails)]
+
+    def network_env(self, installation: Installation) -> dict[str, str]:
+        """What a launch of ``installation`` across the bed needs so that it uses the network
+        between nodes, as between real ones (:meth:`MPIVendor.network_env`)."""
+        return installation.impl.network_env(self.devices)
+
+    def launch(self, installation: Installation, program: Sequence[str],
+               nodes: int | None = None) -> list[str]:  # fmt: skip
+        """A launch line of ``program`` on the first ``nodes`` nodes (all: None), one rank
+        each, to run on the first node (:meth:`run`), with :meth:`network_env`."""
+        hosts = self.hostnames[: nodes or len(self.members)]
+        impl = installation.impl
+        return [installation.launcher, *impl.local_options(),
+                *impl.remote_args(hosts, self.agent), "-n", str(len(hosts)), *program]  # fmt: skip
 
     # -- running on a node ---------------------------------------------------------------
     def command(self, node: str, argv: Sequence[str]) -> list[str]:
