@@ -136,19 +136,21 @@ def test_a_preset_means_the_same_on_every_version(
 @pytest.mark.parametrize(
     ("spec", "knob", "values"),
     [
-        pytest.param("openmpi", "btl_tcp_links", [1, 2], marks=needs_openmpi, id="openmpi"),
+        pytest.param(
+            "openmpi", "btl_tcp_endpoint_cache", [16384, 65536], marks=needs_openmpi, id="openmpi"
+        ),
         pytest.param(
             "mpich", "MPIR_CVAR_BCAST_SHORT_MSG_SIZE", [4096, 16384], marks=needs_mpich, id="mpich"
         ),
         # a UCX variable (ucx_info -c -f) of a library that runs over UCX
-        pytest.param("mpich", "UCX_MAX_RNDV_RAILS", [1, 2], marks=needs_mpich, id="ucx"),
+        pytest.param("mpich", "UCX_MAX_EAGER_RAILS", [1, 2], marks=needs_mpich, id="ucx"),
         # Intel MPI's name of an MPI_T variable listed as MPIR_CVAR_INTEL_SHM_CMA_THRESHOLD
         pytest.param(
             "intel", "I_MPI_SHM_CMA_THRESHOLD", [4096, 65536], marks=needs_intel, id="intel"
         ),
         # a libfabric variable (fi_info -e) of a library that runs over libfabric
         pytest.param(
-            "intel", "FI_OFI_RXM_BUFFER_SIZE", [8192, 32768], marks=needs_intel, id="libfabric"
+            "intel", "FI_OFI_RXM_SAR_LIMIT", [65536, 262144], marks=needs_intel, id="libfabric"
         ),
     ],
 )
@@ -182,11 +184,11 @@ def test_any_variable_of_the_library_is_a_knob(
     ("knob", "needle"),
     [
         (
-            "btl_tcp_links",
-            "btl_tcp_links (openmpi's own variable, not in commtune's catalog) "
+            "btl_tcp_endpoint_cache",
+            "btl_tcp_endpoint_cache (openmpi's own variable, not in commtune's catalog) "
             "is an integer: give its values",
         ),
-        ("btl_tcp_links=8..2", "the range 8..2 is empty"),
+        ("btl_tcp_endpoint_cache=8..2", "the range 8..2 is empty"),
         ("mpi_show_handle_leaks=maybe", "'maybe' is not a boolean"),
         ("no_such_variable_anywhere", "unknown knob 'no_such_variable_anywhere' for openmpi"),
     ],

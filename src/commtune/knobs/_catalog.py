@@ -19,7 +19,9 @@ from commtune.knobs._knob import Knob, KnobType, version_in
 from commtune.mpi import VENDOR_NAMES
 
 LIBRARIES = VENDOR_NAMES
-PRESETS = ("p2p", "collectives", "progress", "io")
+# network: the transport between nodes (TCP limits, buffers, links, UCX's TCP and rails,
+# libfabric's): on one node they do nothing, so no other preset holds them.
+PRESETS = ("p2p", "collectives", "progress", "io", "network")
 
 
 @cache
