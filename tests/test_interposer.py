@@ -541,3 +541,14 @@ def test_programs_built_into_a_cold_cache_run(
     done = subprocess.run(inst.command(2, [str(probe), "init"]), capture_output=True, text=True,
                           timeout=120, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+@needs_openmpi
+def test_a_forced_pml_does_not_crash_the_profile(built: Built, tmp_path: Path) -> None:
+    """Open MPI 4.1.4 crashed in MPI_Init when libcommtune opened the psm2 MTL's statistics
+    with OMPI_MCA_pml=ob1 (the MTL registers them unused): they are left out."""
+    inst = find_installation(Vendor.OPENMPI)
+    command = launcher_for(inst).command(2, [str(built[inst, "counts"])])
+    done, path = _run_preloaded(inst, command, tmp_path, OMPI_MCA_pml="ob1")
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert Profile.load(path).ranks == 2

@@ -3,6 +3,7 @@ as bridges, nothing left behind (also after a kill -9), MPI launched across the 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -128,3 +129,24 @@ def test_every_installation_runs_across_nodes_over_the_network(mpi: str, tmp_pat
     total = sum(range(nodes))
     assert all(line.endswith(f"sum {total}") for line in lines)
     assert words in done.stdout + done.stderr  # UCX logs to stdout
+
+
+@pytest.mark.openmpi
+def test_a_study_runs_across_two_nodes(tmp_path: Path) -> None:
+    """The tuner on the first node, its runs across two over TCP: a network knob tuned end to
+    end, every run a real two-node job."""
+    from commtune import native
+
+    inst = installation_of("openmpi")
+    demo = str(native.build(inst, "demo/ct_demo.c"))
+    with Cluster(2, 1) as bed:
+        env = {**inst.tool_env(), **bed.network_env(inst)}
+        argv = [sys.executable, "-m", "commtune", "tune", "--knob", "btl_tcp_links=1,2",
+                "--strategy", "grid", "--trials", "3", "--repeats", "1", "--confirm", "0",
+                "--storage", str(tmp_path / "s.db"), "--study", "b", "--metric",
+                r"regex:time ([0-9.]+) s", "--json", "--",
+                *bed.launch(inst, [demo, "100"])]  # fmt: skip
+        done = bed.run(bed.hostnames[0], argv, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-1500:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["trials"] == 3 and result["failed_trials"] == 0

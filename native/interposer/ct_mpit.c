@@ -15,6 +15,7 @@
  * MPI_Finalize.
  */
 #include "ct_core.h"
+#include "ct_vendor.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -443,7 +444,7 @@ static int open_pvar(int i, pvar_t *p) {
                             NULL, &desc_len, &bind, &readonly, &continuous,
                             &atomic) != MPI_SUCCESS ||
         (bind != MPI_T_BIND_NO_OBJECT && bind != MPI_T_BIND_MPI_COMM) ||
-        (p->kind = kind_of(type)) == K_NONE)
+        (p->kind = kind_of(type)) == K_NONE || ct_vendor_pvar_unsafe(p->name))
         return -1;
     void *object = bind == MPI_T_BIND_MPI_COMM ? (void *)&bound_world : NULL;
     if (MPI_T_pvar_handle_alloc(session, i, object, &p->handle, &p->count) != MPI_SUCCESS)

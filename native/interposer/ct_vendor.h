@@ -12,11 +12,18 @@
 #define CT_VENDOR_H
 
 #include <dlfcn.h>
+#include <string.h>
 
 #if defined(OPEN_MPI)
 #define CT_VENDOR "openmpi"
 static inline const void *ct_vendor_fortran_in_place(void) {
     return dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_");
+}
+/* Performance variables that crash when a handle is allocated: Open MPI 4.1.4's psm2 MTL
+ * registers its statistics even when it is not in use and then reads them from an MQ it
+ * never opened (psm2_mq_get_stats on NULL, seen with OMPI_MCA_pml=ob1). */
+static inline int ct_vendor_pvar_unsafe(const char *name) {
+    return strncmp(name, "mtl_psm2_", 9) == 0;
 }
 #elif defined(MPICH)
 #define CT_VENDOR "mpich"
@@ -24,9 +31,17 @@ static inline const void *ct_vendor_fortran_in_place(void) {
     void *const *slot = dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE");
     return slot != NULL ? *slot : NULL;
 }
+static inline int ct_vendor_pvar_unsafe(const char *name) {
+    (void)name;
+    return 0;
+}
 #else
 #define CT_VENDOR "unknown"
 static inline const void *ct_vendor_fortran_in_place(void) { return NULL; }
+static inline int ct_vendor_pvar_unsafe(const char *name) {
+    (void)name;
+    return 0;
+}
 #endif
 
 #endif
