@@ -21,11 +21,12 @@ namespaces (killing what runs in them), the links, the hosts block and the state
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -233,28 +234,40 @@ exec nsenter --net="{NETNS_DIR}/$host" --uts="{self.state}/$host.uts" -- /bin/sh
                               timeout=timeout, check=False, env=env)  # fmt: skip
 
 
+@contextlib.contextmanager
+def _hosts_locked() -> Iterator[None]:
+    """Two beds edit /etc/hosts one at a time (a lost block is a node whose name does not
+    resolve: a launch across it hangs)."""
+    STATE_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(STATE_ROOT / "hosts.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _add_hosts(bed: str, nodes: Sequence[Node]) -> None:
     lines = [f"# commtune-testbed {bed} begin"]
     lines += [f"{n.address}\t{n.name}" for n in nodes]
     lines.append(f"# commtune-testbed {bed} end")
-    text = HOSTS.read_text() if HOSTS.exists() else ""
-    if text and not text.endswith("\n"):
-        text += "\n"
-    HOSTS.write_text(text + "\n".join(lines) + "\n")  # in place: /etc/hosts may be a mount
+    with _hosts_locked():
+        text = HOSTS.read_text() if HOSTS.exists() else ""
+        if text and not text.endswith("\n"):
+            text += "\n"
+        HOSTS.write_text(text + "\n".join(lines) + "\n")  # in place: it may be a mount
 
 
 def _remove_hosts(bed: str) -> None:
-    if not HOSTS.exists():
-        return
-    out, skipping = [], False
-    for line in HOSTS.read_text().splitlines():
-        if line == f"# commtune-testbed {bed} begin":
-            skipping = True
-        elif line == f"# commtune-testbed {bed} end":
-            skipping = False
-        elif not skipping:
-            out.append(line)
-    HOSTS.write_text("\n".join(out) + "\n")
+    with _hosts_locked():
+        if not HOSTS.exists():
+            return
+        out, skipping = [], False
+        for line in HOSTS.read_text().splitlines():
+            if line == f"# commtune-testbed {bed} begin":
+                skipping = True
+            elif line == f"# commtune-testbed {bed} end":
+                skipping = False
+            elif not skipping:
+                out.append(line)
+        HOSTS.write_text("\n".join(out) + "\n")
 
 
 def _namespaces(bed: str) -> list[str]:
@@ -288,6 +301,8 @@ def cleanup_stale() -> list[str]:
     if not STATE_ROOT.exists():
         return removed
     for state in STATE_ROOT.iterdir():
+        if not state.is_dir():  # the hosts lock
+            continue
         try:
             pid_text, start = (state / "owner").read_text().split()
             alive = _start_time(int(pid_text)) == start
