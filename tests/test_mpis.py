@@ -164,20 +164,37 @@ def test_any_variable_of_the_library_is_a_knob(
 
     assert knob not in load_catalog(MPISpec.parse(spec).family.value)  # type: ignore[union-attr]
     text = ",".join(str(v) for v in values)
-    args = ["demo", "--mpi", spec, "--knob", f"{knob}={text}", "--strategy", "grid",
-            "--trials", "3", "--repeats", "1", "--confirm", "0", "--study", "v",
-            "--storage", storage, "--json"]  # fmt: skip
-    code, out, err = run_cli(args, capsys)
-    assert code == 0, err
-    result = last_json(out)
-    assert result["trials"] == 3 and result["failed_trials"] == 0 and not result["not_applied"]
-    code, out, _ = run_cli(["show", "v", "--storage", storage, "--json"], capsys)
-    tried = {t["params"].get(knob) for t in last_json(out)["trials"] if t["role"] == "search"}
-    assert tried == set(values)
+    _grid_study_of(spec, f"{knob}={text}", "v", storage, capsys, set(values))
     code, out, err = run_cli(["export", "v", "--best", "--storage", storage], capsys)
     assert code == 0 and knob in out, err
-    code, out, err = run_cli(args, capsys)  # the same study again: its space reads back
+    _grid_study_of(spec, f"{knob}={text}", "v", storage, capsys)  # its space reads back
+
+
+def _grid_study_of(
+    spec: str,
+    knob: str,
+    study: str,
+    storage: str,
+    capsys: pytest.CaptureFixture[str],
+    values: set[object] | None = None,
+) -> list[dict]:
+    """A demo study on ``spec`` over one knob's values (``NAME=V1,V2``), one run each, no
+    confirmation: every value ran, none failed or did not take; the study's trials. Run
+    again on the same study, it adds nothing (``values`` None: not checked again)."""
+    args = ["demo", "--mpi", spec, "--knob", knob, "--strategy", "grid", "--trials", "3",
+            "--repeats", "1", "--confirm", "0", "--study", study, "--storage", storage,
+            "--json"]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
     assert code == 0, err
+    code, show, _ = run_cli(["show", study, "--storage", storage, "--json"], capsys)
+    trials: list[dict] = last_json(show)["trials"]
+    if values is not None:
+        result = last_json(out)
+        assert result["trials"] == 3 and result["failed_trials"] == 0
+        assert not result["not_applied"]
+        name = knob.partition("=")[0]
+        assert {t["params"].get(name) for t in trials if t["role"] == "search"} == values
+    return trials
 
 
 @pytest.mark.parametrize(
@@ -208,30 +225,19 @@ def test_an_intel_algorithm_preset_runs_end_to_end(
 ) -> None:
     """``I_MPI_ADJUST_ALLREDUCE`` presets tuned on the demo app: each reaches the ranks (a
     text variable Intel MPI's MPI_T reads back empty, so the run's environment says it), the
-    best is exported, and a preset Intel MPI lacks is one line."""
-    args = ["demo", "--mpi", "intel", "--knob", "I_MPI_ADJUST_ALLREDUCE=1,8", "--strategy",
-            "grid", "--trials", "3", "--repeats", "1", "--confirm", "0", "--study", "a",
-            "--storage", storage, "--json"]  # fmt: skip
-    code, out, err = run_cli(args, capsys)
-    assert code == 0, err
-    result = last_json(out)
-    assert result["trials"] == 3 and result["failed_trials"] == 0 and not result["not_applied"]
-    code, out, _ = run_cli(["show", "a", "--storage", storage, "--json"], capsys)
-    trials = last_json(out)["trials"]
-    tried = {t["params"]["I_MPI_ADJUST_ALLREDUCE"] for t in trials if t["role"] == "search"}
-    assert tried == {"1", "8"}
+    best is exported, each trial's preset as Intel's tuning file, and a preset Intel MPI lacks
+    is one line."""
+    trials = _grid_study_of("intel", "I_MPI_ADJUST_ALLREDUCE=1,8", "a", storage, capsys,
+                            {"1", "8"})  # fmt: skip
     code, out, err = run_cli(["export", "a", "--storage", storage, "--best"], capsys)
     assert code == 0 and "measured on Intel MPI 2021" in out, err
-    best = last_json(run_cli(["show", "a", "--storage", storage, "--json"], capsys)[1])
-    preset = next(t["params"]["I_MPI_ADJUST_ALLREDUCE"] for t in best["trials"]
-                  if t["role"] == "search" and t["value"] == min(
-                      u["value"] for u in best["trials"] if u["role"] == "search"))  # fmt: skip
-    code, out, err = run_cli(["export", "a", "--storage", storage, "--best", "--format",
-                              "impi-tuning"], capsys)  # fmt: skip
-    assert code == 0, err
-    tree = json.loads(out)  # Intel MPI's own tuning file: the best preset at every size
-    leaf = tree["coll=Allreduce"]["ppn=-1"]["comm_size=-1"]["comm_id=-1"]["msg_size=-1"]
-    assert leaf == {f"ALLREDUCE={preset}": {}}
+    for trial in (t for t in trials if t["role"] == "search"):  # whichever was faster
+        export = ["export", "a", "--storage", storage, "--trial", str(trial["number"])]
+        code, out, err = run_cli([*export, "--format", "impi-tuning"], capsys)
+        assert code == 0, err
+        tree = json.loads(out)  # Intel MPI's own tuning file: the trial's preset at every size
+        leaf = tree["coll=Allreduce"]["ppn=-1"]["comm_size=-1"]["comm_id=-1"]["msg_size=-1"]
+        assert leaf == {f"ALLREDUCE={trial['params']['I_MPI_ADJUST_ALLREDUCE']}": {}}
     code, out, err = run_cli(["tune", "--mpi", "intel", "--knob", "I_MPI_ADJUST_ALLREDUCE=99",
                               "--", "true"], capsys)  # fmt: skip
     assert code == 2 and len(err.strip().splitlines()) == 1

@@ -89,16 +89,19 @@ def _discover_uncached(installation: Installation) -> dict[str, Variable]:
 
 
 def _fi_info(installation: Installation) -> str:
-    """``fi_info -e`` of the libfabric the installation would use: its own (Intel MPI keeps
-    the binary in ``bin/libfabric/``; ``bin/fi_info`` is a script looking elsewhere), else
-    PATH's."""
-    bin_dir = os.path.join(installation.prefix, "bin")
-    candidates = [os.path.join(bin_dir, "libfabric", "fi_info"), os.path.join(bin_dir, "fi_info"),
-                  shutil.which("fi_info")]  # fmt: skip
-    for tool in candidates:
+    """``fi_info -e`` of the libfabric the installation would use: Intel MPI keeps the binary
+    in ``bin/libfabric/`` (its ``bin/fi_info`` is a script looking elsewhere)."""
+    return _layer_tool(installation, ("libfabric/fi_info", "fi_info"), ["-e"])
+
+
+def _layer_tool(installation: Installation, names: tuple[str, ...], args: list[str]) -> str:
+    """stdout of the tool of a layer the library runs over (UCX, libfabric): the first of
+    ``names`` in the installation's ``bin/``, else the last name on PATH; "" if none runs."""
+    own = [os.path.join(installation.prefix, "bin", name) for name in names]
+    for tool in [*own, shutil.which(os.path.basename(names[-1]))]:
         if not tool or not os.path.exists(tool):
             continue
-        done = subprocess.run([tool, "-e"], capture_output=True, encoding="utf-8",
+        done = subprocess.run([tool, *args], capture_output=True, encoding="utf-8",
                               errors="replace", check=False, timeout=60,
                               env=installation.tool_env())  # fmt: skip
         if done.returncode == 0:
@@ -145,13 +148,7 @@ def _fi_literal(said: str, kind: str) -> str | None:
 
 def _ucx_info(installation: Installation) -> str:
     """``ucx_info -c -f`` of the UCX the installation would use (its own, else PATH's)."""
-    own = os.path.join(installation.prefix, "bin", "ucx_info")
-    tool = own if os.path.exists(own) else shutil.which("ucx_info")
-    if tool is None:
-        return ""
-    done = subprocess.run([tool, "-c", "-f"], capture_output=True, text=True, check=False,
-                          timeout=60, env=installation.tool_env())  # fmt: skip
-    return done.stdout if done.returncode == 0 else ""
+    return _layer_tool(installation, ("ucx_info",), ["-c", "-f"])
 
 
 _UCX_LINE = re.compile(r"^(UCX_[A-Z0-9_]+)=(.*)$")
@@ -263,7 +260,7 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
             out[name] = KnobStatus(knob, False, f"{installation.describe()} has no such variable")
             continue
         knob = knob.at_version(installation.version)
-        own = _integer(var.value)
+        own = integer_value(var.value)
         if knob.type in (KnobType.INT, KnobType.LOG2) and own is not None:
             # the library's own default (MPICH 5's queue cell is 8 KiB, 4.0's 68 KiB): the
             # reference runs set it, and a default another version has may abort this one
@@ -281,7 +278,8 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
     return out
 
 
-def _integer(text: str | None) -> int | None:
+def integer_value(text: str | None) -> int | None:
+    """``text`` as the integer it writes (``4096``, ``0x10``), else None (``auto``, none)."""
     try:
         return int(text or "", 0)
     except ValueError:

@@ -21,7 +21,7 @@ from typing import Any
 from commtune.errors import UsageError
 from commtune.knobs._apply import UNSET, Apply
 from commtune.knobs._catalog import PRESETS
-from commtune.knobs._discovery import KnobStatus
+from commtune.knobs._discovery import KnobStatus, integer_value
 from commtune.knobs._knob import Dimension, Knob, KnobType, Space, Value
 from commtune.mpi import Variable
 from commtune.util import parse_size
@@ -109,11 +109,8 @@ def _integer_dimension(
             f"{where} is an integer: give its values ({var.name}=1,2,4) or a range "
             f"({var.name}=1..64, or {var.name}=4k..1M by powers of two)"
         )
-    default: Value
-    try:
-        default = int(var.value or "", 0)
-    except ValueError:  # "auto", or none stated: the reference leaves it unset
-        default = UNSET
+    own = integer_value(var.value)  # "auto", or none stated: the reference leaves it unset
+    default: Value = UNSET if own is None else own
     try:
         if ".." not in text:
             values = tuple(dict.fromkeys(_size(v) for v in text.split(",") if v.strip()))

@@ -87,34 +87,38 @@ def _prefix_of(path: str) -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(path)))
 
 
-@cache
-def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
-    """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher.
-    Each vendor is asked with the environment its installation would need there, those that
-    need one first: Intel MPI's ``mpirun`` without ``I_MPI_ROOT`` runs whichever
-    ``mpiexec.hydra`` is on ``PATH`` (Debian's MPICH) and answers as that one."""
-    plain = output([path, "--version"])
+def _asked(path: str, probes: tuple[tuple[str, ...], ...]) -> Iterator[tuple[Vendor, str]]:
+    """(vendor, what ``path`` printed for ``probes``) for each vendor, asked with the
+    environment its installation would need there, those that need one first: Intel MPI's
+    ``mpirun`` without ``I_MPI_ROOT`` runs whichever ``mpiexec.hydra`` is on ``PATH``
+    (Debian's MPICH) and answers as that one. The plain answer is asked once."""
     prefix = _prefix_of(path)
+    plain: str | None = None
     for vendor in sorted(Vendor, key=lambda v: not v.impl.environment(prefix)):
         env = vendor.impl.environment(prefix)
-        text = output([path, "--version"], env=env) if env else plain
+        if env:
+            yield vendor, "".join(output([path, *p], env=env) for p in probes)
+            continue
+        if plain is None:
+            plain = "".join(output([path, *p]) for p in probes)
+        yield vendor, plain
+
+
+@cache
+def launcher_vendor(path: str) -> tuple[Vendor, str, str] | None:
+    """(vendor, version, device) of the launcher at ``path``, or None if it is no MPI launcher."""
+    for vendor, text in _asked(path, (("--version",),)):
         found = vendor.impl.recognise(path, text)
         if found is not None:
             return vendor, found[0], found[1]
     return None
 
 
+@cache
 def _compiler_vendor(path: str) -> Vendor | None:
     # -v: Intel MPI's wrapper names itself there only ("mpigcc for the Intel(R) MPI Library")
-    probes = (["-show"], ["--showme:version"], ["-v"])
-    plain = "".join(output([path, *p]) for p in probes)
-    prefix = _prefix_of(path)
-    for vendor in sorted(Vendor, key=lambda v: not v.impl.environment(prefix)):
-        env = vendor.impl.environment(prefix)
-        text = "".join(output([path, *p], env=env) for p in probes) if env else plain
-        if vendor.impl.is_compiler(text):
-            return vendor
-    return None
+    probes = (("-show",), ("--showme:version",), ("-v",))
+    return next((v for v, text in _asked(path, probes) if v.impl.is_compiler(text)), None)
 
 
 @cache

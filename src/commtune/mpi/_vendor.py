@@ -197,13 +197,15 @@ class MPIVendor(abc.ABC):
         """Options a local launch of this vendor needs."""
         return []
 
-    @abc.abstractmethod
+    # The launcher's ways below are hydra's by default (MPICH, Intel MPI); Open MPI has its own.
     def forwarded(self, name: str) -> bool:
-        """Whether the launcher forwards ``name`` from its environment to remote ranks."""
+        """Whether the launcher forwards ``name`` from its environment to remote ranks
+        (hydra: none is, every variable is given with ``-genv``)."""
+        return False
 
-    @abc.abstractmethod
     def rank_args(self, variables: Mapping[str, str]) -> list[str]:
         """Launcher options that set ``variables`` in every rank."""
+        return [a for name, value in variables.items() for a in ("-genv", name, value)]
 
     def launch_args(self, options: Mapping[str, str]) -> list[str]:
         """Launcher options for ``options`` (name -> value: ``bind-to`` -> ``core``), as its

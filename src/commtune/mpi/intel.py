@@ -146,15 +146,6 @@ class IntelMPI(MPIVendor):
         # libfabric's TCP provider on the bed's first interface between nodes
         return {"FI_PROVIDER": "tcp", "FI_TCP_IFACE": devices[0]}
 
-    def forwarded(self, name: str) -> bool:
-        return False
-
-    def rank_args(self, variables: Mapping[str, str]) -> list[str]:
-        args: list[str] = []
-        for name, value in variables.items():
-            args += ["-genv", name, value]
-        return args
-
     def aliases(self, variable: Variable) -> tuple[str, ...]:
         return tuple(a for a in _ALIAS.findall(variable.description) if a != variable.name)
 

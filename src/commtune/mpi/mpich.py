@@ -107,15 +107,6 @@ class MPICH(MPIVendor):
         # transport hung over another node's loopback (3 ranks on 3 nodes)
         return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": ",".join(devices)}
 
-    def forwarded(self, name: str) -> bool:
-        return False
-
-    def rank_args(self, variables: Mapping[str, str]) -> list[str]:
-        args: list[str] = []
-        for name, value in variables.items():
-            args += ["-genv", name, value]
-        return args
-
 
 _ALGORITHM_ITEM = re.compile(r"([A-Za-z0-9_]+)\s+-\s+(?:Force|Internal|Use)")
 
