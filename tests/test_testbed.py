@@ -150,3 +150,28 @@ def test_a_study_runs_across_two_nodes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-1500:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["trials"] == 3 and result["failed_trials"] == 0
+
+
+@pytest.mark.parametrize("mpi", [m for m in INSTALLATIONS if "openmpi" in str(m.values[0])])
+def test_the_sampled_rail_split_is_the_split_the_library_makes(mpi: str) -> None:
+    """NewMadeleine's split inside Open MPI: two rails of rates 4:1 sampled alone, the
+    planner's shares given as the TCP BTL's per-interface bandwidths, and the bytes the
+    kernel counted on each interface in a large ping-pong match the plan (the even split,
+    counted the same way, stays even)."""
+    from commtune import native
+    from commtune.rails import even_shares, pingpong, planned_shares, rail_curves
+
+    inst = installation_of(mpi)
+    program = native.build(inst, "bench/ct_sample.c")
+    size = 4 << 20
+    with Cluster(2, 2, rates=[400, 100]) as bed:
+        curves = rail_curves(bed, inst, program, [256 << 10, 1 << 20, size])
+        plan = planned_shares(curves, size)
+        assert 0.65 < plan["eth0"] < 0.95  # the faster rail carries more, the slower some
+        counted = {}
+        for name, shares in (("plan", plan), ("even", even_shares(bed.devices))):
+            weights = inst.impl.rail_weights(shares)
+            assert weights is not None
+            counted[name] = pingpong(bed, inst, program, [size], weights)[0].shares()
+    assert abs(counted["plan"]["eth0"] - plan["eth0"]) < 0.05, (counted, plan)
+    assert abs(counted["even"]["eth0"] - 0.5) < 0.05, counted

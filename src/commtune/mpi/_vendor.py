@@ -224,6 +224,13 @@ class MPIVendor(abc.ABC):
         node, or another node's loopback. Nothing by default."""
         return {}
 
+    def rail_weights(self, shares: Mapping[str, float]) -> dict[str, str] | None:
+        """Variables that make the library split a large message over its network
+        interfaces in ``shares`` (interface -> fraction of the bytes), NewMadeleine's
+        multi-rail split given as the library's own weights; None: it has no such weights
+        (it splits by estimates of its own)."""
+        return None
+
     def environment(self, prefix: str) -> dict[str, str]:
         """Variables the installation at ``prefix`` needs for its tools, its compiler wrapper
         and its runs (Intel MPI: ``I_MPI_ROOT``, its libraries and libfabric's providers);

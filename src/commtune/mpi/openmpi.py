@@ -116,6 +116,12 @@ class OpenMPI(MPIVendor):
         return {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "tcp,vader,self",
                 "OMPI_MCA_btl_tcp_if_include": ",".join(devices)}  # fmt: skip
 
+    def rail_weights(self, shares: Mapping[str, float]) -> dict[str, str] | None:
+        # the TCP BTL registers btl_tcp_bandwidth_<interface> for each interface it opens;
+        # ob1 stripes a message's bytes over the BTLs in proportion to their bandwidths
+        return {f"OMPI_MCA_btl_tcp_bandwidth_{dev}": str(max(1, round(share * 1000)))
+                for dev, share in shares.items()}  # fmt: skip
+
     def launch_args(self, options: Mapping[str, str]) -> list[str]:
         return [a for name, value in options.items() for a in (f"--{name}", value)]
 
