@@ -44,7 +44,7 @@ mpis: $(MPIS_STAMP)
 setup: $(STAMP) $(MPIS_STAMP)
 
 demo: $(STAMP)
-	$(BIN)/commtune demo
+	$(BIN)/commtune demo --nodes auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

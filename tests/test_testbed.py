@@ -11,12 +11,22 @@ import sys
 import time
 from pathlib import Path
 
+import optuna
 import pytest
 
 from commtune.mpi import Vendor, installation_of
-from commtune.testbed import BED_PREFIX, Cluster, available, cleanup_stale
+from commtune.store import Store
+from commtune.study import TrialRecord
+from commtune.testbed import (
+    BED_PREFIX,
+    Cluster,
+    SlurmBed,
+    available,
+    cleanup_stale,
+    slurm_available,
+)
 
-from .conftest import INSTALLATIONS
+from .conftest import INSTALLATIONS, needs_mpich
 
 _OK, _WHY = available()
 pytestmark = [pytest.mark.root, pytest.mark.skipif(not _OK, reason=_WHY)]
@@ -175,3 +185,66 @@ def test_the_sampled_rail_split_is_the_split_the_library_makes(mpi: str) -> None
             counted[name] = pingpong(bed, inst, program, [size], weights)[0].shares()
     assert abs(counted["plan"]["eth0"] - plan["eth0"]) < 0.05, (counted, plan)
     assert abs(counted["even"]["eth0"] - 0.5) < 0.05, counted
+
+
+_SLURM_OK, _SLURM_WHY = slurm_available()
+
+
+@pytest.mark.skipif(not _SLURM_OK, reason=_SLURM_WHY)
+@needs_mpich
+def test_slurm_runs_steps_and_a_sbatch_study_across_nodes(tmp_path: Path) -> None:
+    """A slurmd in each of four nodes under one slurmctld: ``srun -N 4`` runs a task on each
+    node (its own hostname), and a ``--sbatch '-N 2'`` study runs every run as a two-node
+    job whose MPI ranks are started by ``srun`` (PMI-2) on both nodes over TCP."""
+    from commtune import native
+
+    inst = installation_of("mpich")
+    demo = str(native.build(inst, "demo/ct_demo.c"))
+    with Cluster(4, 1) as bed, SlurmBed(bed).running() as slurm:
+        done = slurm.run(["srun", "-N", "4", "-n", "4", "hostname"])
+        assert done.returncode == 0, done.stderr
+        assert sorted(done.stdout.split()) == bed.hostnames
+        storage = f"sqlite:///{tmp_path / 's.db'}"
+        argv = [sys.executable, "-m", "commtune", "tune", "--mpi", "mpich", "--knob",
+                "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=auto,recursive_doubling", "--strategy",
+                "grid", "--trials", "2", "--repeats", "1", "--confirm", "0", "--timeout",
+                "120", "--study", "sb", "--storage", storage, "--sbatch",
+                "-N 2 --ntasks-per-node=1", "--json", "--", "srun", "--mpi=pmi2", demo,
+                "100"]  # fmt: skip
+        done = slurm.run(argv, timeout=400, env=bed.network_env(inst), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-1500:]
+        study = optuna.load_study(study_name="sb", storage=storage)
+        runs = [r for t in study.get_trials() for r in TrialRecord.of(t).runs]
+        assert len(runs) == 2 and all(r.failure is None for r in runs), runs
+        for run in runs:
+            assert run.job is not None
+            expand = slurm.run(["scontrol", "show", "hostnames", run.job["nodes"]])
+            assert expand.stdout.split() == bed.hostnames[:2]
+        assert [p[2]["ranks"] for p in Store(storage).profiles("sb")] == [2, 2]
+
+
+@pytest.mark.openmpi
+def test_the_demo_runs_across_the_test_bed(tmp_path: Path) -> None:
+    """``commtune demo --nodes 2``: the bed comes up, the demo is tuned across it in the
+    network's space (the shared-memory knobs do nothing between nodes), and the bed goes."""
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    done = subprocess.run([sys.executable, "-m", "commtune", "demo", "--nodes", "2", "--mpi",
+                           "openmpi", "--trials", "3", "--repeats", "1", "--confirm", "0",
+                           "--storage", storage, "--json"], capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1500:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["trials"] == 3 and result["failed_trials"] == 0
+    record = optuna.load_study(study_name="demo-openmpi-2nodes", storage=storage)
+    settings = record.user_attrs["commtune"]
+    knobs = {d["knob"] for d in settings["space"]}
+    assert "btl_tcp_eager_limit" in knobs and "btl_vader_eager_limit" not in knobs
+    assert "ctbdemon1,ctbdemon2" in settings["command"]
+    assert _left_over("ctbdemo") == []
+
+
+def test_a_demo_on_too_many_nodes_is_refused() -> None:
+    done = subprocess.run([sys.executable, "-m", "commtune", "demo", "--nodes", "9"],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith("'9': 2-8 nodes or auto")

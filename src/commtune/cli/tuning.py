@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -33,9 +34,12 @@ from commtune.study import DEFAULTS, Plan
 from commtune.tune import Observer
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import optuna
 
     from commtune.knobs import Knob, Space, Value
+    from commtune.mpi import Installation
     from commtune.predict import Predictor
     from commtune.profile import Profile
     from commtune.report import UI
@@ -192,6 +196,22 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
 def _add_demo(p: argparse.ArgumentParser) -> None:
     _add_tune_options(p, demo=True)
     p.add_argument("--np", type=positive(int), default=2, help="ranks (default 2)")
+    p.add_argument(
+        "--nodes",
+        type=_nodes,
+        metavar="N|auto",
+        help="tune across a cluster on this machine (root: network namespaces as nodes, "
+        "one rank on each, over TCP) of N nodes (2-8); auto: one node per core (2-4) when "
+        "the machine allows it, else the one-node demo",
+    )
+
+
+def _nodes(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if not text.isdigit() or not 2 <= int(text) <= 8:
+        raise argparse.ArgumentTypeError(f"{text!r}: 2-8 nodes or auto")
+    return int(text)
 
 
 @dataclass(frozen=True)
@@ -215,6 +235,8 @@ class TuneOptions:
     trains: tuple[str, ...] = ()
     train_from: str | None = None
     sbatch: tuple[str, ...] | None = None  # each run its own Slurm job, with these options
+    through: tuple[str, ...] = ()  # every launch line runs under this prefix (a bed's node)
+    across_nodes: bool = False  # one rank per node: the default space is the network's
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -337,10 +359,58 @@ def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:
     opts = TuneOptions.from_args(args)
     inst = installation_of(opts.mpi)
     program = native.build(inst, "demo/ct_demo.c")
-    demo = launcher_for(inst).command(args.np, [str(program), str(DEMO_ITERATIONS)])
     usual = inst == installation_of(inst.vendor.value)  # the family's usual installation
     study = opts.study or f"demo-{inst.vendor.value}" + ("" if usual else f"-{inst.version}")
-    return _tune(replace(opts, study=study, mpi=inst.prefix), demo)
+    opts = replace(opts, study=study, mpi=inst.prefix)
+    nodes = _demo_nodes(args.nodes, opts.json)
+    if nodes:
+        return _demo_across_nodes(opts, inst, program, nodes, args.study is None)
+    demo = launcher_for(inst).command(args.np, [str(program), str(DEMO_ITERATIONS)])
+    return _tune(opts, demo)
+
+
+DEMO_BED = "ctbdemo"  # a fixed name: the study's launch line is the same at every resume
+
+
+def _demo_nodes(nodes: int | str | None, quiet: bool) -> int:
+    """The nodes of the demo's test bed; 0: the one-node demo (``auto`` says why)."""
+    import os
+
+    from commtune.testbed import available
+
+    if nodes is None:
+        return 0
+    ok, why = available()
+    if nodes != "auto":
+        if not ok:
+            raise UsageError(f"--nodes: {why}")
+        return int(nodes)
+    if not ok:
+        if not quiet:
+            print(f"commtune demo: the one-node demo ({why})", file=sys.stderr)
+        return 0
+    return max(2, min(4, os.cpu_count() or 2))
+
+
+def _demo_across_nodes(
+    opts: TuneOptions, inst: Installation, program: Path, nodes: int, named: bool
+) -> int:
+    """The demo on a test bed of ``nodes`` nodes, one rank each, the tuner on this machine
+    and every launch line run inside the first node."""
+    import os
+
+    from commtune.testbed import Cluster
+
+    with Cluster(nodes, 1, name=DEMO_BED) as bed:
+        os.environ.update(bed.network_env(inst))  # the transport between nodes, every run
+        demo = bed.launch(inst, [str(program), str(DEMO_ITERATIONS)])
+        where = (f"test bed: {nodes} nodes ({', '.join(bed.hostnames)}: network namespaces "
+                 f"on this machine), one rank each, over TCP")  # fmt: skip
+        if not opts.json:
+            print(f"commtune demo: {where}", file=sys.stderr)
+        study = f"{opts.study}-{nodes}nodes" if named else opts.study
+        through = tuple(bed.command(bed.hostnames[0], []))
+        return _tune(replace(opts, study=study, through=through, across_nodes=True), demo)
 
 
 def _tune(opts: TuneOptions, command: list[str] | None) -> int:
@@ -362,8 +432,8 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     inst = resolve_command(command, opts.mpi)
     statuses = installed_knobs(inst)
     space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets,
-                        discover(inst), inst.impl.env_name)  # fmt: skip
-    launcher = launcher_for(inst)
+                        discover(inst), inst.impl.env_name, opts.across_nodes)  # fmt: skip
+    launcher = launcher_for(inst, opts.through)
     predictor = None
     if opts.plan.strategy == "predict":
         from commtune.predict import Predictor, model_store

@@ -152,8 +152,12 @@ def build_space(
     presets: Sequence[str] = (),
     variables: Mapping[str, Variable] | None = None,
     env_name: Callable[[str], str] | None = None,
+    across_nodes: bool = False,
 ) -> Space:
-    """The space of ``--knob`` specs and ``--preset`` groups; the default space if neither."""
+    """The space of ``--knob`` specs and ``--preset`` groups; the default space if neither:
+    the catalog's default knobs, or, for ranks on different nodes (``across_nodes``), the
+    network transport's knobs and the default collective ones (the shared-memory knobs of
+    the default space do nothing between nodes)."""
     dims: dict[str, Dimension] = {}
     for preset in presets:
         members = [s.knob for s in statuses.values() if preset in s.knob.presets and s.available]
@@ -167,12 +171,15 @@ def build_space(
         dim = parse_knob_spec(statuses, spec, library, variables, env_name)
         dims[dim.knob.name] = dim
     if not dims:
-        dims = {
-            s.knob.name: Dimension(s.knob)
-            for s in statuses.values()
-            if s.knob.default_space and s.available
-        }
+        dims = {s.knob.name: Dimension(s.knob) for s in statuses.values()
+                if s.available and _default(s.knob, across_nodes)}  # fmt: skip
     return Space(library, tuple(dims.values()))
+
+
+def _default(knob: Knob, across_nodes: bool) -> bool:
+    if not across_nodes:
+        return knob.default_space
+    return "network" in knob.presets or (knob.default_space and "collectives" in knob.presets)
 
 
 def space_from_json(

@@ -32,8 +32,11 @@ class LaunchPlan:
 class Launcher(abc.ABC):
     """Base class: turns (user command, variables) into a :class:`LaunchPlan` for one vendor."""
 
-    def __init__(self, installation: Installation) -> None:
+    def __init__(self, installation: Installation, through: Sequence[str] = ()) -> None:
         self.installation = installation
+        # a prefix that runs the launch line elsewhere (a test-bed node: ``nsenter ... --``);
+        # the line itself is planned as if it ran here
+        self.through = tuple(through)
 
     def command(self, ranks: int, program: Sequence[str]) -> list[str]:
         """A launch line for one of commtune's own programs on this machine."""
@@ -112,7 +115,7 @@ class Launcher(abc.ABC):
                     f"command must start with (it starts with {argv[0] if argv else 'nothing'})"
                 )
             argv[1:1] = self.installation.impl.launch_args(options)
-        return LaunchPlan(argv, env)
+        return LaunchPlan([*self.through, *argv], env)
 
 
 def _environment(
@@ -137,5 +140,7 @@ class LocalLauncher(Launcher):
         return self.installation.impl.rank_args(variables)
 
 
-def launcher_for(installation: Installation) -> Launcher:
-    return LocalLauncher(installation)
+def launcher_for(installation: Installation, through: Sequence[str] = ()) -> Launcher:
+    """The launcher of ``installation``; ``through``: a prefix every launch line runs under
+    (``nsenter`` into a test-bed node)."""
+    return LocalLauncher(installation, through)

@@ -5,8 +5,11 @@ by one bridge per rail inside a switch namespace of their own (``testbed/_bed.py
 agent for launchers (Open MPI's ``plm_rsh_agent``, hydra's ``-launcher-exec``): it runs the
 line it is given inside the named node; ``bed.run(node, argv)`` runs a command there.
 ``down()`` removes everything; a bring-up first removes what a bed whose owner died left.
+``SlurmBed(bed).running()``: a Slurm cluster over the bed's nodes (a slurmd in each).
 """
 
 from commtune.testbed._bed import BED_PREFIX, Cluster, Node, available, cleanup_stale
+from commtune.testbed._slurm import SlurmBed, slurm_available
 
-__all__ = ["BED_PREFIX", "Cluster", "Node", "available", "cleanup_stale"]
+__all__ = ["BED_PREFIX", "Cluster", "Node", "SlurmBed", "available", "cleanup_stale",
+           "slurm_available"]  # fmt: skip

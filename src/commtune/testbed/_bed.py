@@ -123,7 +123,9 @@ class Cluster:
         if not ok:
             raise UsageError(why)
         cleanup_stale()
-        self.state.mkdir(parents=True, exist_ok=False)
+        if self.state.exists():
+            raise UsageError(f"test bed {self.name} is up already (its owner is alive)")
+        self.state.mkdir(parents=True)
         (self.state / "owner").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
         try:
             self._build()
@@ -229,9 +231,10 @@ exec nsenter --net="{NETNS_DIR}/$host" --uts="{self.state}/$host.uts" -- /bin/sh
                 "--", *argv]  # fmt: skip
 
     def run(self, node: str, argv: Sequence[str], timeout: float = 120,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+            env: dict[str, str] | None = None,
+            cwd: str | Path | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
         return subprocess.run(self.command(node, argv), capture_output=True, text=True,
-                              timeout=timeout, check=False, env=env)  # fmt: skip
+                              timeout=timeout, check=False, env=env, cwd=cwd)  # fmt: skip
 
 
 @contextlib.contextmanager
