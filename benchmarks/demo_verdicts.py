@@ -1,11 +1,13 @@
 """The demo's verdict, again and again: is it the same each time?
 
     python benchmarks/demo_verdicts.py [--mpi openmpi,mpich] [--times 5] [--fixed 1]
+                                       [--nodes N|auto]
 
 Per MPI: ``commtune demo --json`` ``--times`` times in a row (raced repeats, the default),
 then ``--fixed`` times with ``--fixed-repeats`` (every trial 3 runs, the design before
 racing), each in a fresh storage. Prints one Markdown row per study (verdict, speedup and
 its CI, runs spent, noise, drift) and, per MPI and design, how many verdicts agree.
+With ``--nodes``, the demo across a test bed of that many nodes (``make demo``: ``auto``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import time
 from pathlib import Path
 
 
-def demo(mpi: str, fixed: bool, storage: Path) -> dict:
+def demo(mpi: str, fixed: bool, storage: Path, nodes: str | None = None) -> dict:
     command = [sys.executable, "-m", "commtune", "demo", "--mpi", mpi, "--json"]
+    if nodes:
+        command += ["--nodes", nodes]
     command += ["--storage", f"sqlite:///{storage}"]
     if fixed:
         command.append("--fixed-repeats")
@@ -48,6 +52,7 @@ def main() -> int:
     parser.add_argument("--mpi", default="openmpi,mpich")
     parser.add_argument("--times", type=int, default=5)
     parser.add_argument("--fixed", type=int, default=1)
+    parser.add_argument("--nodes", help="the demo across a test bed (N or auto; root)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/demo_verdicts.jsonl"))
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -58,7 +63,7 @@ def main() -> int:
         for mpi in args.mpi.split(","):
             plan = [False] * args.times + [True] * args.fixed
             for i, fixed in enumerate(plan):
-                data = demo(mpi, fixed, Path(tmp) / f"{mpi}-{i}.db")
+                data = demo(mpi, fixed, Path(tmp) / f"{mpi}-{i}.db", args.nodes)
                 results.append(data)
                 print(row(data), flush=True)
                 with args.out.open("a") as f:

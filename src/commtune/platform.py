@@ -28,7 +28,7 @@ class Fingerprint:
     mpi_version: str
     mpi_device: str
     ranks_per_node: int | None = None
-    nodes: str | None = None  # the Slurm nodes' type where the runs are Slurm's
+    nodes: str | None = None  # the Slurm nodes' type where the runs are Slurm's, or a test bed
 
     @classmethod
     def of(
@@ -44,7 +44,8 @@ class Fingerprint:
             mpi_version=installation.version,
             mpi_device=installation.device,
             ranks_per_node=ranks_per_node,
-            nodes=nodes,
+            # a test bed's nodes (testbed.Cluster.site_env) are another platform
+            nodes=nodes or os.environ.get("COMMTUNE_TESTBED") or None,
         )
 
     def to_json(self) -> dict[str, Any]:

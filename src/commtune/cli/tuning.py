@@ -402,10 +402,11 @@ def _demo_across_nodes(
     from commtune.testbed import Cluster
 
     with Cluster(nodes, 1, name=DEMO_BED) as bed:
-        os.environ.update(bed.network_env(inst))  # the transport between nodes, every run
+        # the transport between nodes, every run; the bed named in the platform's fingerprint
+        os.environ.update({**bed.network_env(inst), "COMMTUNE_TESTBED": bed.describe()})
         demo = bed.launch(inst, [str(program), str(DEMO_ITERATIONS)])
-        where = (f"test bed: {nodes} nodes ({', '.join(bed.hostnames)}: network namespaces "
-                 f"on this machine), one rank each, over TCP")  # fmt: skip
+        where = (f"{bed.describe()}: {', '.join(bed.hostnames)} (network namespaces on this "
+                 "machine), one rank each, over TCP")  # fmt: skip
         if not opts.json:
             print(f"commtune demo: {where}", file=sys.stderr)
         study = f"{opts.study}-{nodes}nodes" if named else opts.study

@@ -217,6 +217,13 @@ class MPIVendor(abc.ABC):
         behaves like ``ssh HOST COMMAND`` (hydra's way by default)."""
         return ["-hosts", ",".join(hosts), "-launcher", "ssh", "-launcher-exec", agent]
 
+    def hosts_env(self, hostfile: str, agent: str) -> dict[str, str]:
+        """Variables that make a plain launch line (``mpiexec -n 4 ./app``) start its ranks on
+        the hosts of ``hostfile`` (one name a line) through ``agent``, one rank a host in
+        turn, as an allocation's environment does on a cluster (hydra's way by default)."""
+        return {"HYDRA_HOST_FILE": hostfile, "HYDRA_LAUNCHER": "ssh",
+                "HYDRA_LAUNCHER_EXEC": agent}  # fmt: skip
+
     def network_env(self, devices: Sequence[str]) -> dict[str, str]:
         """Variables that make the library talk over the network interfaces ``devices``
         between the nodes of a test bed on one machine (namespaces), as between real nodes:

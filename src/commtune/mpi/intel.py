@@ -142,6 +142,10 @@ class IntelMPI(MPIVendor):
         return ["-hosts", ",".join(hosts), "-bootstrap", "ssh", "-bootstrap-exec", agent,
                 "-ppn", "1"]  # fmt: skip
 
+    def hosts_env(self, hostfile: str, agent: str) -> dict[str, str]:
+        return {"I_MPI_HYDRA_HOST_FILE": hostfile, "I_MPI_HYDRA_BOOTSTRAP": "ssh",
+                "I_MPI_HYDRA_BOOTSTRAP_EXEC": agent, "I_MPI_PERHOST": "1"}  # fmt: skip
+
     def network_env(self, devices: Sequence[str]) -> dict[str, str]:
         # libfabric's TCP provider on the bed's first interface between nodes
         return {"FI_PROVIDER": "tcp", "FI_TCP_IFACE": devices[0]}

@@ -110,6 +110,13 @@ class OpenMPI(MPIVendor):
         # over the nodes (5.0 with --oversubscribe filled the first node otherwise)
         return ["--host", ",".join(hosts), "--map-by", "node", "--mca", "plm_rsh_agent", agent]
 
+    def hosts_env(self, hostfile: str, agent: str) -> dict[str, str]:
+        # 4.1's orte reads OMPI_MCA_*, 5.0's PRRTE its own PRTE_MCA_* names
+        return {"OMPI_MCA_orte_default_hostfile": hostfile, "OMPI_MCA_plm_rsh_agent": agent,
+                "OMPI_MCA_rmaps_base_mapping_policy": "node",
+                "PRTE_MCA_prte_default_hostfile": hostfile, "PRTE_MCA_plm_ssh_agent": agent,
+                "PRTE_MCA_rmaps_default_mapping_policy": "node"}  # fmt: skip
+
     def network_env(self, devices: Sequence[str]) -> dict[str, str]:
         # ob1's TCP between nodes (shared memory only between ranks of one hostname), not
         # the UCX layer, which would take the machine's shared memory across namespaces.

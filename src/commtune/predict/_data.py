@@ -28,6 +28,7 @@ FEATURES = (
     "log2_p2p_message",  # mean bytes per point-to-point send
     "log2_coll_message",  # mean bytes per collective call
     "comm_size",
+    "alltoall_share",  # of collective calls: all-to-alls (NPB IS, Wang et al.'s main program)
 )
 _COLLECTIVES = ("reduce", "bcast", "gather", "scatter", "alltoall", "barrier", "scan")
 
@@ -35,13 +36,15 @@ _COLLECTIVES = ("reduce", "bcast", "gather", "scatter", "alltoall", "barrier", "
 def features_of(profile: Profile) -> dict[str, float]:
     """The model's features of one profiled run."""
     f = profile.features
-    sends = coll_calls = 0.0
+    sends = coll_calls = alltoall_calls = 0.0
     for name, op in profile.operations.items():
         lowered = name.lower()
         if "send" in lowered:
             sends += float(op["calls"]["mean"])
         elif any(c in lowered for c in _COLLECTIVES):
             coll_calls += float(op["calls"]["mean"])
+            if "alltoall" in lowered:
+                alltoall_calls += float(op["calls"]["mean"])
     p2p_message = f.get("p2p_bytes", 0.0) / sends if sends else 0.0
     coll_message = f.get("coll_bytes", 0.0) / coll_calls if coll_calls else 0.0
     return {
@@ -51,11 +54,14 @@ def features_of(profile: Profile) -> dict[str, float]:
         "log2_p2p_message": math.log2(1 + p2p_message),
         "log2_coll_message": math.log2(1 + coll_message),
         "comm_size": float(f.get("comm_size", profile.ranks)),
+        "alltoall_share": alltoall_calls / coll_calls if coll_calls else 0.0,
     }
 
 
 def feature_vector(features: Mapping[str, float]) -> np.ndarray:
-    return np.array([float(features[k]) for k in FEATURES])
+    # training runs stored before a feature existed had none of what it measures (the
+    # benchmark had no all-to-all): 0
+    return np.array([float(features.get(k, 0.0)) for k in FEATURES])
 
 
 @dataclass(frozen=True)
@@ -68,25 +74,31 @@ class Point:
     coll_bytes: int
     compute: float
     ranks: int
+    alltoall: float = 0.0  # share of the collective slots that are all-to-alls
 
     def args(self) -> list[str]:
         return [
             "-p", f"{self.p2p:.3f}", "-c", f"{self.coll:.3f}",
             "-s", str(self.p2p_bytes), "-S", str(self.coll_bytes), "-x", f"{self.compute:.3f}",
+            "-a", f"{self.alltoall:.3f}",
         ]  # fmt: skip
 
     @property
     def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        fields = asdict(self)
+        if not self.alltoall:  # the key of a point from before the all-to-all input
+            del fields["alltoall"]
+        return json.dumps(fields, sort_keys=True)
 
 
 def design_points(n: int, ranks: Sequence[int], seed: int) -> list[Point]:
-    """A Latin hypercube over the inputs (not a grid), ranks taken in turn."""
+    """A Latin hypercube over the inputs (not a grid), ranks taken in turn; half the points
+    have all-to-alls among their collectives (their share uniform), half none."""
     from scipy.stats import qmc
 
-    u = qmc.LatinHypercube(d=5, seed=seed).random(n)
+    u = qmc.LatinHypercube(d=6, seed=seed).random(n)
     out = []
-    for i, (a, b, c, d, e) in enumerate(u):
+    for i, (a, b, c, d, e, f) in enumerate(u):
         p2p = 0.05 + 0.9 * a
         coll = (1 - p2p) * (0.2 + 0.8 * b)
         out.append(
@@ -97,6 +109,7 @@ def design_points(n: int, ranks: Sequence[int], seed: int) -> list[Point]:
                 int(2 ** round(3 + 17 * d)),  # 8 B .. 1 MiB
                 round(0.5 * e, 3),
                 int(ranks[i % len(ranks)]),
+                round(max(0.0, 2 * f - 1), 3),  # half the points: no all-to-all
             )
         )
     return out

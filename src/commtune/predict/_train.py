@@ -35,7 +35,7 @@ from commtune.progress import Progress
 from commtune.store import Store
 from commtune.study import config_key
 
-MODEL_FORMAT = 1
+MODEL_FORMAT = 2  # 2: the all-to-all share among the features
 METRIC = r"regex:time ([0-9.eE+-]+) s"
 
 

@@ -170,6 +170,7 @@ class Cluster:
             self.members.append(Node(host, i, tuple(addresses)))
         _add_hosts(self.name, self.members)
         self._write_agent()
+        (self.state / "hostfile").write_text("".join(f"{n.name}\n" for n in self.members))
 
     def _write_agent(self) -> None:
         by_address = "\n".join(
@@ -214,6 +215,21 @@ exec nsenter --net="{NETNS_DIR}/$host" --uts="{self.state}/$host.uts" -- /bin/sh
         """What a launch of ``installation`` across the bed needs so that it uses the network
         between nodes, as between real ones (:meth:`MPIVendor.network_env`)."""
         return installation.impl.network_env(self.devices)
+
+    def describe(self) -> str:
+        rates = ("unshaped" if self.rates is None else
+                 "/".join(f"{r:g}" if r else "-" for r in self.rates) + " Mbit/s")  # fmt: skip
+        return f"test bed: {self.nodes} nodes x {self.rails} rails ({rates})"
+
+    def site_env(self, installation: Installation) -> dict[str, str]:
+        """What a command run inside a node needs to use the bed as a cluster: the network
+        between nodes (:meth:`network_env`), and a plain launch line (``mpirun -n 4 ./app``)
+        spread over the nodes as an allocation's environment would (the bed's hostfile and
+        agent, :meth:`MPIVendor.hosts_env`); ``COMMTUNE_TESTBED`` names the bed, so that what
+        is measured there is stored as another platform than this machine."""
+        return {**self.network_env(installation),
+                **installation.impl.hosts_env(str(self.state / "hostfile"), self.agent),
+                "COMMTUNE_TESTBED": self.describe()}  # fmt: skip
 
     def launch(self, installation: Installation, program: Sequence[str],
                nodes: int | None = None) -> list[str]:  # fmt: skip
