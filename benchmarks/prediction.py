@@ -2,6 +2,7 @@
 training benchmark.
 
     python benchmarks/prediction.py [--mpi openmpi,mpich] [--quick] [--rounds 7] [--repeats 3]
+                                    [--nodes N]
 
 Per MPI (2 ranks): ``commtune train`` (timed, fresh storage; its runs and minutes are the
 training cost), then for each app (ct_demo, ct_solver): ``commtune predict`` (one profiled run),
@@ -10,12 +11,18 @@ training cost), then for each app (ct_demo, ct_solver): ``commtune predict`` (on
 default, exhaustive best and predicted. Speedups are medians over rounds of the program's own
 time; the share is (predicted speedup - 1) / (best speedup - 1) and also the paper's ratio
 predicted speedup / best speedup.
+
+With ``--nodes N`` (root), all of it runs inside the first node of a test bed of N nodes with
+the bed's site environment (``Cluster.site_env``: a plain ``mpirun -n 2`` puts one rank on
+each of two nodes, over TCP): the model is trained across nodes (4 ranks on 4 nodes and 2 on
+2), stored as the bed's platform, and predicts for the apps across nodes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -26,7 +33,7 @@ from pathlib import Path
 from commtune import native
 from commtune.knobs import apply, installed_knobs
 from commtune.launch import Launcher, launcher_for
-from commtune.mpi import Vendor, find_installation
+from commtune.mpi import Vendor, find_installation, installation_of
 from commtune.trial import run_process
 
 COMMTUNE = [sys.executable, "-m", "commtune"]
@@ -54,7 +61,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="train --quick")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--nodes", type=int, help="inside a test bed of N nodes (root)")
     args = parser.parse_args()
+    if args.nodes and not os.environ.get("COMMTUNE_TESTBED"):
+        return on_bed(args.nodes, args.mpi.split(","))
     results = []
     for mpi in args.mpi.split(","):
         installation = find_installation(Vendor(mpi))
@@ -62,7 +72,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             storage = f"sqlite:///{tmp}/bench.db"
             t0 = time.perf_counter()
-            train = cli(["train", "--mpi", mpi, "--storage", storage, "--json"]
+            ranks = ["--np", "2,4"] if args.nodes else []
+            train = cli(["train", "--mpi", mpi, "--storage", storage, "--json", *ranks]
                         + (["--quick"] if args.quick else []))  # fmt: skip
             train_minutes = (time.perf_counter() - t0) / 60
             print(
@@ -110,6 +121,7 @@ def main() -> int:
                     "train_minutes": train_minutes,
                     "model": train["model"],
                     "cv": train["cv"],
+                    "where": os.environ.get("COMMTUNE_TESTBED", "one node"),
                 }
                 results.append(row)
                 print(json.dumps(row), file=sys.stderr)
@@ -126,6 +138,21 @@ def main() -> int:
     Path("benchmarks/out").mkdir(parents=True, exist_ok=True)
     Path("benchmarks/out/prediction.json").write_text(json.dumps(results, indent=1))
     return 0
+
+
+def on_bed(nodes: int, mpis: list[str]) -> int:
+    """This benchmark again, inside the first node of a test bed, with every installation's
+    site environment (their variables do not overlap)."""
+    from commtune.testbed import Cluster
+
+    argv = list(sys.argv[1:])
+    with Cluster(nodes, 1) as bed:
+        env = dict(os.environ)
+        for mpi in mpis:
+            env.update(bed.site_env(installation_of(mpi)))
+        done = subprocess.run(bed.command(bed.hostnames[0], [sys.executable, __file__, *argv]),
+                              env=env, check=False)  # fmt: skip
+    return done.returncode
 
 
 if __name__ == "__main__":
