@@ -2,6 +2,10 @@
 built-in recommendations win when tuned.
 
     python benchmarks/policy.py [--mpi openmpi,mpich] [--rounds 10] [--skip-recommend]
+                                [--nodes N]
+
+With ``--nodes N`` (root), all of it inside the first node of a test bed of N nodes with the
+bed's site environment: the 2 ranks on 2 nodes, over TCP.
 
 Per MPI (2 ranks, libcommtune preloaded in every run so that it costs the same everywhere):
 
@@ -71,7 +75,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--skip-recommend", action="store_true")
     parser.add_argument("--out", default="benchmarks/out/policy.json")
+    parser.add_argument("--nodes", type=int, help="inside a test bed of N nodes (root)")
     args = parser.parse_args()
+    if args.nodes and not os.environ.get("COMMTUNE_TESTBED"):
+        from commtune.testbed import rerun_inside
+
+        mpis = [find_installation(Vendor(m)) for m in args.mpi.split(",")]
+        return rerun_inside(args.nodes, mpis, [sys.executable, __file__, *sys.argv[1:]])
     results = []
     for mpi in args.mpi.split(","):
         row = bench(mpi, args.rounds, not args.skip_recommend)

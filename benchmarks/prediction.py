@@ -64,7 +64,10 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, help="inside a test bed of N nodes (root)")
     args = parser.parse_args()
     if args.nodes and not os.environ.get("COMMTUNE_TESTBED"):
-        return on_bed(args.nodes, args.mpi.split(","))
+        from commtune.testbed import rerun_inside
+
+        mpis = [installation_of(m) for m in args.mpi.split(",")]
+        return rerun_inside(args.nodes, mpis, [sys.executable, __file__, *sys.argv[1:]])
     results = []
     for mpi in args.mpi.split(","):
         installation = find_installation(Vendor(mpi))
@@ -138,21 +141,6 @@ def main() -> int:
     Path("benchmarks/out").mkdir(parents=True, exist_ok=True)
     Path("benchmarks/out/prediction.json").write_text(json.dumps(results, indent=1))
     return 0
-
-
-def on_bed(nodes: int, mpis: list[str]) -> int:
-    """This benchmark again, inside the first node of a test bed, with every installation's
-    site environment (their variables do not overlap)."""
-    from commtune.testbed import Cluster
-
-    argv = list(sys.argv[1:])
-    with Cluster(nodes, 1) as bed:
-        env = dict(os.environ)
-        for mpi in mpis:
-            env.update(bed.site_env(installation_of(mpi)))
-        done = subprocess.run(bed.command(bed.hostnames[0], [sys.executable, __file__, *argv]),
-                              env=env, check=False)  # fmt: skip
-    return done.returncode
 
 
 if __name__ == "__main__":

@@ -121,6 +121,13 @@ def test_train_then_predict_the_demo(
     assert 0 < result["features"]["p2p_time_share"] < 1
     store = Store(storage)
     assert len(store.models()) == 1
+    # the design's all-to-all share reaches the profile: the points without any measure none
+    platform = next(iter(store.models()))
+    measured = [(run["point"].get("alltoall", 0.0), run["features"]["alltoall_share"])
+                for run in store.training_runs(platform).values() if "features" in run]  # fmt: skip
+    assert len(measured) == 7, measured
+    assert all(feature == 0 for share, feature in measured if share == 0), measured
+    assert any(feature > 0 for share, feature in measured if share > 0), measured
     space = Predictor.load(store, find_installation(vendor), False, Silent()).space
     assert set(result["params"]) == set(report["selected"])
     assert space.validate(result["params"]) == result["params"]

@@ -195,7 +195,7 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
 
 def _add_demo(p: argparse.ArgumentParser) -> None:
     _add_tune_options(p, demo=True)
-    p.add_argument("--np", type=positive(int), default=2, help="ranks (default 2)")
+    p.add_argument("--np", type=positive(int), help="ranks (default 2; --nodes: one a node)")
     p.add_argument(
         "--nodes",
         type=_nodes,
@@ -364,8 +364,10 @@ def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:
     opts = replace(opts, study=study, mpi=inst.prefix)
     nodes = _demo_nodes(args.nodes, opts.json)
     if nodes:
+        if args.np is not None and args.np != nodes:
+            raise UsageError(f"--np {args.np} with --nodes {nodes}: the demo runs one rank a node")
         return _demo_across_nodes(opts, inst, program, nodes, args.study is None)
-    demo = launcher_for(inst).command(args.np, [str(program), str(DEMO_ITERATIONS)])
+    demo = launcher_for(inst).command(args.np or 2, [str(program), str(DEMO_ITERATIONS)])
     return _tune(opts, demo)
 
 

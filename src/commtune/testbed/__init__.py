@@ -8,8 +8,15 @@ line it is given inside the named node; ``bed.run(node, argv)`` runs a command t
 ``SlurmBed(bed).running()``: a Slurm cluster over the bed's nodes (a slurmd in each).
 """
 
-from commtune.testbed._bed import BED_PREFIX, Cluster, Node, available, cleanup_stale
+from commtune.testbed._bed import (
+    BED_PREFIX,
+    Cluster,
+    Node,
+    available,
+    cleanup_stale,
+    rerun_inside,
+)
 from commtune.testbed._slurm import SlurmBed, slurm_available
 
 __all__ = ["BED_PREFIX", "Cluster", "Node", "SlurmBed", "available", "cleanup_stale",
-           "slurm_available"]  # fmt: skip
+           "rerun_inside", "slurm_available"]  # fmt: skip

@@ -253,6 +253,19 @@ exec nsenter --net="{NETNS_DIR}/$host" --uts="{self.state}/$host.uts" -- /bin/sh
                               timeout=timeout, check=False, env=env, cwd=cwd)  # fmt: skip
 
 
+def rerun_inside(nodes: int, installations: Sequence[Installation],
+                 argv: Sequence[str]) -> int:  # fmt: skip
+    """``argv`` (a benchmark run again) inside the first node of a new bed of ``nodes`` nodes
+    with every installation's site environment (their variables do not overlap); its exit
+    code. The bed goes when it ends."""
+    with Cluster(nodes, 1) as bed:
+        env = dict(os.environ)
+        for installation in installations:
+            env.update(bed.site_env(installation))
+        done = subprocess.run(bed.command(bed.hostnames[0], argv), env=env, check=False)
+    return done.returncode
+
+
 @contextlib.contextmanager
 def _hosts_locked() -> Iterator[None]:
     """Two beds edit /etc/hosts one at a time (a lost block is a node whose name does not
