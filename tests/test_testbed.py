@@ -250,7 +250,7 @@ def test_a_demo_on_too_many_nodes_is_refused() -> None:
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith("'9': 2-8 nodes or auto")
-    done = subprocess.run([sys.executable, "-m", "commtune", "demo", "--nodes", "3", "--np",
-                           "2"], capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    argv = [sys.executable, "-m", "commtune", "demo", "--nodes", "3", "--np", "2"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0
     assert done.stderr.strip().endswith("--np 2 with --nodes 3: the demo runs one rank a node")
