@@ -19,6 +19,14 @@ from typing import Any
 
 from commtune.mpi import Installation
 
+TESTBED_ENV = "COMMTUNE_TESTBED"  # set inside a test bed's nodes: its description
+
+
+def on_testbed() -> bool:
+    """Whether this process runs inside a test bed's node (``testbed.Cluster.site_env``):
+    its ranks are on several nodes."""
+    return bool(os.environ.get(TESTBED_ENV))
+
 
 @dataclass(frozen=True)
 class Fingerprint:
@@ -45,7 +53,7 @@ class Fingerprint:
             mpi_device=installation.device,
             ranks_per_node=ranks_per_node,
             # a test bed's nodes (testbed.Cluster.site_env) are another platform
-            nodes=nodes or os.environ.get("COMMTUNE_TESTBED") or None,
+            nodes=nodes or os.environ.get(TESTBED_ENV) or None,
         )
 
     def to_json(self) -> dict[str, Any]:

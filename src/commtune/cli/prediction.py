@@ -77,7 +77,7 @@ def _add_predict(p: argparse.ArgumentParser) -> None:
 def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.knobs import build_space, installed_knobs
     from commtune.launch import launcher_for
-    from commtune.platform import Fingerprint
+    from commtune.platform import Fingerprint, on_testbed
     from commtune.predict import collect, design_points, fit_and_store
     from commtune.report import UI, train_tables
     from commtune.store import normalize_url
@@ -98,7 +98,9 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
         raise UsageError(
             f"--budget {budget}: fewer than 4 input points of {configs_per_point + 1} runs each"
         )
-    space = build_space(installed_knobs(inst), inst.vendor.value, args.knob)
+    # inside a test bed's node the training runs span nodes: the network's default space
+    space = build_space(installed_knobs(inst), inst.vendor.value, args.knob,
+                        across_nodes=on_testbed())  # fmt: skip
     url = normalize_url(args.storage)
     ui = UI(json_mode=args.json)
     store, platform = open_store(url, inst)

@@ -401,11 +401,12 @@ def _demo_across_nodes(
     and every launch line run inside the first node."""
     import os
 
+    from commtune.platform import TESTBED_ENV
     from commtune.testbed import Cluster
 
     with Cluster(nodes, 1, name=DEMO_BED) as bed:
         # the transport between nodes, every run; the bed named in the platform's fingerprint
-        os.environ.update({**bed.network_env(inst), "COMMTUNE_TESTBED": bed.describe()})
+        os.environ.update({**bed.network_env(inst), TESTBED_ENV: bed.describe()})
         demo = bed.launch(inst, [str(program), str(DEMO_ITERATIONS)])
         where = (f"{bed.describe()}: {', '.join(bed.hostnames)} (network namespaces on this "
                  "machine), one rank each, over TCP")  # fmt: skip
@@ -420,6 +421,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     from commtune.knobs import build_space, discover, installed_knobs
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
+    from commtune.platform import on_testbed
     from commtune.report import UI
     from commtune.trial import LocalExecutor, SlurmJobs, run_process
 
@@ -435,7 +437,8 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     inst = resolve_command(command, opts.mpi)
     statuses = installed_knobs(inst)
     space = build_space(statuses, inst.vendor.value, opts.knobs, opts.presets,
-                        discover(inst), inst.impl.env_name, opts.across_nodes)  # fmt: skip
+                        discover(inst), inst.impl.env_name,
+                        opts.across_nodes or on_testbed())  # fmt: skip
     launcher = launcher_for(inst, opts.through)
     predictor = None
     if opts.plan.strategy == "predict":

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from commtune.errors import UsageError
 from commtune.mpi import Installation
+from commtune.platform import TESTBED_ENV
 
 BED_PREFIX = "ctb"
 STATE_ROOT = Path("/run/commtune-testbed")
@@ -229,7 +230,7 @@ exec nsenter --net="{NETNS_DIR}/$host" --uts="{self.state}/$host.uts" -- /bin/sh
         is measured there is stored as another platform than this machine."""
         return {**self.network_env(installation),
                 **installation.impl.hosts_env(str(self.state / "hostfile"), self.agent),
-                "COMMTUNE_TESTBED": self.describe()}  # fmt: skip
+                TESTBED_ENV: self.describe()}  # fmt: skip
 
     def launch(self, installation: Installation, program: Sequence[str],
                nodes: int | None = None) -> list[str]:  # fmt: skip
