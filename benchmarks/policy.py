@@ -40,6 +40,7 @@ from commtune.knobs import installed_knobs
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
 from commtune.trial import run_process
+from commtune.util import TESTBED_ENV
 
 COMMTUNE = [sys.executable, "-m", "commtune"]
 KNOB = {"openmpi": "coll_tuned_allreduce_algorithm", "mpich": "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"}
@@ -77,7 +78,7 @@ def main() -> int:
     parser.add_argument("--out", default="benchmarks/out/policy.json")
     parser.add_argument("--nodes", type=int, help="inside a test bed of N nodes (root)")
     args = parser.parse_args()
-    if args.nodes and not os.environ.get("COMMTUNE_TESTBED"):
+    if args.nodes and not os.environ.get(TESTBED_ENV):
         from commtune.testbed import rerun_inside
 
         mpis = [find_installation(Vendor(m)) for m in args.mpi.split(",")]

@@ -35,6 +35,7 @@ from commtune.knobs import apply, installed_knobs
 from commtune.launch import Launcher, launcher_for
 from commtune.mpi import Vendor, find_installation, installation_of
 from commtune.trial import run_process
+from commtune.util import TESTBED_ENV
 
 COMMTUNE = [sys.executable, "-m", "commtune"]
 APPS = {"ct_demo": ("demo/ct_demo.c", "300"), "ct_solver": ("demo/ct_solver.c", "20000")}
@@ -63,7 +64,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nodes", type=int, help="inside a test bed of N nodes (root)")
     args = parser.parse_args()
-    if args.nodes and not os.environ.get("COMMTUNE_TESTBED"):
+    if args.nodes and not os.environ.get(TESTBED_ENV):
         from commtune.testbed import rerun_inside
 
         mpis = [installation_of(m) for m in args.mpi.split(",")]
@@ -124,7 +125,7 @@ def main() -> int:
                     "train_minutes": train_minutes,
                     "model": train["model"],
                     "cv": train["cv"],
-                    "where": os.environ.get("COMMTUNE_TESTBED", "one node"),
+                    "where": os.environ.get(TESTBED_ENV, "one node"),
                 }
                 results.append(row)
                 print(json.dumps(row), file=sys.stderr)

@@ -51,6 +51,7 @@ def planted(n: int, seed: int, conditional: bool = False) -> Dataset:
             np.linspace(6, 24, n),  # log2 of the point-to-point message size
             rng.uniform(3, 20, n),
             rng.choice([2, 4], n),
+            rng.uniform(0, 1, n),  # the all-to-all share of the collective calls
         ]
     )
     rel = np.empty((n, len(configs)))
@@ -75,7 +76,7 @@ def test_models_recover_a_planted_relation(kind: str) -> None:
     restored = MODELS[kind].from_json(space, json.loads(json.dumps(trained.to_json())))
     eagers = space[EAGER].candidates()
     for log2_size in (9.0, 13.0, 17.0, 23.0):
-        features = np.array([0.5, 0.5, 0.2, log2_size, 10.0, 2.0])
+        features = np.array([0.5, 0.5, 0.2, log2_size, 10.0, 2.0, 0.0])
         config = trained.predict(features)
         assert space.validate(config) == config
         assert restored.predict(features) == config

@@ -18,8 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from commtune.mpi import Installation
-
-TESTBED_ENV = "COMMTUNE_TESTBED"  # set inside a test bed's nodes: its description
+from commtune.util import TESTBED_ENV
 
 
 def on_testbed() -> bool:

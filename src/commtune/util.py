@@ -15,6 +15,7 @@ from pathlib import Path
 
 from commtune.errors import UsageError
 
+TESTBED_ENV = "COMMTUNE_TESTBED"  # set inside a test bed's nodes: the bed's description
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 

@@ -401,8 +401,8 @@ def _demo_across_nodes(
     and every launch line run inside the first node."""
     import os
 
-    from commtune.platform import TESTBED_ENV
     from commtune.testbed import Cluster
+    from commtune.util import TESTBED_ENV
 
     with Cluster(nodes, 1, name=DEMO_BED) as bed:
         # the transport between nodes, every run; the bed named in the platform's fingerprint

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from commtune.errors import UsageError
 from commtune.mpi import Installation
-from commtune.platform import TESTBED_ENV
+from commtune.util import TESTBED_ENV
 
 BED_PREFIX = "ctb"
 STATE_ROOT = Path("/run/commtune-testbed")
