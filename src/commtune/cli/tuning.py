@@ -720,5 +720,10 @@ COMMANDS = [
         cmd_tune,
         takes_command=True,
     ),
-    Command("demo", "build the bundled demo app and tune it on 2 ranks", _add_demo, cmd_demo),
+    Command(
+        "demo",
+        "build the bundled demo app and tune it (2 ranks, or --nodes N)",
+        _add_demo,
+        cmd_demo,
+    ),
 ]
