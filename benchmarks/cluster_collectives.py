@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from demo_verdicts import result_cells  # the benchmarks' directory is on the path
+
 from commtune import native
 from commtune.mpi import installation_of
 from commtune.testbed import Cluster
@@ -53,14 +55,7 @@ def study(mpi: str, nodes: int, trials: int, args: list[str], storage: Path) -> 
 def row(d: dict, nodes: int) -> str:
     if "error" in d:
         return f"| {d['mpi']} | {nodes} | failed: {d['error']} | | | | | | {d['seconds']:.0f} s |"
-    ci = d["speedup_ci"] or [0.0, 0.0]
-    verdict = "accepted" if d["accepted"] else "default stays"
-    best = " ".join(f"{k}={v}" for k, v in d["accepted_params"].items()) or "-"
-    return (
-        f"| {d['library']} | {nodes} | {verdict} | {d['speedup']:.3f}x [{ci[0]:.3f}, "
-        f"{ci[1]:.3f}] | {best} | {d['runs']} | {100 * d['noise']['cv']:.1f} % | "
-        f"{d['noise']['drift']:.2f}x | {d['seconds']:.0f} s |"
-    )
+    return f"| {d['library']} | {nodes} | {result_cells(d)}"
 
 
 def main() -> int:

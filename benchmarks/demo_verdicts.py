@@ -36,15 +36,20 @@ def demo(mpi: str, fixed: bool, storage: Path, nodes: str | None = None) -> dict
     return data
 
 
-def row(d: dict) -> str:
+def result_cells(d: dict) -> str:
+    """A tuner's ``--json`` result as table cells: verdict, speedup [CI], accepted
+    configuration, runs, noise, drift, wall time (also ``cluster_collectives.py``'s)."""
     ci = d["speedup_ci"] or [0.0, 0.0]
     verdict = "accepted" if d["accepted"] else "default stays"
     best = " ".join(f"{k}={v}" for k, v in d["accepted_params"].items()) or "-"
     return (
-        f"| {d['mpi']} | {d['design']} | {verdict} | {d['speedup']:.3f}x "
-        f"[{ci[0]:.3f}, {ci[1]:.3f}] | {best} | {d['runs']} | {100 * d['noise']['cv']:.1f} % "
-        f"| {d['noise']['drift']:.2f}x | {d['seconds']:.0f} s |"
+        f"{verdict} | {d['speedup']:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}] | {best} | {d['runs']} | "
+        f"{100 * d['noise']['cv']:.1f} % | {d['noise']['drift']:.2f}x | {d['seconds']:.0f} s |"
     )
+
+
+def row(d: dict) -> str:
+    return f"| {d['mpi']} | {d['design']} | {result_cells(d)}"
 
 
 def main() -> int:
