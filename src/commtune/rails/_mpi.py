@@ -10,7 +10,6 @@ namespace), so whether the library split as told is checked, not assumed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 from commtune.errors import UsageError
 from commtune.mpi import Installation
 from commtune.rails._plan import Link, split
-from commtune.sample import Curve
+from commtune.sample import Curve, parse_output
 from commtune.testbed import Cluster
 
 
@@ -68,8 +67,8 @@ def pingpong(
                                      "pingpong"], nodes=2)  # fmt: skip
     done = bed.run(first, argv, timeout=timeout, env=full)
     after = _sent_bytes(bed, first)
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    times = {int(r["size"]): r["median_ns"] * 1e-9 for r in rows if "median_ns" in r}
+    rows, _ = parse_output(done.stdout)
+    times = {int(r["size"]): r["median_ns"] * 1e-9 for r in rows}
     if done.returncode != 0 or set(times) != set(sizes):
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UsageError(f"ping-pong across the test bed failed ({done.returncode}): {tail}")

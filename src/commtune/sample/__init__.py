@@ -17,6 +17,7 @@ from commtune.sample._api import (
 from commtune.sample._curves import Crossing, Curve, Segment, crossings, segments
 from commtune.sample._families import OPERATIONS
 from commtune.sample._profile import FamilyCurves, PlatformProfile
+from commtune.sample._sampler import parse_output
 
 __all__ = [
     "OPERATIONS",
@@ -30,6 +31,7 @@ __all__ = [
     "crossings",
     "fingerprint_for",
     "load_profile",
+    "parse_output",
     "sample_platform",
     "segments",
     "verify",
