@@ -27,7 +27,7 @@ from commtune.mpi._mpich_csel import intra_subtree, with_subtrees
 from commtune.mpi._mpich_csel import validate as validate_mpich_tree
 from commtune.mpi._ompi_rules import sampled_rules as ompi_rules
 from commtune.mpi._ompi_rules import validate_sampled as validate_ompi_rules
-from commtune.sample import Curve, crossings, segments
+from commtune.sample import Curve, FamilyCurves, PlatformProfile, crossings, segments
 from commtune.sample._curves import best_methods
 from commtune.sample._sampler import sizes_for
 from commtune.store import Store
@@ -68,6 +68,87 @@ def test_noise_does_not_split_ranges() -> None:
     jitter = tuple(t * (0.99 if i % 2 else 1.01) for i, t in enumerate(base))
     chosen = best_methods([Curve("default", SIZES, base), Curve("other", SIZES, jitter)], "default")
     assert {m for _, m in chosen} == {"default"}
+
+
+def _vector_profile(pack: tuple[float, ...], iov: tuple[float, ...]) -> PlatformProfile:
+    from commtune.platform import Fingerprint
+    from commtune.sample._families import PACK_OR_IOV, VECTOR
+
+    blocks = tuple(8 << k for k in range(len(pack)))
+    curves = {"pack": Curve("pack", blocks, pack), "iov": Curve("iov", blocks, iov)}
+    fam = FamilyCurves(VECTOR, PACK_OR_IOV, "MPIR_CVAR_CH4_IOV_DENSITY_MIN", "pack", {}, curves)
+    return PlatformProfile(Fingerprint("cpu", 2, "mpich", "5.0.2", "ch4:ucx"), 2, True, [fam])
+
+
+def test_the_pack_iovec_threshold_is_where_iovec_starts_winning_beyond_noise() -> None:
+    """NewMadeleine's copy threshold: blocks of 8-32 B packed faster, 64 B and longer handed
+    over faster as an iovec (1.3x): the IOV density is set at the crossing (a power of two,
+    the first past the crossing: MPICH hands over blocks of at least the value). Packing
+    faster at the longest blocks sets it above every block sampled; curves apart at single
+    sizes only (noise, seen on one node where both paths are the same) leave the library's
+    value."""
+    pack = (100.0, 110.0, 120.0, 260.0, 250.0, 240.0, 230.0)
+    iov = (140.0, 140.0, 130.0, 200.0, 190.0, 180.0, 175.0)
+    profile = _vector_profile(pack, iov)
+    assert 32 < profile.iov_threshold() < 64  # type: ignore[operator]
+    assert profile.config() == {"MPIR_CVAR_CH4_IOV_DENSITY_MIN": 64}
+    assert _vector_profile(iov, pack).config() == {"MPIR_CVAR_CH4_IOV_DENSITY_MIN": 1024}
+    jitter = tuple(t * (1.08 if i in (1, 4) else 1.0) for i, t in enumerate(pack))
+    noisy = _vector_profile(pack, jitter)
+    assert noisy.iov_threshold() is None and noisy.config() == {}
+
+
+def test_the_aggregation_limit_is_where_sending_alone_starts_winning() -> None:
+    """NewMadeleine's aggregation: messages sent back to back, aggregated faster up to
+    1 KiB, faster alone from 2 KiB: the transport's coalescing buffer is set near the
+    crossing (libfabric's tcp: steps of 1000 bytes); aggregating faster at the largest
+    leaves the library's value."""
+    from commtune.platform import Fingerprint
+    from commtune.sample._families import AGGREGATION, BURST
+
+    sizes = (1, 16, 256, 1024, 2048, 4096, 8192)
+    together = (5.0, 5.0, 6.0, 7.0, 12.0, 16.0, 24.0)
+    alone = (8.0, 8.0, 9.0, 7.2, 9.0, 12.0, 18.0)
+
+    def profile(a: tuple[float, ...], b: tuple[float, ...]) -> PlatformProfile:
+        curves = {
+            "aggregate": Curve("aggregate", sizes, a),
+            "separate": Curve("separate", sizes, b),
+        }
+        fam = FamilyCurves(BURST, AGGREGATION, "FI_TCP_STAGING_SBUF_SIZE", "aggregate", {}, curves)
+        return PlatformProfile(Fingerprint("cpu", 2, "intel", "2021.18", "ch4:ofi"), 2, True, [fam])
+
+    assert 1024 < profile(together, alone).aggregation_limit() < 2048  # type: ignore[operator]
+    assert profile(together, alone).config() == {"FI_TCP_STAGING_SBUF_SIZE": 1000}
+    assert profile(alone, together).aggregation_limit() is None
+    assert profile(alone, together).config() == {}
+
+
+def test_across_nodes_the_network_protocol_limit_is_sampled() -> None:
+    """Between nodes there is no memory to share: no single-copy family, and the protocol
+    family sets the TCP transport's eager limit (Open MPI) or UCX's (MPICH over UCX)."""
+    from commtune.sample._families import PROTOCOL, SINGLE_COPY, VECTOR, families
+
+    expected = {Vendor.OPENMPI: "btl_tcp_eager_limit", Vendor.MPICH: "UCX_RNDV_THRESH"}
+    for vendor, knob in expected.items():
+        try:
+            inst = find_installation(vendor)
+        except Exception:  # a family not installed here
+            continue
+        fams = {f.name: f for f in families(inst, {}, ("pingpong", VECTOR), across_nodes=True)}
+        assert fams[PROTOCOL].knob.name == knob
+        assert (SINGLE_COPY in fams) == (vendor is Vendor.MPICH)  # UCX's rendezvous scheme
+        assert fams[PROTOCOL].methods["eager"] != fams[PROTOCOL].methods["rendezvous"]
+        assert ("pack_or_iov" in fams) == (vendor is Vendor.MPICH)
+    try:  # Intel MPI: no eager limit of libfabric's tcp to set; its send coalescing
+        intel = find_installation(Vendor.INTEL)
+    except Exception:  # not installed here
+        return
+    ops = ("pingpong", "burst")
+    (agg,) = families(intel, {}, ops, across_nodes=True)
+    assert (agg.op, agg.knob.name) == ("burst", "FI_TCP_STAGING_SBUF_SIZE")
+    assert agg.methods == {"aggregate": {agg.knob.env: "9000"}, "separate": {agg.knob.env: "0"}}
+    assert [f.op for f in families(intel, {}, ops)] == ["pingpong", "pingpong"]  # one node
 
 
 def test_prediction_is_log_log_interpolation() -> None:

@@ -225,6 +225,69 @@ def test_slurm_runs_steps_and_a_sbatch_study_across_nodes(tmp_path: Path) -> Non
         assert [p[2]["ranks"] for p in Store(storage).profiles("sb")] == [2, 2]
 
 
+def _sample_inside(bed: Cluster, mpi: str, ranks: int, ops: str, tmp_path: Path) -> dict:
+    """``commtune sample --quick --verify`` run inside the first node with the site
+    environment: the sampler's plain launch lines spread over the nodes."""
+    inst = installation_of(mpi)
+    argv = [sys.executable, "-m", "commtune", "sample", "--mpi", mpi, "--np", str(ranks),
+            "--quick", "--ops", ops, "--verify", "--no-plots", "-o", str(tmp_path / "out"),
+            "--storage", f"sqlite:///{tmp_path / 's.db'}", "--json"]  # fmt: skip
+    done = bed.run(bed.hostnames[0], argv, timeout=600, env={**os.environ, **bed.site_env(inst)})
+    assert done.returncode == 0, done.stderr[-1500:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.openmpi
+def test_sampling_across_nodes_samples_the_network_and_verifies_its_files(
+    tmp_path: Path,
+) -> None:
+    """On four nodes (a rank each): the ping-pong crosses the network, so the protocol family
+    is the TCP transport's eager limit and there is no single-copy family; the platform is
+    the bed's, not this machine's; ``--verify`` times the rules file at every sampled size
+    against each chosen algorithm forced, and the sampled eager limit against the library's
+    at every ping-pong size, in interleaved launches."""
+    from commtune.sample._sampler import sizes_for
+
+    with Cluster(4, 1) as bed:
+        result = _sample_inside(bed, "openmpi", 4, "pingpong,allreduce", tmp_path)
+    assert result["fingerprint"]["nodes"].startswith("test bed: 4 nodes")
+    fams = {(f["op"], f["family"]): f for f in result["families"]}
+    assert set(fams) == {("pingpong", "protocol"), ("allreduce", "algorithm")}
+    assert fams["pingpong", "protocol"]["knob"] == "btl_tcp_eager_limit"
+    assert set(result["config"]) == {"btl_tcp_eager_limit"}
+    assert Path(result["files"]["rules"]).exists()
+    assert [c["size"] for c in result["verify"]] == sizes_for("allreduce", True)
+    checked = [c for c in result["verify_thresholds"] if c["knob"] == "btl_tcp_eager_limit"]
+    assert [c["size"] for c in checked] == sizes_for("pingpong", True)
+    assert {c["sampled"] for c in checked} == {str(result["config"]["btl_tcp_eager_limit"])}
+    assert all(c["default_ns"] > 0 and c["sampled_ns"] > 0 for c in checked)
+
+
+def test_the_pack_or_iovec_choice_is_sampled_across_nodes(tmp_path: Path) -> None:
+    """NewMadeleine's copy-vs-iovec threshold with MPICH 5 (its UCX hands non-contiguous
+    data over as an iovec from UCX 1.16 on) between two nodes: both ways at every block
+    length, switched through MPI_T in one launch; a threshold sampled is checked against
+    the library's at every block length."""
+    from commtune.mpi import MPISpec, find_installations
+    from commtune.sample._sampler import sizes_for
+
+    if not any(MPISpec.parse("mpich@5").matches(i) for i in find_installations()):
+        pytest.skip("no mpich@5 installation ('make mpis')")
+    with Cluster(2, 1) as bed:
+        result = _sample_inside(bed, "mpich@5", 2, "vector", tmp_path)
+    (fam,) = result["families"]
+    assert (fam["op"], fam["family"], fam["knob"]) == ("vector", "pack_or_iov",
+                                                       "MPIR_CVAR_CH4_IOV_DENSITY_MIN")  # fmt: skip
+    assert fam["methods"] == ["iov", "pack"] and not fam["failed"]
+    assert set(fam["chosen_per_size"]) == {str(s) for s in sizes_for("vector", True)}
+    checked = result["verify_thresholds"]
+    if "MPIR_CVAR_CH4_IOV_DENSITY_MIN" in result["config"]:
+        assert result["iov_threshold"] is not None
+        assert [c["size"] for c in checked] == sizes_for("vector", True)
+    else:  # the two ways within noise: the library's own threshold stays, nothing to check
+        assert result["iov_threshold"] is None and checked == []
+
+
 @pytest.mark.openmpi
 def test_the_demo_runs_across_the_test_bed(tmp_path: Path) -> None:
     """``commtune demo --nodes 2``: the bed comes up, the demo is tuned across it in the

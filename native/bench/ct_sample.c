@@ -2,8 +2,16 @@
  *
  *   ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...
  *
- * OP is pingpong (ranks 0 and 1; the others wait), allreduce, bcast, reduce, allgather or
- * alltoall. SIZES is a comma list of byte counts (default: 1 B to 4 MiB, powers of two and their
+ * OP is pingpong (ranks 0 and 1; the others wait), vector, burst, allreduce, bcast, reduce,
+ * allgather or alltoall. burst is BURST_LEN messages of SIZE bytes rank 0 sends back to back
+ * (nonblocking) and rank 1 answers with one empty one, the time per message: what a transport
+ * that aggregates small messages into one packet (NewMadeleine) speeds up. vector is a
+ * ping-pong of VECTOR_TOTAL bytes of non-contiguous data (every other block of a strided
+ * array, one MPI vector datatype) whose SIZE is the block length: the library packs it into
+ * one buffer or hands its blocks over as a list (iovec), NewMadeleine's copy-vs-iovec choice;
+ * the time is for the whole message.
+ *
+ * SIZES is a comma list of byte counts (default: 1 B to 4 MiB, powers of two and their
  * midpoints). With -w, the integer control variable CVAR is written through MPI_T before each
  * measurement, and every measurement runs on a fresh communicator (Open MPI's coll_tuned reads
  * its forced algorithm when a communicator is created; MPICH reads the variable on the next
@@ -25,9 +33,13 @@
 
 #include "../include/ct_stats.h"
 
-enum op { PINGPONG, ALLREDUCE, BCAST, REDUCE, ALLGATHER, ALLTOALL, N_OPS };
-static const char *const op_names[N_OPS] = {"pingpong", "allreduce", "bcast",
-                                            "reduce",   "allgather", "alltoall"};
+enum op { PINGPONG, VECTOR, BURST, ALLREDUCE, BCAST, REDUCE, ALLGATHER, ALLTOALL, N_OPS };
+static const char *const op_names[N_OPS] = {"pingpong", "vector", "burst",     "allreduce",
+                                            "bcast",    "reduce", "allgather", "alltoall"};
+
+#define BURST_LEN 32 /* messages of one burst */
+
+#define VECTOR_TOTAL (256L << 10) /* bytes a vector message carries, whatever its blocks */
 
 #define MAX_SIZES 64
 #define MAX_VALUES 32
@@ -43,6 +55,13 @@ static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long 
     MPI_Comm_size(comm, &ranks);
     int per_rank = size / ranks > 0 ? size / ranks : 1; /* gather/alltoall: size is the total */
     int doubles = size / (int)sizeof(double) > 0 ? size / (int)sizeof(double) : 1;
+    MPI_Datatype vector = MPI_DATATYPE_NULL;
+    MPI_Request burst[BURST_LEN];
+    if (op == VECTOR) { /* every other block of `size` bytes, VECTOR_TOTAL bytes in all */
+        long count = VECTOR_TOTAL / size > 0 ? VECTOR_TOTAL / size : 1;
+        MPI_Type_vector((int)count, size, 2 * size, MPI_BYTE, &vector);
+        MPI_Type_commit(&vector);
+    }
     MPI_Barrier(comm);
     double t0 = MPI_Wtime();
     for (long i = 0; i < iterations; ++i) {
@@ -54,6 +73,28 @@ static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long 
             } else if (rank == 1) {
                 MPI_Recv(a, size, MPI_BYTE, 0, 0, comm, MPI_STATUS_IGNORE);
                 MPI_Send(a, size, MPI_BYTE, 0, 0, comm);
+            }
+            break;
+        case VECTOR:
+            if (rank == 0) {
+                MPI_Send(a, 1, vector, 1, 0, comm);
+                MPI_Recv(a, 1, vector, 1, 0, comm, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                MPI_Recv(a, 1, vector, 0, 0, comm, MPI_STATUS_IGNORE);
+                MPI_Send(a, 1, vector, 0, 0, comm);
+            }
+            break;
+        case BURST:
+            if (rank == 0) {
+                for (int m = 0; m < BURST_LEN; ++m)
+                    MPI_Isend(a + (long)m * size, size, MPI_BYTE, 1, m, comm, &burst[m]);
+                MPI_Waitall(BURST_LEN, burst, MPI_STATUSES_IGNORE);
+                MPI_Recv(NULL, 0, MPI_BYTE, 1, BURST_LEN, comm, MPI_STATUS_IGNORE);
+            } else if (rank == 1) {
+                for (int m = 0; m < BURST_LEN; ++m)
+                    MPI_Irecv(a + (long)m * size, size, MPI_BYTE, 0, m, comm, &burst[m]);
+                MPI_Waitall(BURST_LEN, burst, MPI_STATUSES_IGNORE);
+                MPI_Send(NULL, 0, MPI_BYTE, 0, BURST_LEN, comm);
             }
             break;
         case ALLREDUCE:
@@ -76,9 +117,11 @@ static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long 
         }
     }
     double mine = MPI_Wtime() - t0, slowest = 0.0;
+    if (vector != MPI_DATATYPE_NULL) MPI_Type_free(&vector);
     MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
     /* ping-pong: one-way time, as the paper's curves */
-    return slowest / (double)iterations / (op == PINGPONG ? 2.0 : 1.0);
+    double per = op == PINGPONG || op == VECTOR ? 2.0 : op == BURST ? (double)BURST_LEN : 1.0;
+    return slowest / (double)iterations / per;
 }
 
 /* The control: a ping-pong of `control` bytes (-c), below every eager limit, so no method
@@ -181,7 +224,8 @@ int main(int argc, char **argv) {
             ops[n_ops++] = k;
         }
     }
-    if (n_ops == 0 || (cvar && n_values == 0) || (ops[0] == PINGPONG && ranks < 2)) {
+    if (n_ops == 0 || (cvar && n_values == 0) ||
+        ((ops[0] == PINGPONG || ops[0] == VECTOR || ops[0] == BURST) && ranks < 2)) {
         if (rank == 0)
             fprintf(stderr,
                     "usage: ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...\n");
@@ -199,6 +243,10 @@ int main(int argc, char **argv) {
     long largest = 0;
     for (int i = 0; i < n_sizes; ++i)
         largest = sizes[i] > largest ? sizes[i] : largest;
+    for (int o = 0; o < n_ops; ++o) { /* a vector spans twice its data; a burst, its messages */
+        if (ops[o] == VECTOR) largest = 2 * (largest > VECTOR_TOTAL ? largest : VECTOR_TOTAL);
+        if (ops[o] == BURST) largest *= BURST_LEN;
+    }
     char *a = calloc((size_t)largest + 64, 1), *b = calloc((size_t)largest * 2 + 64, 1);
     if (!cvar) {
         values[0] = -1;

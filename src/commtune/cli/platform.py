@@ -29,8 +29,8 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
     p.add_argument("--refresh", action="store_true", help="sample again even if stored")
     p.add_argument(
         "--ops",
-        help="operations to sample (comma list of pingpong, allreduce, bcast, reduce, "
-        "allgather, alltoall; default all)",
+        help="operations to sample (comma list of pingpong, vector, burst, allreduce, "
+        "bcast, reduce, allgather, alltoall; default all)",
     )
     p.add_argument(
         "-o", "--output-dir", default="commtune-platform", help="where files and plots go"
@@ -39,7 +39,8 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="time the selection file against the forced choices (alternating launches)",
+        help="time the selection file against the forced choices, and the sampled "
+        "thresholds against the library's (interleaved launches)",
     )
     p.add_argument(
         "--predict",
@@ -64,8 +65,15 @@ def _add_rails(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
-    from commtune.report import UI, checks_table, predict_table, sample_plots, sample_tables
-    from commtune.sample import sample_platform, verify
+    from commtune.report import (
+        UI,
+        checks_table,
+        predict_table,
+        sample_plots,
+        sample_tables,
+        thresholds_table,
+    )
+    from commtune.sample import sample_platform, verify, verify_thresholds
     from commtune.store import Store
 
     inst = installation_of(args.mpi)
@@ -95,6 +103,10 @@ def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
         checks = verify(inst, result.profile, result.outputs, ui)
         ui.print(checks_table(checks))
         out["verify"] = [c.to_json() for c in checks]
+        thresholds = verify_thresholds(inst, result.profile, ui)
+        if thresholds:
+            ui.print(thresholds_table(thresholds))
+        out["verify_thresholds"] = [c.to_json() for c in thresholds]
     if args.json:
         print_json(out)
     return 0

@@ -110,6 +110,15 @@ class MPIVendor(abc.ABC):
     # (single-copy mechanism, eager/rendezvous limit), per version: the first pair whose knobs
     # the installation has (Open MPI 5 renamed them).
     p2p_knobs: ClassVar[tuple[tuple[str, str], ...]]
+    # The same between nodes (ranks on several nodes: a test bed's): (single-copy mechanism
+    # or None, the network transport's eager/rendezvous limit); () where no variable sets it.
+    network_p2p_knobs: ClassVar[tuple[tuple[str | None, str], ...]] = ()
+    # Smallest bytes per contiguous block of non-contiguous data handed over as a list of
+    # blocks (iovec) rather than packed (NewMadeleine's copy-vs-iovec threshold); None: no knob.
+    iov_knob: ClassVar[str | None] = None
+    # Largest message its network transport aggregates with others sent back to back
+    # (NewMadeleine's aggregation; 0: none); None: no knob.
+    aggregation_knob: ClassVar[str | None] = None
     algorithm_env: ClassVar[Mapping[str, str]] = {}  # needed to switch algorithms at run time
     # An algorithm variable written through MPI_T inside a run takes effect (the sampler
     # switches algorithms in one launch); else one launch per algorithm (Intel MPI).

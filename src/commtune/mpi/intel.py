@@ -57,6 +57,9 @@ class IntelMPI(MPIVendor):
     launcher_word = "mpirun"
     export_formats = ("impi-tuning",)  # the presets as a JSON tuning file (I_MPI_TUNING)
     p2p_knobs = (("I_MPI_SHM_CMA", "I_MPI_SHM_EAGER_THRESHOLD"),)
+    # between nodes (libfabric's tcp provider) no variable of its sets the eager limit; the
+    # IOV density of the MPICH it derives from is not among its variables
+    aggregation_knob = "FI_TCP_STAGING_SBUF_SIZE"  # libfabric tcp's send coalescing buffer
     selection_file_name = "tuning.json"
     forced_overrides_file = True  # I_MPI_ADJUST_* wins over any tuning file
     default_algorithm_named = False  # "-1" has no name in a tuning file

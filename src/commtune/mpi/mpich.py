@@ -23,12 +23,16 @@ class MPICH(MPIVendor):
     title = "MPICH"
     env_prefix = "MPIR_CVAR_"
     env_prefixes = ("MPIR_CVAR_", "MPICH_", "HYDRA_", "UCX_")
-    shm_patterns = ("mpich_shar_tmp*", "ucx_shm_posix_*")
+    shm_patterns = ("mpich_shar_tmp*", "mpich_shm_*", "ucx_shm_posix_*")  # 4.0, 5.0, UCX
     hdf5_package = "hdf5-mpich"
     launcher_names = ("mpiexec.mpich", "mpirun.mpich", "mpiexec.hydra", "mpiexec", "mpirun")
     compiler_names = ("mpicc.mpich", "mpicc")
     launcher_word = "mpiexec"
     p2p_knobs = (("UCX_RNDV_SCHEME", "UCX_RNDV_THRESH"),)  # ch4:ucx: point-to-point in UCX
+    network_p2p_knobs = p2p_knobs  # UCX's protocols over TCP alike
+    # ch4 packs blocks shorter than this, hands longer ones over as an iovec (the UCX netmod
+    # receives by iovec only from UCX 1.16: MPICH 5's own UCX, not Debian's 1.13)
+    iov_knob = "MPIR_CVAR_CH4_IOV_DENSITY_MIN"
     selection_file_name = "coll-selection.json"
     forced_overrides_file = True
     default_algorithm_named = False  # "auto" has no name in a CSEL file

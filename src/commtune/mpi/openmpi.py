@@ -50,6 +50,7 @@ class OpenMPI(MPIVendor):
         ("btl_vader_single_copy_mechanism", "btl_vader_eager_limit"),  # 4.1
         ("smsc", "btl_sm_eager_limit"),  # 5.0: the sm BTL and the smsc framework
     )
+    network_p2p_knobs = ((None, "btl_tcp_eager_limit"),)  # ob1 over TCP: no single copy
     # Forced algorithms are bound at communicator creation and only with dynamic rules on.
     algorithm_env = DYNAMIC_RULES
     selection_file_name = "coll-rules.conf"

@@ -33,6 +33,7 @@ _WHERE = {
     "checks_table": "_sample_tables",
     "predict_table": "_sample_tables",
     "sample_tables": "_sample_tables",
+    "thresholds_table": "_sample_tables",
     "family_figure": "_sample_plots",
     "sample_plots": "_sample_plots",
     "acceptance_lines": "_tables",
@@ -71,7 +72,12 @@ if TYPE_CHECKING:
     )
     from commtune.report._rails_tables import rails_table
     from commtune.report._sample_plots import family_figure, sample_plots
-    from commtune.report._sample_tables import checks_table, predict_table, sample_tables
+    from commtune.report._sample_tables import (
+        checks_table,
+        predict_table,
+        sample_tables,
+        thresholds_table,
+    )
     from commtune.report._study_data import collect
     from commtune.report._tables import (
         acceptance_lines,
@@ -127,6 +133,7 @@ __all__ = [
     "show_actions",
     "studies_table",
     "summary_table",
+    "thresholds_table",
     "train_tables",
     "trials_table",
     "tune_line",

@@ -10,7 +10,7 @@ from rich.table import Table
 from commtune.util import format_size
 
 if TYPE_CHECKING:
-    from commtune.sample import Check, SampleResult
+    from commtune.sample import Check, SampleResult, ThresholdCheck
 
 
 def _time(ns: float) -> str:
@@ -57,6 +57,12 @@ def sample_tables(result: SampleResult) -> list[Table]:
     threshold = profile.eager_threshold()
     if threshold is not None:
         files.add_row("eager/rendezvous threshold", format_size(threshold))
+    block = profile.iov_threshold()
+    if block is not None:
+        files.add_row("pack/iovec threshold (block length)", format_size(block))
+    aggregated = profile.aggregation_limit()
+    if aggregated is not None:
+        files.add_row("aggregate messages below", format_size(aggregated))
     for knob, value in config.items():
         files.add_row(knob, str(value))
     for what, path in result.outputs.files.items():
@@ -95,4 +101,23 @@ def checks_table(checks: Sequence[Check]) -> Table:
             f"[{colour}]{c.ratio:.3f}[/{colour}]",
             f"{c.vs_best:.3f}",
         )
+    return table
+
+
+def thresholds_table(checks: Sequence[ThresholdCheck]) -> Table:
+    table = Table(title="sampled thresholds vs the library's (medians of interleaved runs)")
+    for column in ("knob: library's -> sampled", "size", "library's", "sampled", "ratio"):
+        table.add_column(column)
+    shown = None
+    for c in checks:
+        colour = "green" if c.ratio < 0.95 else "red" if c.ratio > 1.05 else "white"
+        title = f"{c.op}: {c.knob}: {c.default} -> {c.sampled}"
+        table.add_row(
+            title if title != shown else "",
+            format_size(c.size),
+            _time(c.default_ns),
+            _time(c.sampled_ns),
+            f"[{colour}]{c.ratio:.3f}[/{colour}]",
+        )
+        shown = title
     return table

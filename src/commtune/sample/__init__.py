@@ -1,7 +1,8 @@
 """Platform sampling (NewMadeleine): sample the hardware once, persist it, decide and predict.
 
-``commtune sample`` measures ping-pong and five collectives over message sizes under every
-method (protocol, single-copy mechanism, collective algorithm), finds where the curves
+``commtune sample`` measures ping-pong, non-contiguous ping-pong and five collectives over
+message sizes under every method (protocol, single-copy mechanism, pack or iovec, collective
+algorithm), finds where the curves
 cross, and hands back knob values, the library's collective selection file and plots. The
 profile is stored under the platform fingerprint and reused until the platform changes.
 """
@@ -9,10 +10,12 @@ profile is stored under the platform fingerprint and reused until the platform c
 from commtune.sample._api import (
     Check,
     SampleResult,
+    ThresholdCheck,
     fingerprint_for,
     load_profile,
     sample_platform,
     verify,
+    verify_thresholds,
 )
 from commtune.sample._curves import Crossing, Curve, Segment, crossings, segments
 from commtune.sample._families import OPERATIONS
@@ -28,6 +31,7 @@ __all__ = [
     "PlatformProfile",
     "SampleResult",
     "Segment",
+    "ThresholdCheck",
     "crossings",
     "fingerprint_for",
     "load_profile",
@@ -35,4 +39,5 @@ __all__ = [
     "sample_platform",
     "segments",
     "verify",
+    "verify_thresholds",
 ]

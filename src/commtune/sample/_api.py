@@ -11,10 +11,20 @@ from typing import TYPE_CHECKING, Any
 from commtune.errors import UsageError
 from commtune.knobs import enumerators, load_catalog, selection_file_env
 from commtune.mpi import Installation, Vendor
-from commtune.platform import Fingerprint
+from commtune.platform import Fingerprint, on_testbed
 from commtune.progress import Progress
 from commtune.sample._curves import method_at
-from commtune.sample._families import ALGORITHM, OPERATIONS, families
+from commtune.sample._families import (
+    AGGREGATION,
+    ALGORITHM,
+    BURST,
+    OPERATIONS,
+    PACK_OR_IOV,
+    PINGPONG,
+    PROTOCOL,
+    VECTOR,
+    families,
+)
 from commtune.sample._outputs import Outputs, builtin_selection, write_outputs
 from commtune.sample._profile import FamilyCurves, PlatformProfile
 from commtune.sample._sampler import Sampler, sizes_for
@@ -78,7 +88,9 @@ def sample_platform(
         profile = None
     reused = profile is not None
     if profile is None:
-        fams = families(installation, enumerators(installation), tuple(operations))
+        # inside a test bed's node the ranks are spread over its nodes: the network's limits
+        fams = families(installation, enumerators(installation), tuple(operations),
+                        across_nodes=on_testbed())  # fmt: skip
         with ui.progress(f"sampling {installation.vendor.value}", total=0) as bar:
             sampler = Sampler(installation, ranks, quick, bar=bar)
             bar.grow(sampler.steps(fams))
@@ -237,4 +249,89 @@ def verify(
                     min(times.values()),
                 )
             )
+    return checks
+
+
+# -- the sampled thresholds against the library's own ----------------------------------------
+@dataclass
+class ThresholdCheck:
+    op: str
+    knob: str
+    size: int
+    default: str  # the library's value (as set; "" for unset)
+    sampled: str
+    default_ns: float  # median over repeats
+    sampled_ns: float
+
+    @property
+    def ratio(self) -> float:
+        """Time with the sampled value over time with the library's: below 1 is a gain."""
+        return self.sampled_ns / self.default_ns
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "knob": self.knob,
+            "size": self.size,
+            "default": self.default,
+            "sampled": self.sampled,
+            "default_ns": self.default_ns,
+            "sampled_ns": self.sampled_ns,
+            "ratio": self.ratio,
+        }
+
+
+def verify_thresholds(
+    installation: Installation,
+    profile: PlatformProfile,
+    ui: Progress,
+    repeats: int = 3,
+) -> list[ThresholdCheck]:
+    """The sampled eager limit, IOV density and aggregation limit against the library's
+    defaults, at every sampled size: the IOV density switched through MPI_T inside one
+    launch (the two values interleaved size by size), the others in alternating launches
+    (they are read at MPI_Init, like everything of the launch-time families). Sizes between
+    the two thresholds are where they differ; elsewhere both values do the same and the
+    ratio is noise."""
+    config = profile.config()
+    catalog = load_catalog(profile.vendor)
+    plans = []  # (op, knob, sampled value)
+    for op, name in ((PINGPONG, PROTOCOL), (VECTOR, PACK_OR_IOV), (BURST, AGGREGATION)):
+        fam = profile.family(op, name)
+        # a sampled value that is the library's own needs no check
+        if fam is not None and fam.knob in config and config[fam.knob] != catalog[fam.knob].default:
+            plans.append((fam, catalog[fam.knob], config[fam.knob]))
+    if not plans:
+        return []
+    total = repeats * sum(1 if f.op == VECTOR else 2 for f, _, _ in plans)
+    default: dict[tuple[str, int], list[float]] = {}
+    sampled: dict[tuple[str, int], list[float]] = {}
+    remove = [knob.env for _, knob, _ in plans]
+    with ui.progress("verifying the sampled thresholds", total=total) as bar:
+        sampler = Sampler(installation, profile.ranks, profile.quick, bar=bar, remove=remove)
+        for k in range(repeats):
+            for fam, knob, value in plans:
+                bar.status(f"{fam.op}: {knob.name} {knob.default} and {value}")
+                if fam.op == VECTOR:  # both values in one launch, read on every call
+                    values = [int(knob.default), int(value)]
+                    run = sampler.launch(fam.op, dict(fam.env), (knob.name, values))
+                    bar.advance()
+                    for row in run.rows:
+                        into = default if int(row["value"]) == values[0] else sampled
+                        into.setdefault((fam.op, int(row["size"])), []).append(row["median_ns"])
+                    continue
+                order = [(default, {}), (sampled, {knob.env: knob.format(value)})]
+                for into, env in order if k % 2 == 0 else order[::-1]:
+                    run = sampler.launch(fam.op, {**fam.env, **env})
+                    bar.advance()
+                    for row in run.rows:
+                        into.setdefault((fam.op, int(row["size"])), []).append(row["median_ns"])
+    checks = []
+    for fam, knob, value in plans:
+        for size in sizes_for(fam.op, profile.quick):
+            a, b = default.get((fam.op, size)), sampled.get((fam.op, size))
+            if a and b:
+                checks.append(ThresholdCheck(fam.op, knob.name, size, str(knob.default),
+                                             str(value), statistics.median(a),
+                                             statistics.median(b)))  # fmt: skip
     return checks

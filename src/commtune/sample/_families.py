@@ -2,9 +2,17 @@
 
 A family's curves are compared with each other: eager forced against rendezvous forced (the
 eager-limit knob at the two ends of its domain), each single-copy mechanism, each algorithm
-of a collective. Launch-time families need one launch per method (environment variables);
-algorithm families switch the algorithm through MPI_T inside one launch (``runtime``) where
-the library takes that (``MPIVendor.algorithms_at_run_time``), else one launch per algorithm.
+of a collective, non-contiguous data packed against handed over as a list of blocks (the
+IOV density knob at its two ends). Launch-time families need one launch per method
+(environment variables); algorithm families switch the algorithm through MPI_T inside one
+launch (``runtime``) where the library takes that (``MPIVendor.algorithms_at_run_time``),
+else one launch per algorithm; the IOV density is read on every call, so both of its methods
+share one launch.
+
+Ranks on several nodes (``across_nodes``: a test bed's) sample the network transport's
+protocol limit instead of the shared-memory one, no single-copy mechanism (there is no
+memory to share between nodes), and, where the transport has a knob for it, whether small
+messages sent back to back are aggregated (its largest and smallest values, launch-time).
 """
 
 from __future__ import annotations
@@ -15,17 +23,29 @@ from commtune.knobs import Knob, installed_knobs
 from commtune.mpi import Installation
 
 PINGPONG = "pingpong"
+VECTOR = "vector"  # a ping-pong of non-contiguous data; its size is the block length
+BURST = "burst"  # small messages sent back to back; the time is per message
 COLLECTIVES = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
-OPERATIONS = (PINGPONG, *COLLECTIVES)
+OPERATIONS = (PINGPONG, VECTOR, BURST, *COLLECTIVES)
 
 SINGLE_COPY = "single_copy"
 PROTOCOL = "protocol"
 ALGORITHM = "algorithm"
+PACK_OR_IOV = "pack_or_iov"
+AGGREGATION = "aggregation"
 EAGER, RENDEZVOUS = "eager", "rendezvous"
+PACK, IOV = "pack", "iov"
+AGGREGATE, SEPARATE = "aggregate", "separate"
+VECTOR_TOTAL = 256 << 10  # bytes of one vector message (ct_sample's VECTOR_TOTAL)
+# The IOV density knob's value for each method: every block handed over / every one packed.
+DENSITY = {PACK: 1 << 30, IOV: 0}
 
 # Smallest message each operation is sampled at: reductions work on doubles; gather and
-# all-to-all split the buffer between the ranks.
-MIN_SIZE = {"allreduce": 8, "reduce": 8, "allgather": 4, "alltoall": 4}
+# all-to-all split the buffer between the ranks; vector blocks from a double's size.
+MIN_SIZE = {"allreduce": 8, "reduce": 8, "allgather": 4, "alltoall": 4, VECTOR: 8}
+# Largest: a vector's blocks up to a quarter of its message (four blocks); a burst's
+# messages up to 8 KiB (small messages are what is aggregated).
+LARGEST = {VECTOR: VECTOR_TOTAL // 4, BURST: 8 << 10}
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,7 @@ def families(
     installation: Installation,
     enumerators: dict[str, tuple[str, ...]],
     operations: tuple[str, ...] = OPERATIONS,
+    across_nodes: bool = False,
 ) -> list[Family]:
     """The families to sample, in order (single-copy before protocol: the protocol curves are
     measured with the chosen mechanism). ``enumerators``: algorithm names per knob, in the
@@ -62,10 +83,14 @@ def families(
     statuses = installed_knobs(installation)
     catalog = {name: status.knob for name, status in statuses.items()}
     out: list[Family] = []
-    pair = next((p for p in vendor.p2p_knobs if all(statuses[k].available for k in p)), None)
+    pairs: tuple[tuple[str | None, str], ...] = (
+        vendor.network_p2p_knobs if across_nodes else vendor.p2p_knobs
+    )
+    pair = next((p for p in pairs if all(statuses[k].available for k in p if k is not None)), None)
     if PINGPONG in operations and pair is not None:
-        copy, protocol = catalog[pair[0]], catalog[pair[1]]
-        if _usable(copy, installation) and _usable(protocol, installation):
+        copy = catalog[pair[0]] if pair[0] is not None else None
+        protocol = catalog[pair[1]]
+        if copy is not None and _usable(copy, installation) and _usable(protocol, installation):
             out.append(
                 Family(
                     PINGPONG,
@@ -75,6 +100,7 @@ def families(
                     methods={str(c): {copy.env: copy.format(c)} for c in copy.domain()},
                 )
             )
+        if _usable(protocol, installation):
             low, high = protocol.domain()[0], protocol.domain()[-1]
             out.append(
                 Family(
@@ -88,6 +114,25 @@ def families(
                     },
                 )
             )
+    iov = catalog.get(vendor.iov_knob) if vendor.iov_knob else None
+    if VECTOR in operations and iov is not None and statuses[iov.name].available:
+        out.append(Family(VECTOR, PACK_OR_IOV, iov, PACK, runtime=dict(DENSITY)))
+    agg = catalog.get(vendor.aggregation_knob) if vendor.aggregation_knob else None
+    if BURST in operations and across_nodes and agg is not None and statuses[agg.name].available:
+        # the network transport's knob: between ranks of one node it does nothing
+        low, high = agg.domain()[0], agg.domain()[-1]
+        out.append(
+            Family(
+                BURST,
+                AGGREGATION,
+                agg,
+                AGGREGATE if agg.default == high else SEPARATE,
+                methods={
+                    AGGREGATE: {agg.env: agg.format(high)},
+                    SEPARATE: {agg.env: agg.format(low)},
+                },
+            )
+        )
     for op in COLLECTIVES:
         if op not in operations:
             continue

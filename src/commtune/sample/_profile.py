@@ -27,7 +27,20 @@ from commtune.sample._curves import (
     method_at,
     segments,
 )
-from commtune.sample._families import ALGORITHM, EAGER, PROTOCOL, RENDEZVOUS, SINGLE_COPY
+from commtune.sample._families import (
+    AGGREGATION,
+    ALGORITHM,
+    BURST,
+    EAGER,
+    IOV,
+    PACK,
+    PACK_OR_IOV,
+    PROTOCOL,
+    RENDEZVOUS,
+    SEPARATE,
+    SINGLE_COPY,
+    VECTOR,
+)
 
 FORMAT = "commtune-platform"
 VERSION = 1
@@ -78,6 +91,26 @@ class FamilyCurves:
                 out += crossings(self.curves[a], self.curves[b])
         return sorted(out, key=lambda c: c.size)
 
+    def differs(self, run: int = 2) -> bool:
+        """Whether one of its methods beats another beyond noise (``TIE`` or the measured
+        spread of either, whichever is larger) at ``run`` adjacent sizes or more: one size
+        alone may be noise (seen: 1.07-1.12x at single sizes between methods that do the
+        same thing)."""
+        streak, last = 0, None
+        for size in sorted({s for c in self.curves.values() for s in c.sizes}):
+            times = {m: t for m, c in self.curves.items() if (t := c.at(size)) is not None}
+            fast = min(times, key=times.__getitem__) if len(times) > 1 else None
+            if fast is not None:
+                slow = max(times, key=times.__getitem__)
+                noise = max(TIE, self.curves[fast].spread(size), self.curves[slow].spread(size))
+                if times[slow] <= times[fast] * (1 + noise):
+                    fast = None
+            streak = streak + 1 if fast is not None and fast == last else int(fast is not None)
+            last = fast
+            if streak >= run:
+                return True
+        return False
+
     def best_overall(self) -> str | None:
         """For a knob that takes one value for every size (the single-copy mechanism): the
         method with the smallest geometric-mean slowdown against the per-size best; the
@@ -120,9 +153,12 @@ class FamilyCurves:
         )
 
 
-def nearest_value(knob: Knob, size: float) -> Value:
-    """The knob's domain value closest to ``size`` (in log space for power-of-two knobs)."""
+def nearest_value(knob: Knob, size: float, at_least: bool = False) -> Value:
+    """The knob's domain value closest to ``size`` (in log space for power-of-two knobs);
+    ``at_least``: the smallest not below it (the largest value when all are)."""
     domain = [v for v in knob.domain() if isinstance(v, int) and not isinstance(v, bool)]
+    if at_least:
+        return min((v for v in domain if v >= size), default=max(domain))
     if knob.type is KnobType.LOG2:
         return min(domain, key=lambda v: abs(math.log(v) - math.log(max(size, 1))))
     return min(domain, key=lambda v: abs(v - size))
@@ -146,8 +182,9 @@ class PlatformProfile:
 
     # -- decisions ----------------------------------------------------------------------------
     def config(self) -> dict[str, Value]:
-        """Knob values that follow from the samples: the single-copy mechanism, and the eager
-        limit at the eager/rendezvous threshold (nearest value of the knob's domain)."""
+        """Knob values that follow from the samples: the single-copy mechanism, the eager
+        limit at the eager/rendezvous threshold, the IOV density at the pack/iovec one and
+        the largest message aggregated (nearest values of the knobs' domains)."""
         catalog = load_catalog(self.vendor)
         out: dict[str, Value] = {}
         copy = self.family("pingpong", SINGLE_COPY)
@@ -157,7 +194,40 @@ class PlatformProfile:
         protocol = self.family("pingpong", PROTOCOL)
         if protocol is not None and threshold is not None:
             out[protocol.knob] = nearest_value(catalog[protocol.knob], threshold)
+        vector = self.family(VECTOR, PACK_OR_IOV)
+        if vector is not None and (block := self.iov_threshold()) is not None:
+            # blocks of at least the value are handed over: the first one past the crossing
+            out[vector.knob] = nearest_value(catalog[vector.knob], block, at_least=True)
+        burst = self.family(BURST, AGGREGATION)
+        if burst is not None and (largest := self.aggregation_limit()) is not None:
+            out[burst.knob] = nearest_value(catalog[burst.knob], largest)
         return out
+
+    def aggregation_limit(self) -> float | None:
+        """Message size from which small messages sent back to back are faster sent each
+        alone than aggregated (where the last range of ``separate`` starts): the largest a
+        transport should aggregate. None when not sampled, when aggregating wins at the
+        largest size sampled, or when the two never differ beyond noise (the library's value
+        stays)."""
+        fam = self.family(BURST, AGGREGATION)
+        if fam is None or len(fam.curves) < 2 or not fam.differs():
+            return None
+        segs = fam.segments(self.vendor)
+        return segs[-1].low if segs[-1].method == SEPARATE else None
+
+    def iov_threshold(self) -> float | None:
+        """Block length from which non-contiguous data is faster handed over as a list of
+        blocks (iovec) than packed (NewMadeleine's copy threshold): where the last range of
+        ``iov`` starts; above the largest block sampled when packing wins at the longest. None
+        when not sampled, or when the two never differ beyond noise: then nothing says the
+        library's own threshold is wrong, and it stays."""
+        fam = self.family(VECTOR, PACK_OR_IOV)
+        if fam is None or set(fam.curves) != {PACK, IOV} or not fam.differs():
+            return None
+        segs = fam.segments(self.vendor)
+        if segs[-1].method != IOV:
+            return 2.0 * max(fam.curves[PACK].sizes)
+        return segs[-1].low
 
     def eager_threshold(self) -> float | None:
         """Size from which rendezvous beats eager: the end of the eager range (the sampled
@@ -267,6 +337,8 @@ class PlatformProfile:
             "quick": self.quick,
             "wall_seconds": round(self.wall_seconds, 2),
             "eager_threshold": self.eager_threshold(),
+            "iov_threshold": self.iov_threshold(),
+            "aggregation_limit": self.aggregation_limit(),
             "config": self.config(),
             "families": fams,
         }

@@ -30,7 +30,7 @@ from commtune.mpi import Installation
 from commtune.platform import Fingerprint
 from commtune.progress import Bar, NullBar
 from commtune.sample._curves import Curve
-from commtune.sample._families import MIN_SIZE, PROTOCOL, SINGLE_COPY, Family
+from commtune.sample._families import LARGEST, MIN_SIZE, PROTOCOL, SINGLE_COPY, Family
 from commtune.sample._profile import FamilyCurves, PlatformProfile
 from commtune.trial import run_process, stderr_summary
 
@@ -53,7 +53,8 @@ def launch_plan(methods: Sequence[str], sizes: Sequence[int]) -> list[tuple[str,
 
 
 def sizes_for(op: str, quick: bool) -> list[int]:
-    """1 B to 4 MiB: powers of two, and their midpoints unless ``quick``."""
+    """1 B to 4 MiB: powers of two, and their midpoints unless ``quick`` (within the
+    operation's own bounds: a vector's block lengths, from 8 B to a quarter of its message)."""
     out: list[int] = []
     size = 1
     while size <= MAX_SIZE:
@@ -61,7 +62,7 @@ def sizes_for(op: str, quick: bool) -> list[int]:
         if not quick and 4 <= size < MAX_SIZE:
             out.append(size + size // 2)
         size *= 2
-    return [s for s in out if s >= MIN_SIZE.get(op, 1)]
+    return [s for s in out if MIN_SIZE.get(op, 1) <= s <= LARGEST.get(op, MAX_SIZE)]
 
 
 @dataclass
@@ -129,6 +130,7 @@ class Sampler:
         quick: bool,
         timeout: float | None = None,
         bar: Bar | None = None,
+        remove: Sequence[str] = (),
     ) -> None:
         if ranks < 2:
             raise UsageError("sampling needs at least 2 ranks (--np)")
@@ -139,7 +141,7 @@ class Sampler:
         self.binary = native.build(installation, "bench/ct_sample.c")
         self.launcher = launcher_for(installation)
         self.bar: Bar = bar or NullBar()
-        self._remove: list[str] = []
+        self._remove: list[str] = list(remove)  # variables of the user's not passed on
 
     def launch(
         self,
