@@ -10,10 +10,11 @@ the ranks over the nodes (ranks 0 and 1, the ping-pong's, on two nodes), as a us
 an allocation. Inside a node the sample takes the network's protocol limit (no single-copy
 mechanism), and ``--verify`` times the selection file against each chosen algorithm forced
 and the sampled thresholds (eager limit, IOV density) against the library's own, all in
-interleaved launches. Reported per run: the thresholds, the algorithms chosen per
-collective, and the verification's medians: selection file over forced choice (1 = the file
-gives what was chosen), and the sampled threshold's time over the library's at the sizes
-where the two values differ.
+interleaved launches; a sampled threshold slower than the library's where they differ is
+vetoed (not handed back). Reported per run: the configuration handed back (and what was
+vetoed), the algorithms chosen per collective, and the verification's medians: selection
+file over forced choice (1 = the file gives what was chosen), and the sampled threshold's
+time over the library's at the sizes where the two values differ.
 """
 
 from __future__ import annotations
@@ -52,15 +53,6 @@ def sample(mpi: str, nodes: int, ranks: int, ops: str, full: bool, storage: Path
     return data
 
 
-def _between(check: dict) -> bool:
-    """The size lies where the library's value and the sampled one send differently."""
-    try:
-        a, b = sorted((float(check["default"]), float(check["sampled"])))
-    except ValueError:  # "auto": the library's threshold is not known here
-        return True
-    return a <= check["size"] < b
-
-
 def summary(d: dict) -> dict:
     fams = {(f["op"], f["family"]): f for f in d["families"]}
     algorithms = {op: sorted({s["method"] for s in f["segments"]})
@@ -68,7 +60,7 @@ def summary(d: dict) -> dict:
     checks = d.get("verify", [])
     thresholds: dict[str, list[float]] = {}
     for c in d.get("verify_thresholds", []):
-        if _between(c):
+        if c["between"]:
             thresholds.setdefault(f"{c['knob']} {c['default']}->{c['sampled']}", []).append(
                 c["ratio"]
             )
@@ -77,6 +69,7 @@ def summary(d: dict) -> dict:
         "eager_threshold": d.get("eager_threshold"),
         "iov_threshold": d.get("iov_threshold"),
         "config": d["config"],
+        "vetoed": d.get("vetoed", {}),
         "algorithms": algorithms,
         "file_over_forced": statistics.median(c["ratio"] for c in checks) if checks else None,
         "file_over_forced_max": max((c["ratio"] for c in checks), default=None),
@@ -92,6 +85,8 @@ def row(d: dict, nodes: int, ranks: int) -> str:
         return f"| {d['mpi']} | {nodes} x {ranks} | {failed} | | | | {d['seconds']:.0f} s |"
     s = summary(d)
     config = ", ".join(f"{k}={v}" for k, v in s["config"].items()) or "library's"
+    if s["vetoed"]:
+        config += " (vetoed: " + ", ".join(s["vetoed"]) + ")"
     algos = "; ".join(f"{op}: {'/'.join(m)}" for op, m in s["algorithms"].items())
     verify = ("" if s["file_over_forced"] is None else
               f"{s['file_over_forced']:.3f} (max {s['file_over_forced_max']:.3f}), "

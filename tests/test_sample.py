@@ -124,6 +124,44 @@ def test_the_aggregation_limit_is_where_sending_alone_starts_winning() -> None:
     assert profile(alone, together).config() == {}
 
 
+def test_a_sampled_threshold_slower_than_the_library_s_is_vetoed(tmp_path: Path) -> None:
+    """Seen on the test bed: Open MPI 4.1's TCP eager limit sampled at its two ends put the
+    threshold at 32 KiB, and 32 KiB messages then ran 1.9x slower than with the library's
+    64 KiB (the ends also size the fragments). A verification slower where the two values
+    differ (only there: elsewhere both send alike) keeps the knob out of what is handed
+    back, in the stored profile, the env file and the platform study."""
+    from commtune.platform import Fingerprint
+    from commtune.sample import ThresholdCheck, load_profile, veto_slower
+    from commtune.sample._families import PROTOCOL
+
+    sizes = (4096, 8192, 16384, 32768, 65536, 131072)
+    eager = Curve("eager", sizes, (10.0, 14.0, 22.0, 48.0, 110.0, 210.0))
+    rendezvous = Curve("rendezvous", sizes, (20.0, 24.0, 30.0, 40.0, 70.0, 130.0))
+    fam = FamilyCurves("pingpong", PROTOCOL, "btl_tcp_eager_limit", "eager", {},
+                       {"eager": eager, "rendezvous": rendezvous})  # fmt: skip
+    fingerprint = Fingerprint("cpu", 2, "openmpi", "4.1.4", "pml:ob1")
+    profile = PlatformProfile(fingerprint, 2, True, [fam])
+    assert profile.config() == {"btl_tcp_eager_limit": 32768}
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.save_sample(fingerprint.key, profile.to_json())
+
+    def check(size: int, ratio: float) -> ThresholdCheck:
+        return ThresholdCheck("pingpong", "btl_tcp_eager_limit", size, "65536", "32768",
+                              100.0, 100.0 * ratio)  # fmt: skip
+
+    faster = [check(32768, 0.8), check(65536, 1.9)]  # 64 KiB: eager with both, noise
+    assert veto_slower(store, None, profile, faster, tmp_path) == ({}, None)  # type: ignore[arg-type]
+    vetoed, outputs = veto_slower(store, None, profile, [check(32768, 1.9), check(4096, 0.5)],  # type: ignore[arg-type]
+                                  tmp_path)  # fmt: skip
+    assert (
+        set(vetoed) == {"btl_tcp_eager_limit"} and "1.90x slower" in vetoed["btl_tcp_eager_limit"]
+    )
+    assert profile.config() == {} and outputs is not None
+    assert "btl_tcp_eager_limit" not in Path(outputs.files["env"]).read_text()
+    again = load_profile(store, fingerprint)
+    assert again is not None and again.config() == {} and again.vetoed == vetoed
+
+
 def test_across_nodes_the_network_protocol_limit_is_sampled() -> None:
     """Between nodes there is no memory to share: no single-copy family, and the protocol
     family sets the TCP transport's eager limit (Open MPI) or UCX's (MPICH over UCX)."""

@@ -73,7 +73,7 @@ def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
         sample_tables,
         thresholds_table,
     )
-    from commtune.sample import sample_platform, verify, verify_thresholds
+    from commtune.sample import sample_platform, verify, verify_thresholds, veto_slower
     from commtune.store import Store
 
     inst = installation_of(args.mpi)
@@ -107,6 +107,14 @@ def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
         if thresholds:
             ui.print(thresholds_table(thresholds))
         out["verify_thresholds"] = [c.to_json() for c in thresholds]
+        vetoed, rewritten = veto_slower(store, inst, result.profile, thresholds,
+                                        Path(args.output_dir))  # fmt: skip
+        for knob, why in vetoed.items():
+            ui.warn(f"{knob}: the sampled value is not handed back: {why}")
+        if rewritten is not None:
+            result.outputs.files.update(rewritten.files)
+            out.update(result.profile.summary(), **rewritten.to_json())
+            out["files"] = result.outputs.files
     if args.json:
         print_json(out)
     return 0

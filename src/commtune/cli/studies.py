@@ -1,5 +1,6 @@
-"""``commtune studies``, ``show``, ``export`` and ``run``: what a storage holds, and the
-verdict of a study handed back in the library's own forms."""
+"""``commtune studies``, ``show``, ``export``, ``run`` and ``check``: what a storage holds,
+the verdict of a study handed back in the library's own forms, and whether it still holds
+on another installation or platform (``tune._stale``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from commtune.cli._common import (
     load_study,
     measured_on,
     need_command,
+    positive,
     print_json,
+    profiling,
     study_knobs,
 )
 from commtune.errors import UsageError
@@ -25,8 +28,11 @@ if TYPE_CHECKING:
 
     import optuna
 
-    from commtune.knobs import Value
+    from commtune.knobs import Knob, Value
     from commtune.mpi import Installation
+    from commtune.report import UI
+    from commtune.store import Store
+    from commtune.tune import StaleCheck
 
 
 def _add_export(p: argparse.ArgumentParser) -> None:
@@ -51,6 +57,28 @@ def _add_export(p: argparse.ArgumentParser) -> None:
 
 def _add_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--study", required=True)
+    p.add_argument(
+        "--no-check",
+        action="store_true",
+        help="on another installation or platform than the study's, run the configuration "
+        "without checking it against the defaults first",
+    )
+    p.add_argument("--timeout", type=positive(float), default=600.0, help=_TIMEOUT_HELP)
+    add_storage(p)
+
+
+_TIMEOUT_HELP = "seconds a run of the check may take (default 600)"
+
+
+def _add_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("study")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="check even where nothing differs from the study's installation and platform",
+    )
+    p.add_argument("--timeout", type=positive(float), default=600.0, help=_TIMEOUT_HELP)
+    add_json(p)
     add_storage(p)
 
 
@@ -112,9 +140,10 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.knobs import apply
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
+    from commtune.report import UI
 
     command = need_command(command)
-    _, study = load_study(args.storage, args.study)
+    store, study = load_study(args.storage, args.study)
     library, knobs = study_knobs(study)
     inst = resolve_command(command, library)
     chosen = _chosen(study, best=False)
@@ -126,6 +155,14 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
         )
     config, extra = chosen or ({}, {})
     _check_knobs_exist(config, inst, args.study)
+    if config and not args.no_check:
+        # messages go to stderr: the command's own output is the user's
+        check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
+                             UI(json_mode=True), stored=True)  # fmt: skip
+        if check.verdict != "unchanged":
+            print(f"commtune: study {args.study}: {check.line()}", file=sys.stderr)
+        if not check.use_configuration:
+            config, extra = {}, {}
     launcher, remove = launcher_for(inst), [k.env for k in knobs]
     applied = apply(knobs, config, inst.impl)
     variables = launcher.reconciled({**applied.env, **extra}, remove=remove)
@@ -135,6 +172,99 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
         os.execvpe(plan.argv[0], plan.argv, plan.env)
     except OSError as exc:
         raise UsageError(f"cannot run {plan.argv[0]}: {exc.strerror}") from None
+
+
+def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.mpi import resolve_command
+    from commtune.report import UI, differences_table
+
+    command = need_command(command, "to check the study's configuration with")
+    store, study = load_study(args.storage, args.study)
+    library, knobs = study_knobs(study)
+    inst = resolve_command(command, library)
+    ui = UI(json_mode=args.json)
+    chosen = _chosen(study, best=False)
+    if chosen is None:
+        ui.info(
+            f"study {args.study} accepted no configuration: the defaults stay, nothing to check"
+        )
+        if args.json:
+            print_json({"study": args.study, "verdict": None, "runs": 0})
+        return 0
+    config, extra = chosen
+    _check_knobs_exist(config, inst, args.study)  # refused, naming the knob
+    check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout, ui,
+                         stored=False, force=args.force)  # fmt: skip
+    if check.differences:
+        ui.print(differences_table(check.differences, f"study {args.study} then and now"))
+    ui.info(f"{inst.describe()}: {check.line()}")
+    if args.json:
+        print_json({"study": args.study, **check.to_json()})
+    return 0
+
+
+def _stale_check(
+    store: Store,
+    study: optuna.Study,
+    inst: Installation,
+    command: list[str],
+    knobs: list[Knob],
+    config: Mapping[str, Value],
+    extra: Mapping[str, str],
+    timeout: float,
+    ui: UI,
+    *,
+    stored: bool,
+    force: bool = False,
+) -> StaleCheck:
+    """What differs from the study's installation and platform, and, where something does
+    (or ``force``), the configuration checked against the defaults here, stored on the
+    study. ``stored``: a check stored for this installation and platform answers instead."""
+    from commtune.knobs import enumerators
+    from commtune.launch import launcher_for
+    from commtune.platform import Fingerprint
+    from commtune.study import add_check, checks_of, installation_of, platform_of, spec_of
+    from commtune.trial import LocalExecutor, Objective
+    from commtune.tune import UNCHANGED, StaleCheck, differences, recheck
+
+    key = platform_of(study)
+    then = store.platform(key) if key else None
+    now = Fingerprint.of(inst)
+    diffs = differences(then, installation_of(study), now, inst)
+    here = inst.to_json()
+    if not diffs and not force:
+        return StaleCheck(UNCHANGED, [], here, now.key)
+    if stored:
+        for data in reversed(checks_of(study)):
+            check = StaleCheck.from_json(data)
+            if check.platform == now.key and check.installation.get("prefix") == here["prefix"]:
+                return check
+    spec = spec_of(study)
+    launcher, objective = launcher_for(inst), Objective.parse(spec.metric)
+    interposer, names = profiling(inst), enumerators(inst)
+    defaults = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
+                             enumerators=names)  # fmt: skip
+    configured = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
+                               enumerators=names, variables=extra)  # fmt: skip
+    ui.info(f"{inst.describe()} differs from study {study.study_name}'s: "
+            + "; ".join(map(str, diffs)) if diffs else "checking as asked (--force)")  # fmt: skip
+    verdict, cmp, rounds, runs, failures, decided = recheck(
+        defaults, config, timeout, ui, statistic=spec.statistic, configured=configured
+    )
+    check = StaleCheck(
+        verdict,
+        diffs,
+        here,
+        store.save_platform(now),
+        cmp.speedup if cmp else None,
+        (cmp.ci_low, cmp.ci_high) if cmp else None,
+        rounds,
+        runs,
+        failures,
+        decided,
+    )
+    add_check(study, check.to_json())
+    return check
 
 
 def _check_knobs_exist(config: Mapping[str, Any], inst: Installation, study: str) -> None:
@@ -284,6 +414,13 @@ COMMANDS = [
         "run a command with a study's accepted configuration",
         _add_run,
         cmd_run,
+        takes_command=True,
+    ),
+    Command(
+        "check",
+        "check a study's configuration against the defaults on this installation",
+        _add_check,
+        cmd_check,
         takes_command=True,
     ),
     Command("studies", "list the studies in a storage", _add_studies, cmd_studies),

@@ -320,6 +320,7 @@ class TuneOptions:
         platform: str | None = None,
         scale: Scale | None = None,
         hints: Sequence[Mapping[str, Value]] = (),
+        installation: Mapping[str, Any] | None = None,
     ) -> TuneSettings:
         """The study to tune: its name, its record (what defines it) and how it is searched."""
         from commtune.study import StudySpec
@@ -335,7 +336,7 @@ class TuneOptions:
             scale.to_json() if scale is not None else None,
             [o.spec for o in self.secondary],
         )
-        return TuneSettings(name, spec, space, self.plan, tuple(hints), platform)
+        return TuneSettings(name, spec, space, self.plan, tuple(hints), platform, installation)
 
 
 def _strategy_options(given: Sequence[str]) -> dict[str, str]:
@@ -468,7 +469,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     )
     name = opts.study or default_study_name(command, inst.vendor.value, space)
     settings = opts.settings(name, command, inst.vendor.value, space, platform, scale,
-                             _sampled_hints(store, platform, space))  # fmt: skip
+                             _sampled_hints(store, platform, space), inst.to_json())  # fmt: skip
     observer = _StudyObserver(store, ui, name, space, profiles=opts.interposer,
                               predictor=predictor)  # fmt: skip
     result = _run_study(ui, store, settings, executor, observer)

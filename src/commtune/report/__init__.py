@@ -45,6 +45,7 @@ _WHERE = {
     "pareto_table": "_tables",
     "result_table": "_tables",
     "studies_table": "_tables",
+    "differences_table": "_tables",
     "trials_table": "_tables",
     "collect": "_study_data",
     "page": "_html",
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
     from commtune.report._study_data import collect
     from commtune.report._tables import (
         acceptance_lines,
+        differences_table,
         format_config,
         installations_table,
         knobs_table,
@@ -111,6 +113,7 @@ __all__ = [
     "checks_table",
     "collect",
     "cvars_table",
+    "differences_table",
     "family_figure",
     "features_table",
     "format_config",

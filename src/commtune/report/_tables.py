@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -203,6 +203,16 @@ def studies_table(rows: list[dict[str, Any]], title: str) -> Table:
             accepted += f" ({r['source']})"
         mpi = r["mpi"] or "-"  # a study of Optuna's, not commtune's, in the same storage
         table.add_row(r["study"], mpi, str(r["trials"]), speedup, accepted, r["command"])
+    return table
+
+
+def differences_table(differences: Sequence[Any], title: str) -> Table:
+    """What differs between where a study measured and here (``tune.Difference``)."""
+    table = compact_table(title)
+    for column in ("what", "study's", "here"):
+        table.add_column(column, overflow="fold")
+    for d in differences:
+        table.add_row(d.what, d.then, d.now)
     return table
 
 

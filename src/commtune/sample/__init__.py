@@ -16,6 +16,7 @@ from commtune.sample._api import (
     sample_platform,
     verify,
     verify_thresholds,
+    veto_slower,
 )
 from commtune.sample._curves import Crossing, Curve, Segment, crossings, segments
 from commtune.sample._families import OPERATIONS
@@ -40,4 +41,5 @@ __all__ = [
     "segments",
     "verify",
     "verify_thresholds",
+    "veto_slower",
 ]

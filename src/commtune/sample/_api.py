@@ -13,7 +13,7 @@ from commtune.knobs import enumerators, load_catalog, selection_file_env
 from commtune.mpi import Installation, Vendor
 from commtune.platform import Fingerprint, on_testbed
 from commtune.progress import Progress
-from commtune.sample._curves import method_at
+from commtune.sample._curves import TIE, method_at
 from commtune.sample._families import (
     AGGREGATION,
     ALGORITHM,
@@ -268,6 +268,16 @@ class ThresholdCheck:
         """Time with the sampled value over time with the library's: below 1 is a gain."""
         return self.sampled_ns / self.default_ns
 
+    @property
+    def between(self) -> bool:
+        """The size lies where the two values send differently (between them; anywhere when
+        the library's value is not a number, as UCX's ``auto``)."""
+        try:
+            low, high = sorted((float(self.default), float(self.sampled)))
+        except ValueError:
+            return True
+        return low <= self.size < high
+
     def to_json(self) -> dict[str, Any]:
         return {
             "op": self.op,
@@ -278,6 +288,7 @@ class ThresholdCheck:
             "default_ns": self.default_ns,
             "sampled_ns": self.sampled_ns,
             "ratio": self.ratio,
+            "between": self.between,
         }
 
 
@@ -335,3 +346,37 @@ def verify_thresholds(
                                              str(value), statistics.median(a),
                                              statistics.median(b)))  # fmt: skip
     return checks
+
+
+def veto_slower(
+    store: Store,
+    installation: Installation,
+    profile: PlatformProfile,
+    checks: Sequence[ThresholdCheck],
+    output_dir: Path,
+) -> tuple[dict[str, str], Outputs | None]:
+    """A sampled threshold that measured slower than the library's own where the two differ
+    (median ratio above 1 + ``TIE`` over those sizes) is not handed back: the two ends of a
+    knob's domain do not always predict its middle (Open MPI's TCP eager limit also sizes
+    its fragments). Returns the knobs vetoed now with why, and, if any, the outputs and the
+    study written again without them (the profile is stored again with its vetoes)."""
+    ratios: dict[str, list[float]] = {}
+    for c in checks:
+        if c.between:
+            ratios.setdefault(c.knob, []).append(c.ratio)
+    vetoed = {}
+    for knob, values in ratios.items():
+        median = statistics.median(values)
+        if median > 1 + TIE:
+            vetoed[knob] = (
+                f"{median:.2f}x slower than the library's value at {len(values)} size(s) "
+                "where they differ"
+            )
+    if not vetoed:
+        return {}, None
+    profile.vetoed.update(vetoed)
+    store.save_sample(profile.fingerprint.key, profile.to_json())
+    builtin = builtin_selection(installation) if profile.algorithm_segments() else None
+    outputs = write_outputs(profile, output_dir, builtin)
+    save_study(store, profile, outputs)
+    return vetoed, outputs

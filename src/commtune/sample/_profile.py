@@ -172,6 +172,9 @@ class PlatformProfile:
     families: list[FamilyCurves]
     wall_seconds: float = 0.0
     created: float = field(default_factory=time.time)
+    # knob -> why its sampled value is not handed back: timed against the library's own
+    # value (``sample verify``), it was slower where the two differ
+    vetoed: dict[str, str] = field(default_factory=dict)
 
     @property
     def vendor(self) -> str:
@@ -201,7 +204,7 @@ class PlatformProfile:
         burst = self.family(BURST, AGGREGATION)
         if burst is not None and (largest := self.aggregation_limit()) is not None:
             out[burst.knob] = nearest_value(catalog[burst.knob], largest)
-        return out
+        return {k: v for k, v in out.items() if k not in self.vetoed}
 
     def aggregation_limit(self) -> float | None:
         """Message size from which small messages sent back to back are faster sent each
@@ -295,6 +298,7 @@ class PlatformProfile:
             "wall_seconds": self.wall_seconds,
             "created": self.created,
             "families": [f.to_json() for f in self.families],
+            "vetoed": self.vetoed,
         }
 
     @classmethod
@@ -308,6 +312,7 @@ class PlatformProfile:
             [FamilyCurves.from_json(f) for f in data["families"]],
             float(data.get("wall_seconds", 0.0)),
             float(data.get("created", 0.0)),
+            {str(k): str(v) for k, v in data.get("vetoed", {}).items()},
         )
 
     def summary(self) -> dict[str, Any]:
@@ -340,5 +345,6 @@ class PlatformProfile:
             "iov_threshold": self.iov_threshold(),
             "aggregation_limit": self.aggregation_limit(),
             "config": self.config(),
+            "vetoed": self.vetoed,
             "families": fams,
         }

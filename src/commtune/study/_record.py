@@ -21,8 +21,10 @@ module is the only one that knows their names and shapes. Trial attributes (all 
 ``scale``      a training trial's scale values (name -> value as in the command)
 ``worker``     the tuner process that ran it, ``HOST:PID:START`` (several work on one study)
 
-Study attributes: ``commtune`` (:class:`StudySpec`), ``platform`` (fingerprint key) and
-``acceptance`` (``study._acceptance``).
+Study attributes: ``commtune`` (:class:`StudySpec`), ``platform`` (fingerprint key),
+``installation`` (the MPI installation it ran: ``Installation.to_json()``), ``acceptance``
+(``study._acceptance``) and ``checks`` (the stale checks of the accepted configuration on
+other installations or platforms: ``tune._stale.StaleCheck.to_json()``, oldest first).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
 
 SPEC = "commtune"
 PLATFORM = "platform"
+INSTALLATION = "installation"
+CHECKS = "checks"
 INTERRUPTED = "interrupted"
 
 
@@ -142,6 +146,25 @@ def set_spec(study: optuna.Study, spec: StudySpec, platform: str | None = None) 
 def platform_of(study: optuna.Study) -> str | None:
     value = study.user_attrs.get(PLATFORM)
     return str(value) if value is not None else None
+
+
+def set_installation(study: optuna.Study, installation: Mapping[str, Any]) -> None:
+    study.set_user_attr(INSTALLATION, dict(installation))
+
+
+def installation_of(study: optuna.Study) -> dict[str, Any] | None:
+    """The installation the study ran (None: a study from before it was recorded)."""
+    value = study.user_attrs.get(INSTALLATION)
+    return dict(value) if isinstance(value, dict) else None
+
+
+def add_check(study: optuna.Study, check: Mapping[str, Any]) -> None:
+    study.set_user_attr(CHECKS, [*checks_of(study), dict(check)])
+
+
+def checks_of(study: optuna.Study) -> list[dict[str, Any]]:
+    value = study.user_attrs.get(CHECKS)
+    return [dict(c) for c in value] if isinstance(value, list) else []
 
 
 # -- trial attributes ---------------------------------------------------------------------------

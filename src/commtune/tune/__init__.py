@@ -13,6 +13,15 @@ from commtune.tune._loop import (
     tune,
 )
 from commtune.tune._schedule import CONTROL_EVERY, RACE_Z, Scheduler
+from commtune.tune._stale import (
+    NO_LONGER_FASTER,
+    STILL_FASTER,
+    UNCHANGED,
+    Difference,
+    StaleCheck,
+    differences,
+    recheck,
+)
 from commtune.tune._summary import Row, TuneResult, summarize
 from commtune.tune._workers import Workers
 
@@ -20,17 +29,24 @@ __all__ = [
     "CONFIRM_CAP",
     "CONTROL_EVERY",
     "MIN_TIMEOUT",
+    "NO_LONGER_FASTER",
     "RACE_Z",
+    "STILL_FASTER",
+    "UNCHANGED",
+    "Difference",
     "Observer",
     "ReferenceFailed",
     "Row",
     "Scheduler",
+    "StaleCheck",
     "TuneResult",
     "TuneSettings",
     "Workers",
     "confirm",
+    "differences",
     "inherited_mpi_env",
     "open_study",
+    "recheck",
     "run_reference",
     "search",
     "summarize",

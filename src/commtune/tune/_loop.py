@@ -47,6 +47,7 @@ from commtune.study import (
     ask,
     config_key,
     raw_spec,
+    set_installation,
     set_spec,
     spec_of,
 )
@@ -78,6 +79,7 @@ class TuneSettings:
     plan: Plan = field(default_factory=Plan)
     hints: tuple[Mapping[str, Value], ...] = ()  # configurations to try early
     platform: str | None = None
+    installation: Mapping[str, Any] | None = None  # Installation.to_json() of its runs
 
 
 class Observer:
@@ -108,6 +110,8 @@ def open_study(storage: optuna.storages.BaseStorage, settings: TuneSettings) -> 
             study = optuna.load_study(study_name=settings.study, storage=storage)
         else:
             set_spec(study, settings.spec, settings.platform)
+            if settings.installation is not None:
+                set_installation(study, settings.installation)
             return study
     for _ in range(50):  # a worker that made the study writes its spec just after
         if raw_spec(study.user_attrs):

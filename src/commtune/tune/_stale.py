@@ -1,0 +1,211 @@
+"""The stale check: is a study's accepted configuration still faster here and now?
+
+A configuration is measured on one installation of one library, on one platform. After an
+upgrade (a new Open MPI, UCX or MPICH), on another installation or another machine, it may
+be faster still, no faster, or name a knob the library no longer has. What differs is read
+from the study's record (the platform's fingerprint, the installation it ran) against this
+one (:func:`differences`); a configuration naming a knob this installation lacks is refused
+(``run``'s own check, before anything runs); else the configuration is run against the
+library's defaults, interleaved (default and configuration in each round, the order
+alternating round by round), and compared on the rounds' pairs
+(:func:`commtune.stats.compare_paired`) after every round from ``MIN_ROUNDS`` on: it stops
+as soon as the configuration is faster beyond noise (*still faster*) or its CI ends below
+``NEGLIGIBLE`` (*no longer faster*: slower, or at most 2 % faster); after ``MAX_ROUNDS``
+without either, it has not shown it is faster and the defaults are used (*no longer
+faster*, undecided). Each look is tested at the level of the tuner's confirmation, which
+also looks again after every round it adds (``tune._confirm``): the same error rates as
+the verdict it checks. (A Bonferroni correction over the looks would need 8 rounds before
+the signed-rank test could say *faster* at all.) The check
+is stored on the study (``checks``) with what it was made on; ``run`` then follows it on
+that installation and platform.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from commtune import stats
+from commtune.knobs import Value
+from commtune.mpi import Installation
+from commtune.platform import Fingerprint
+from commtune.progress import Progress
+from commtune.trial import Executor
+
+MIN_ROUNDS = 3
+MAX_ROUNDS = 10
+LEVEL = 0.95
+# A configuration whose speedup's CI ends below this is no longer worth setting.
+NEGLIGIBLE = 1.02
+
+STILL_FASTER = "still faster"
+NO_LONGER_FASTER = "no longer faster"
+UNCHANGED = "unchanged"
+
+# fingerprint fields as a user reads them
+_FIELDS = {
+    "mpi_vendor": "library",
+    "mpi_version": "library version",
+    "mpi_device": "device",
+    "cpu_model": "CPU",
+    "cores": "cores",
+    "nodes": "nodes",
+}
+
+
+@dataclass(frozen=True)
+class Difference:
+    what: str
+    then: str
+    now: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"what": self.what, "then": self.then, "now": self.now}
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.then} -> {self.now}"
+
+
+def differences(
+    then_platform: Fingerprint | None,
+    then_installation: Mapping[str, Any] | None,
+    now_platform: Fingerprint,
+    now_installation: Installation,
+) -> list[Difference]:
+    """What differs between where the study measured and here (nothing known: nothing)."""
+    out: list[Difference] = []
+    if then_platform is not None:
+        for name, label in _FIELDS.items():
+            a, b = getattr(then_platform, name), getattr(now_platform, name)
+            if (a or None) != (b or None):
+                out.append(Difference(label, str(a or "-"), str(b or "-")))
+    if then_installation is not None:
+        prefix = str(now_installation.prefix)
+        if then_installation.get("prefix") not in (None, prefix):
+            out.append(Difference("installation", str(then_installation["prefix"]), prefix))
+        if then_platform is None and then_installation.get("version") != now_installation.version:
+            then = str(then_installation.get("version"))
+            out.append(Difference("library version", then, now_installation.version))
+    return out
+
+
+@dataclass
+class StaleCheck:
+    """One check of a study's accepted configuration, stored on the study."""
+
+    verdict: str  # STILL_FASTER, NO_LONGER_FASTER or UNCHANGED (nothing run)
+    differences: list[Difference]
+    installation: dict[str, Any]  # Installation.to_json() of this check's runs
+    platform: str  # fingerprint key
+    speedup: float | None = None
+    ci: tuple[float, float] | None = None
+    rounds: int = 0
+    runs: int = 0
+    failures: list[str] = field(default_factory=list)
+    decided: bool = True  # False: MAX_ROUNDS passed without a clear answer
+    when: float = field(default_factory=time.time)
+
+    @property
+    def use_configuration(self) -> bool:
+        return self.verdict in (STILL_FASTER, UNCHANGED)
+
+    def line(self) -> str:
+        """What the user reads."""
+        if self.verdict == UNCHANGED:
+            return "unchanged since the study (same library, installation and platform): " \
+                   "the accepted configuration stands; nothing run"  # fmt: skip
+        measured = ""
+        if self.speedup is not None and self.ci is not None:
+            measured = f" ({self.speedup:.3f}x [{self.ci[0]:.3f}, {self.ci[1]:.3f}])"
+        tail = "" if self.decided else f", undecided after {self.rounds} rounds"
+        then = "the configuration is used" if self.use_configuration else "the defaults are used"
+        return f"{self.verdict}{measured} in {self.runs} runs{tail}: {then}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "differences": [d.to_json() for d in self.differences],
+            "installation": self.installation,
+            "platform": self.platform,
+            "speedup": self.speedup,
+            "ci": list(self.ci) if self.ci else None,
+            "rounds": self.rounds,
+            "runs": self.runs,
+            "failures": self.failures,
+            "decided": self.decided,
+            "when": self.when,
+            "use_configuration": self.use_configuration,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StaleCheck:
+        ci = data.get("ci")
+        return cls(
+            str(data["verdict"]),
+            [Difference(**d) for d in data.get("differences", [])],
+            dict(data.get("installation", {})),
+            str(data.get("platform", "")),
+            data.get("speedup"),
+            (float(ci[0]), float(ci[1])) if ci else None,
+            int(data.get("rounds", 0)),
+            int(data.get("runs", 0)),
+            list(data.get("failures", [])),
+            bool(data.get("decided", True)),
+            float(data.get("when", 0.0)),
+        )
+
+
+def recheck(
+    executor: Executor,
+    config: Mapping[str, Value],
+    timeout: float,
+    ui: Progress,
+    *,
+    statistic: str = "median",
+    min_rounds: int = MIN_ROUNDS,
+    max_rounds: int = MAX_ROUNDS,
+    configured: Executor | None = None,
+) -> tuple[str, stats.Comparison | None, int, int, list[str], bool]:
+    """The sequential interleaved comparison (module docstring): (verdict, comparison,
+    rounds, runs, failures, decided). ``executor`` runs the defaults, ``configured`` (the
+    same if None) the configuration: it may carry variables only the configuration sets
+    (the selection file of a sampled one)."""
+    level = LEVEL
+    default: list[float] = []
+    chosen: list[float] = []
+    failures: list[str] = []
+    runs = 0
+    cmp: stats.Comparison | None = None
+    rounds = 0
+    with ui.progress("checking the configuration against the defaults", 2 * min_rounds) as bar:
+        for i in range(max_rounds):
+            rounds = i + 1
+            pair: dict[bool, float | None] = {}
+            for is_config in (False, True) if i % 2 == 0 else (True, False):
+                if is_config:
+                    run = (configured or executor).run(dict(config), timeout)
+                else:
+                    run = executor.run(None, timeout)
+                runs += 1
+                bar.advance()
+                pair[is_config] = run.value
+                if run.value is None:
+                    which = "configuration" if is_config else "defaults"
+                    failures.append(f"{which}: {run.failure}")
+            if pair[True] is None and pair[False] is not None:
+                # the configuration fails here where the defaults run: not faster
+                return NO_LONGER_FASTER, cmp, rounds, runs, failures, True
+            if (d := pair[False]) is not None and (c := pair[True]) is not None:
+                default.append(d)
+                chosen.append(c)
+            if len(default) >= min_rounds:
+                cmp = stats.compare_paired(default, chosen, level=level, stat=statistic)
+                if cmp.faster:
+                    return STILL_FASTER, cmp, rounds, runs, failures, True
+                if cmp.ci_high < NEGLIGIBLE:
+                    return NO_LONGER_FASTER, cmp, rounds, runs, failures, True
+            if i + 1 >= min_rounds and i + 1 < max_rounds:
+                bar.grow(2)
+    return NO_LONGER_FASTER, cmp, rounds, runs, failures, False
