@@ -586,9 +586,9 @@ def _tune_replay(opts: TuneOptions, ui: UI) -> int:
     if spec is None or spec.family is None or opts.replay is None:
         raise UsageError("--replay needs --mpi to name the library of the recorded knobs")
     library = spec.family.value
-    executor = ReplayExecutor(opts.replay)
     statuses = catalog_statuses(library, spec.version)
     space = build_space(statuses, library, opts.knobs, opts.presets)
+    executor = ReplayExecutor(opts.replay, {d.knob.name: d.knob.default for d in space.dimensions})
     store = Store(opts.storage)
     command = ["replay", opts.replay]
     name = opts.study or default_study_name(command, library, space)

@@ -75,7 +75,7 @@ class Surface:
 
     def executor(self, noise: float, seed: int, drift: float = 1.0) -> Executor:
         if self.replay is not None:
-            return ReplayExecutor(self.replay)
+            return ReplayExecutor(self.replay, self.space.defaults())
         return SurfaceExecutor(self, noise, seed, drift)
 
 
@@ -99,7 +99,8 @@ class SurfaceExecutor(Executor):
 
     def run(self, config: Config | None, timeout: float) -> RunRecord:
         self.calls += 1
-        value = self.surface.value(config or self.surface.space.defaults())
+        # a knob left out runs at its default (a configuration reduced to what matters)
+        value = self.surface.value({**self.surface.space.defaults(), **(config or {})})
         if not math.isfinite(value):
             return RunRecord(None, 0.0, 1, "exit status 1 (synthetic crash)")
         noisy = value * max(0.05, 1.0 + self.noise * float(self.rng.standard_normal()))

@@ -89,8 +89,9 @@ def acceptance_lines(result: TuneResult) -> list[str]:
             lines.append(f"  trial {c['trial']}: {c['failure']}")
         elif c.get("ci"):
             verdict = "faster" if c["faster"] else "not faster beyond noise"
+            which = f"trial {c['trial']}" + (" reduced" if c.get("dropped") else "")
             lines.append(
-                f"  trial {c['trial']} ({len(c['values'])} runs): {c['speedup']:.3f}x "
+                f"  {which} ({len(c['values'])} runs): {c['speedup']:.3f}x "
                 f"[{c['ci'][0]:.3f}, {c['ci'][1]:.3f}], {verdict}"
             )
     runs = acc.runs()
@@ -109,6 +110,14 @@ def acceptance_lines(result: TuneResult) -> list[str]:
     if mean is not None:
         head += f"; mean speedup {mean:.3f}x"
     lines.insert(0, head)
+    dropped = acc.extra.get("dropped") or {}
+    if acc.accepted and dropped:
+        lines.append(
+            f"  reduced: {len(acc.params)} knob(s) of "
+            f"{len(acc.extra.get('reduced_from') or {}) or len(acc.params) + len(dropped)} set; "
+            "left at the library's default: "
+            + "; ".join(f"{k} ({why})" for k, why in dropped.items())
+        )
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]

@@ -193,10 +193,14 @@ class ReplayExecutor(Executor):
 
     The file is JSON: ``{"default": [values...], "trials": [{"params": {...}, "values": [...]},
     ...]}``; a value of null is a failed run. Repeated runs of one configuration cycle through
-    its recorded values. A configuration that was not recorded is an error.
+    its recorded values. A configuration that was not recorded is an error. ``defaults``:
+    each knob's library default, which a configuration leaving a knob out runs with (a
+    configuration reduced to the knobs that matter is looked up as the recorded one with
+    the others at their defaults).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, defaults: Mapping[str, Value] | None = None) -> None:
+        self.defaults = dict(defaults or {})
         try:
             data = json.loads(Path(path).read_text())
             self.default = list(data["default"])
@@ -216,6 +220,9 @@ class ReplayExecutor(Executor):
         self.calls += 1
         key = self.key(config)
         values = self.default if config is None else self.table.get(key)
+        if values is None and config is not None:
+            key = self.key({**self.defaults, **config})
+            values = self.table.get(key)
         if values is None:
             raise UsageError(f"replay: configuration {key} was not recorded")
         n = self.counts.get(key, 0)

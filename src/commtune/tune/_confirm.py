@@ -11,6 +11,12 @@ inside its CI) rounds go on, up to ``CONFIRM_CAP`` times ``confirm``, with the c
 that are ruled out (CI below 1) or clearly behind the leader left out. The verdict names
 the fastest candidate that is faster beyond noise, or, if none is, why the leader is not
 (two clusters of runs against a stable default, for one). Keeping the default is a verdict.
+
+The best configuration's knobs that measured no effect in the search are dropped
+(``tune._reduce``), and the reduced configuration runs as one more candidate (in place of
+the last of the top ``k`` when there are ``k``); it wins over its full configuration when
+both are faster beyond noise and the full one's speedup lies inside the reduced one's CI:
+the smallest configuration that does as well is what is accepted and exported.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commtune import stats
+from commtune.errors import UsageError
 from commtune.knobs import Value
 from commtune.progress import Progress
-from commtune.study import Acceptance, Source, StudyView, set_acceptance
+from commtune.study import Acceptance, Role, Source, StudyView, config_key, set_acceptance
 from commtune.trial import Executor
 
 if TYPE_CHECKING:
@@ -35,6 +42,7 @@ LEVEL = 0.95
 class Candidate:
     trial: int
     config: dict[str, Value]
+    reduced: dict[str, str] | None = None  # knob -> why dropped: the best one, reduced
     rounds: dict[int, float] = field(default_factory=dict)  # round -> its run's value
     failure: str = ""
     cmp: stats.Comparison | None = None
@@ -64,6 +72,7 @@ class Candidate:
             "p_value": cmp.p_value if cmp else None,
             "faster": bool(cmp and cmp.faster),
             "objectives": self.others_cmp,
+            "dropped": self.reduced,
         }
 
 
@@ -106,6 +115,10 @@ def confirm(
         set_acceptance(study, acc)
         return acc
     candidates = [Candidate(t.number, dict(t.config)) for t in within]
+    smaller = _reduced(view, candidates[0], view.noise().cv)
+    if smaller is not None and all(config_key(smaller.config) != config_key(c.config)
+                                   for c in candidates):  # fmt: skip
+        candidates = [*candidates[: max(1, top - 1)], smaller]
     level = 1 - (1 - LEVEL) / len(candidates)
     default: dict[int, float] = {}  # round -> the default's run
     default_others: dict[int, dict[str, float | None]] = {}
@@ -205,6 +218,17 @@ def _verdict(
     default = list(rounds.values())
     faster = [c for c in candidates if c.cmp is not None and c.cmp.faster and not c.failure]
     winner = max(faster, key=lambda c: c.cmp.speedup) if faster else _leader(candidates)  # type: ignore[union-attr]
+    smaller = next((c for c in faster if c.reduced is not None), None)
+    if (
+        winner is not None
+        and winner.cmp is not None
+        and smaller is not None
+        and smaller is not winner
+        and smaller.trial == winner.trial  # the winner's own configuration, reduced
+        and smaller.cmp is not None
+        and smaller.cmp.ci_high >= winner.cmp.speedup
+    ):
+        winner = smaller
     listed = [c.to_json() for c in candidates]
     if winner is None or winner.cmp is None:
         first = candidates[0]
@@ -252,5 +276,38 @@ def _verdict(
             "candidates": listed,
             "statistic": statistic,
             "rounds": list(rounds),
+            **(
+                {"dropped": winner.reduced, "reduced_from": _origin(candidates, winner)}
+                if winner.reduced is not None
+                else {}
+            ),
         },
     )
+
+
+def _reduced(view: StudyView, best: Candidate, noise_cv: float) -> Candidate | None:
+    """The best configuration without the knobs that measured no effect (None: all of
+    them matter, or none does)."""
+    from commtune.knobs import space_from_json
+    from commtune.tune._reduce import reduce_config
+
+    spec = view.spec()
+    try:
+        space = space_from_json(spec.library, spec.space)
+    except UsageError:  # a knob its catalog no longer has: keep the configuration whole
+        return None
+    knobs = {d.knob.name: d.knob for d in space.dimensions}
+    measured: list[tuple[dict[str, Value], float]] = [({}, 1.0)] + [
+        (dict(r.config), float(r.value))
+        for r in view.measured()
+        if r.role is Role.SEARCH and r.complete and r.value is not None
+    ]
+    kept, dropped = reduce_config(best.config, knobs, measured, noise_cv)
+    if not dropped or not kept:
+        return None
+    return Candidate(best.trial, kept, reduced=dropped)
+
+
+def _origin(candidates: list[Candidate], reduced: Candidate) -> dict[str, Value]:
+    full = next((c for c in candidates if c.trial == reduced.trial and c.reduced is None), None)
+    return dict(full.config) if full is not None else {}

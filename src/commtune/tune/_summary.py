@@ -65,9 +65,13 @@ class TuneResult:
             "p_value": acc.p_value if acc else None,
             "reason": acc.reason if acc else "no configuration to confirm",
             "accepted_params": acc.params if acc and acc.accepted else {},
+            # the smallest answer: what the best configuration set before its knobs that
+            # measured nothing were dropped, and why each was
+            "reduced_from": acc.extra.get("reduced_from") if acc else None,
+            "dropped": acc.extra.get("dropped") if acc else None,
             "confirmed": [
                 {k: c[k] for k in ("trial", "params", "speedup", "ci", "p_value", "faster")}
-                | {"failure": c["failure"]}
+                | {"failure": c["failure"], "dropped": c.get("dropped")}
                 | {"runs": len(c["values"]), "objectives": c.get("objectives", {})}
                 for c in (acc.extra.get("candidates") or [] if acc else [])
             ],
