@@ -1,14 +1,19 @@
 """The verdict: the best configurations and the default run again, interleaved.
 
 The top ``k`` configurations of the search that came within the noise of the default or
-beat it are the candidates. Every round runs the default and each candidate once, in an
-order rotated round by round. After ``confirm`` rounds each candidate is compared with the
-default on all its rounds, each candidate run paired with the default run of its round, so
-drift between rounds cancels (:func:`commtune.stats.compare_paired`, Bonferroni-corrected
-for ``k``):
-while the leading candidate is undecided (not faster beyond noise, yet a speedup above 1
-inside its CI) rounds go on, up to ``CONFIRM_CAP`` times ``confirm``, with the candidates
-that are ruled out (CI below 1) or clearly behind the leader left out. The verdict names
+beat it, and within the noise of the best of them (one slower than the best by more is
+dominated: not confirmed), are the candidates. Every round runs the default and each
+candidate once, in an order rotated round by round. From round ``FIRST_LOOK`` on, after
+every round, each candidate is compared with the default on all its rounds, each candidate
+run paired with the default run of its round, so drift between rounds cancels
+(:func:`commtune.stats.compare_paired`, Bonferroni-corrected for ``k``): the confirmation
+stops when the leading candidate is faster beyond noise or its CI ends below
+``NEGLIGIBLE`` (not worth setting), and goes on while the leader is undecided, up to
+``CONFIRM_CAP`` times ``confirm`` rounds, the candidates ruled out (CI ending below
+``NEGLIGIBLE``) or clearly behind the leader left out. The signed-rank test cannot call a
+candidate faster before 5 pairs (6 for three candidates), so looking from round 3 accepts
+nothing earlier than looking from round 5 did: it only stops sooner what will not be
+accepted, at the gate's error rates. The verdict names
 the fastest candidate that is faster beyond noise, or, if none is, why the leader is not
 (two clusters of runs against a stable default, for one). Keeping the default is a verdict.
 
@@ -36,6 +41,10 @@ if TYPE_CHECKING:
 
 CONFIRM_CAP = 3  # the sequential confirmation adds rounds up to 3x --confirm (5 + 5 -> 15 + 15)
 LEVEL = 0.95
+# The first look: candidates ruled out go from here (the signed-rank test cannot call one
+# faster before 5 pairs, so acceptance is no earlier than before).
+FIRST_LOOK = 3
+NEGLIGIBLE = 1.02  # a candidate whose CI ends below this cannot be worth setting
 
 
 @dataclass
@@ -114,6 +123,10 @@ def confirm(
         )
         set_acceptance(study, acc)
         return acc
+    # dominated in the search (slower than the best by more than the noise): not confirmed
+    lead = within[0].value
+    assert lead is not None
+    within = [t for t in within if t.value is not None and t.value <= lead * (1 + band)]
     candidates = [Candidate(t.number, dict(t.config)) for t in within]
     smaller = _reduced(view, candidates[0], view.noise().cv)
     if smaller is not None and all(config_key(smaller.config) != config_key(c.config)
@@ -124,29 +137,32 @@ def confirm(
     default_others: dict[int, dict[str, float | None]] = {}
     room = None if max_runs is None else max_runs - view.runs_spent()
     active = list(candidates)
+    made = 0
     with ui.progress("confirming the best against the default", rounds * (1 + len(active))) as bar:
         for i in range(CONFIRM_CAP * rounds):
-            if i >= rounds:
+            if i >= min(FIRST_LOOK, rounds):
                 _compare(default, active, statistic, level)
                 leader = _leader(active)
                 if leader is None or leader.cmp is None:
                     break
-                if leader.cmp.faster or leader.cmp.ci_high <= 1.0:  # decided
+                # decided: faster, or not worth setting (CI ends below NEGLIGIBLE)
+                if leader.cmp.faster or leader.cmp.ci_high < NEGLIGIBLE:
                     break
                 active = [
                     c
                     for c in active
                     if c.cmp is not None
-                    and c.cmp.ci_high > 1.0
+                    and c.cmp.ci_high >= NEGLIGIBLE
                     and c.cmp.ci_high >= leader.cmp.speedup  # not clearly behind the leader
                 ]
-                bar.grow(rounds * (1 + len(candidates)) + (i - rounds + 1) * (1 + len(active)))
+                bar.grow(made + max(1, rounds - i) * (1 + len(active)))
             if room is not None and room < 1 + len(active):
                 break
             order: list[Candidate | None] = [None, *active]
             k = i % len(order)
             for which in order[k:] + order[:k]:
                 run = executor.run(None if which is None else which.config, timeout)
+                made += 1
                 bar.advance()
                 if room is not None:
                     room -= 1
