@@ -194,28 +194,62 @@ def test_max_runs_bounds_the_whole_study_confirmation_included() -> None:
 
 
 def test_top_k_confirmation_interleaves_the_default_and_the_candidates() -> None:
-    settings = _settings(3, 5, ("a", "b", "fast", "slow"), confirm=6, top=3, racing=False)
-    executor = Table()
-    study = open_study(optuna.storages.InMemoryStorage(), settings)
-    result = tune(settings, study._storage, executor, Silent())
+    COST.update(fast_b=0.505, fast_c=0.51)  # within noise of the best: all three confirmed
+    try:
+        settings = _settings(3, 5, ("fast_b", "fast_c", "fast", "slow"), confirm=6, top=3,
+                             racing=False)  # fmt: skip
+        executor = Table()
+        study = open_study(optuna.storages.InMemoryStorage(), settings)
+        result = tune(settings, study._storage, executor, Silent())
+    finally:
+        del COST["fast_b"], COST["fast_c"]
     acc = acceptance_of(study)
     assert acc is not None and result.acceptance is not None
     searched_runs = StudyView(study).runs_spent()
     confirmation = executor.calls[searched_runs:]
-    # the candidates: the configurations within noise of the default or better (a, b, fast)
     candidates = acc.extra["candidates"]
-    assert sorted(c["params"][KNOB] for c in candidates) == ["a", "b", "fast"]
-    # each round runs the default and every candidate once, rotated; decided after 6 rounds
-    # (the signed-rank test of 6 pairs at the level corrected for 3 candidates)
-    assert len(confirmation) == 6 * 4
-    for i in range(6):
+    assert sorted(c["params"][KNOB] for c in candidates) == ["fast", "fast_b", "fast_c"]
+    # each round runs the default and every candidate once, rotated; at the first look
+    # (round 3) the two whose CI lies below the leader's speedup leave; decided after 6
+    # rounds (the signed-rank test of 6 pairs at the level corrected for 3 candidates)
+    assert len(confirmation) == 3 * 4 + 3 * 2
+    for i in range(3):
         assert sorted(confirmation[4 * i : 4 * i + 4], key=str) == sorted(
-            [None, "a", "b", "fast"], key=str
+            [None, "fast", "fast_b", "fast_c"], key=str
         )
+    for i in range(3):
+        assert sorted(confirmation[12 + 2 * i : 14 + 2 * i], key=str) == [None, "fast"]
     assert confirmation[0] is None and confirmation[4] is not None  # the order rotates
     assert acc.accepted and acc.params == {KNOB: "fast"} and acc.speedup == pytest.approx(2.0)
-    assert acc.default_values == [1.0] * 6 and acc.runs() == 24
+    assert acc.default_values == [1.0] * 6 and acc.runs() == 18
     assert result.runs == len(executor.calls)
+
+
+def test_candidates_dominated_in_the_search_are_not_confirmed() -> None:
+    """a and b came within noise of the default but are twice as slow as fast: only fast is
+    confirmed, and it is decided after 5 rounds (the signed-rank test of 5 pairs, one
+    candidate): 10 runs instead of 6 rounds of four."""
+    settings = _settings(3, 5, ("a", "b", "fast", "slow"), confirm=6, top=3, racing=False)
+    executor = Table()
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    tune(settings, study._storage, executor, Silent())
+    acc = acceptance_of(study)
+    assert acc is not None and acc.accepted and acc.params == {KNOB: "fast"}
+    assert [c["params"][KNOB] for c in acc.extra["candidates"]] == ["fast"]
+    assert acc.runs() == 5 * 2
+
+
+def test_a_candidate_not_worth_setting_stops_the_confirmation_at_the_first_look() -> None:
+    """A candidate as fast as the default (within the search's noise band, so confirmed):
+    after 3 rounds its CI ends below 1.02, and the confirmation stops there (it used to
+    run 5 rounds, then more while undecided)."""
+    settings = _settings(2, 2, ("a",), confirm=5, top=1, racing=False)
+    executor = Table()
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    tune(settings, study._storage, executor, Silent())
+    acc = acceptance_of(study)
+    assert acc is not None and not acc.accepted
+    assert len(acc.default_values) == 3 and acc.runs() == 3 * 2
 
 
 def test_an_undecided_candidate_gets_more_pairs_up_to_the_cap() -> None:

@@ -310,8 +310,11 @@ def _reduced(view: StudyView, best: Candidate, noise_cv: float) -> Candidate | N
     spec = view.spec()
     try:
         space = space_from_json(spec.library, spec.space)
-    except UsageError:  # a knob its catalog no longer has: keep the configuration whole
-        return None
+    except (UsageError, OSError):  # a library without a catalog (a synthetic surface's)
+        try:
+            space = space_from_json(spec.library, spec.space, {})  # the stored definitions
+        except UsageError:  # a knob its catalog no longer has: keep the configuration whole
+            return None
     knobs = {d.knob.name: d.knob for d in space.dimensions}
     measured: list[tuple[dict[str, Value], float]] = [({}, 1.0)] + [
         (dict(r.config), float(r.value))
