@@ -8,14 +8,15 @@ Per run ``MPI:NODES:RANKS`` (Debian's MPICH 4.0 on two nodes: its UCX hangs in
 MPI_Finalize on four, see tests/test_testbed.py), a fresh test bed and storage:
 ``commtune sample --verify`` inside its first node with the bed's site environment, so the
 sampler's plain launch lines spread the ranks over the nodes (ranks 0 and 1, the
-ping-pong's, on two nodes), as a user's would in an allocation. Inside a node the sample takes the network's protocol limit (no single-copy
-mechanism), and ``--verify`` times the selection file against each chosen algorithm forced
-and the sampled thresholds (eager limit, IOV density) against the library's own, all in
-interleaved launches; a sampled threshold slower than the library's where they differ is
-vetoed (not handed back). Reported per run: the configuration handed back (and what was
-vetoed), the algorithms chosen per collective, and the verification's medians: selection
-file over forced choice (1 = the file gives what was chosen), and the sampled threshold's
-time over the library's at the sizes where the two values differ.
+ping-pong's, on two nodes), as a user's would in an allocation. Inside a node the sample
+takes the network's protocol limit (no single-copy mechanism), and ``--verify`` times the
+selection file against each chosen algorithm forced and the sampled thresholds (eager
+limit, IOV density, aggregation) against the library's own, all in interleaved launches; a
+sampled threshold slower than the library's where they differ is vetoed (not handed back).
+Reported per run: the configuration handed back (and what was vetoed), the algorithms
+chosen per collective, and the verification's medians: selection file over forced choice
+(1 = the file gives what was chosen), and the sampled threshold's time over the library's
+at the sizes where the two values differ.
 """
 
 from __future__ import annotations
