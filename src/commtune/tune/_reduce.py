@@ -54,8 +54,8 @@ def reduce_config(
         if effect > -math.log1p(threshold):
             gain = math.exp(-effect)
             dropped[name] = (
-                f"its value measured {gain:.3f}x against the default's, within "
-                f"{threshold:.0%} (the noise)"
+                f"its value measured {gain:.3f}x against the default's: not "
+                f"{threshold:.0%} faster (the noise)"
             )
             del kept[name]
     return kept, dropped
