@@ -26,12 +26,12 @@ the smallest configuration that does as well is what is accepted and exported.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from commtune import stats
 from commtune.errors import UsageError
-from commtune.knobs import Value
+from commtune.knobs import Knob, Value
 from commtune.progress import Progress
 from commtune.study import Acceptance, Role, Source, StudyView, config_key, set_acceptance
 from commtune.trial import Executor
@@ -178,7 +178,7 @@ def confirm(
     _compare(default, candidates, statistic, level)
     for c in candidates:
         c.others_cmp = _compare_others(default_others, c, level)
-    acc = _verdict(candidates, default, statistic, n_measured)
+    acc = _without_defaults(_verdict(candidates, default, statistic, n_measured), view)
     set_acceptance(study, acc)
     return acc
 
@@ -301,11 +301,9 @@ def _verdict(
     )
 
 
-def _reduced(view: StudyView, best: Candidate, noise_cv: float) -> Candidate | None:
-    """The best configuration without the knobs that measured no effect (None: all of
-    them matter, or none does)."""
+def _knobs(view: StudyView) -> dict[str, Knob] | None:
+    """The study's knobs (None: its catalog no longer has one of them)."""
     from commtune.knobs import space_from_json
-    from commtune.tune._reduce import reduce_config
 
     spec = view.spec()
     try:
@@ -313,9 +311,36 @@ def _reduced(view: StudyView, best: Candidate, noise_cv: float) -> Candidate | N
     except (UsageError, OSError):  # a library without a catalog (a synthetic surface's)
         try:
             space = space_from_json(spec.library, spec.space, {})  # the stored definitions
-        except UsageError:  # a knob its catalog no longer has: keep the configuration whole
+        except UsageError:
             return None
-    knobs = {d.knob.name: d.knob for d in space.dimensions}
+    return {d.knob.name: d.knob for d in space.dimensions}
+
+
+def _without_defaults(acc: Acceptance, view: StudyView) -> Acceptance:
+    """An accepted configuration without the knobs set to their library default (setting
+    one is not setting it): what is handed back names only what differs."""
+    knobs = _knobs(view)
+    if not acc.accepted or knobs is None:
+        return acc
+    at_default = [k for k, v in acc.params.items() if k in knobs and v == knobs[k].default]
+    if not at_default:
+        return acc
+    extra = dict(acc.extra)
+    extra.setdefault("reduced_from", dict(acc.params))
+    extra["dropped"] = {**(extra.get("dropped") or {}),
+                        **dict.fromkeys(at_default, "the library's default value")}  # fmt: skip
+    params = {k: v for k, v in acc.params.items() if k not in at_default}
+    return replace(acc, params=params, extra=extra)
+
+
+def _reduced(view: StudyView, best: Candidate, noise_cv: float) -> Candidate | None:
+    """The best configuration without the knobs that measured no effect (None: all of
+    them matter, or none does)."""
+    from commtune.tune._reduce import reduce_config
+
+    knobs = _knobs(view)
+    if knobs is None:  # a knob its catalog no longer has: keep the configuration whole
+        return None
     measured: list[tuple[dict[str, Value], float]] = [({}, 1.0)] + [
         (dict(r.config), float(r.value))
         for r in view.measured()
