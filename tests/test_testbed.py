@@ -94,7 +94,7 @@ def test_four_nodes_two_rails_come_up_talk_and_leave_nothing() -> None:
 def test_a_killed_owner_leaves_nothing_after_the_next_bring_up(tmp_path: Path) -> None:
     script = ("import time, sys\nfrom commtune.testbed import Cluster\n"
               "bed = Cluster(3, 1).up()\nprint(bed.name, flush=True)\n"
-              "bed.run(bed.hostnames[0], ['sleep', '300'], timeout=400)\n")  # fmt: skip
+              "bed.run(bed.hostnames[0], ['sleep', '299.75'], timeout=400)\n")  # fmt: skip
     owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert owner.stdout is not None
     name = owner.stdout.readline().strip()
@@ -105,7 +105,7 @@ def test_a_killed_owner_leaves_nothing_after_the_next_bring_up(tmp_path: Path) -
     assert _left_over(name)  # a dead owner leaves it all ...
     assert name in cleanup_stale()  # ... until the next bring-up looks
     assert _left_over(name) == []
-    sleeping = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True,
+    sleeping = subprocess.run(["pgrep", "-f", "sleep 299.75"], capture_output=True, text=True,
                               check=False)  # fmt: skip
     assert sleeping.stdout.strip() == ""
 
