@@ -87,6 +87,11 @@ def _add_studies(p: argparse.ArgumentParser) -> None:
     add_storage(p)
 
 
+def _add_knowledge(p: argparse.ArgumentParser) -> None:
+    add_json(p)
+    add_storage(p)
+
+
 def _add_show(p: argparse.ArgumentParser) -> None:
     p.add_argument("study")
     add_json(p)
@@ -314,6 +319,35 @@ def cmd_studies(args: argparse.Namespace, command: list[str] | None) -> int:
     return 0
 
 
+def cmd_knowledge(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.knowledge import known
+    from commtune.report import UI, knowledge_table
+    from commtune.store import Store
+
+    store = Store(args.storage, create=False)
+    entries = known(store)
+    groups: dict[tuple[str | None, str], list[Any]] = {}
+    for entry in entries:
+        groups.setdefault((entry.platform, entry.library), []).append(entry)
+    ui = UI(json_mode=args.json)
+    out = []
+    for (platform, library), rows in sorted(groups.items(), key=lambda g: str(g[0])):
+        fingerprint = store.platform(platform) if platform else None
+        where = "an unrecorded platform"
+        if fingerprint is not None:
+            where = (f"{fingerprint.mpi_vendor} {fingerprint.mpi_version} on "
+                     f"{fingerprint.nodes or fingerprint.cpu_model}")  # fmt: skip
+        rows.sort(key=lambda k: -(k.speedup or 0.0))
+        ui.print(knowledge_table(rows, f"{library} on {where} (platform {platform})"))
+        out.append({"platform": platform, "library": library, "where": where,
+                    "studies": [k.to_json() for k in rows]})  # fmt: skip
+    if not entries:
+        ui.info(f"no tuning studies in {store.url}")
+    if args.json:
+        print_json({"knowledge": out})
+    return 0
+
+
 def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import UI, trials_table
     from commtune.study import StudyView
@@ -424,6 +458,12 @@ COMMANDS = [
         takes_command=True,
     ),
     Command("studies", "list the studies in a storage", _add_studies, cmd_studies),
+    Command(
+        "knowledge",
+        "what earlier studies found, per platform and library",
+        _add_knowledge,
+        cmd_knowledge,
+    ),
     Command("show", "show one study and its trials", _add_show, cmd_show),
     Command(
         "report", "write a study's report: one HTML page with its plots", _add_report, cmd_report

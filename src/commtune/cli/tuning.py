@@ -154,6 +154,11 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         action="store_true",
         help="do not preload libcommtune (no profiles, no check that knobs took)",
     )
+    p.add_argument(
+        "--no-knowledge",
+        action="store_true",
+        help="do not start from what earlier studies in the storage found on this platform",
+    )
     p.add_argument("--seed", type=int, help="seed of the strategy (same seed, same trials)")
     p.add_argument("--study", help="study name (same name: resume)")
     add_json(p)
@@ -237,6 +242,7 @@ class TuneOptions:
     sbatch: tuple[str, ...] | None = None  # each run its own Slurm job, with these options
     through: tuple[str, ...] = ()  # every launch line runs under this prefix (a bed's node)
     across_nodes: bool = False  # one rank per node: the default space is the network's
+    no_knowledge: bool = False  # earlier studies' answers are not tried first
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -301,6 +307,7 @@ class TuneOptions:
             secondary=secondary,
             objective=objective,
             interposer=not args.no_interposer,
+            no_knowledge=args.no_knowledge,
             study=args.study,
             json=args.json,
             storage=normalize_url(args.storage),
@@ -470,8 +477,9 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     name = opts.study or default_study_name(command, inst.vendor.value, space)
     settings = opts.settings(name, command, inst.vendor.value, space, platform, scale,
                              _sampled_hints(store, platform, space), inst.to_json())  # fmt: skip
+    knowledge = None if opts.no_knowledge else (platform, inst.vendor.value)
     observer = _StudyObserver(store, ui, name, space, profiles=opts.interposer,
-                              predictor=predictor)  # fmt: skip
+                              predictor=predictor, knowledge=knowledge)  # fmt: skip
     result = _run_study(ui, store, settings, executor, observer)
     return _print_result(opts, ui, result, space, inst.vendor.value, command)
 
@@ -517,13 +525,17 @@ class _StudyObserver(Observer):
         *,
         profiles: bool,
         predictor: Predictor | None = None,
+        knowledge: tuple[str | None, str] | None = None,
     ) -> None:
+        """``knowledge``: (platform key, library) whose earlier studies' answers are tried
+        first, the most similar program's first (``commtune.knowledge``)."""
         self.store = store
         self.study = study
         self.ui = ui
         self.profiles = profiles
         self.space = space
         self.predictor = predictor
+        self.knowledge = knowledge
         self.warned: set[str] = set()
         self.reference: list[Profile | None] = []  # looked up once: [None] there is none
 
@@ -559,20 +571,42 @@ class _StudyObserver(Observer):
         from commtune.predict import features_of
         from commtune.profile import Profile
 
-        if self.predictor is None:
-            return []
         stored = self.store.profiles(self.study, reference.number)
-        if not stored:
+        features = features_of(Profile.from_json(stored[0][2])) if stored else None
+        out = self._known_hints(features)
+        if self.predictor is None:
+            return out
+        if features is None:
             self.ui.warn("the reference run has no profile; the search starts without a prediction")
-            return []
-        config = self.predictor.predict(features_of(Profile.from_json(stored[0][2])))
-        space = self.space
-        hint = {k: v for k, v in config.items() if k in space.names and v in space[k].candidates()}
+            return out
+        hint = self._in_space(self.predictor.predict(features))
         if not hint:
             self.ui.info("the prediction names none of the knobs under tuning")
-            return []
+            return out
         self.ui.info("predicted start: " + ", ".join(f"{k}={v}" for k, v in hint.items()))
-        return [hint]
+        return [hint, *out]
+
+    def _in_space(self, config: Mapping[str, Value]) -> dict[str, Value]:
+        space = self.space
+        return {k: v for k, v in config.items() if k in space.names and v in space[k].candidates()}
+
+    def _known_hints(self, features: Mapping[str, float] | None) -> list[dict[str, Value]]:
+        """The answers of earlier studies on this platform and library, the most similar
+        program first, as far as they set knobs under tuning."""
+        from commtune.knowledge import known, similar
+
+        if self.knowledge is None:
+            return []
+        platform, library = self.knowledge
+        out: list[dict[str, Value]] = []
+        for entry, far in similar(known(self.store, skip=self.study), features, platform, library):
+            hint = self._in_space(entry.answer)
+            if hint and hint not in out:
+                out.append(hint)
+                self.ui.info(f"known start from study {entry.study} ({entry.program}, "
+                             f"distance {far:.2f}): "
+                             + ", ".join(f"{k}={v}" for k, v in hint.items()))  # fmt: skip
+        return out
 
 
 def _tune_replay(opts: TuneOptions, ui: UI) -> int:
@@ -593,7 +627,8 @@ def _tune_replay(opts: TuneOptions, ui: UI) -> int:
     command = ["replay", opts.replay]
     name = opts.study or default_study_name(command, library, space)
     settings = opts.settings(name, command, library, space)
-    observer = _StudyObserver(store, ui, name, space, profiles=False)
+    observer = _StudyObserver(store, ui, name, space, profiles=False,
+                              knowledge=None if opts.no_knowledge else (None, library))  # fmt: skip
     result = _run_study(ui, store, settings, executor, observer)
     return _print_result(opts, ui, result, space, library)
 

@@ -215,6 +215,22 @@ def studies_table(rows: list[dict[str, Any]], title: str) -> Table:
     return table
 
 
+def knowledge_table(rows: Sequence[Any], title: str) -> Table:
+    """The studies of one platform and library (``knowledge.Known``), best speedup first."""
+    table = compact_table(title)
+    for column in ("study", "program", "verdict", "speedup", "answer", "runs", "profiled"):
+        table.add_column(column, overflow="fold")
+    for k in rows:
+        speedup = "" if k.speedup is None else f"{k.speedup:.2f}x"
+        if k.ci:
+            speedup += f" [{k.ci[0]:.2f}, {k.ci[1]:.2f}]"
+        verdict = "accepted" if k.accepted else "near the best" if k.answer else "default stays"
+        answer = " ".join(f"{n}={v}" for n, v in k.answer.items()) or "-"
+        table.add_row(k.study, k.program, verdict, speedup, answer, str(k.runs),
+                      "yes" if k.features is not None else "no")  # fmt: skip
+    return table
+
+
 def differences_table(differences: Sequence[Any], title: str) -> Table:
     """What differs between where a study measured and here (``tune.Difference``)."""
     table = compact_table(title)

@@ -323,7 +323,9 @@ def _without_defaults(acc: Acceptance, view: StudyView) -> Acceptance:
     if not acc.accepted or knobs is None:
         return acc
     at_default = [k for k, v in acc.params.items() if k in knobs and v == knobs[k].default]
-    if not at_default:
+    if not at_default or len(at_default) == len(acc.params):
+        # nothing to drop; or everything: a configuration of defaults only measured faster
+        # than the defaults left unset, and is handed back as measured
         return acc
     extra = dict(acc.extra)
     extra.setdefault("reduced_from", dict(acc.params))
