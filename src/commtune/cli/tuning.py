@@ -569,10 +569,15 @@ class _StudyObserver(Observer):
 
     def hints(self, reference: TrialRecord) -> list[dict[str, Value]]:
         from commtune.predict import features_of
-        from commtune.profile import Profile
+        from commtune.profile import Profile, ProfileError
 
+        if self.predictor is None and self.knowledge is None:
+            return []
         stored = self.store.profiles(self.study, reference.number)
-        features = features_of(Profile.from_json(stored[0][2])) if stored else None
+        try:
+            features = features_of(Profile.from_json(stored[0][2])) if stored else None
+        except ProfileError:  # a profile this commtune cannot read: as if there were none
+            features = None
         out = self._known_hints(features)
         if self.predictor is None:
             return out

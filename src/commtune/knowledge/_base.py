@@ -10,6 +10,7 @@ scale-free distance: the mean over the features both have of |a - b| / (|a| + |b
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ def known(store: Store, skip: str | None = None) -> list[Known]:
     import optuna
 
     from commtune.predict import features_of
-    from commtune.profile import Profile
+    from commtune.profile import Profile, ProfileError
     from commtune.study import Source, StudyView, raw_spec
 
     out: list[Known] = []
@@ -82,7 +83,8 @@ def known(store: Store, skip: str | None = None) -> list[Known]:
         if ref is not None:
             stored = store.profiles(summary.study_name, ref.number)
             if stored:
-                features = features_of(Profile.from_json(stored[0][2]))
+                with contextlib.suppress(ProfileError):  # unreadable: as if not profiled
+                    features = features_of(Profile.from_json(stored[0][2]))
         command = list(spec.get("command") or ["?"])
         out.append(
             Known(
