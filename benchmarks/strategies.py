@@ -202,6 +202,115 @@ def regret_table(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+# -- the replay tables: the whole design against TPE and random at the same runs -----------------
+TABLE_RUNS = 30  # the study's bound, confirmation included (issue 28)
+KNOWN_RUNS = 15  # the same with what the other programs' studies found
+OURS = "tpe"  # the tuner's default strategy
+KEYS = ("ours", "tpe", "random", "known", "cold15")  # the table race's columns
+
+
+def tables() -> list[str]:
+    return sorted(p.stem for p in DATA.glob("table-*.json"))
+
+
+def installation_of_table(name: str) -> str:
+    """``table-openmpi-ct_demo`` -> ``openmpi`` (the programs of one installation share a
+    space)."""
+    return name.split("-")[1] + ("-" + name.split("-")[2] if name.count("-") > 2 else "")
+
+
+def ours(args: tuple[str, int, int, tuple[dict, ...]]) -> RaceRun:
+    name, seed, max_runs, hints = args
+    return race_one(OURS, surface(name), 0.0, seed, 100, design="raced", repeats=DESIGN_REPEATS,
+                    confirm_rounds=CONFIRM_ROUNDS, max_runs=max_runs, hints=hints)  # fmt: skip
+
+
+def plain(args: tuple[str, str, int, int]) -> RaceRun:
+    strategy, name, seed, budget = args
+    return race_one(strategy, surface(name), 0.0, seed, budget, design="fixed", repeats=1)
+
+
+def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> tuple[dict, ...]:
+    """What the other programs' studies (same installation, same seed) accepted, the most
+    similar program first (by the recorded reference profiles), as a new study would get it."""
+    from commtune.knowledge import distance
+
+    mine = json.loads((DATA / f"{name}.json").read_text()).get("features") or {}
+    others = []
+    for other in tables():
+        if other == name or installation_of_table(other) != installation_of_table(name):
+            continue
+        run = found.get((other, seed))
+        if run is None or not run.answer:
+            continue
+        theirs = json.loads((DATA / f"{other}.json").read_text()).get("features") or {}
+        others.append((distance(mine, theirs) if mine and theirs else 1.0, run.answer))
+    out: list[dict] = []
+    for _, answer in sorted(others, key=lambda item: item[0]):
+        if answer not in out:
+            out.append(answer)
+    return tuple(out)
+
+
+def table_race(names: list[str], seeds: int, jobs: int) -> list[dict]:
+    """Per table and seed: the tuner's whole design bounded at TABLE_RUNS (search,
+    controls, confirmation), TPE and random search given the runs it spent (one run per
+    trial, the best measured handed back), and the design bounded at KNOWN_RUNS starting
+    from the other programs' answers (leave one program out)."""
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        full = list(pool.map(ours, [(n, s, TABLE_RUNS, ()) for n in names for s in range(seeds)]))
+        found = {(r.surface, r.seed): r for r in full}
+        base_jobs = [
+            (b, r.surface, r.seed, max(2, r.runs)) for r in full for b in ("tpe", "random")
+        ]
+        bases = list(pool.map(plain, base_jobs))
+        known_jobs = [(n, s, KNOWN_RUNS, known_hints(n, s, found)) for n in names
+                      for s in range(seeds)]  # fmt: skip
+        known = list(pool.map(ours, known_jobs))
+        cold = list(pool.map(ours, [(n, s, KNOWN_RUNS, ()) for n in names for s in range(seeds)]))
+    out = []
+    for name in names:
+        row: dict = {"table": name, "optimum_speedup": surface(name).default_regret + 1.0}
+
+        def cell(runs: list[RaceRun], share) -> dict:
+            shares = [share(r) for r in runs]
+            return {"share": float(np.median(shares)), "worst": float(min(shares)),
+                    "runs": float(np.median([r.runs for r in runs]))}  # fmt: skip
+
+        def at(r: RaceRun) -> float:
+            return r.share_after(len(r.regret))
+
+        row["ours"] = cell([r for r in full if r.surface == name], RaceRun.confirmed_share)
+        for b in ("tpe", "random"):
+            row[b] = cell([r for r in bases if r.surface == name and r.strategy == b], at)
+        row["known"] = cell([r for r in known if r.surface == name], RaceRun.confirmed_share)
+        row["cold15"] = cell([r for r in cold if r.surface == name], RaceRun.confirmed_share)
+        row["hinted"] = sum(bool(h) for n, _, _, h in known_jobs if n == name)
+        out.append(row)
+    return out
+
+
+def tables_table(rows: list[dict]) -> str:
+    lines = [
+        f"| table | best speedup | tuner, <= {TABLE_RUNS} runs | TPE, same runs "
+        f"| random, same runs | tuner + knowledge, <= {KNOWN_RUNS} runs "
+        f"| tuner cold, <= {KNOWN_RUNS} runs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def c(d: dict) -> str:
+        return f"{100 * d['share']:.1f} % / {100 * d['worst']:.1f} % ({d['runs']:g})"
+
+    for r in rows:
+        cells = " | ".join(c(r[k]) for k in KEYS)
+        lines.append(f"| {r['table'][6:]} | {r['optimum_speedup']:.2f}x | {cells} |")
+    med = {k: float(np.median([r[k]["share"] for r in rows])) for k in KEYS}
+    worst = {k: float(min(r[k]["worst"] for r in rows)) for k in KEYS}
+    total = " | ".join(f"**{100 * med[k]:.1f} %** / {100 * worst[k]:.1f} %" for k in KEYS)
+    lines.append(f"| **all** | | {total} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="10 seeds, budget 30")
@@ -214,13 +323,25 @@ def main() -> int:
     parser.add_argument("--png", type=Path, default=Path("benchmarks/out/strategies.png"))
     parser.add_argument("--runs", type=Path, help="write every run (JSON lines) here")
     parser.add_argument("--no-drift", action="store_true", help="leave out the drift cases")
+    parser.add_argument("--tables", action="store_true",
+                        help="only the replay tables' race of whole designs (benchmarks/data/"
+                        "table-*.json, made by benchmarks/replay_tables.py)")  # fmt: skip
     args = parser.parse_args()
+    if args.tables:
+        start = time.perf_counter()
+        names = args.surfaces.split(",") if args.surfaces else tables()
+        rows = table_race(names, args.seeds or 20, args.jobs)
+        if args.json:
+            print(json.dumps({"tables": rows, "seconds": round(time.perf_counter() - start)}))
+        else:
+            print(tables_table(rows))
+        return 0
     seeds = args.seeds or (10 if args.quick else 20)
     budget = args.budget or (30 if args.quick else 50)
     names = (
         args.surfaces.split(",")
         if args.surfaces
-        else [*SYNTHETIC, *sorted(p.stem for p in DATA.glob("replay-*.json"))]
+        else [*SYNTHETIC, *sorted(p.stem for p in DATA.glob("replay-*.json")), *tables()]
     )
     cases = [(n, noise) for n in names for noise in (NOISES if n in SYNTHETIC else [0.0])]
     jobs = [

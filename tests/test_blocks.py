@@ -185,12 +185,13 @@ def test_the_statistic_is_the_users_choice() -> None:
 
 
 def test_max_runs_bounds_the_whole_study_confirmation_included() -> None:
-    settings = _settings(3, 5, ("a", "b", "fast", "slow"), confirm=2, max_runs=12, racing=False)
+    settings = _settings(3, 5, ("a", "b", "fast", "slow"), confirm=2, max_runs=10, racing=False)
     executor = Table()
     study = open_study(optuna.storages.InMemoryStorage(), settings)
     result = tune(settings, study._storage, executor, Silent())
-    assert result.runs == len(executor.calls) <= 12
-    assert result.trials < 5  # the budget of runs stopped the search first
+    assert result.runs == len(executor.calls) <= 10
+    # the search stopped where the runs left were those of confirming one candidate
+    assert result.trials < 5
 
 
 def test_top_k_confirmation_interleaves_the_default_and_the_candidates() -> None:
@@ -223,6 +224,33 @@ def test_top_k_confirmation_interleaves_the_default_and_the_candidates() -> None
     assert acc.accepted and acc.params == {KNOB: "fast"} and acc.speedup == pytest.approx(2.0)
     assert acc.default_values == [1.0] * 6 and acc.runs() == 18
     assert result.runs == len(executor.calls)
+
+
+def test_the_runs_left_bound_how_many_candidates_are_confirmed() -> None:
+    """Three candidates within noise of each other, but after the search the runs left
+    (--max-runs) hold 6 rounds of one candidate and the default, not of three: the best
+    alone is confirmed, and accepted within the bound."""
+    COST.update(fast_b=0.505, fast_c=0.51)
+    try:
+        verdicts, searched, spent = [], 0, 0
+        for max_runs in (None, 0):
+            if max_runs == 0:  # the search's own runs, and room for 6 rounds of two and 5 more
+                max_runs = searched + 2 * 6 + 5
+            settings = _settings(3, 5, ("fast_b", "fast_c", "fast", "slow"), confirm=6, top=3,
+                                 racing=False, max_runs=max_runs)  # fmt: skip
+            executor = Table()
+            study = open_study(optuna.storages.InMemoryStorage(), settings)
+            result = tune(settings, study._storage, executor, Silent())
+            acc = acceptance_of(study)
+            assert acc is not None
+            verdicts.append(acc)
+            searched, spent = len(executor.calls) - acc.runs(), result.runs
+    finally:
+        del COST["fast_b"], COST["fast_c"]
+    unbounded, bounded = verdicts
+    assert len(unbounded.extra["candidates"]) == 3
+    assert [c["params"][KNOB] for c in bounded.extra["candidates"]] == ["fast"]
+    assert bounded.accepted and spent <= searched + 2 * 6 + 5
 
 
 def test_candidates_dominated_in_the_search_are_not_confirmed() -> None:

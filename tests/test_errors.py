@@ -59,7 +59,7 @@ def check_error(
         ),
         (["tune", "--metric", "regex:no group", *TRUE_OMPI], "needs a group"),
         (["tune", "--trials", "0", *TRUE_OMPI], "must be positive"),
-        (["tune", "--max-runs", "20", *TRUE_OMPI], "--max-runs 20 leaves no run to search"),
+        (["tune", "--max-runs", "12", *TRUE_OMPI], "--max-runs 12 leaves no run to search"),
         (["tune", "--objective", "p99", *TRUE_OMPI], "invalid choice: 'p99'"),
         (["tune", "--preset", "nope", *TRUE_OMPI], "invalid choice"),
         # the I/O knobs: an MPI-IO hint or HDF5 property the catalog does not have, a value

@@ -4,9 +4,12 @@ demo app) from the command line to the result table."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import shlex
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
     from commtune.report import UI
     from commtune.store import Store
     from commtune.study import Scale, TrialRecord
-    from commtune.trial import Executor, Objective, RunRecord
+    from commtune.trial import Executor, LocalExecutor, Objective, RunRecord
     from commtune.tune import TuneResult, TuneSettings
 
 OBJECTIVES = ("median", "mean", "p90")  # stats.STATISTICS, without importing numpy for --help
@@ -195,7 +198,18 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
         "(e.g. --sbatch '-N 2 -p compute --exclusive'; '' for Slurm's defaults): for tuning "
         "from a login node; the command is the job's launch line (srun or mpirun)",
     )
-    p.add_argument("--replay", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--record",
+        metavar="FILE",
+        help="do not search: run every configuration of the space and the defaults "
+        "--repeats times, in rounds shuffled anew, and write them as a replay table",
+    )
+    p.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="run nothing: answer every run from a table --record wrote (needs --mpi), "
+        "to try strategies and settings for free",
+    )
 
 
 def _add_demo(p: argparse.ArgumentParser) -> None:
@@ -236,6 +250,7 @@ class TuneOptions:
     json: bool
     storage: str
     replay: str | None = None
+    record: str | None = None
     scales: tuple[str, ...] = ()
     trains: tuple[str, ...] = ()
     train_from: str | None = None
@@ -259,11 +274,16 @@ class TuneOptions:
         objective = Objective.parse(metrics[0])
         secondary = tuple(Objective.parse(m) for m in metrics[1:])
         replay = getattr(args, "replay", None)
+        record = getattr(args, "record", None)
+        if record and replay:
+            raise UsageError("--record and --replay: one or the other")
+        if record:
+            _writable(record)
         if any(o.needs_profile for o in secondary) and (args.no_interposer or replay):
             raise UsageError("a profile: --metric needs the interposer (libcommtune)")
         if objective.needs_profile and (args.no_interposer or replay):
             raise UsageError(f"--metric {metrics[0]} needs the interposer (libcommtune)")
-        confirming = args.confirm * (args.top + 1)
+        confirming = args.confirm * 2  # one candidate and the default
         least = args.repeats + confirming + 1
         if args.max_runs is not None and args.max_runs < least:
             raise UsageError(
@@ -312,6 +332,7 @@ class TuneOptions:
             json=args.json,
             storage=normalize_url(args.storage),
             replay=replay,
+            record=record,
             scales=tuple(getattr(args, "scale", ())),
             trains=trains,
             train_from=train_from,
@@ -474,6 +495,8 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         secondary=opts.secondary,
         runner=runner,
     )
+    if opts.record:
+        return _record(opts, ui, executor, space, inst, command)
     name = opts.study or default_study_name(command, inst.vendor.value, space)
     settings = opts.settings(name, command, inst.vendor.value, space, platform, scale,
                              _sampled_hints(store, platform, space), inst.to_json())  # fmt: skip
@@ -482,6 +505,49 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
                               predictor=predictor, knowledge=knowledge)  # fmt: skip
     result = _run_study(ui, store, settings, executor, observer)
     return _print_result(opts, ui, result, space, inst.vendor.value, command)
+
+
+def _writable(path: str) -> None:
+    """A file can be written there (checked before hours of runs, not after)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"--record {path}: no directory {directory}")
+    if not os.access(directory, os.W_OK):
+        raise UsageError(f"--record {path}: {directory} is not writable")
+
+
+def _record(
+    opts: TuneOptions,
+    ui: UI,
+    executor: LocalExecutor,
+    space: Space,
+    inst: Installation,
+    command: Sequence[str],
+) -> int:
+    """``tune --record FILE``: the balanced sweep (``tune.record``), written atomically."""
+    from commtune.predict import features_of
+    from commtune.tune import record
+    from commtune.util import write_atomic
+
+    assert opts.record is not None
+    plan = opts.plan
+    done = record(executor, space, plan.repeats, ui, seed=plan.seed, timeout=plan.timeout,
+                  reference_timeout=plan.reference_timeout)  # fmt: skip
+    data = done.to_json(
+        description=shlex.join(command),
+        installation=inst.to_json(),
+        metric=opts.metric,
+        recorded=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        features=features_of(done.profile) if done.profile is not None else None,
+    )
+    write_atomic(opts.record, json.dumps(data, indent=1) + "\n")
+    failed = done.failed()
+    ui.info(f"{len(done.values)} configurations x {plan.repeats} runs and the defaults "
+            f"({len(done.order)} runs, {len(failed)} failed) -> {opts.record}")  # fmt: skip
+    if opts.json:
+        print_json({"file": opts.record, "runs": len(done.order), "failed": len(failed),
+                    "configurations": len(done.values)})  # fmt: skip
+    return 0
 
 
 def _slurm_nodes(opts: TuneOptions, command: Sequence[str]) -> str | None:

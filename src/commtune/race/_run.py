@@ -19,12 +19,13 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from commtune.knobs import Value
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
 from commtune.study import Plan, Role, StudySpec, StudyView
@@ -49,6 +50,7 @@ class RaceRun:
     found: tuple[float, ...] = ()  # regret of the best configuration measured so far
     confirmed: float | None = None  # regret of the configuration the confirmation hands back
     confirm_runs: int = 0
+    answer: dict[str, Any] | None = None  # the accepted configuration (None: the defaults)
 
     def confirmed_share(self) -> float:
         """The share of the best speedup the confirmed verdict holds (the default's when
@@ -88,6 +90,7 @@ class RaceRun:
             "repeats": self.repeats,
             "confirmed": self.confirmed,
             "confirm_runs": self.confirm_runs,
+            "answer": self.answer,
         }
 
 
@@ -103,10 +106,14 @@ def race_one(
     design: str = "raced",
     repeats: int = 1,
     confirm_rounds: int = 0,
+    max_runs: int | None = None,
+    hints: Sequence[Mapping[str, Value]] = (),
 ) -> RaceRun:
     """One study of ``budget`` trials (reference included); see the module docstring.
     ``confirm_rounds``: then the confirmation, of the best 3 (raced) or the best alone
-    (fixed, as before top-k)."""
+    (fixed, as before top-k). ``max_runs``: the study's bound on runs, confirmation
+    included (``tune --max-runs``); ``hints``: configurations tried first (what earlier
+    studies found, as ``commtune.knowledge`` hands them to a study)."""
     import optuna
 
     optuna.logging.set_verbosity(logging.WARNING)
@@ -122,8 +129,9 @@ def race_one(
         seed=seed,
         controls=design == "raced",
         racing=design == "raced",
+        max_runs=max_runs,
     )
-    settings = TuneSettings("race", spec, surface.space, plan)
+    settings = TuneSettings("race", spec, surface.space, plan, tuple(hints))
     storage = optuna.storages.InMemoryStorage()
     executor = surface.executor(noise, seed * 7919 + 17, drift)
     ui = Silent()
@@ -135,11 +143,14 @@ def race_one(
         verdict = None
         if confirm_rounds:
             top = 3 if design == "raced" else 1
-            verdict = confirm(study, executor, 60.0, ui, rounds=confirm_rounds, top=top)
+            verdict = confirm(study, executor, 60.0, ui, rounds=confirm_rounds, top=top,
+                              max_runs=max_runs)  # fmt: skip
     confirmed = None
+    accepted = None
     if confirm_rounds:  # the verdict's configuration; the default's when nothing is accepted
-        accepted = verdict.params if verdict is not None and verdict.accepted else None
-        confirmed = surface.regret(accepted) if accepted else surface.default_regret
+        accepted = dict(verdict.params) if verdict is not None and verdict.accepted else None
+        whole = {**surface.space.defaults(), **accepted} if accepted else None  # reduced
+        confirmed = surface.regret(whole) if whole else surface.default_regret
     regret, found = curve(study, surface)
     reached = next((i + 1 for i, r in enumerate(regret) if r <= REACHED), None)
     runs = StudyView(study).runs_spent()
@@ -158,6 +169,7 @@ def race_one(
         tuple(found),
         confirmed,
         verdict.runs() if verdict is not None else 0,
+        accepted,
     )
 
 

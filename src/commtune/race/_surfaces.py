@@ -10,7 +10,6 @@ executor; their recorded values are their truth.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -21,6 +20,7 @@ import numpy as np
 
 from commtune.knobs import Dimension, Knob, KnobType, Space, Value
 from commtune.trial import Executor, ReplayExecutor, RunRecord
+from commtune.tune import configurations
 
 Config = Mapping[str, Value]
 
@@ -48,9 +48,10 @@ class Surface:
     space: Space
     f: Callable[[Config], float]  # noise-free run time; math.inf: the configuration crashes
     description: str
-    table: dict[str, float] = field(default_factory=dict)  # replayed: config key -> value
+    table: dict[str, float | None] = field(default_factory=dict)  # replayed: key -> truth
     replay: Path | None = None
     reference: float | None = None  # replayed: the recorded runs of the library's defaults
+    drawn: bool = False  # replayed: each run draws a recorded run at random (balanced tables)
 
     def __post_init__(self) -> None:
         values = [self.value(c) for c in self.configs()]
@@ -60,11 +61,7 @@ class Surface:
         self.default_regret = self.default_value / self.optimum - 1.0
 
     def configs(self) -> list[dict[str, Value]]:
-        dims = self.space.dimensions
-        return [
-            {d.knob.name: v for d, v in zip(dims, combo, strict=True)}
-            for combo in itertools.product(*(d.candidates() for d in dims))
-        ]
+        return configurations(self.space)
 
     def value(self, config: Config) -> float:
         return float(self.f(config))
@@ -75,7 +72,7 @@ class Surface:
 
     def executor(self, noise: float, seed: int, drift: float = 1.0) -> Executor:
         if self.replay is not None:
-            return ReplayExecutor(self.replay, self.space.defaults())
+            return ReplayExecutor(self.replay, self.space.defaults(), seed if self.drawn else None)
         return SurfaceExecutor(self, noise, seed, drift)
 
 
@@ -232,20 +229,29 @@ def mixed() -> Surface:
 
 
 def replayed(path: Path) -> Surface:
-    """A real space measured once per configuration; the replay executor answers from it."""
+    """A real space measured per configuration; the replay executor answers from it. A
+    configuration's truth is the median of its recorded runs (a table of one run each: that
+    run), infinite where most of its runs failed; each run of a replayed study draws one of
+    the recorded runs (``tune --record`` tables) or cycles through them (older tables)."""
     from commtune.knobs import space_from_json
 
     data = json.loads(path.read_text())
     space = space_from_json(data["library"], data["space"])
-    table = {ReplayExecutor.key(t["params"]): t["values"][0] for t in data["trials"]}
-    default = float(np.median(data["default"]))
+    table = {ReplayExecutor.key(t["params"]): _truth(t["values"]) for t in data["trials"]}
+    default = _truth(data["default"])
 
     def f(c: Config) -> float:
         value = table[ReplayExecutor.key(c)]
         return math.inf if value is None else float(value)
 
     name = path.stem
-    return Surface(name, space, f, data.get("description", name), table, path, default)
+    return Surface(name, space, f, data.get("description", name), table, path, default,
+                   bool(data.get("balanced")))  # fmt: skip
+
+
+def _truth(values: list[float | None]) -> float | None:
+    measured = [v for v in values if v is not None]
+    return float(np.median(measured)) if len(measured) * 2 > len(values) else None
 
 
 SYNTHETIC: dict[str, Callable[[], Surface]] = {

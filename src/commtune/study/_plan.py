@@ -32,10 +32,12 @@ class Plan:
     control_every: int = 6  # trial runs between two control runs (tune/_schedule.py)
 
     def search_limit(self) -> int | None:
-        """Runs the search may reach: ``max_runs`` less the confirmation's first rounds."""
+        """Runs the search may reach: ``max_runs`` less the first rounds of a confirmation
+        of one candidate (more candidates are confirmed only where the runs left allow
+        ``confirm`` rounds of them all)."""
         if self.max_runs is None:
             return None
-        return self.max_runs - self.confirm * (self.top + 1)
+        return self.max_runs - self.confirm * 2
 
 
 DEFAULTS = Plan()

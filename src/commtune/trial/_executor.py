@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import copy
 import json
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -193,14 +194,22 @@ class ReplayExecutor(Executor):
 
     The file is JSON: ``{"default": [values...], "trials": [{"params": {...}, "values": [...]},
     ...]}``; a value of null is a failed run. Repeated runs of one configuration cycle through
-    its recorded values. A configuration that was not recorded is an error. ``defaults``:
+    its recorded values, or, given a ``seed``, draw one of them at random each time (a
+    balanced table's runs as a study would meet them). A configuration that was not recorded
+    is an error. ``defaults``:
     each knob's library default, which a configuration leaving a knob out runs with (a
     configuration reduced to the knobs that matter is looked up as the recorded one with
     the others at their defaults).
     """
 
-    def __init__(self, path: str | Path, defaults: Mapping[str, Value] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        defaults: Mapping[str, Value] | None = None,
+        seed: int | None = None,
+    ) -> None:
         self.defaults = dict(defaults or {})
+        self.rng = random.Random(seed) if seed is not None else None
         try:
             data = json.loads(Path(path).read_text())
             self.default = list(data["default"])
@@ -227,7 +236,7 @@ class ReplayExecutor(Executor):
             raise UsageError(f"replay: configuration {key} was not recorded")
         n = self.counts.get(key, 0)
         self.counts[key] = n + 1
-        value = values[n % len(values)]
+        value = values[self.rng.randrange(len(values)) if self.rng else n % len(values)]
         if value is None:
             return RunRecord(None, 0.0, 1, "exit status 1 (recorded)")
         return RunRecord(float(value), float(value), 0)

@@ -12,6 +12,7 @@ from commtune.tune._loop import (
     search,
     tune,
 )
+from commtune.tune._record import Recording, configurations, record
 from commtune.tune._schedule import CONTROL_EVERY, RACE_Z, Scheduler
 from commtune.tune._stale import (
     NO_LONGER_FASTER,
@@ -35,6 +36,7 @@ __all__ = [
     "UNCHANGED",
     "Difference",
     "Observer",
+    "Recording",
     "ReferenceFailed",
     "Row",
     "Scheduler",
@@ -42,11 +44,13 @@ __all__ = [
     "TuneResult",
     "TuneSettings",
     "Workers",
+    "configurations",
     "confirm",
     "differences",
     "inherited_mpi_env",
     "open_study",
     "recheck",
+    "record",
     "run_reference",
     "search",
     "summarize",

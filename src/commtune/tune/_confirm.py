@@ -132,10 +132,12 @@ def confirm(
     if smaller is not None and all(config_key(smaller.config) != config_key(c.config)
                                    for c in candidates):  # fmt: skip
         candidates = [*candidates[: max(1, top - 1)], smaller]
+    room = None if max_runs is None else max_runs - view.runs_spent()
+    if room is not None:  # as many candidates as the runs left allow `rounds` rounds of
+        candidates = candidates[: max(1, room // rounds - 1)]
     level = 1 - (1 - LEVEL) / len(candidates)
     default: dict[int, float] = {}  # round -> the default's run
     default_others: dict[int, dict[str, float | None]] = {}
-    room = None if max_runs is None else max_runs - view.runs_spent()
     active = list(candidates)
     made = 0
     with ui.progress("confirming the best against the default", rounds * (1 + len(active))) as bar:

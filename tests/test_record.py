@@ -1,0 +1,119 @@
+"""Recorded sweeps (``tune --record``): balanced, interleaved, written whole or not at all,
+and answered from by ``tune --replay`` and the strategy race."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from commtune import native
+from commtune.knobs import Dimension, Space, Value
+from commtune.mpi import installation_of
+from commtune.progress import Silent
+from commtune.race import replayed
+from commtune.race._surfaces import cat_knob, int_knob
+from commtune.trial import Executor, ReplayExecutor, RunRecord
+from commtune.tune import record
+
+from .conftest import last_json, run_cli
+
+METRIC = r"regex:time ([0-9.eE+-]+) s"
+
+
+class Calls(Executor):
+    """Answers by a table and remembers every configuration it was asked to run."""
+
+    def __init__(self, failing: str | None = None) -> None:
+        self.calls: list[dict[str, Value] | None] = []
+        self.failing = failing
+
+    def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
+        self.calls.append(dict(config) if config is not None else None)
+        if config is not None and config["algo"] == self.failing:
+            return RunRecord(None, 0.1, 1, "exit status 1")
+        value = 1.0 if config is None else 0.5 + 0.1 * int(config["n"])
+        return RunRecord(value, value, 0)
+
+
+def _space() -> Space:
+    knobs = (int_knob("n", 0, 2, 0), cat_knob("algo", ("a", "b"), "a"))
+    return Space("synthetic", tuple(Dimension(k) for k in knobs))
+
+
+def test_every_round_runs_every_configuration_once_in_a_new_order() -> None:
+    executor = Calls()
+    done = record(executor, _space(), 4, Silent(), seed=3)
+    # the first run is the defaults' (it sets the timeout); then 4 rounds of the 6
+    # configurations and the defaults (the first round's defaults run was that first run)
+    assert executor.calls[0] is None
+    assert len(executor.calls) == 1 + 6 + 3 * 7
+    rounds = [executor.calls[1:7], *(executor.calls[7 + 7 * i : 14 + 7 * i] for i in range(3))]
+    keys = [[ReplayExecutor.key(c) if c else "" for c in r] for r in rounds]
+    assert all(sorted(k) == sorted(set(k)) for k in keys)  # once each per round
+    assert sorted(keys[1]) == sorted(keys[2]) == sorted(keys[3]) and "" in keys[1]
+    assert len({tuple(k) for k in keys[1:]}) > 1  # shuffled anew
+    assert all(len(v) == 4 for v in done.values.values()) and len(done.default) == 4
+    again = Calls()
+    record(again, _space(), 4, Silent(), seed=3)
+    assert again.calls == executor.calls  # the same seed, the same order
+
+
+def test_a_failing_configuration_is_recorded_once_and_not_run_again() -> None:
+    executor = Calls(failing="b")
+    done = record(executor, _space(), 3, Silent(), seed=1)
+    failing = [key for key, values in done.values.items() if values == [None]]
+    assert len(failing) == 3 and sorted(failing) == sorted(done.failed())
+    assert sum(c is not None and c["algo"] == "b" for c in executor.calls) == 3
+    assert all(len(v) == 3 for k, v in done.values.items() if k not in failing)
+
+
+@pytest.mark.openmpi
+def test_record_then_replay_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A real sweep of a real program, then a study answered from it: the truth of every
+    configuration is the median of its recorded runs, and each replayed run one of them."""
+    inst = installation_of("openmpi")
+    demo = str(native.build(inst, "demo/ct_demo.c"))
+    table = tmp_path / "table.json"
+    knob = "btl_vader_eager_limit=4096,16384,65536"
+    code, out, err = run_cli(["tune", "--mpi", "openmpi", "--record", str(table), "--repeats",
+                              "3", "--knob", knob, "--metric", METRIC, "--json", "--",
+                              *inst.command(2, [demo, "200"])], capsys)  # fmt: skip
+    assert code == 0, err
+    assert last_json(out) == {"file": str(table), "runs": 12, "failed": 0,
+                                     "configurations": 3}  # fmt: skip
+    data = json.loads(table.read_text())
+    assert data["balanced"] and data["repeats"] == 3 and len(data["default"]) == 3
+    assert sorted(t["params"]["btl_vader_eager_limit"] for t in data["trials"]) == [
+        4096, 16384, 65536,
+    ]  # fmt: skip
+    assert all(len(t["values"]) == 3 and None not in t["values"] for t in data["trials"])
+    assert data["features"]["comm_size"] == 2.0  # the defaults' profile, for knowledge
+    surface = replayed(table)
+    assert surface.drawn
+    for t in data["trials"]:
+        assert surface.value(t["params"]) == sorted(t["values"])[1]
+    code, out, err = run_cli(["tune", "--mpi", "openmpi", "--replay", str(table), "--knob",
+                              knob, "--storage", f"sqlite:///{tmp_path}/r.db", "--trials",
+                              "4", "--confirm", "0", "--json"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert last_json(out)["runs"] >= 4
+
+
+def test_record_refuses_what_it_cannot_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing is run and nothing written when the table could not be written or the
+    options contradict each other."""
+    cases = [
+        (["--record", str(tmp_path / "no" / "t.json")], "no directory"),
+        (["--record", str(tmp_path / "t.json"), "--replay", str(tmp_path / "t.json")],
+         "--record and --replay"),
+    ]  # fmt: skip
+    for extra, said in cases:
+        code, _, err = run_cli(["tune", "--mpi", "openmpi", *extra, "--", "true"], capsys)
+        assert code == 2
+        assert said in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
