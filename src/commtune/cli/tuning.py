@@ -41,19 +41,20 @@ if TYPE_CHECKING:
 
     import optuna
 
-    from commtune.knobs import Knob, Space, Value
+    from commtune.knobs import Knob, KnobStatus, Space, Value
     from commtune.mpi import Installation
     from commtune.predict import Predictor
-    from commtune.profile import Profile
+    from commtune.profile import Choice, Profile
     from commtune.report import UI
     from commtune.store import Store
     from commtune.study import Scale, TrialRecord
-    from commtune.trial import Executor, LocalExecutor, Objective, RunRecord
+    from commtune.trial import Executor, Objective, RunRecord
     from commtune.tune import TuneResult, TuneSettings
 
 OBJECTIVES = ("median", "mean", "p90")  # stats.STATISTICS, without importing numpy for --help
 DEMO_ITERATIONS = 1000
 DEMO_TRIALS = 16
+DEMO_MAX_RUNS = 40  # the demo's verdict, confirmation included, in at most 40 runs
 DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
 
 
@@ -115,7 +116,9 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--max-runs",
         type=positive(int),
-        help="bound on every run of the study (controls and confirmation included)",
+        default=DEMO_MAX_RUNS if demo else None,
+        help="bound on every run of the study (controls and confirmation included)"
+        + (f"; default {DEMO_MAX_RUNS}" if demo else ""),
     )
     p.add_argument(
         "--timeout",
@@ -428,8 +431,6 @@ def _demo_across_nodes(
 ) -> int:
     """The demo on a test bed of ``nodes`` nodes, one rank each, the tuner on this machine
     and every launch line run inside the first node."""
-    import os
-
     from commtune.testbed import Cluster
     from commtune.util import TESTBED_ENV
 
@@ -452,7 +453,7 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     from commtune.mpi import resolve_command
     from commtune.platform import on_testbed
     from commtune.report import UI
-    from commtune.trial import LocalExecutor, SlurmJobs, run_process
+    from commtune.trial import LocalExecutor, Primed, SlurmJobs, run_process
 
     ui = UI(json_mode=opts.json)
     if opts.replay:
@@ -479,13 +480,22 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     runner = SlurmJobs(opts.sbatch) if opts.sbatch is not None else run_process
     # each run its own job: rank 0's node writes the profile where the tuner reads it
     jobs_dir = str(runner.workdir) if isinstance(runner, SlurmJobs) else None
+    guide: list[Choice] = []
+    look: RunRecord | None = None  # the profiled run that chose the space
+    if not (opts.knobs or opts.presets or opts.record) and opts.interposer and scale is None:
+        opts = replace(opts, study=opts.study or default_study_name(command, inst.vendor.value,
+                                                                     space))  # fmt: skip
+        first = LocalExecutor(launcher, command, [], opts.objective, runner=runner,
+                              profiling=profiling(inst, shared=jobs_dir),
+                              secondary=opts.secondary)  # fmt: skip
+        space, guide, look = _guided_space(opts, ui, inst, statuses, first, space)
     # Everything is valid: from here on, the storage is written.
     store, platform = open_store(opts.storage, inst, _slurm_nodes(opts, command))
     space = probe(space, launcher, store, platform, ui)
     ui.info(f"{inst.describe()}; tuning {space.size()} configurations of {', '.join(space.names)}")
     knobs = [d.knob for d in space.dimensions]
     _report_inherited_env(ui, knobs)
-    executor = LocalExecutor(
+    executor: Executor = LocalExecutor(
         launcher,
         command,
         knobs,
@@ -495,6 +505,8 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
         secondary=opts.secondary,
         runner=runner,
     )
+    if look is not None:
+        executor = Primed(executor, look)
     if opts.record:
         return _record(opts, ui, executor, space, inst, command)
     name = opts.study or default_study_name(command, inst.vendor.value, space)
@@ -504,7 +516,63 @@ def _tune(opts: TuneOptions, command: list[str] | None) -> int:
     observer = _StudyObserver(store, ui, name, space, profiles=opts.interposer,
                               predictor=predictor, knowledge=knowledge)  # fmt: skip
     result = _run_study(ui, store, settings, executor, observer)
-    return _print_result(opts, ui, result, space, inst.vendor.value, command)
+    extra = {"space_from_profile": [c.to_json() for c in guide]} if guide else {}
+    return _print_result(opts, ui, result, space, inst.vendor.value, command, extra)
+
+
+def _guided_space(
+    opts: TuneOptions,
+    ui: UI,
+    inst: Installation,
+    statuses: Mapping[str, KnobStatus],
+    look: Executor,
+    default: Space,
+) -> tuple[Space, list[Choice], RunRecord | None]:
+    """No knob named: the space one profiled run of the defaults (by ``look``) calls for
+    (``profile.guided``), each knob with its reason, and that run (the reference's first);
+    a study resumed keeps its own space."""
+    import optuna
+
+    from commtune.knobs import Dimension, Space, space_from_json
+    from commtune.platform import on_testbed
+    from commtune.profile import guided, one_sided
+    from commtune.report import guided_table
+    from commtune.store import Store
+    from commtune.study import spec_of
+
+    assert opts.study is not None
+    store = Store(opts.storage, create=False) if _exists(opts.storage) else None
+    if store is not None:
+        try:
+            study = optuna.load_study(study_name=opts.study, storage=store.optuna)
+            knobs = {name: s.knob for name, s in statuses.items()}
+            return space_from_json(inst.vendor.value, spec_of(study).space, knobs), [], None
+        except KeyError:
+            pass  # a new study
+    ui.info("no knob named: the reference's first run (profiled) chooses the space")
+    run = look.run(None, opts.plan.reference_timeout)
+    if run.profile is None or run.value is None:
+        ui.warn(f"the profiled run failed ({run.failure or 'no profile'}): the default space")
+        return default, [], None
+    available = [s.knob for s in statuses.values() if s.available]
+    choices = guided(run.profile, available, opts.across_nodes or on_testbed())
+    rma = one_sided(run.profile)
+    if rma >= 0.05:
+        ui.info(f"one-sided calls are {rma:.0%} of MPI time; no knob of them in the catalog yet")
+    if not choices:
+        ui.info("the profile calls for no knob in particular: the default space")
+        return default, [], run
+    ui.print(guided_table(choices, "the space, from the program's profile"))
+    dims = tuple(Dimension(statuses[c.knob].knob) for c in choices)
+    return Space(inst.vendor.value, dims), choices, run
+
+
+def _exists(url: str) -> bool:
+    """The storage is there already (a SQLite file that exists, or a server's)."""
+    from commtune.store import journal_path, sqlite_path
+
+    path = sqlite_path(url) or journal_path(url)
+    return path is None or os.path.exists(path)
 
 
 def _writable(path: str) -> None:
@@ -519,7 +587,7 @@ def _writable(path: str) -> None:
 def _record(
     opts: TuneOptions,
     ui: UI,
-    executor: LocalExecutor,
+    executor: Executor,
     space: Space,
     inst: Installation,
     command: Sequence[str],
@@ -771,6 +839,7 @@ def _print_result(
     space: Space,
     vendor: str,
     command: Sequence[str] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> int:
     from commtune.report import acceptance_lines, noise_line, result_table
 
@@ -790,7 +859,7 @@ def _print_result(
     for line in _next_steps(opts, result, vendor, command):
         ui.command(line)
     if opts.json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), **(extra or {})})
     return 0
 
 

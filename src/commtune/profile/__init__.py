@@ -2,15 +2,19 @@
 setting a run up to write one (``libcommtune`` preloaded, variables to check)."""
 
 from commtune.profile._checks import not_applied
+from commtune.profile._guide import Choice, guided, one_sided
 from commtune.profile._profile import CvarCheck, HintCheck, Profile, ProfileError, relative_to
 from commtune.profile._setup import Profiling
 
 __all__ = [
+    "Choice",
     "CvarCheck",
     "HintCheck",
     "Profile",
     "ProfileError",
     "Profiling",
+    "guided",
     "not_applied",
+    "one_sided",
     "relative_to",
 ]

@@ -254,3 +254,9 @@ def pareto_table(front: list[dict[str, Any]], metric: str, metrics: list[str]) -
         label = "ref" if p["role"] == "reference" else str(p["number"])
         table.add_row(label, f"{p['value']:.4g}", *(f"{p['objectives'][m]:.4g}" for m in metrics))
     return table
+
+
+def guided_table(choices: Iterable[Any], title: str) -> Table:
+    """The knobs a program's profile chose (``profile.guided``): impact and reason."""
+    return folded_table(title, ("knob", "impact", "why"),
+                        ((c.knob, f"{c.impact:.0%}", c.reason) for c in choices))  # fmt: skip

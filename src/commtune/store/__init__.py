@@ -4,7 +4,14 @@ of several workers on one study (in the storage, or in memory for one worker alo
 from commtune.store._claims import Claim, Claims, MemoryClaims, StoreClaims
 from commtune.store._schema import SCHEMA_VERSION
 from commtune.store._storage import Store
-from commtune.store._url import DEFAULT_URL, normalize_url, shown_url, sqlite_path, storage_failure
+from commtune.store._url import (
+    DEFAULT_URL,
+    journal_path,
+    normalize_url,
+    shown_url,
+    sqlite_path,
+    storage_failure,
+)
 
 __all__ = [
     "DEFAULT_URL",
@@ -14,6 +21,7 @@ __all__ = [
     "MemoryClaims",
     "Store",
     "StoreClaims",
+    "journal_path",
     "normalize_url",
     "shown_url",
     "sqlite_path",

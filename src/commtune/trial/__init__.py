@@ -1,6 +1,6 @@
 """Trials: run a configuration, time it, classify failures, kill what a run leaves behind."""
 
-from commtune.trial._executor import Executor, LocalExecutor, ReplayExecutor, RunRecord
+from commtune.trial._executor import Executor, LocalExecutor, Primed, ReplayExecutor, RunRecord
 from commtune.trial._objective import Objective
 from commtune.trial._probe import probe_space
 from commtune.trial._process import (
@@ -16,6 +16,7 @@ __all__ = [
     "Executor",
     "LocalExecutor",
     "Objective",
+    "Primed",
     "ProcessResult",
     "ReplayExecutor",
     "RunRecord",

@@ -1,0 +1,111 @@
+"""Profile-guided spaces: with no knob named, the reference's first run (profiled) chooses
+the knobs whose mechanisms the program exercises, ordered by the MPI time they carry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from commtune import native
+from commtune.knobs import installed_knobs, load_catalog
+from commtune.mpi import installation_of
+from commtune.profile import Profile, guided
+
+from .conftest import last_json, run_cli
+
+METRIC = r"regex:time ([0-9.eE+-]+) s"
+
+
+def _op(cls: str, time: float, calls: int = 10, low: int = 8, high: int = 8) -> dict[str, Any]:
+    stat = {"mean": time, "sum": 2 * time}
+    return {"class": cls, "time": stat, "calls": {"mean": calls},
+            "sizes": [{"min": low, "max": high, "calls": calls}]}  # fmt: skip
+
+
+def _profile(ops: dict[str, Any], **more: Any) -> Profile:
+    return Profile.from_json({"format": "commtune-profile", "ranks": 2, "features": {},
+                              "operations": {"MPI_Init": _op("init", 5.0), **ops},
+                              "cvars": [], **more})  # fmt: skip
+
+
+def test_the_mechanisms_exercised_choose_the_knobs_by_their_share() -> None:
+    knobs = [k for k in load_catalog("openmpi").values() if k.in_version("4.1.4")]
+    profile = _profile({
+        "MPI_Isend": _op("send", 0.2, low=8192, high=524287),
+        "MPI_Waitall": _op("wait", 0.1),
+        "MPI_Allreduce": _op("coll", 0.6, calls=900, high=1 << 20),
+        "MPI_Bcast": _op("coll", 0.02),  # 2 %: below the threshold
+        "MPI_Barrier": _op("coll", 0.08),  # no knob of its own
+    })  # fmt: skip
+    choices = guided(profile, knobs)
+    names = [c.knob for c in choices]
+    # allreduce 60 %, point-to-point 30 % (sends and their waits), the segment size of the
+    # chosen component at half its collective's share; han's segment size (its algorithm is
+    # not chosen), bcast (2 %) and every I/O hint are left out
+    assert names[0] == "coll_tuned_allreduce_algorithm"
+    assert set(names[1:]) == {"btl_vader_eager_limit", "btl_vader_single_copy_mechanism",
+                              "coll_tuned_allreduce_algorithm_segmentsize"}  # fmt: skip
+    assert [round(c.impact, 2) for c in choices][:2] == [0.6, 0.3]
+    assert not any("coll_han" in n or "bcast" in n or "romio" in n for n in names)
+    assert len(choices) <= 6
+    assert choices[0].reason == "MPI_Allreduce: 60% of MPI time, 900 calls, 8 B-1 MiB"
+    eager = next(c for c in choices if c.knob == "btl_vader_eager_limit")
+    assert eager.reason == "point-to-point: 30% of MPI time, messages 8 KiB-512 KiB"
+    across = [c.knob for c in guided(profile, knobs, across_nodes=True)]
+    assert "btl_tcp_eager_limit" in across and "btl_vader_eager_limit" not in across
+
+
+def test_io_hdf5_and_oversubscription() -> None:
+    knobs = [k for k in load_catalog("openmpi").values() if k.in_version("4.1.4")]
+    io = _profile({"MPI_File_write_all": _op("io", 0.9), "MPI_Allreduce": _op("coll", 0.1)})
+    names = [c.knob for c in guided(io, knobs)]
+    assert {"io", "fcoll"} <= set(names) and not any(n.startswith("hdf5_") for n in names)
+    hdf5 = _profile({"MPI_File_write_all": _op("io", 0.9)},
+                    hints=[{"kind": "hdf5", "name": "alignment", "intended": "1",
+                            "actual": "1", "status": "applied"}])  # fmt: skip
+    names = [c.knob for c in guided(hdf5, knobs)]
+    assert any(n.startswith("hdf5_") for n in names)
+    crowded = _profile({"MPI_Waitall": _op("wait", 0.5), "MPI_Isend": _op("send", 0.5)},
+                       cpus=2, node_ranks=4)  # fmt: skip
+    choices = guided(crowded, knobs)
+    assert {"mpi_yield_when_idle", "bind-to"} <= {c.knob for c in choices}
+    assert any("4 ranks on 2 cores" in c.reason for c in choices)
+
+
+@pytest.mark.openmpi
+def test_no_knob_named_the_first_reference_run_chooses_the_space(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ct_solver (small halos, allreduces, a broadcast every 8th iteration) tuned with no
+    knob: the space is what its profile calls for, the profiled run is the reference's
+    first (no run more: every launch is counted), and a second tune resumes the same
+    study, its space kept without a new look."""
+    inst = installation_of("openmpi")
+    solver = str(native.build(inst, "demo/ct_solver.c"))
+    count = tmp_path / "launches"
+    program = ["sh", "-c", f'echo x >> {count}; exec "$0" "$@"', solver, "3000"]
+    argv = ["tune", "--mpi", "openmpi", "--storage", f"sqlite:///{tmp_path}/s.db",
+            "--trials", "2", "--repeats", "2", "--fixed-repeats", "--confirm", "0",
+            "--metric", METRIC, "--json", "--", *inst.command(2, program)]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    data = last_json(out)
+    chosen = [c["knob"] for c in data["space_from_profile"]]
+    available = {k.name for k, s in ((s.knob, s) for s in installed_knobs(inst).values())
+                 if s.available}  # fmt: skip
+    assert set(chosen) <= available
+    assert chosen and not any(k.startswith(("io", "fcoll", "romio", "cb_")) for k in chosen)
+    for c in data["space_from_profile"]:  # each for a mechanism ct_solver exercises
+        assert c["reason"].startswith(("point-to-point", "MPI_Allreduce", "MPI_Bcast"))
+    impacts = [c["impact"] for c in data["space_from_profile"]]
+    assert impacts == sorted(impacts, reverse=True)
+    launches = len(count.read_text().split()) // 2  # two ranks each
+    assert launches == data["runs"]  # the look was the reference's first run, not one more
+    trials = argv.index("--trials") + 1
+    code, out, err = run_cli([*argv[:trials], "3", *argv[trials + 1 :]], capsys)  # one more
+    assert code == 0, err
+    again = last_json(out)
+    assert "space_from_profile" not in again and again["study"] == data["study"]
+    assert len(count.read_text().split()) // 2 == again["runs"] > data["runs"]
