@@ -39,7 +39,7 @@ SPACES = {  # installation -> knobs (42-60 configurations)
     ],
     "openmpi@5": [
         "btl_sm_eager_limit=4096,16384,65536",
-        "smsc=cma,^cma,xpmem,knem",
+        "smsc=cma|^cma,xpmem,knem",
         "coll_tuned_allreduce_algorithm",
     ],
     "mpich": [

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one, replayed
+from commtune.study import DEFAULTS
 
 STRATEGIES = ["random", "grid", "tpe", "cmaes", "ga", "model", "dqn", "auto"]
 NOISES = [0.0, 0.1, 0.3]
@@ -205,7 +206,7 @@ def regret_table(summary: Summary) -> str:
 # -- the replay tables: the whole design against TPE and random at the same runs -----------------
 TABLE_RUNS = 30  # the study's bound, confirmation included (issue 28)
 KNOWN_RUNS = 15  # the same with what the other programs' studies found
-OURS = "tpe"  # the tuner's default strategy
+OURS = DEFAULTS.strategy  # the tuner's defaults: strategy, trials, repeats, confirmation
 KEYS = ("ours", "tpe", "random", "known", "cold15")  # the table race's columns
 
 
@@ -221,8 +222,9 @@ def installation_of_table(name: str) -> str:
 
 def ours(args: tuple[str, int, int, tuple[dict, ...]]) -> RaceRun:
     name, seed, max_runs, hints = args
-    return race_one(OURS, surface(name), 0.0, seed, 100, design="raced", repeats=DESIGN_REPEATS,
-                    confirm_rounds=CONFIRM_ROUNDS, max_runs=max_runs, hints=hints)  # fmt: skip
+    return race_one(OURS, surface(name), 0.0, seed, DEFAULTS.trials, design="raced",
+                    repeats=DEFAULTS.repeats, confirm_rounds=DEFAULTS.confirm,
+                    max_runs=max_runs, hints=hints)  # fmt: skip
 
 
 def plain(args: tuple[str, str, int, int]) -> RaceRun:

@@ -102,6 +102,26 @@ def test_fixed_repeats_with_a_control_every_few_trial_runs() -> None:
     assert result.runs == len(calls) == StudyView(study).runs_spent()
 
 
+def test_a_space_the_budget_covers_is_raced_whole_in_one_batch() -> None:
+    """Four configurations, a budget of six trials: whatever the strategy, all four run in
+    one batch, block by block, and the clearly slower ones stop after their first run
+    (F-race); with a budget that does not cover the space, the strategy's batches."""
+    settings = _settings(3, 6, ("a", "b", "fast", "slow"), strategy="random", control_every=100)
+    executor = Table()
+    study = _search(settings, executor)
+    first_block = executor.calls[3:7]
+    assert sorted(first_block) == ["a", "b", "fast", "slow"]  # the whole space, one block
+    runs = {t.config[KNOB]: len(t.runs) for t in _searched(study)}
+    # the racing rules (test_racing_stops_the_clearly_worse_after_one_run_...): 4x slower
+    # stops after one run, 2x slower after two
+    assert runs["slow"] == 1 and runs["fast"] >= max(runs["a"], runs["b"])
+    assert sum(runs.values()) < 4 * 3
+    small = _settings(3, 3, ("a", "b", "fast", "slow"), strategy="random", control_every=100)
+    executor = Table()
+    study = _search(small, executor)
+    assert len(_searched(study)) == 2  # the budget, sampled
+
+
 def test_each_run_is_related_to_the_nearest_control_run() -> None:
     # phases of 7 runs alternating 2.5x and 1x: some runs fall between controls that
     # disagree (the machine changed phase in between) and cannot be placed

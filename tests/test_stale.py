@@ -145,3 +145,27 @@ def test_a_configuration_naming_a_knob_the_installation_lacks_is_refused(
     assert "btl_vader_eager_limit" in line and "Open MPI 5" in line
     record = optuna.load_study(study_name="vader", storage=Store(storage).optuna)
     assert checks_of(record) == []  # nothing run, nothing stored
+
+
+def test_profile_recommends_what_won_for_a_similar_program_here(
+    commands: tuple[list[str], list[str]],
+    storage: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``commtune profile`` names, before its built-in rules, the configuration a study of
+    a similar program accepted on this platform and library, with its speedup and CI; on
+    another installation (another platform) the study is not offered."""
+    old, new = commands
+    _tune(storage, "four", "btl_tcp_links=4", old, capsys)
+    code, out, err = run_cli(["profile", "--storage", storage, "--json", "--", *old], capsys)
+    assert code == 0, err
+    (entry,) = last_json(out)["known"]
+    assert entry["study"] == "four" and entry["answer"] == {"btl_tcp_links": 4}
+    assert entry["speedup"] > 1.5 and entry["ci"][0] > 1.0 and entry["distance"] < 0.2
+    assert "commtune run --study four" in err
+    code, out, err = run_cli(["profile", "--storage", storage, "--json", "--", *new], capsys)
+    assert code == 0, err
+    assert last_json(out)["known"] == []
+    missing = Path(storage.split(":///", 1)[1]).with_name("none.db")
+    code, out, err = run_cli(["profile", "--storage", str(missing), "--json", "--", *old], capsys)
+    assert code == 0 and last_json(out)["known"] == [] and not missing.exists()

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from commtune.cli._common import (
     Command,
     add_mpi,
+    add_storage,
+    default_storage,
     need_command,
     positive,
     print_json,
@@ -23,6 +28,8 @@ from commtune.mpi import installation_of
 if TYPE_CHECKING:
     from commtune.knobs import Knob, Value
     from commtune.mpi import Installation
+    from commtune.profile import Profile
+    from commtune.report import UI
 
 
 def _add_lib(p: argparse.ArgumentParser) -> None:
@@ -65,6 +72,7 @@ def _add_profile(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=positive(float), default=3600.0, help="seconds (default 3600)")
     p.add_argument("-o", "--output", help="also write the profile JSON to this file")
     p.add_argument("--json", action="store_true", help="print the profile JSON")
+    add_storage(p)  # what earlier studies there found for similar programs
 
 
 def cmd_lib(args: argparse.Namespace, command: list[str] | None) -> int:
@@ -147,17 +155,48 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
         ui.print(cvars_table(profile))
     for knob, reason in run.not_applied.items():
         ui.warn(f"{knob} not applied: {reason}")
-    # commtune's built-in recommendations for this library, in the terminal and in --json
+    # what won for similar programs on this platform first, then the built-in rules
+    learned = _known_answers(args.storage, inst, profile, ui, command)
     from commtune.policy import builtin_rules, evaluate
     from commtune.report import action_json, show_actions
 
     actions = evaluate(builtin_rules(inst.vendor.value), profile)
     if actions:
-        show_actions(ui, actions, command, "recommendations")
+        show_actions(ui, actions, command, "built-in recommendations")
     if args.json:
         recommendations = [action_json(a, command) for a in actions if a.kind == "recommend"]
-        print_json({**profile.data, "recommendations": recommendations})
+        print_json({**profile.data, "known": learned, "recommendations": recommendations})
     return 0
+
+
+def _known_answers(
+    url: str, inst: Installation, profile: Profile, ui: UI, command: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The accepted configurations of the storage's studies on this platform and library,
+    the most similar program first, with the speedup and CI each was accepted at (nothing
+    is created: a storage that is not there knows nothing)."""
+    from commtune.knowledge import known, similar
+    from commtune.platform import Fingerprint
+    from commtune.predict import features_of
+    from commtune.report import knowledge_table
+    from commtune.store import Store, journal_path, normalize_url, sqlite_path
+
+    url = normalize_url(url)
+    path = sqlite_path(url) or journal_path(url)
+    if path is not None and not os.path.exists(path):
+        return []
+    platform = Fingerprint.of(inst).key
+    entries = [k for k in known(Store(url, create=False)) if k.accepted]
+    ranked = similar(entries, features_of(profile), platform, inst.vendor.value)
+    if not ranked:
+        return []
+    title = "what won for similar programs here (most similar first)"
+    ui.print(knowledge_table([k for k, _ in ranked], title))
+    storage = "" if url == normalize_url(default_storage()) else f" --storage {shlex.quote(url)}"
+    for entry, _ in ranked[:1]:
+        ui.command(f"  commtune run --study {shlex.quote(entry.study)}{storage} -- "
+                   f"{shlex.join(command)}   (runs with what won for {entry.program})")  # fmt: skip
+    return [{**k.to_json(), "distance": round(far, 4)} for k, far in ranked]
 
 
 COMMANDS = [

@@ -8,6 +8,6 @@ Nothing is stored twice: a study already keeps its platform's fingerprint, its i
 its reference run's profile (libcommtune's) and its verdict; this package reads them.
 """
 
-from commtune.knowledge._base import Known, known, similar
+from commtune.knowledge._base import Known, distance, known, similar
 
-__all__ = ["Known", "known", "similar"]
+__all__ = ["Known", "distance", "known", "similar"]

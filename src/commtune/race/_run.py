@@ -125,7 +125,7 @@ def race_one(
         strategy_options=dict(options or {}),
         trials=budget,
         repeats=repeats,
-        confirm=0,
+        confirm=confirm_rounds,  # the search leaves the confirmation its runs
         seed=seed,
         controls=design == "raced",
         racing=design == "raced",

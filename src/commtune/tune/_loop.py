@@ -359,6 +359,13 @@ def search(
     remaining = plan.trials - workers.counted()
     if remaining <= 0:
         return
+    # A space the budget covers is raced whole, F-race's way: every configuration in one
+    # batch, its repeats in blocks, the clearly slower ones stopped after each block
+    # (a strategy would only choose the order in which all of them are measured).
+    whole = space.size() <= remaining and plan.racing
+    if whole:
+        strategy = get_strategy("grid", {}, hints)
+        ui.info(f"the {space.size()} configurations fit the budget: raced whole")
     scheduler = Scheduler(
         study,
         executor,
@@ -380,7 +387,8 @@ def search(
             if strategy.exhausted(space, len(known)):
                 ui.info(f"all {space.size()} configurations of the space are measured")
                 break
-            size = min(strategy.batch_size, remaining, space.size() - len(known))
+            wanted = space.size() if whole else strategy.batch_size
+            size = min(wanted, remaining, space.size() - len(known))
             size = scheduler.affordable(size)
             if size <= 0:
                 ui.info(f"the run budget (--max-runs {plan.max_runs}) is spent")
