@@ -292,6 +292,73 @@ def table_race(names: list[str], seeds: int, jobs: int) -> list[dict]:
     return out
 
 
+DQN_BUDGET = 30  # below the tables' sizes (42-60): a space the budget covers is raced whole
+
+
+def prior_for(name: str) -> str | None:
+    """A Q-network pre-trained on the other programs' tables of the same installation (the
+    held-out one's never), written under benchmarks/out/priors; None: no other table."""
+    from commtune.strategies import pretrain_dqn
+    from commtune.trial import ReplayExecutor
+
+    others = [t for t in tables()
+              if t != name and installation_of_table(t) == installation_of_table(name)]  # fmt: skip
+    if not others:
+        return None
+    programs = []
+    for other in others:
+        surf = surface(other)
+        features = json.loads((DATA / f"{other}.json").read_text()).get("features") or {}
+        measured = [(c, surf.table.get(ReplayExecutor.key(c))) for c in surf.configs()]
+        programs.append((features, surf.default_value, measured))
+    path = Path(__file__).with_name("out") / "priors" / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(pretrain_dqn(surface(name).space, programs)))
+    return str(path)
+
+
+def dqn_job(args: tuple[str, int, str]) -> RaceRun:
+    name, seed, warm = args
+    return race_one("dqn", surface(name), 0.0, seed, DQN_BUDGET, {"warm": warm} if warm else None)
+
+
+def dqn_race(names: list[str], seeds: int, jobs: int) -> list[dict]:
+    """``--strategy dqn`` cold and warm (pre-trained on the other programs' tables) on each
+    table: trials to within 2 % of the best (the budget if never) and the share after 20."""
+    priors = {n: prior_for(n) for n in names}
+    work = [(n, s, w) for n in names if priors[n] for s in range(seeds)
+            for w in ("", priors[n])]  # fmt: skip
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        runs = list(pool.map(dqn_job, work))
+    out = []
+    for name in names:
+        cell = {}
+        for label, warm in (("cold", False), ("warm", True)):
+            sel = [r for r, (n, _, w) in zip(runs, work, strict=True) if n == name
+                   and bool(w) == warm]  # fmt: skip
+            if sel:
+                cell[label] = {
+                    "trials": float(np.median([r.trials_to_reach(DQN_BUDGET) for r in sel])),
+                    "reached": sum(r.reached is not None for r in sel),
+                    "share20": float(np.median([r.share_after(20) for r in sel])),
+                    "seeds": len(sel),
+                }
+        if cell:
+            out.append({"table": name, **cell})
+    return out
+
+
+def dqn_table(rows: list[dict]) -> str:
+    lines = ["| table | cold: trials to 2 % (reached) | warm | cold: share after 20 | warm |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        c, w = r["cold"], r["warm"]
+        lines.append(f"| {r['table'][6:]} | {c['trials']:g} ({c['reached']}/{c['seeds']}) "
+                     f"| {w['trials']:g} ({w['reached']}/{w['seeds']}) "
+                     f"| {100 * c['share20']:.1f} % | {100 * w['share20']:.1f} % |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def tables_table(rows: list[dict]) -> str:
     lines = [
         f"| table | best speedup | tuner, <= {TABLE_RUNS} runs | TPE, same runs "
@@ -333,10 +400,14 @@ def main() -> int:
         start = time.perf_counter()
         names = args.surfaces.split(",") if args.surfaces else tables()
         rows = table_race(names, args.seeds or 20, args.jobs)
+        dqn = dqn_race(names, args.seeds or 20, args.jobs)
         if args.json:
-            print(json.dumps({"tables": rows, "seconds": round(time.perf_counter() - start)}))
+            print(json.dumps({"tables": rows, "dqn": dqn,
+                              "seconds": round(time.perf_counter() - start)}))  # fmt: skip
         else:
             print(tables_table(rows))
+            print("\n--strategy dqn, cold and pre-trained on the other programs' tables:\n")
+            print(dqn_table(dqn))
         return 0
     seeds = args.seeds or (10 if args.quick else 20)
     budget = args.budget or (30 if args.quick else 50)

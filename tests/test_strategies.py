@@ -124,6 +124,42 @@ def test_dqn_ensemble_takes_medians_of_the_good_runs_and_drops_penalised_ones() 
     assert ensemble(history, runs[3:]) == (3, 9, 0)
 
 
+def test_dqn_pre_trained_on_other_programs_starts_warm(tmp_path: Path) -> None:
+    """A Q-network pre-trained on whole tables of two programs whose time falls with knob a
+    (and b does nothing): its greedy first step from the defaults on a third such program is
+    a up; cold, the first step is whatever the untrained network says. The prior is used
+    only on its own space, and a malformed one is refused."""
+    from commtune.strategies import pretrain_dqn
+    from commtune.strategies._dqn import Prior
+
+    space = space_of(int_knob("a", 0, 8, 0), bool_knob("b", False))
+    configs = [{"a": a, "b": b} for a in range(9) for b in (False, True)]
+    programs = [({}, 1.0, [(c, 1.0 - slope * int(c["a"])) for c in configs])
+                for slope in (0.05, 0.08)]  # fmt: skip
+    data = pretrain_dqn(space, programs, seed=3)
+    path = tmp_path / "prior.json"
+    path.write_text(json.dumps(data))
+    prior = Prior.load(str(path))
+    assert prior.transitions > 100 and prior.names == ["a", "b"] and prior.features == []
+    history = History.of_space(space)
+    history.reference = 1.0
+    history.points, history.values, history.features = [(0, 0)], [1.0], [None]
+    history.order = [((0, 0), 1.0)]
+    agent = Agent(history, prior.strides, prior.features)
+    dqn = get_strategy("dqn", {"warm": str(path)})
+    net = dqn.train(agent, np.random.default_rng(0), prior)  # type: ignore[attr-defined]
+    scores = net(agent.state((0, 0))[None, :])[0]
+    up = [a for a in range(agent.n_actions) if agent.apply((0, 0), a) in ((1, 0), (4, 0))]
+    assert int(np.argmax(scores)) in up  # one or four steps up a
+    cold = get_strategy("dqn").train(agent, np.random.default_rng(0))  # type: ignore[attr-defined]
+    assert int(np.argmax(cold(agent.state((0, 0))[None, :])[0])) not in up
+    other = space_of(int_knob("a", 0, 5, 0), bool_knob("b", False))  # another space: cold
+    assert dqn.prior(History.of_space(other), prior.strides) is None  # type: ignore[attr-defined]
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(UsageError, match="not a pre-trained Q-network"):
+        Prior.load(str(tmp_path / "bad.json"))
+
+
 def test_dqn_state_and_transitions() -> None:
     space = space_of(int_knob("a", 0, 4, 0), bool_knob("b", False))
     history = History.of_space(space)

@@ -26,14 +26,21 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
+from commtune.errors import UsageError
 from commtune.strategies._base import Option
 from commtune.strategies._history import History, HistoryStrategy, Point
+
+Transition = tuple[np.ndarray, int, float, np.ndarray, bool]  # (s, a, r, s', done)
 
 
 class QNetwork:
@@ -80,11 +87,19 @@ class QNetwork:
 class Agent:
     """States, actions and transitions of the walk in one study's history."""
 
-    def __init__(self, history: History, strides: tuple[int, ...] = (1,)) -> None:
+    def __init__(
+        self,
+        history: History,
+        strides: tuple[int, ...] = (1,),
+        feature_names: list[str] | None = None,
+    ) -> None:
+        """``feature_names``: the profile features in the state (a prior's, so that its
+        network reads the same inputs); default: the reference run's."""
         self.h = history
         self.strides = strides
         self.ref = history.reference or (history.values[0] if history.values else 1.0)
-        self.feature_names = sorted(history.reference_features or {})
+        names = sorted(history.reference_features or {})
+        self.feature_names = names if feature_names is None else list(feature_names)
         self.features = dict(zip(history.points, history.features, strict=True))
         self.values = dict(zip(history.points, history.values, strict=True))
         # knob d, stride s, direction: 2 * (d * len(strides) + s) + up; the last is the no-op
@@ -96,7 +111,7 @@ class Agent:
         feats = self.features.get(point) or {}
         ref_feats = self.h.reference_features or {}
         extra = [
-            float(np.clip(math.log((feats.get(k, 0) + 1) / (ref_feats[k] + 1)), -3, 3))
+            float(np.clip(math.log((feats.get(k, 0) + 1) / (ref_feats.get(k, 0) + 1)), -3, 3))
             for k in self.feature_names
         ]
         return np.concatenate([self.h.normalised(point), rel, extra])
@@ -122,7 +137,7 @@ class Agent:
                 return a
         return None
 
-    def transitions(self) -> list[tuple[np.ndarray, int, float, np.ndarray, bool]]:
+    def transitions(self) -> list[Transition]:
         """(s, a, r, s', done) for every run one action away from an earlier finished run:
         the run just before it if it is, else the best earlier such run."""
         out = []
@@ -144,6 +159,130 @@ class Agent:
             if vq is not None and q in self.values:
                 earlier.append(q)
         return out
+
+    def all_transitions(
+        self, failed: set[Point]
+    ) -> list[tuple[np.ndarray, int, float, np.ndarray, bool]]:
+        """Every measured point's every action that leads to a measured (or failed) point:
+        the transitions of a whole table, for pre-training."""
+        out = []
+        for p in self.values:
+            s = self.state(p)
+            for a in range(self.n_actions - 1):
+                q = self.apply(p, a)
+                if q is None or q == p:
+                    continue
+                if q in failed:
+                    out.append((s, a, -1.0, np.zeros_like(s), True))
+                elif q in self.values:
+                    out.append((s, a, (self.values[p] - self.values[q]) / self.ref,
+                                self.state(q), False))  # fmt: skip
+        return out
+
+
+@dataclass
+class Prior:
+    """A Q-network pre-trained on whole tables of other programs' runs (``pretrain``): its
+    parameters, and the space and state layout it reads (the same knobs, candidates,
+    strides and features, or it is not used)."""
+
+    names: list[str]
+    sizes: list[int]
+    features: list[str]
+    strides: tuple[int, ...]
+    params: list[np.ndarray]
+    transitions: int
+
+    def fits(self, history: History, strides: tuple[int, ...]) -> bool:
+        return (self.names, self.sizes, self.strides) == (history.names, history.sizes, strides)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": "commtune-dqn-prior", "names": self.names, "sizes": self.sizes,
+                "features": self.features, "strides": list(self.strides),
+                "params": [p.tolist() for p in self.params],
+                "transitions": self.transitions}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Prior:
+        if data.get("format") != "commtune-dqn-prior":
+            raise UsageError("not a pre-trained Q-network (no format commtune-dqn-prior)")
+        try:
+            return cls(list(data["names"]), [int(n) for n in data["sizes"]],
+                       list(data["features"]), tuple(int(x) for x in data["strides"]),
+                       [np.asarray(p, dtype=float) for p in data["params"]],
+                       int(data["transitions"]))  # fmt: skip
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"malformed pre-trained Q-network: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str) -> Prior:
+        try:
+            return cls.from_json(json.loads(Path(path).read_text()))
+        except OSError as exc:
+            raise UsageError(f"cannot read pre-trained Q-network {path}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(f"malformed pre-trained Q-network {path}: {exc}") from None
+
+
+def pretrain(
+    tables: list[tuple[History, set[Point]]],
+    strides: tuple[int, ...] = (1, 4),
+    hidden: int = 24,
+    updates: int = 3000,
+    gamma: float = 0.5,
+    lr: float = 0.01,
+    seed: int = 0,
+) -> Prior:
+    """A Q-network trained on every one-action transition of whole tables (each a history of
+    one program over one space, with its failed points), the programs' rewards each relative
+    to its own reference, as AITuning pre-trains on its training runs before a new code."""
+    rng = np.random.default_rng(seed)
+    first = tables[0][0]
+    names = sorted(set.intersection(*(set(h.reference_features or {}) for h, _ in tables)))
+    data = []
+    for history, failed in tables:
+        if (history.names, history.sizes) != (first.names, first.sizes):
+            raise UsageError("pre-training tables must share one space")
+        data += Agent(history, strides, names).all_transitions(failed)
+    net = _fit(data, len(first.sizes) + 1 + len(names), hidden,
+               2 * len(first.sizes) * len(strides) + 1, rng, updates, gamma, lr)  # fmt: skip
+    return Prior(list(first.names), list(first.sizes), names, strides, net.params, len(data))
+
+
+def _fit(
+    data: list[Transition],
+    n_in: int,
+    hidden: int,
+    n_out: int,
+    rng: np.random.Generator,
+    updates: int,
+    gamma: float,
+    lr: float,
+    start: list[np.ndarray] | None = None,
+    sync: int = 25,
+) -> QNetwork:
+    """Experience replay with a target network over ``data``, from ``start`` if given."""
+    net = QNetwork(n_in, hidden, n_out, rng)
+    if start is not None:
+        net.params = [p.copy() for p in start]
+    if not data:
+        return net
+    target = QNetwork(n_in, hidden, n_out, rng)
+    target.copy_from(net)
+    s = np.array([t[0] for t in data])
+    a = np.array([t[1] for t in data])
+    r = np.array([t[2] for t in data])
+    s2 = np.array([t[3] for t in data])
+    done = np.array([t[4] for t in data])
+    scale = max(float(np.abs(r).max()), 1e-9)  # rewards of a few % and of -1 alike
+    sync = max(1, sync)
+    for step in range(updates):
+        idx = rng.integers(len(data), size=min(32, len(data)))
+        future = np.where(done[idx], 0.0, target(s2[idx]).max(axis=1))
+        net.update(s[idx], a[idx], r[idx] / scale + gamma * future, lr)
+        if (step + 1) % sync == 0:
+            target.copy_from(net)
+    return net
 
 
 def ensemble(history: History, runs: list[tuple[Point, float]], within: float = 0.05) -> Point:
@@ -178,6 +317,7 @@ class DQNStrategy(HistoryStrategy):
         "updates": Option(int, 150, "replay updates before each proposal"),
         "sync": Option(int, 25, "updates between target-network synchronisations"),
         "lr": Option(float, 0.01, "Adam learning rate"),
+        "warm": Option(str, "", "a pre-trained Q-network (JSON of commtune's) to start from"),
     }
 
     def propose(self, history: History, rng: np.random.Generator, seed: int | None) -> Point:
@@ -193,8 +333,9 @@ class DQNStrategy(HistoryStrategy):
             if candidate not in seen:
                 return candidate
         strides = tuple(int(x) for x in str(o["strides"]).split(",") if x.strip()) or (1,)
-        agent = Agent(history, strides)
-        q = self.train(agent, rng)
+        prior = self.prior(history, strides)
+        agent = Agent(history, strides, prior.features if prior else None)
+        q = self.train(agent, rng, prior)
         frac = min(1.0, searched / max(explore, 1))
         epsilon = max(o["epsilon_min"], o["epsilon"] * (1 - frac))
         best = history.best()
@@ -218,25 +359,19 @@ class DQNStrategy(HistoryStrategy):
             return max(moves, key=lambda ap: scores[ap[0]])[1]
         return history.unseen_random(rng, seen)
 
-    def train(self, agent: Agent, rng: np.random.Generator) -> QNetwork:
+    def prior(self, history: History, strides: tuple[int, ...]) -> Prior | None:
+        """The pre-trained network of option ``warm``, if it was trained on this space."""
+        path = str(self.options["warm"])
+        if not path:
+            return None
+        prior = Prior.load(path)
+        hidden = prior.params[0].shape[1] if prior.params else 0
+        return prior if prior.fits(history, strides) and hidden == self.options["hidden"] else None
+
+    def train(self, agent: Agent, rng: np.random.Generator, prior: Prior | None = None) -> QNetwork:
+        """The network on the study's transitions, started from ``prior`` when given."""
         o = self.options
-        data = agent.transitions()
         n_in = len(agent.h.sizes) + 1 + len(agent.feature_names)
-        net = QNetwork(n_in, int(o["hidden"]), agent.n_actions, rng)
-        if not data:
-            return net
-        target = QNetwork(n_in, int(o["hidden"]), agent.n_actions, rng)
-        target.copy_from(net)
-        s = np.array([t[0] for t in data])
-        a = np.array([t[1] for t in data])
-        r = np.array([t[2] for t in data])
-        s2 = np.array([t[3] for t in data])
-        done = np.array([t[4] for t in data])
-        scale = max(float(np.abs(r).max()), 1e-9)  # rewards of a few % and of -1 alike
-        for step in range(int(o["updates"])):
-            idx = rng.integers(len(data), size=min(32, len(data)))
-            future = np.where(done[idx], 0.0, target(s2[idx]).max(axis=1))
-            net.update(s[idx], a[idx], r[idx] / scale + o["gamma"] * future, float(o["lr"]))
-            if (step + 1) % max(1, int(o["sync"])) == 0:
-                target.copy_from(net)
-        return net
+        return _fit(agent.transitions(), n_in, int(o["hidden"]), agent.n_actions, rng,
+                    int(o["updates"]), float(o["gamma"]), float(o["lr"]),
+                    prior.params if prior else None, int(o["sync"]))  # fmt: skip
