@@ -233,8 +233,9 @@ def plain(args: tuple[str, str, int, int]) -> RaceRun:
 
 
 def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> tuple[dict, ...]:
-    """What the other programs' studies (same installation, same seed) accepted, the most
-    similar program first (by the recorded reference profiles), as a new study would get it."""
+    """What the other programs' studies (same installation, same seed) left in the knowledge
+    base (accepted, else near the best), the most similar program first (by the recorded
+    reference profiles), as a new study would get it."""
     from commtune.knowledge import distance
 
     mine = json.loads((DATA / f"{name}.json").read_text()).get("features") or {}
@@ -243,12 +244,14 @@ def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> 
         if other == name or installation_of_table(other) != installation_of_table(name):
             continue
         run = found.get((other, seed))
-        if run is None or not run.answer:
+        if run is None or not run.known:
             continue
         theirs = json.loads((DATA / f"{other}.json").read_text()).get("features") or {}
-        others.append((distance(mine, theirs) if mine and theirs else 1.0, run.answer))
+        # knowledge.similar's order: the nearest program first, accepted answers before others
+        far = distance(mine, theirs) if mine and theirs else 1.0
+        others.append((far, run.answer is None, run.known))
     out: list[dict] = []
-    for _, answer in sorted(others, key=lambda item: item[0]):
+    for _, _, answer in sorted(others, key=lambda item: item[:2]):
         if answer not in out:
             out.append(answer)
     return tuple(out)

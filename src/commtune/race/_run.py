@@ -32,6 +32,7 @@ from commtune.study import Plan, Role, StudySpec, StudyView
 from commtune.tune import TuneSettings, confirm, open_study, run_reference, search
 
 REACHED = 0.02
+NEAR = 1.02  # knowledge.NEAR: a best measured within 2 % of the defaults is still an answer
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class RaceRun:
     confirmed: float | None = None  # regret of the configuration the confirmation hands back
     confirm_runs: int = 0
     answer: dict[str, Any] | None = None  # the accepted configuration (None: the defaults)
+    # what the knowledge base keeps of the study (``knowledge.Known.answer``): the accepted
+    # configuration, else the best measured one if within 2 % of the defaults
+    known: dict[str, Any] | None = None
 
     def confirmed_share(self) -> float:
         """The share of the best speedup the confirmed verdict holds (the default's when
@@ -91,6 +95,7 @@ class RaceRun:
             "confirmed": self.confirmed,
             "confirm_runs": self.confirm_runs,
             "answer": self.answer,
+            "known": self.known,
         }
 
 
@@ -151,6 +156,11 @@ def race_one(
         accepted = dict(verdict.params) if verdict is not None and verdict.accepted else None
         whole = {**surface.space.defaults(), **accepted} if accepted else None  # reduced
         confirmed = surface.regret(whole) if whole else surface.default_regret
+    view = StudyView(study)
+    best = view.best(1)
+    known = accepted
+    if known is None and best and best[0].value is not None and best[0].value < NEAR:
+        known = dict(best[0].config)  # values are relative to the reference: 1 = the defaults
     regret, found = curve(study, surface)
     reached = next((i + 1 for i, r in enumerate(regret) if r <= REACHED), None)
     runs = StudyView(study).runs_spent()
@@ -170,6 +180,7 @@ def race_one(
         confirmed,
         verdict.runs() if verdict is not None else 0,
         accepted,
+        known,
     )
 
 
