@@ -336,3 +336,31 @@ def test_knobs_that_measured_nothing_are_left_out_of_the_accepted_configuration(
     assert verdict.speedup is not None and verdict.speedup > 1.3
     code, exported, _ = run_cli(["export", "s", "--storage", storage, "--format", "env"], capsys)
     assert code == 0 and "ASYNC_PROGRESS" not in exported and "ALLREDUCE_INTRA" in exported
+
+
+def test_dqn_starts_warm_from_other_programs_tables(
+    replay_file: Path, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--strategy-option warm=A,B``: the Q-network pre-trained on two other programs'
+    recorded tables of the same space; a file that is not a table or a network is refused
+    with one line."""
+    data = json.loads(replay_file.read_text())
+    others = []
+    for i, scale in enumerate((0.9, 1.2)):
+        other = dict(data, features={"p2p_time_share": 0.1 * (i + 1)})
+        other["trials"] = [dict(t, values=[None if v is None else v * scale for v in t["values"]])
+                           for t in data["trials"]]  # fmt: skip
+        path = tmp_path / f"other{i}.json"
+        path.write_text(json.dumps(other))
+        others.append(str(path))
+    args = tune_args(replay_file, storage, "dqn", 8)
+    code, out, err = run_cli([*args, "--strategy-option", "warm=" + ",".join(others)], capsys)
+    assert code == 0, err
+    assert last_json(out)["trials"] == 8
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    code, _, err = run_cli([*tune_args(replay_file, f"sqlite:///{tmp_path}/b.db", "dqn", 4),
+                            "--strategy-option", f"warm={bad}"], capsys)  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert f"warm={bad}: neither a pre-trained Q-network nor a recorded table" in err
+    assert not (tmp_path / "b.db").exists()  # refused before anything was written

@@ -66,34 +66,15 @@ Measured = tuple[Mapping[str, Value], float | None]  # a configuration and its v
 
 def pretrain_dqn(
     space: Space,
-    programs: Sequence[
-        tuple[Mapping[str, float], float, Sequence[tuple[Mapping[str, Value], float | None]]]
-    ],
+    programs: Sequence[tuple[Mapping[str, float], float, Sequence[Measured]]],
     seed: int = 0,
 ) -> dict[str, object]:
     """A Q-network for ``--strategy dqn --strategy-option warm=FILE`` (its JSON), pre-trained
     on whole tables of other programs over ``space``: per program its reference features,
     its reference value and (configuration, value or None for a failed one) pairs."""
-    from commtune.strategies._dqn import pretrain
-    from commtune.strategies._history import History
+    from commtune.strategies._dqn import pretrain, program_history
 
-    tables = []
-    for features, reference, measured in programs:
-        history = History.of_space(space)
-        history.reference, history.reference_features = reference, dict(features)
-        failed = set()
-        for config, value in measured:
-            point = history.point_of({d.knob.name: d.knob.to_internal(config[d.knob.name])
-                                      for d in space.dimensions})  # fmt: skip
-            if point is None:
-                continue
-            if value is None:
-                failed.add(point)
-            else:
-                history.points.append(point)
-                history.values.append(float(value))
-                history.features.append(None)
-        tables.append((history, failed))
+    tables = [program_history(space, f, r, m) for f, r, m in programs]
     return pretrain(tables, seed=seed).to_json()
 
 

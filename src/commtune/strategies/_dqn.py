@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from commtune.errors import UsageError
+from commtune.knobs import Space, Value
 from commtune.strategies._base import Option
 from commtune.strategies._history import History, HistoryStrategy, Point
 
@@ -225,7 +226,7 @@ class Prior:
 
 
 def pretrain(
-    tables: list[tuple[History, set[Point]]],
+    tables: Sequence[tuple[History, set[Point]]],
     strides: tuple[int, ...] = (1, 4),
     hidden: int = 24,
     updates: int = 3000,
@@ -247,6 +248,106 @@ def pretrain(
     net = _fit(data, len(first.sizes) + 1 + len(names), hidden,
                2 * len(first.sizes) * len(strides) + 1, rng, updates, gamma, lr)  # fmt: skip
     return Prior(list(first.names), list(first.sizes), names, strides, net.params, len(data))
+
+
+def program_history(
+    space: Space,
+    features: Mapping[str, float],
+    reference: float,
+    measured: Sequence[tuple[Mapping[str, Value], float | None]],
+) -> tuple[History, set[Point]]:
+    """One program's whole table over ``space`` as a history (configurations outside the
+    space are left out) and its failed points."""
+    history = History.of_space(space)
+    history.reference, history.reference_features = reference, dict(features)
+    failed: set[Point] = set()
+    for config, value in measured:
+        try:
+            internal = {d.knob.name: d.knob.to_internal(config[d.knob.name])
+                        for d in space.dimensions}  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            continue
+        point = history.point_of(internal)
+        if point is None:
+            continue
+        if value is None:
+            failed.add(point)
+        else:
+            history.points.append(point)
+            history.values.append(float(value))
+            history.features.append(None)
+    return history, failed
+
+
+def _table_program(path: str, space: Space) -> tuple[History, set[Point]]:
+    """A table ``tune --record`` wrote: each configuration's median (None where most of its
+    runs failed), relative to the defaults' median."""
+    try:
+        data = json.loads(Path(path).read_text())
+        runs = [(t["params"], list(t["values"])) for t in data["trials"]]
+        default = [float(v) for v in data["default"] if v is not None]
+    except OSError as exc:
+        raise UsageError(f"cannot read table {path}: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"malformed table {path}: {exc}") from None
+    if not default:
+        raise UsageError(f"table {path}: no run of the defaults")
+
+    def truth(values: list[float | None]) -> float | None:
+        ok = [float(v) for v in values if v is not None]
+        return float(np.median(ok)) if 2 * len(ok) > len(values) else None
+
+    measured = [(params, truth(values)) for params, values in runs]
+    return program_history(space, data.get("features") or {}, float(np.median(default)),
+                           measured)  # fmt: skip
+
+
+_PRIORS: dict[tuple[Any, ...], Prior | None] = {}
+
+
+def prior_from(
+    paths: Sequence[str], space: Space, strides: tuple[int, ...], hidden: int
+) -> Prior | None:
+    """The network option ``warm`` names: a pre-trained one (its JSON), or one pre-trained
+    here on recorded tables of other programs (``tune --record`` files), once per process;
+    None when it was not trained on this space."""
+    key = (tuple(paths), json.dumps(space.to_json(), sort_keys=True, default=str), strides, hidden)
+    if key not in _PRIORS:
+        if len(paths) == 1 and _is_prior(paths[0]):
+            prior: Prior | None = Prior.load(paths[0])
+        else:
+            tables = [_table_program(p, space) for p in paths]
+            tables = [t for t in tables if t[0].points]
+            prior = pretrain(tables, strides, hidden) if tables else None
+        if prior is not None and not (
+            prior.params[0].shape[1] == hidden and prior.fits(History.of_space(space), strides)
+        ):
+            prior = None  # trained on another space or layout
+        _PRIORS[key] = prior
+    return _PRIORS[key]
+
+
+def _check_warm(path: str) -> None:
+    """``path`` is a pre-trained network or a recorded table (UsageError naming it if not)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"warm={path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(f"warm={path}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"warm={path}: neither a pre-trained Q-network nor a recorded table")
+    if data.get("format") == "commtune-dqn-prior":
+        Prior.from_json(data)
+    elif not isinstance(data.get("trials"), list) or not isinstance(data.get("default"), list):
+        raise UsageError(f"warm={path}: neither a pre-trained Q-network nor a recorded table")
+
+
+def _is_prior(path: str) -> bool:
+    try:
+        return json.loads(Path(path).read_text()).get("format") == "commtune-dqn-prior"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _fit(
@@ -317,7 +418,13 @@ class DQNStrategy(HistoryStrategy):
         "updates": Option(int, 150, "replay updates before each proposal"),
         "sync": Option(int, 25, "updates between target-network synchronisations"),
         "lr": Option(float, 0.01, "Adam learning rate"),
-        "warm": Option(str, "", "a pre-trained Q-network (JSON of commtune's) to start from"),
+        "warm": Option(
+            str,
+            "",
+            "start from a pre-trained Q-network: its JSON, or recorded "
+            "tables of other programs on this space (tune --record files, "
+            "comma-separated)",
+        ),
     }
 
     def propose(self, history: History, rng: np.random.Generator, seed: int | None) -> Point:
@@ -359,14 +466,19 @@ class DQNStrategy(HistoryStrategy):
             return max(moves, key=lambda ap: scores[ap[0]])[1]
         return history.unseen_random(rng, seen)
 
+    def __init__(
+        self, options: Mapping[str, str] | None = None, hints: Sequence[Mapping[str, Value]] = ()
+    ) -> None:
+        super().__init__(options, hints)
+        for path in (p for p in str(self.options["warm"]).split(",") if p):
+            _check_warm(path)  # before the study starts, not at its first proposal
+
     def prior(self, history: History, strides: tuple[int, ...]) -> Prior | None:
-        """The pre-trained network of option ``warm``, if it was trained on this space."""
-        path = str(self.options["warm"])
-        if not path:
+        """The network of option ``warm`` (``prior_from``), if it fits this space."""
+        paths = [p for p in str(self.options["warm"]).split(",") if p]
+        if not paths or history.space is None:
             return None
-        prior = Prior.load(path)
-        hidden = prior.params[0].shape[1] if prior.params else 0
-        return prior if prior.fits(history, strides) and hidden == self.options["hidden"] else None
+        return prior_from(paths, history.space, strides, int(self.options["hidden"]))
 
     def train(self, agent: Agent, rng: np.random.Generator, prior: Prior | None = None) -> QNetwork:
         """The network on the study's transitions, started from ``prior`` when given."""
