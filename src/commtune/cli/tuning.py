@@ -33,7 +33,7 @@ from commtune.errors import UsageError
 from commtune.knobs import PRESETS
 from commtune.knobs import enumerators as knob_enumerators
 from commtune.mpi import Vendor, installation_of
-from commtune.study import DEFAULTS, Plan
+from commtune.study import DEFAULTS, Plan, default_repeats
 from commtune.tune import Observer
 
 if TYPE_CHECKING:
@@ -97,9 +97,9 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--repeats",
         type=positive(int),
-        default=DEFAULTS.repeats,
-        help=f"most runs per configuration (default {DEFAULTS.repeats}): raced, a "
-        "configuration clearly slower than the best so far stops after one",
+        help=f"most runs per configuration (default {DEFAULTS.repeats}; 2 where --max-runs "
+        "cannot give every trial 3): raced, a configuration clearly slower than the best so "
+        "far stops after one",
     )
     p.add_argument(
         "--fixed-repeats",
@@ -286,12 +286,13 @@ class TuneOptions:
             raise UsageError("a profile: --metric needs the interposer (libcommtune)")
         if objective.needs_profile and (args.no_interposer or replay):
             raise UsageError(f"--metric {metrics[0]} needs the interposer (libcommtune)")
+        repeats = args.repeats or default_repeats(args.max_runs, args.trials)
         confirming = args.confirm * 2  # one candidate and the default
-        least = args.repeats + confirming + 1
+        least = repeats + confirming + 1
         if args.max_runs is not None and args.max_runs < least:
             raise UsageError(
                 f"--max-runs {args.max_runs} leaves no run to search: the reference takes "
-                f"{args.repeats}, the confirmation's first rounds {confirming}; at least {least}"
+                f"{repeats}, the confirmation's first rounds {confirming}; at least {least}"
             )
         if args.strategy == "predict" and args.no_interposer:
             raise UsageError("--strategy predict needs the interposer (the reference's profile)")
@@ -316,7 +317,7 @@ class TuneOptions:
                 strategy=args.strategy,
                 strategy_options=options,
                 trials=args.trials,
-                repeats=args.repeats,
+                repeats=repeats,
                 statistic=args.objective,
                 timeout=args.timeout,
                 reference_timeout=args.reference_timeout,

@@ -46,7 +46,7 @@ class RaceRun:
     seconds: float
     drift: float = 1.0  # the phase factor of the executor (1: no drift)
     design: str = "raced"  # or "fixed" (see the module docstring)
-    runs: int = 0  # every run the study made, controls included
+    runs: int = 0  # the runs of the reference and the search, controls included
     repeats: int = 1
     found: tuple[float, ...] = ()  # regret of the best configuration measured so far
     confirmed: float | None = None  # regret of the configuration the confirmation hands back

@@ -13,7 +13,7 @@ from commtune.study._acceptance import (
     set_acceptance,
     upgrade,
 )
-from commtune.study._plan import DEFAULTS, Plan
+from commtune.study._plan import DEFAULTS, Plan, default_repeats
 from commtune.study._record import (
     INTERRUPTED,
     Role,
@@ -64,6 +64,7 @@ __all__ = [
     "ask",
     "checks_of",
     "config_key",
+    "default_repeats",
     "installation_of",
     "magnitude",
     "mark",

@@ -41,3 +41,16 @@ class Plan:
 
 
 DEFAULTS = Plan()
+
+BUDGET_REPEATS = 2  # the raced cap of a study whose --max-runs cannot give every trial its
+
+
+def default_repeats(max_runs: int | None, trials: int) -> int:
+    """The cap of a configuration's runs when the user names none: the default, or, where
+    ``max_runs`` cannot give every trial the default's runs, ``BUDGET_REPEATS`` (a second
+    run is what racing needs to tell near-ties apart; a third costs a configuration: on the
+    recorded tables at 30 runs, 2 held 95-99 % of the best speedup where 3 held 68-73 %,
+    docs/benchmarks.md)."""
+    if max_runs is not None and max_runs < trials * DEFAULTS.repeats:
+        return BUDGET_REPEATS
+    return DEFAULTS.repeats
