@@ -15,6 +15,13 @@ def median(values: Sequence[float]) -> float:
 STATISTICS = ("median", "mean", "p90")  # what a trial's value is, of its runs (--objective)
 
 
+def majority_median(values: Sequence[float | None]) -> float | None:
+    """The median of a recorded configuration's runs (None: a failed run), or None where
+    most of them failed: the truth of a replay table's configuration."""
+    measured = [float(v) for v in values if v is not None]
+    return float(np.median(measured)) if 2 * len(measured) > len(values) else None
+
+
 def statistic(name: str) -> Callable[[Sequence[float] | np.ndarray], float]:
     """The summary of a configuration's runs: ``median`` (robust, the default), ``mean``
     (what throughput follows) or ``p90`` (penalises a heavy tail)."""

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from commtune.knobs import Dimension, Knob, KnobType, Space, Value
+from commtune.stats import majority_median
 from commtune.trial import Executor, ReplayExecutor, RunRecord
 from commtune.tune import configurations
 
@@ -237,8 +238,8 @@ def replayed(path: Path) -> Surface:
 
     data = json.loads(path.read_text())
     space = space_from_json(data["library"], data["space"])
-    table = {ReplayExecutor.key(t["params"]): _truth(t["values"]) for t in data["trials"]}
-    default = _truth(data["default"])
+    table = {ReplayExecutor.key(t["params"]): majority_median(t["values"]) for t in data["trials"]}
+    default = majority_median(data["default"])
 
     def f(c: Config) -> float:
         value = table[ReplayExecutor.key(c)]
@@ -247,11 +248,6 @@ def replayed(path: Path) -> Surface:
     name = path.stem
     return Surface(name, space, f, data.get("description", name), table, path, default,
                    bool(data.get("balanced")))  # fmt: skip
-
-
-def _truth(values: list[float | None]) -> float | None:
-    measured = [v for v in values if v is not None]
-    return float(np.median(measured)) if len(measured) * 2 > len(values) else None
 
 
 SYNTHETIC: dict[str, Callable[[], Surface]] = {

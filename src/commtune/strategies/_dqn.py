@@ -38,9 +38,11 @@ import numpy as np
 
 from commtune.errors import UsageError
 from commtune.knobs import Space, Value
+from commtune.stats import majority_median
 from commtune.strategies._base import Option
 from commtune.strategies._history import History, HistoryStrategy, Point
 
+PRIOR_FORMAT = "commtune-dqn-prior"
 Transition = tuple[np.ndarray, int, float, np.ndarray, bool]  # (s, a, r, s', done)
 
 
@@ -198,14 +200,14 @@ class Prior:
         return (self.names, self.sizes, self.strides) == (history.names, history.sizes, strides)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": "commtune-dqn-prior", "names": self.names, "sizes": self.sizes,
+        return {"format": PRIOR_FORMAT, "names": self.names, "sizes": self.sizes,
                 "features": self.features, "strides": list(self.strides),
                 "params": [p.tolist() for p in self.params],
                 "transitions": self.transitions}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Prior:
-        if data.get("format") != "commtune-dqn-prior":
+        if data.get("format") != PRIOR_FORMAT:
             raise UsageError("not a pre-trained Q-network (no format commtune-dqn-prior)")
         try:
             return cls(list(data["names"]), [int(n) for n in data["sizes"]],
@@ -217,12 +219,7 @@ class Prior:
 
     @classmethod
     def load(cls, path: str) -> Prior:
-        try:
-            return cls.from_json(json.loads(Path(path).read_text()))
-        except OSError as exc:
-            raise UsageError(f"cannot read pre-trained Q-network {path}: {exc.strerror}") from None
-        except ValueError as exc:
-            raise UsageError(f"malformed pre-trained Q-network {path}: {exc}") from None
+        return cls.from_json(_warm_file(path))
 
 
 def pretrain(
@@ -279,27 +276,17 @@ def program_history(
     return history, failed
 
 
-def _table_program(path: str, space: Space) -> tuple[History, set[Point]]:
-    """A table ``tune --record`` wrote: each configuration's median (None where most of its
-    runs failed), relative to the defaults' median."""
+def _table_program(path: str, data: Mapping[str, Any], space: Space) -> tuple[History, set[Point]]:
+    """A table ``tune --record`` wrote (``data``, read from ``path``): each configuration's
+    median (None where most of its runs failed), relative to the defaults' median."""
     try:
-        data = json.loads(Path(path).read_text())
-        runs = [(t["params"], list(t["values"])) for t in data["trials"]]
-        default = [float(v) for v in data["default"] if v is not None]
-    except OSError as exc:
-        raise UsageError(f"cannot read table {path}: {exc.strerror}") from None
-    except (ValueError, KeyError, TypeError) as exc:
+        measured = [(t["params"], majority_median(t["values"])) for t in data["trials"]]
+        default = majority_median(data["default"])
+    except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"malformed table {path}: {exc}") from None
-    if not default:
+    if default is None:
         raise UsageError(f"table {path}: no run of the defaults")
-
-    def truth(values: list[float | None]) -> float | None:
-        ok = [float(v) for v in values if v is not None]
-        return float(np.median(ok)) if 2 * len(ok) > len(values) else None
-
-    measured = [(params, truth(values)) for params, values in runs]
-    return program_history(space, data.get("features") or {}, float(np.median(default)),
-                           measured)  # fmt: skip
+    return program_history(space, data.get("features") or {}, default, measured)
 
 
 _PRIORS: dict[tuple[Any, ...], Prior | None] = {}
@@ -313,10 +300,11 @@ def prior_from(
     None when it was not trained on this space."""
     key = (tuple(paths), json.dumps(space.to_json(), sort_keys=True, default=str), strides, hidden)
     if key not in _PRIORS:
-        if len(paths) == 1 and _is_prior(paths[0]):
-            prior: Prior | None = Prior.load(paths[0])
+        files = {p: _warm_file(p) for p in paths}
+        if len(paths) == 1 and files[paths[0]].get("format") == PRIOR_FORMAT:
+            prior: Prior | None = Prior.from_json(files[paths[0]])
         else:
-            tables = [_table_program(p, space) for p in paths]
+            tables = [_table_program(p, data, space) for p, data in files.items()]
             tables = [t for t in tables if t[0].points]
             prior = pretrain(tables, strides, hidden) if tables else None
         if prior is not None and not (
@@ -327,8 +315,8 @@ def prior_from(
     return _PRIORS[key]
 
 
-def _check_warm(path: str) -> None:
-    """``path`` is a pre-trained network or a recorded table (UsageError naming it if not)."""
+def _warm_file(path: str) -> dict[str, Any]:
+    """The JSON object of a ``warm`` file (UsageError naming it if it cannot be one)."""
     try:
         data = json.loads(Path(path).read_text())
     except OSError as exc:
@@ -337,17 +325,16 @@ def _check_warm(path: str) -> None:
         raise UsageError(f"warm={path}: not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise UsageError(f"warm={path}: neither a pre-trained Q-network nor a recorded table")
-    if data.get("format") == "commtune-dqn-prior":
+    return data
+
+
+def _check_warm(path: str) -> None:
+    """``path`` is a pre-trained network or a recorded table (UsageError naming it if not)."""
+    data = _warm_file(path)
+    if data.get("format") == PRIOR_FORMAT:
         Prior.from_json(data)
     elif not isinstance(data.get("trials"), list) or not isinstance(data.get("default"), list):
         raise UsageError(f"warm={path}: neither a pre-trained Q-network nor a recorded table")
-
-
-def _is_prior(path: str) -> bool:
-    try:
-        return json.loads(Path(path).read_text()).get("format") == "commtune-dqn-prior"
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def _fit(

@@ -456,6 +456,18 @@ def _claim(
     return holder
 
 
+def tidy_leftovers(ui: Progress) -> None:
+    """Before the first run: what an earlier tuner killed with kill -9 left running, and the
+    MPI shared-memory segments killed jobs left in /dev/shm."""
+    left = kill_leftovers()
+    if left:
+        ui.warn(f"killed {len(left)} process(es) that an earlier tuner left running")
+        time.sleep(0.5)  # their shared memory is free once they are gone
+    stale = clean_shm(until=time.time() - 60)
+    if stale:
+        ui.info(f"removed {len(stale)} stale MPI shared-memory segment(s) from /dev/shm")
+
+
 def tune(
     settings: TuneSettings,
     storage: Any,
@@ -470,13 +482,7 @@ def tune(
     ``executor.at`` running the command at each training scale."""
     observer = observer or Observer()
     plan = settings.plan
-    left = kill_leftovers()  # a tuner killed with kill -9 could not stop its run
-    if left:
-        ui.warn(f"killed {len(left)} process(es) that an earlier tuner left running")
-        time.sleep(0.5)  # their shared memory is free once they are gone
-    stale = clean_shm(until=time.time() - 60)  # left by killed jobs, e.g. an earlier tuner
-    if stale:
-        ui.info(f"removed {len(stale)} stale MPI shared-memory segment(s) from /dev/shm")
+    tidy_leftovers(ui)
     study = open_study(storage, settings)
     workers = workers or Workers.solo(settings.study)
     with workers.heartbeat():

@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import random
 import statistics
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +22,8 @@ from commtune.errors import UsageError
 from commtune.knobs import Space, Value
 from commtune.profile import Profile
 from commtune.progress import Progress
-from commtune.trial import Executor, ReplayExecutor, clean_shm, kill_leftovers, stderr_summary
-from commtune.tune._loop import MIN_TIMEOUT, ReferenceFailed
+from commtune.trial import Executor, ReplayExecutor, stderr_summary
+from commtune.tune._loop import MIN_TIMEOUT, ReferenceFailed, tidy_leftovers
 
 MAX_RUNS = 20_000  # a sweep larger than this is refused (days of runs)
 
@@ -91,10 +90,7 @@ def record(
             f"recording {len(configs)} configurations {repeats} times is {total} runs "
             f"(at most {MAX_RUNS}): name fewer knobs or values"
         )
-    left = kill_leftovers()  # as a study does: what a killed tuner left running or in /dev/shm
-    if left:
-        ui.warn(f"killed {len(left)} process(es) that an earlier tuner left running")
-    clean_shm(until=time.time() - 60)
+    tidy_leftovers(ui)  # as a study does
     rng = random.Random(seed)
     keys = {ReplayExecutor.key(c): c for c in configs}
     values: dict[str, list[float | None]] = {key: [] for key in keys}
