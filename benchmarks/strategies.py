@@ -221,17 +221,18 @@ def installation_of_table(name: str) -> str:
     return name.split("-")[1] + ("-" + name.split("-")[2] if name.count("-") > 2 else "")
 
 
-def ours(args: tuple[str, int, int, tuple[dict, ...]]) -> RaceRun:
-    name, seed, max_runs, hints = args
+def ours(args: tuple[str, int, int, tuple[dict, ...], float]) -> RaceRun:
+    name, seed, max_runs, hints, drift = args
     return race_one(OURS, surface(name), 0.0, seed, DEFAULTS.trials, design="raced",
                     repeats=default_repeats(max_runs, DEFAULTS.trials),
                     confirm_rounds=DEFAULTS.confirm,
-                    max_runs=max_runs, hints=hints)  # fmt: skip
+                    max_runs=max_runs, hints=hints, drift=drift)  # fmt: skip
 
 
-def plain(args: tuple[str, str, int, int]) -> RaceRun:
-    strategy, name, seed, budget = args
-    return race_one(strategy, surface(name), 0.0, seed, budget, design="fixed", repeats=1)
+def plain(args: tuple[str, str, int, int, float]) -> RaceRun:
+    strategy, name, seed, budget, drift = args
+    return race_one(strategy, surface(name), 0.0, seed, budget, design="fixed", repeats=1,
+                    drift=drift)  # fmt: skip
 
 
 def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> tuple[dict, ...]:
@@ -273,22 +274,26 @@ def total(run: RaceRun) -> int:
     return run.runs + run.confirm_runs
 
 
-def table_race(names: list[str], seeds: int, jobs: int) -> list[dict]:
+def table_race(names: list[str], seeds: int, jobs: int, phases: bool = False) -> list[dict]:
     """Per table and seed: the tuner's whole design bounded at TABLE_RUNS (search,
     controls, confirmation), TPE and random search given the runs it spent (one run per
     trial, the best measured handed back), and the design bounded at KNOWN_RUNS starting
-    from the other programs' answers (leave one program out)."""
+    from the other programs' answers (leave one program out). ``phases``: the machine's
+    state held over stretches of runs (``ReplayExecutor``'s phases) instead of drawn anew
+    for every run."""
+    d = 2.0 if phases else 1.0  # a replayed table's drift: its recorded rounds as phases
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        full = list(pool.map(ours, [(n, s, TABLE_RUNS, ()) for n in names for s in range(seeds)]))
+        studies = [(n, s) for n in names for s in range(seeds)]
+        full = list(pool.map(ours, [(n, s, TABLE_RUNS, (), d) for n, s in studies]))
         found = {(r.surface, r.seed): r for r in full}
         base_jobs = [
-            (b, r.surface, r.seed, max(2, total(r))) for r in full for b in ("tpe", "random")
+            (b, r.surface, r.seed, max(2, total(r)), d) for r in full for b in ("tpe", "random")
         ]
         bases = list(pool.map(plain, base_jobs))
-        known_jobs = [(n, s, KNOWN_RUNS, known_hints(n, s, found)) for n in names
+        known_jobs = [(n, s, KNOWN_RUNS, known_hints(n, s, found), d) for n in names
                       for s in range(seeds)]  # fmt: skip
         known = list(pool.map(ours, known_jobs))
-        cold = list(pool.map(ours, [(n, s, KNOWN_RUNS, ()) for n in names for s in range(seeds)]))
+        cold = list(pool.map(ours, [(n, s, KNOWN_RUNS, (), d) for n, s in studies]))
     out = []
     for name in names:
         row: dict = {"table": name, "optimum_speedup": surface(name).default_regret + 1.0}
@@ -409,19 +414,24 @@ def main() -> int:
     parser.add_argument("--tables", action="store_true",
                         help="only the replay tables' race of whole designs (benchmarks/data/"
                         "table-*.json, made by benchmarks/replay_tables.py)")  # fmt: skip
+    parser.add_argument("--phases", action="store_true",
+                        help="with --tables: the machine's state held over stretches of runs "
+                        "(the recorded rounds), not drawn anew for every run")  # fmt: skip
+    parser.add_argument("--no-dqn", action="store_true", help="with --tables: no dqn race")
     args = parser.parse_args()
     if args.tables:
         start = time.perf_counter()
         names = args.surfaces.split(",") if args.surfaces else tables()
-        rows = table_race(names, args.seeds or 20, args.jobs)
-        dqn = dqn_race(names, args.seeds or 20, args.jobs)
+        rows = table_race(names, args.seeds or 20, args.jobs, args.phases)
+        dqn = [] if args.no_dqn else dqn_race(names, args.seeds or 20, args.jobs)
         if args.json:
             print(json.dumps({"tables": rows, "dqn": dqn,
                               "seconds": round(time.perf_counter() - start)}))  # fmt: skip
         else:
             print(tables_table(rows))
-            print("\n--strategy dqn, cold and pre-trained on the other programs' tables:\n")
-            print(dqn_table(dqn))
+            if dqn:
+                print("\n--strategy dqn, cold and pre-trained on the other programs' tables:\n")
+                print(dqn_table(dqn))
         return 0
     seeds = args.seeds or (10 if args.quick else 20)
     budget = args.budget or (30 if args.quick else 50)

@@ -56,6 +56,9 @@ def test_every_round_runs_every_configuration_once_in_a_new_order() -> None:
     assert sorted(keys[1]) == sorted(keys[2]) == sorted(keys[3]) and "" in keys[1]
     assert len({tuple(k) for k in keys[1:]}) > 1  # shuffled anew
     assert all(len(v) == 4 for v in done.values.values()) and len(done.default) == 4
+    table = done.to_json()  # the order run is kept: the time of every value
+    trials = [None, *(t["params"] for t in table["trials"])]
+    assert [trials[i + 1] for i in table["order"]] == executor.calls
     again = Calls()
     record(again, _space(), 4, Silent(), seed=3)
     assert again.calls == executor.calls  # the same seed, the same order

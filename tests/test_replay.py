@@ -364,3 +364,28 @@ def test_dqn_starts_warm_from_other_programs_tables(
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"warm={bad}: neither a pre-trained Q-network nor a recorded table" in err
     assert not (tmp_path / "b.db").exists()  # refused before anything was written
+
+
+def test_held_phases_answer_runs_close_in_time_from_one_round(tmp_path: Path) -> None:
+    """A replay with phases answers neighbouring runs from the same recorded round (the
+    machine's state shared), a configuration run again within a stretch from the next
+    round, and over seeds from every round."""
+    from commtune.trial import ReplayExecutor
+
+    table = tmp_path / "t.json"
+    rounds = [1.0, 2.0, 3.0, 4.0, 5.0]
+    table.write_text(json.dumps({"default": rounds, "trials": [
+        {"params": {"k": 1}, "values": [10 * v for v in rounds]}]}))  # fmt: skip
+    firsts = set()
+    for seed in range(20):
+        replay = ReplayExecutor(table, seed=seed, phases=True)
+        first = replay.run(None, 1.0).value
+        assert first is not None and 4 <= replay.left <= 29  # a stretch is 5-30 runs
+        firsts.add(first)
+        assert replay.run({"k": 1}, 1.0).value == 10 * first  # the same round
+        assert replay.run(None, 1.0).value == rounds[(rounds.index(first) + 1) % 5]
+    assert firsts == set(rounds)
+    independent = ReplayExecutor(table, seed=0)
+    draws = [(independent.run(None, 1.0).value, independent.run({"k": 1}, 1.0).value)
+             for _ in range(50)]  # fmt: skip
+    assert any(b != 10 * a for a, b in draws if a is not None and b is not None)

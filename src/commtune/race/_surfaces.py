@@ -73,7 +73,9 @@ class Surface:
 
     def executor(self, noise: float, seed: int, drift: float = 1.0) -> Executor:
         if self.replay is not None:
-            return ReplayExecutor(self.replay, self.space.defaults(), seed if self.drawn else None)
+            # drift on a replayed table: its recorded rounds are the machine's phases
+            seed_ = seed if self.drawn else None
+            return ReplayExecutor(self.replay, self.space.defaults(), seed_, drift > 1.0)
         return SurfaceExecutor(self, noise, seed, drift)
 
 

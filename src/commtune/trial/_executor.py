@@ -195,8 +195,16 @@ class ReplayExecutor(Executor):
     The file is JSON: ``{"default": [values...], "trials": [{"params": {...}, "values": [...]},
     ...]}``; a value of null is a failed run. Repeated runs of one configuration cycle through
     its recorded values, or, given a ``seed``, draw one of them at random each time (a
-    balanced table's runs as a study would meet them). A configuration that was not recorded
-    is an error. ``defaults``:
+    balanced table's runs as a study would meet them). ``phases`` (with a seed): the
+    machine's state is held over time, as on the machine that recorded the table: a
+    balanced table ran every configuration once per round, so value i of every
+    configuration was measured in round i, in the same stretch of the machine's life; a
+    run answers with its configuration's value of the current round, which holds for
+    5-30 runs (drawn, as ``race.SurfaceExecutor``'s phases) before another is drawn; a
+    configuration run again within one stretch takes the next round's value. Runs next
+    to each other in time then share the machine's state, as a study's interleaved pairs
+    do, instead of each run drawing a state of its own. A configuration that was not
+    recorded is an error. ``defaults``:
     each knob's library default, which a configuration leaving a knob out runs with (a
     configuration reduced to the knobs that matter is looked up as the recorded one with
     the others at their defaults).
@@ -207,9 +215,14 @@ class ReplayExecutor(Executor):
         path: str | Path,
         defaults: Mapping[str, Value] | None = None,
         seed: int | None = None,
+        phases: bool = False,
     ) -> None:
         self.defaults = dict(defaults or {})
         self.rng = random.Random(seed) if seed is not None else None
+        self.phases = random.Random(-1 - seed) if phases and seed is not None else None
+        self.round = 0
+        self.left = 0  # runs left in the current round's stretch
+        self.in_round: dict[str, int] = {}  # runs of each configuration in this stretch
         try:
             data = json.loads(Path(path).read_text())
             self.default = list(data["default"])
@@ -236,10 +249,23 @@ class ReplayExecutor(Executor):
             raise UsageError(f"replay: configuration {key} was not recorded")
         n = self.counts.get(key, 0)
         self.counts[key] = n + 1
-        value = values[self.rng.randrange(len(values)) if self.rng else n % len(values)]
+        value = values[self.index(key, n, len(values))]
         if value is None:
             return RunRecord(None, 0.0, 1, "exit status 1 (recorded)")
         return RunRecord(float(value), float(value), 0)
+
+    def index(self, key: str, n: int, size: int) -> int:
+        """Which recorded value the ``n``-th run of the configuration ``key`` answers with."""
+        if self.phases is not None:
+            if self.left == 0:
+                self.round = self.phases.randrange(size)
+                self.left = self.phases.randint(5, 30)
+                self.in_round = {}
+            self.left -= 1
+            k = self.in_round.get(key, 0)
+            self.in_round[key] = k + 1
+            return (self.round + k) % size
+        return self.rng.randrange(size) if self.rng else n % size
 
 
 class Primed(Executor):

@@ -43,7 +43,9 @@ class Recording:
 
     def to_json(self, **extra: Any) -> dict[str, Any]:
         """The replay file: what ``ReplayExecutor`` and ``race.replayed`` read, and how it
-        was measured."""
+        was measured; ``order``: every run in the order run, as the index of its entry
+        in ``trials`` (-1: the defaults), the time each value was measured in."""
+        index = {key: i for i, key in enumerate(self.values)}
         return {
             "library": self.library,
             **extra,
@@ -55,6 +57,7 @@ class Recording:
                 {"params": self.configs[key], "values": values}
                 for key, values in self.values.items()
             ],
+            "order": [index.get(key, -1) for key in self.order],
         }
 
     def failed(self) -> list[str]:
