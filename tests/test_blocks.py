@@ -273,6 +273,30 @@ def test_the_runs_left_bound_how_many_candidates_are_confirmed() -> None:
     assert bounded.accepted and spent <= searched + 2 * 6 + 5
 
 
+def test_candidates_are_as_many_as_the_runs_left_can_accept() -> None:
+    """Room for 5 rounds of two candidates and the default (15 runs) but not for the 6
+    pairs that two candidates need to be accepted at the corrected level: the best is
+    confirmed alone, and accepted after 5 rounds."""
+    COST.update(fast_b=0.505)
+    try:
+        settings = _settings(3, 5, ("fast_b", "fast", "slow"), confirm=5, top=3,
+                             racing=False)  # fmt: skip
+        study = open_study(optuna.storages.InMemoryStorage(), settings)
+        searched = tune(settings, study._storage, Table(), Silent()).runs
+        acc = acceptance_of(study)
+        assert acc is not None and len(acc.extra["candidates"]) == 2  # unbounded: both
+        searched -= acc.runs()
+        bounded = dataclasses.replace(settings, plan=dataclasses.replace(
+            settings.plan, max_runs=searched + 15))  # fmt: skip
+        study = open_study(optuna.storages.InMemoryStorage(), bounded)
+        result = tune(bounded, study._storage, Table(), Silent())
+    finally:
+        del COST["fast_b"]
+    acc = acceptance_of(study)
+    assert acc is not None and [c["params"][KNOB] for c in acc.extra["candidates"]] == ["fast"]
+    assert acc.accepted and acc.runs() == 5 * 2 and result.runs == searched + 10
+
+
 def test_candidates_dominated_in_the_search_are_not_confirmed() -> None:
     """a and b came within noise of the default but are twice as slow as fast: only fast is
     confirmed, and it is decided after 5 rounds (the signed-rank test of 5 pairs, one
@@ -406,3 +430,14 @@ def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> 
     (unused,) = view.by_role(Role.UNUSED)
     assert unused.state.name == "PRUNED" and unused.duplicate_of is None
     assert not view.by_role(Role.DUPLICATE)
+
+
+def test_min_pairs_is_where_the_signed_rank_test_first_can_say_faster() -> None:
+    for k in (1, 2, 3, 4):
+        level = 1 - 0.05 / k
+        n = stats.min_pairs(level)
+        assert n == {1: 5, 2: 6, 3: 6, 4: 7}[k]
+        for pairs, faster in ((n, True), (n - 1, False)):  # every pair 2x faster
+            default = [1.0 + 0.01 * i for i in range(pairs)]
+            cmp = stats.compare_paired(default, [d / 2 for d in default], level=level)
+            assert cmp.faster is faster

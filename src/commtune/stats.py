@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -110,6 +111,14 @@ def _rows(stat: str, samples: np.ndarray) -> np.ndarray:
     if stat == "p90":
         return np.quantile(samples, 0.9, axis=1)
     return np.median(samples, axis=1)
+
+
+def min_pairs(level: float) -> int:
+    """The fewest pairs with which :func:`compare_paired` can call a candidate faster at
+    ``level``: the signed-rank test's smallest one-sided p-value of ``n`` pairs is
+    ``2 ** -n`` (every pair favouring the candidate), so ``n`` must bring it below
+    ``1 - level`` (5 pairs at 95 %, 6 at the level corrected for two or three)."""
+    return max(1, math.floor(math.log2(1 / (1 - level))) + 1)
 
 
 def compare_paired(

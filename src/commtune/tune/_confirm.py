@@ -133,8 +133,8 @@ def confirm(
                                    for c in candidates):  # fmt: skip
         candidates = [*candidates[: max(1, top - 1)], smaller]
     room = None if max_runs is None else max_runs - view.runs_spent()
-    if room is not None:  # as many candidates as the runs left allow `rounds` rounds of
-        candidates = candidates[: max(1, room // rounds - 1)]
+    if room is not None:
+        candidates = candidates[: _affordable(len(candidates), rounds, room)]
     level = 1 - (1 - LEVEL) / len(candidates)
     default: dict[int, float] = {}  # round -> the default's run
     default_others: dict[int, dict[str, float | None]] = {}
@@ -183,6 +183,17 @@ def confirm(
     acc = _without_defaults(_verdict(candidates, default, statistic, n_measured), view)
     set_acceptance(study, acc)
     return acc
+
+
+def _affordable(k: int, rounds: int, room: int) -> int:
+    """How many of ``k`` candidates the runs left (``room``) can confirm: each round runs
+    the default and every candidate, and there must be room for ``rounds`` rounds and for
+    the pairs the signed-rank test needs to call one faster at the level corrected for
+    them (5 pairs for one, 6 for two or three: two candidates in 15 runs could never be
+    accepted). At least one: the best is confirmed as far as the runs go."""
+    while k > 1 and (1 + k) * max(rounds, stats.min_pairs(1 - (1 - LEVEL) / k)) > room:
+        k -= 1
+    return max(1, k)
 
 
 def _compare(
