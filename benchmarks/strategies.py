@@ -49,12 +49,13 @@ CONFIRM_ROUNDS = 5  # the designs end with tune's confirmation (5 rounds, up to 
 DRIFT_TRIALS = 15
 DATA = Path(__file__).with_name("data")
 _SURFACES: dict[str, Surface] = {}
+TRUTH = {"stat": "median"}  # a replayed table's truth (--truth), set before workers start
 
 
 def surface(name: str) -> Surface:
     if name not in _SURFACES:
         maker = SYNTHETIC.get(name)
-        _SURFACES[name] = maker() if maker else replayed(DATA / f"{name}.json")
+        _SURFACES[name] = maker() if maker else replayed(DATA / f"{name}.json", TRUTH["stat"])
     return _SURFACES[name]
 
 
@@ -305,7 +306,7 @@ def table_race(names: list[str], seeds: int, jobs: int, phases: bool = False) ->
                           lambda r: r.share_after(len(r.regret)), floor)  # fmt: skip
         row["known"] = cell([r for r in known if r.surface == name], confirmed, floor)
         row["cold15"] = cell([r for r in cold if r.surface == name], confirmed, floor)
-        row["hinted"] = sum(bool(h) for n, _, _, h in known_jobs if n == name)
+        row["hinted"] = sum(bool(h) for n, _, _, h, _ in known_jobs if n == name)
         out.append(row)
     return out
 
@@ -418,7 +419,11 @@ def main() -> int:
                         help="with --tables: the machine's state held over stretches of runs "
                         "(the recorded rounds), not drawn anew for every run")  # fmt: skip
     parser.add_argument("--no-dqn", action="store_true", help="with --tables: no dqn race")
+    parser.add_argument("--truth", choices=("median", "mean"), default="median",
+                        help="a table configuration's truth: the median of its recorded "
+                        "runs, or their mean (what node-hours follow)")  # fmt: skip
     args = parser.parse_args()
+    TRUTH["stat"] = args.truth
     if args.tables:
         start = time.perf_counter()
         names = args.surfaces.split(",") if args.surfaces else tables()

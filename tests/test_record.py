@@ -98,6 +98,10 @@ def test_record_then_replay_end_to_end(tmp_path: Path, capsys: pytest.CaptureFix
     assert surface.drawn
     for t in data["trials"]:
         assert surface.value(t["params"]) == sorted(t["values"])[1]
+    assert data["order"][0] == -1 and len(data["order"]) == 12  # the first run: defaults
+    by_mean = replayed(table, "mean")  # the truth node-hours follow
+    for t in data["trials"]:
+        assert by_mean.value(t["params"]) == pytest.approx(sum(t["values"]) / 3)
     code, out, err = run_cli(["tune", "--mpi", "openmpi", "--replay", str(table), "--knob",
                               knob, "--storage", f"sqlite:///{tmp_path}/r.db", "--trials",
                               "4", "--confirm", "0", "--json"], capsys)  # fmt: skip

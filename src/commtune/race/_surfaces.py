@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from commtune import stats
 from commtune.knobs import Dimension, Knob, KnobType, Space, Value
 from commtune.stats import majority_median
 from commtune.trial import Executor, ReplayExecutor, RunRecord
@@ -231,17 +232,25 @@ def mixed() -> Surface:
     return Surface("mixed", space, f, "6 knobs of all types, interactions, crashes")
 
 
-def replayed(path: Path) -> Surface:
+def replayed(path: Path, truth: str = "median") -> Surface:
     """A real space measured per configuration; the replay executor answers from it. A
-    configuration's truth is the median of its recorded runs (a table of one run each: that
-    run), infinite where most of its runs failed; each run of a replayed study draws one of
-    the recorded runs (``tune --record`` tables) or cycles through them (older tables)."""
+    configuration's truth is the ``truth`` statistic (``stats.STATISTICS``: the median, or
+    the mean, what a user's node-hours follow) of its recorded runs (a table of one run
+    each: that run), infinite where most of its runs failed; each run of a replayed study
+    draws one of the recorded runs (``tune --record`` tables) or cycles through them (older
+    tables)."""
     from commtune.knobs import space_from_json
 
     data = json.loads(path.read_text())
     space = space_from_json(data["library"], data["space"])
-    table = {ReplayExecutor.key(t["params"]): majority_median(t["values"]) for t in data["trials"]}
-    default = majority_median(data["default"])
+    summary = stats.statistic(truth)
+
+    def of(values: list[float | None]) -> float | None:
+        measured = [float(v) for v in values if v is not None]
+        return summary(measured) if majority_median(values) is not None else None
+
+    table = {ReplayExecutor.key(t["params"]): of(t["values"]) for t in data["trials"]}
+    default = of(data["default"])
 
     def f(c: Config) -> float:
         value = table[ReplayExecutor.key(c)]
