@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -316,34 +317,67 @@ DQN_BUDGET = 30  # below the tables' sizes (42-60): a space the budget covers is
 
 def prior_for(name: str) -> str | None:
     """A Q-network pre-trained on the other programs' tables of the same installation (the
-    held-out one's never), written under benchmarks/out/priors; None: no other table."""
+    held-out one's never), or for a synthetic surface on its siblings, written under
+    benchmarks/out/priors; None: no other table."""
     from commtune.strategies import pretrain_dqn
     from commtune.trial import ReplayExecutor
 
-    others = [t for t in tables()
-              if t != name and installation_of_table(t) == installation_of_table(name)]  # fmt: skip
-    if not others:
-        return None
-    programs = []
-    for other in others:
-        surf = surface(other)
-        features = json.loads((DATA / f"{other}.json").read_text()).get("features") or {}
-        measured = [(c, surf.table.get(ReplayExecutor.key(c))) for c in surf.configs()]
-        programs.append((features, surf.default_value, measured))
+    if name in SYNTHETIC:
+        programs = [({}, *sibling(surface(name), k)) for k in range(SIBLINGS)]
+    else:
+        same = installation_of_table(name)
+        others = [t for t in tables() if t != name and installation_of_table(t) == same]
+        if not others:
+            return None
+        programs = []
+        for other in others:
+            surf = surface(other)
+            features = json.loads((DATA / f"{other}.json").read_text()).get("features") or {}
+            measured = [(c, surf.table.get(ReplayExecutor.key(c))) for c in surf.configs()]
+            programs.append((features, surf.default_value, measured))
     path = Path(__file__).with_name("out") / "priors" / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(pretrain_dqn(surface(name).space, programs)))
     return str(path)
 
 
+SIBLINGS = 2  # the "other programs" a synthetic surface's Q-network is pre-trained on
+SYNTHETIC_DQN_BUDGET = 50  # as the synthetic surfaces' race
+
+
+def sibling(surf: Surface, k: int) -> tuple[float, list[tuple[dict, float | None]]]:
+    """Another program on the same platform, for a synthetic surface: its values times a
+    factor per knob value (1 + 5 % x a normal draw, seeded by ``k``), so its optimum lies
+    near the surface's but not always on it; crashes stay crashes. Its defaults' value and
+    every configuration's value (None: a crash)."""
+    rng = np.random.default_rng(1000 + k)
+    factor = {(d.knob.name, str(v)): 1.0 + 0.05 * float(rng.standard_normal())
+              for d in surf.space.dimensions for v in d.candidates()}  # fmt: skip
+
+    def value(c: dict) -> float | None:
+        v = surf.value(c)
+        if not math.isfinite(v):
+            return None
+        return v * math.prod(factor.get((n, str(x)), 1.0) for n, x in c.items())
+
+    reference = value(dict(surf.space.defaults()))
+    return reference or 1.0, [(c, value(c)) for c in surf.configs()]
+
+
+def dqn_budget(name: str) -> int:
+    return SYNTHETIC_DQN_BUDGET if name in SYNTHETIC else DQN_BUDGET
+
+
 def dqn_job(args: tuple[str, int, str]) -> RaceRun:
     name, seed, warm = args
-    return race_one("dqn", surface(name), 0.0, seed, DQN_BUDGET, {"warm": warm} if warm else None)
+    options = {"warm": warm} if warm else None
+    return race_one("dqn", surface(name), 0.0, seed, dqn_budget(name), options)
 
 
 def dqn_race(names: list[str], seeds: int, jobs: int) -> list[dict]:
-    """``--strategy dqn`` cold and warm (pre-trained on the other programs' tables) on each
-    table: trials to within 2 % of the best (the budget if never) and the share after 20."""
+    """``--strategy dqn`` cold and warm (pre-trained on the other programs' tables, or a
+    synthetic surface's siblings) on each table or surface: trials to within 2 % of the
+    best (the budget if never) and the share after 20."""
     priors = {n: prior_for(n) for n in names}
     work = [(n, s, w) for n in names if priors[n] for s in range(seeds)
             for w in ("", priors[n])]  # fmt: skip
@@ -357,7 +391,7 @@ def dqn_race(names: list[str], seeds: int, jobs: int) -> list[dict]:
                    and bool(w) == warm]  # fmt: skip
             if sel:
                 cell[label] = {
-                    "trials": float(np.median([r.trials_to_reach(DQN_BUDGET) for r in sel])),
+                    "trials": float(np.median([r.trials_to_reach(dqn_budget(name)) for r in sel])),
                     "reached": sum(r.reached is not None for r in sel),
                     "share20": float(np.median([r.share_after(20) for r in sel])),
                     "seeds": len(sel),
@@ -372,7 +406,8 @@ def dqn_table(rows: list[dict]) -> str:
              "|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         c, w = r["cold"], r["warm"]
-        lines.append(f"| {r['table'][6:]} | {c['trials']:g} ({c['reached']}/{c['seeds']}) "
+        name = r["table"].removeprefix("table-")
+        lines.append(f"| {name} | {c['trials']:g} ({c['reached']}/{c['seeds']}) "
                      f"| {w['trials']:g} ({w['reached']}/{w['seeds']}) "
                      f"| {100 * c['share20']:.1f} % | {100 * w['share20']:.1f} % |")  # fmt: skip
     return "\n".join(lines)
@@ -419,6 +454,9 @@ def main() -> int:
                         help="with --tables: the machine's state held over stretches of runs "
                         "(the recorded rounds), not drawn anew for every run")  # fmt: skip
     parser.add_argument("--no-dqn", action="store_true", help="with --tables: no dqn race")
+    parser.add_argument("--dqn-only", action="store_true",
+                        help="with --tables: only the dqn race (--surfaces may name "
+                        "synthetic surfaces: pre-trained on their siblings)")  # fmt: skip
     parser.add_argument("--truth", choices=("median", "mean"), default="median",
                         help="a table configuration's truth: the median of its recorded "
                         "runs, or their mean (what node-hours follow)")  # fmt: skip
@@ -427,13 +465,14 @@ def main() -> int:
     if args.tables:
         start = time.perf_counter()
         names = args.surfaces.split(",") if args.surfaces else tables()
-        rows = table_race(names, args.seeds or 20, args.jobs, args.phases)
+        rows = [] if args.dqn_only else table_race(names, args.seeds or 20, args.jobs, args.phases)
         dqn = [] if args.no_dqn else dqn_race(names, args.seeds or 20, args.jobs)
         if args.json:
             print(json.dumps({"tables": rows, "dqn": dqn,
                               "seconds": round(time.perf_counter() - start)}))  # fmt: skip
         else:
-            print(tables_table(rows))
+            if rows:
+                print(tables_table(rows))
             if dqn:
                 print("\n--strategy dqn, cold and pre-trained on the other programs' tables:\n")
                 print(dqn_table(dqn))
