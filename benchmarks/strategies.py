@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,13 +51,15 @@ CONFIRM_ROUNDS = 5  # the designs end with tune's confirmation (5 rounds, up to 
 DRIFT_TRIALS = 15
 DATA = Path(__file__).with_name("data")
 _SURFACES: dict[str, Surface] = {}
-TRUTH = {"stat": "median"}  # a replayed table's truth (--truth), set before workers start
+# set from the command line before the workers start: a replayed table's truth (--truth), the
+# tuner's first confirmation rounds (--confirm)
+OPTIONS: dict[str, Any] = {"truth": "median", "confirm": DEFAULTS.confirm}
 
 
 def surface(name: str) -> Surface:
     if name not in _SURFACES:
         maker = SYNTHETIC.get(name)
-        _SURFACES[name] = maker() if maker else replayed(DATA / f"{name}.json", TRUTH["stat"])
+        _SURFACES[name] = maker() if maker else replayed(DATA / f"{name}.json", OPTIONS["truth"])
     return _SURFACES[name]
 
 
@@ -227,7 +230,7 @@ def ours(args: tuple[str, int, int, tuple[dict, ...], float]) -> RaceRun:
     name, seed, max_runs, hints, drift = args
     return race_one(OURS, surface(name), 0.0, seed, DEFAULTS.trials, design="raced",
                     repeats=default_repeats(max_runs, DEFAULTS.trials),
-                    confirm_rounds=DEFAULTS.confirm,
+                    confirm_rounds=OPTIONS["confirm"],
                     max_runs=max_runs, hints=hints, drift=drift)  # fmt: skip
 
 
@@ -460,8 +463,11 @@ def main() -> int:
     parser.add_argument("--truth", choices=("median", "mean"), default="median",
                         help="a table configuration's truth: the median of its recorded "
                         "runs, or their mean (what node-hours follow)")  # fmt: skip
+    parser.add_argument("--confirm", type=int, default=DEFAULTS.confirm,
+                        help="with --tables: the tuner's first confirmation rounds (the "
+                        "search gets the runs they leave)")  # fmt: skip
     args = parser.parse_args()
-    TRUTH["stat"] = args.truth
+    OPTIONS.update(truth=args.truth, confirm=args.confirm)
     if args.tables:
         start = time.perf_counter()
         names = args.surfaces.split(",") if args.surfaces else tables()
@@ -474,7 +480,10 @@ def main() -> int:
             if rows:
                 print(tables_table(rows))
             if dqn:
-                print("\n--strategy dqn, cold and pre-trained on the other programs' tables:\n")
+                print(
+                    "\n--strategy dqn, cold and pre-trained on the other programs' tables "
+                    "(a synthetic surface: on its siblings):\n"
+                )
                 print(dqn_table(dqn))
         return 0
     seeds = args.seeds or (10 if args.quick else 20)

@@ -289,3 +289,29 @@ def test_drift_comes_in_phases_of_5_to_30_runs() -> None:
     assert [plain.run(None, 1).value for _ in range(5)] == [
         drifting.run(None, 1).value for _ in range(5)
     ]
+
+
+def test_confirm_power_accepts_a_clear_best_and_not_a_tie(tmp_path: Path) -> None:
+    """benchmarks/confirm_power.py: the confirmation's ceiling per table, by the tuner's test."""
+    rng = np.random.default_rng(3)
+    default = list(1.0 + 0.01 * rng.random(5))
+
+    def table(name: str, best: list[float]) -> None:
+        trials = [{"params": {"k": 1}, "values": best}, {"params": {"k": 2}, "values": [2.0] * 5}]
+        (tmp_path / f"table-{name}.json").write_text(
+            json.dumps({"default": default, "trials": trials})
+        )
+
+    table("clear", [0.8 * v for v in default])  # every run of the best beats every default
+    table("tie", list(default))  # the best is the defaults again
+    out = subprocess.run(
+        [sys.executable, "benchmarks/confirm_power.py", "--data", str(tmp_path), "--json",
+         "--pairs", "5,10", "--draws", "20", "--jobs", "1"],
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    rows = {r["table"]: r for r in json.loads(out.stdout.strip().splitlines()[-1])["tables"]}
+    assert rows["clear"]["best"] == rows["tie"]["best"] == {"k": 1}
+    assert rows["clear"]["beats"] == 1.0 and rows["clear"]["speedup"] == pytest.approx(1.25)
+    assert rows["clear"]["accepted"] == {"5": 1.0, "10": 1.0}
+    # a tie is accepted no more often than the gate's error rate allows (5 %, 20 draws)
+    assert rows["tie"]["accepted"]["5"] <= 0.1 and rows["tie"]["accepted"]["10"] <= 0.1
