@@ -3,54 +3,57 @@
     python benchmarks/confirm_power.py [--pairs 5,7,10,15] [--draws 200] [--jobs 2] [--json]
 
 Per replay table (``benchmarks/data/table-*.json``), the table's best configuration by the
-median of its recorded runs is confirmed against the defaults as the tuner confirms its
-candidates (``stats.compare_paired`` at 95 %: the signed-rank test and the bootstrap CI
-agree), each pair a run of each drawn from the recorded ones, as the replayed race draws
-them. Prints the share of ``--draws`` confirmations that accept it with n pairs: a tuner
-that knew the best from the start and spent every run on it could not do better. 5 pairs
-are what a 30-run study leaves its confirmation (10 runs); 15 pairs are all 30 runs.
-Independent draws are the pessimistic case: in a real study both runs of a pair meet the
-same state of the machine, which the pairing cancels.
+median of its recorded runs (``race.replayed``: the race's own truth and optimum) is
+confirmed against the defaults as the tuner confirms its candidates
+(``stats.compare_paired`` at 95 %: the signed-rank test and the bootstrap CI agree), each
+pair a run of each from the race's replay executor (a recorded run drawn at random; a
+failed run leaves its pair out, as the confirmation does). Prints the share of
+``--draws`` confirmations that accept it with n pairs: a tuner that knew the best from the
+start and spent every run on it could not do better. 5 pairs are what a 30-run study
+leaves its confirmation (10 runs); 15 pairs are all 30 runs. Independent draws are the
+pessimistic case: in a real study both runs of a pair meet the same state of the machine,
+which the pairing cancels.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from commtune import stats
+from commtune.race import replayed
+from commtune.trial import ReplayExecutor
 
 DATA = Path(__file__).parent / "data"
-
-
-def complete(trial: dict) -> bool:
-    return bool(trial.get("values")) and None not in trial["values"]
 
 
 def power(args: tuple[Path, tuple[int, ...], int]) -> dict:
     """The best and the defaults of one table, and the share of draws accepted per pairs."""
     path, pairs, draws = args
-    table = json.loads(path.read_text())
-    default = np.asarray(table["default"], dtype=float)
-    best = min((t for t in table["trials"] if complete(t)),
-               key=lambda t: statistics.median(t["values"]))  # fmt: skip
-    values = np.asarray(best["values"], dtype=float)
-    rng = np.random.default_rng(0)
+    surface = replayed(path)
+    best = min(surface.configs(), key=surface.value)
+    replay = surface.executor(0.0, seed=0)  # one file read: every draw takes its next runs
+    assert isinstance(replay, ReplayExecutor)
     accepted = {}
     for n in pairs:
-        draw = [(rng.choice(default, n), rng.choice(values, n)) for _ in range(draws)]
-        hits = sum(stats.compare_paired(d, v, resamples=1000, seed=i).faster
-                   for i, (d, v) in enumerate(draw))  # fmt: skip
+        hits = 0
+        for i in range(draws):
+            runs = [(replay.run(None, 1.0).value, replay.run(best, 1.0).value) for _ in range(n)]
+            pairs_ = [r for r in runs if None not in r]
+            if len(pairs_) >= 2:
+                d, v = zip(*pairs_, strict=True)
+                hits += stats.compare_paired(d, v, resamples=1000, seed=i).faster
         accepted[n] = hits / draws
-    # how often one run of the best beats one run of the defaults
+    # how often one recorded run of the best beats one of the defaults
+    default = np.asarray([x for x in replay.default if x is not None], dtype=float)
+    values = np.asarray([x for x in replay.table[replay.key(best)] if x is not None])
     beats = float(np.mean(values[:, None] < default[None, :]))
-    return {"table": path.stem.removeprefix("table-"), "best": best["params"],
-            "speedup": float(np.median(default) / np.median(values)), "beats": beats,
+    return {"table": path.stem.removeprefix("table-"), "best": best,
+            "speedup": surface.default_value / surface.optimum, "beats": beats,
             "accepted": accepted}  # fmt: skip
 
 

@@ -34,8 +34,8 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -51,15 +51,23 @@ CONFIRM_ROUNDS = 5  # the designs end with tune's confirmation (5 rounds, up to 
 DRIFT_TRIALS = 15
 DATA = Path(__file__).with_name("data")
 _SURFACES: dict[str, Surface] = {}
-# set from the command line before the workers start: a replayed table's truth (--truth), the
-# tuner's first confirmation rounds (--confirm)
-OPTIONS: dict[str, Any] = {"truth": "median", "confirm": DEFAULTS.confirm}
+
+
+@dataclass
+class Options:
+    """Set from the command line before the workers start."""
+
+    truth: str = "median"  # a replayed table's truth (--truth)
+    confirm: int = DEFAULTS.confirm  # the tuner's first confirmation rounds (--confirm)
+
+
+OPTIONS = Options()
 
 
 def surface(name: str) -> Surface:
     if name not in _SURFACES:
         maker = SYNTHETIC.get(name)
-        _SURFACES[name] = maker() if maker else replayed(DATA / f"{name}.json", OPTIONS["truth"])
+        _SURFACES[name] = maker() if maker else replayed(DATA / f"{name}.json", OPTIONS.truth)
     return _SURFACES[name]
 
 
@@ -230,7 +238,7 @@ def ours(args: tuple[str, int, int, tuple[dict, ...], float]) -> RaceRun:
     name, seed, max_runs, hints, drift = args
     return race_one(OURS, surface(name), 0.0, seed, DEFAULTS.trials, design="raced",
                     repeats=default_repeats(max_runs, DEFAULTS.trials),
-                    confirm_rounds=OPTIONS["confirm"],
+                    confirm_rounds=OPTIONS.confirm,
                     max_runs=max_runs, hints=hints, drift=drift)  # fmt: skip
 
 
@@ -467,7 +475,7 @@ def main() -> int:
                         help="with --tables: the tuner's first confirmation rounds (the "
                         "search gets the runs they leave)")  # fmt: skip
     args = parser.parse_args()
-    OPTIONS.update(truth=args.truth, confirm=args.confirm)
+    OPTIONS.truth, OPTIONS.confirm = args.truth, args.confirm
     if args.tables:
         start = time.perf_counter()
         names = args.surfaces.split(",") if args.surfaces else tables()

@@ -293,13 +293,16 @@ def test_drift_comes_in_phases_of_5_to_30_runs() -> None:
 
 def test_confirm_power_accepts_a_clear_best_and_not_a_tie(tmp_path: Path) -> None:
     """benchmarks/confirm_power.py: the confirmation's ceiling per table, by the tuner's test."""
+    recorded = json.loads(Path("benchmarks/data/table-openmpi-ct_demo.json").read_text())
     rng = np.random.default_rng(3)
     default = list(1.0 + 0.01 * rng.random(5))
+    chosen = recorded["trials"][7]["params"]
 
     def table(name: str, best: list[float]) -> None:
-        trials = [{"params": {"k": 1}, "values": best}, {"params": {"k": 2}, "values": [2.0] * 5}]
+        trials = [{"params": t["params"], "values": [2.0] * 5} for t in recorded["trials"]]
+        trials[7]["values"] = best
         (tmp_path / f"table-{name}.json").write_text(
-            json.dumps({"default": default, "trials": trials})
+            json.dumps({**recorded, "default": default, "trials": trials})
         )
 
     table("clear", [0.8 * v for v in default])  # every run of the best beats every default
@@ -310,7 +313,7 @@ def test_confirm_power_accepts_a_clear_best_and_not_a_tie(tmp_path: Path) -> Non
         capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     rows = {r["table"]: r for r in json.loads(out.stdout.strip().splitlines()[-1])["tables"]}
-    assert rows["clear"]["best"] == rows["tie"]["best"] == {"k": 1}
+    assert rows["clear"]["best"] == rows["tie"]["best"] == chosen
     assert rows["clear"]["beats"] == 1.0 and rows["clear"]["speedup"] == pytest.approx(1.25)
     assert rows["clear"]["accepted"] == {"5": 1.0, "10": 1.0}
     # a tie is accepted no more often than the gate's error rate allows (5 %, 20 draws)
