@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "../include/ct_stats.h"
+#include "../include/ct_usage.h"
 
 enum op { PINGPONG, VECTOR, BURST, ALLREDUCE, BCAST, REDUCE, ALLGATHER, ALLTOALL, N_OPS };
 static const char *const op_names[N_OPS] = {"pingpong", "vector", "burst",     "allreduce",
@@ -218,18 +219,14 @@ int main(int argc, char **argv) {
             while (k < N_OPS && strcmp(argv[i], op_names[k]))
                 ++k;
             if (k == N_OPS || n_ops == N_OPS) {
-                if (rank == 0) fprintf(stderr, "ct_sample: unknown operation '%s'\n", argv[i]);
-                MPI_Abort(MPI_COMM_WORLD, 2);
+                ct_usage_exit("ct_sample: unknown operation '%s'\n", argv[i]);
             }
             ops[n_ops++] = k;
         }
     }
     if (n_ops == 0 || (cvar && n_values == 0) ||
         ((ops[0] == PINGPONG || ops[0] == VECTOR || ops[0] == BURST) && ranks < 2)) {
-        if (rank == 0)
-            fprintf(stderr,
-                    "usage: ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
+        ct_usage_exit("usage: ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...\n");
     }
     if (quick) {
         blocks = 7;

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../include/ct_usage.h"
+
 #define SLOTS 16
 
 static double p2p_share = 0.5, coll_share = 0.5, a2a_share = 0, compute_share = 0, target = 0.15;
@@ -85,16 +87,13 @@ int main(int argc, char **argv) {
             target = atof(optarg);
             break;
         default:
-            if (rank == 0)
-                fprintf(stderr,
-                        "usage: ct_train -p P2P -c COLL -s BYTES -S BYTES [-a A] [-x C] [-T S]\n");
-            MPI_Abort(MPI_COMM_WORLD, 2);
+            ct_usage_exit(
+                "usage: ct_train -p P2P -c COLL -s BYTES -S BYTES [-a A] [-x C] [-T S]\n");
         }
     }
     if (p2p_share < 0 || coll_share < 0 || p2p_share + coll_share > 1.0001 || p2p_bytes < 1 ||
         coll_bytes < 1 || a2a_share < 0 || a2a_share > 1 || compute_share < 0 || target <= 0) {
-        if (rank == 0) fprintf(stderr, "ct_train: inputs out of range\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
+        ct_usage_exit("ct_train: inputs out of range\n");
     }
     char *sbuf = malloc((size_t)p2p_bytes), *rbuf = malloc((size_t)p2p_bytes);
     size_t n_doubles = coll_bytes / 8 > 0 ? (size_t)(coll_bytes / 8) : 1;

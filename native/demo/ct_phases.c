@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/ct_usage.h"
+
 static double phase(int calls, int count, double *buf, double *out) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -34,8 +36,7 @@ int main(int argc, char **argv) {
     int large_calls = argc > 3 ? atoi(argv[3]) : 2000;
     long large_bytes = argc > 4 ? atol(argv[4]) : 262144;
     if (rounds < 1 || small_calls < 0 || large_calls < 0 || large_bytes < 8) {
-        if (rank == 0) fprintf(stderr, "usage: ct_phases [ROUNDS] [SMALL] [LARGE] [BYTES]\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
+        ct_usage_exit("usage: ct_phases [ROUNDS] [SMALL] [LARGE] [BYTES]\n");
     }
     int large_count = (int)(large_bytes / (long)sizeof(double));
     double *buf = calloc((size_t)large_count, sizeof(double));

@@ -27,6 +27,8 @@
 #include <string.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+#include "../include/ct_usage.h"
 #ifdef CT_HDF5
 #include <hdf5.h>
 #endif
@@ -58,9 +60,9 @@ static long parse_count(const char *text) {
     return (end && *end == '\0' && n > 0) ? n : -1;
 }
 
-static void usage_error(int rank, const char *message, const char *what) {
-    if (rank == 0) fprintf(stderr, "ct_io: %s%s\n", message, what ? what : "");
-    MPI_Abort(MPI_COMM_WORLD, 2);
+/* Called by every rank alike (a collective call's failure counts as one). */
+static void usage_error(const char *message, const char *what) {
+    ct_usage_exit("ct_io: %s%s\n", message, what ? what : "");
 }
 
 /* Rank 0 overwrites 64 bytes in the middle of the file (a damaged storage, for the test). */
@@ -88,7 +90,7 @@ static void mpiio_write(const char *path, long n, long first, long total, void *
     MPI_File fh;
     int err =
         MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
-    if (err != MPI_SUCCESS) usage_error(0, "cannot create the file in the directory: ", path);
+    if (err != MPI_SUCCESS) usage_error("cannot create the file in the directory: ", path);
     for (int v = 0; v < N_VARS; ++v) {
         fill(buf, v, first, n);
         MPI_Offset at = ((MPI_Offset)v * total + first) * 4;
@@ -124,7 +126,7 @@ static void hdf5_write(const char *path, long n, long first, long total, void *b
     H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL);
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
-    if (file < 0) usage_error(0, "cannot create the HDF5 file: ", path);
+    if (file < 0) usage_error("cannot create the HDF5 file: ", path);
     hsize_t dims = (hsize_t)total, count = (hsize_t)n, start = (hsize_t)first;
     hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
     H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
@@ -187,7 +189,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-n") && i + 1 < argc) {
             n = parse_count(argv[++i]);
-            if (n < 0 || n > (1L << 28)) usage_error(rank, "bad particle count: ", argv[i]);
+            if (n < 0 || n > (1L << 28)) usage_error("bad particle count: ", argv[i]);
         } else if (!strcmp(argv[i], "-m") && i + 1 < argc) {
             mode = argv[++i];
         } else if ((!strcmp(argv[i], "-d") || !strcmp(argv[i], "--io-dir")) && i + 1 < argc) {
@@ -197,17 +199,17 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--damage")) {
             spoil = 1;
         } else {
-            usage_error(rank, "usage: ct_io [-n PARTICLES] [-m mpiio|hdf5] [--io-dir DIR] [-k]",
-                        NULL);
+            usage_error("usage: ct_io [-n PARTICLES] [-m mpiio|hdf5] [--io-dir DIR] [-k]", NULL);
         }
     }
     int hdf5 = !strcmp(mode, "hdf5");
-    if (!hdf5 && strcmp(mode, "mpiio")) usage_error(rank, "unknown mode: ", mode);
+    if (!hdf5 && strcmp(mode, "mpiio")) usage_error("unknown mode: ", mode);
 #ifndef CT_HDF5
-    if (hdf5) usage_error(rank, "built without parallel HDF5: use -m mpiio", NULL);
+    if (hdf5) usage_error("built without parallel HDF5: use -m mpiio", NULL);
 #endif
-    if (rank == 0 && access(dir, W_OK) != 0)
-        usage_error(rank, "cannot write to the directory: ", dir);
+    int writable = rank != 0 || access(dir, W_OK) == 0;
+    MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!writable) usage_error("cannot write to the directory: ", dir);
     struct statfs fs;
     if (rank == 0 && statfs(dir, &fs) == 0 && (unsigned long)fs.f_type == TMPFS_MAGIC_NUMBER)
         fprintf(stderr,
@@ -221,7 +223,10 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/ct_io.%ld.%s", dir, pid, hdf5 ? "h5" : "dat");
     long total = n * ranks, first = n * rank;
     void *buf = malloc((size_t)n * 4), *want = malloc((size_t)n * 4);
-    if (!buf || !want) usage_error(rank, "out of memory for the particles", NULL);
+    if (!buf || !want) { /* one rank's failure: the others are not told, so abort */
+        fprintf(stderr, "ct_io: out of memory for the particles\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
