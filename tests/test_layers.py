@@ -63,7 +63,10 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
     assert _imports(bad) == [(2, "commtune.knobs._discovery", ["discover"])]
 
 
-VENDOR_WORDS = re.compile(r"openmpi|mpich|\bompi|mpir_|hydra|vader|open mpi", re.IGNORECASE)
+VENDOR_WORDS = re.compile(
+    r"openmpi|mpich|\bompi|mpir_|hydra|vader|open mpi|\bi_mpi_|intel|impi|libfabric",
+    re.IGNORECASE,
+)
 
 
 def _vendor_names(path: Path) -> list[str]:
@@ -89,7 +92,7 @@ def _vendor_names(path: Path) -> list[str]:
             and VENDOR_WORDS.search(node.value)
         ):
             found.append(f"{node.lineno}: {node.value[:60]!r}")
-    return found
+    return sorted(found, key=lambda hit: int(hit.split(":")[0]))
 
 
 def test_no_module_outside_mpi_names_a_vendor() -> None:
@@ -106,8 +109,16 @@ def test_no_module_outside_mpi_names_a_vendor() -> None:
 
 def test_the_vendor_name_check_sees_one(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text('"""Open MPI is fine here."""\nX = Vendor.MPICH\nY = ("OMPI_MCA_",)\n')
-    assert _vendor_names(bad) == ["2: Vendor.MPICH", "3: 'OMPI_MCA_'"]
+    bad.write_text(
+        '"""Open MPI is fine here."""\nX = Vendor.MPICH\nY = ("OMPI_MCA_",)\n'
+        'Z = "I_MPI_ROOT"\nW = "libfabric/fi_info"\n'
+    )
+    assert _vendor_names(bad) == [
+        "2: Vendor.MPICH",
+        "3: 'OMPI_MCA_'",
+        "4: 'I_MPI_ROOT'",
+        "5: 'libfabric/fi_info'",
+    ]
 
 
 def test_only_the_report_draws() -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from commtune.cli._common import Command, add_json, add_mpi, print_json
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
-from commtune.mpi import installation_of
+from commtune.mpi import SEARCHED, installation_of
 
 if TYPE_CHECKING:
     from commtune.mpi import Installation
@@ -60,7 +60,7 @@ def cmd_mpis(args: argparse.Namespace, command: list[str] | None) -> int:
     ]
     ui = UI(json_mode=args.json)
     if not rows:
-        ui.warn("no MPI installation found (PATH, COMMTUNE_MPI_PATH, MPI_HOME, I_MPI_ROOT)")
+        ui.warn(f"no MPI installation found ({', '.join(SEARCHED)})")
     else:
         ui.print(installations_table(rows, f"{len(rows)} MPI installation(s)"))
     if args.json:

@@ -89,9 +89,9 @@ def _discover_uncached(installation: Installation) -> dict[str, Variable]:
 
 
 def _fi_info(installation: Installation) -> str:
-    """``fi_info -e`` of the libfabric the installation would use: Intel MPI keeps the binary
-    in ``bin/libfabric/`` (its ``bin/fi_info`` is a script looking elsewhere)."""
-    return _layer_tool(installation, ("libfabric/fi_info", "fi_info"), ["-e"])
+    """``fi_info -e`` of the libfabric the installation would use (where the vendor keeps
+    it: ``MPIVendor.fabric_info``)."""
+    return _layer_tool(installation, installation.impl.fabric_info, ["-e"])
 
 
 def _layer_tool(installation: Installation, names: tuple[str, ...], args: list[str]) -> str:

@@ -10,6 +10,7 @@ catalog ``knobs/data/<name>.json`` and its built-in recommendations
 
 from commtune.mpi._install import (
     LAUNCHER_NAMES,
+    SEARCHED,
     Installation,
     MPISpec,
     default_installation,
@@ -34,6 +35,7 @@ __all__ = [
     "COLL_IDS",
     "ENV_PREFIXES",
     "LAUNCHER_NAMES",
+    "SEARCHED",
     "SHM_PATTERNS",
     "VENDOR_NAMES",
     "Builtin",

@@ -30,6 +30,8 @@ LAUNCHER_NAMES = frozenset(
 )
 # Variables in which clusters and vendors name an MPI installation's prefix.
 PREFIX_VARIABLES = ("MPI_HOME", "MPI_ROOT", "I_MPI_ROOT")
+# where installations are looked for, in order (what a user is told when none is found)
+SEARCHED = ("COMMTUNE_MPI_PATH", *PREFIX_VARIABLES, "PATH")
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,8 @@ class MPIVendor(abc.ABC):
     # MPI_T reads back the text variables set from the environment (Intel MPI's read "").
     reads_back_text: ClassVar[bool] = True
     hdf5_package: ClassVar[str]  # pkg-config name of its parallel HDF5 (Debian's)
+    # libfabric's ``fi_info`` under the installation's ``bin/``, first found is run
+    fabric_info: ClassVar[tuple[str, ...]] = ("fi_info",)
 
     # -- names ----------------------------------------------------------------------------
     def mpit_name(self, env_name: str) -> str | None:

@@ -67,6 +67,8 @@ class IntelMPI(MPIVendor):
     training_ranks = (2,)  # it spins while it waits, like MPICH
     reads_back_text = False
     algorithms_at_run_time = False  # its presets are text variables, read at MPI_Init
+    # its libfabric's binary (bin/fi_info is a script that looks elsewhere)
+    fabric_info = ("libfabric/fi_info", "fi_info")
 
     def _mpit_name(self, env_name: str) -> str:
         return env_name
