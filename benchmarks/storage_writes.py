@@ -14,9 +14,9 @@ import optuna
 
 from commtune.knobs import Dimension, Space, load_catalog
 from commtune.progress import Silent
-from commtune.study import Plan, StudySpec
+from commtune.study import Plan
 from commtune.trial import Executor, RunRecord
-from commtune.tune import TuneSettings, open_study, run_reference, search
+from commtune.tune import Context, Target, open_study, run_reference, search
 
 KNOB = "MPIR_CVAR_ASYNC_PROGRESS"
 
@@ -43,13 +43,13 @@ def main() -> None:
     optuna.storages.InMemoryStorage.set_trial_user_attr = counting  # type: ignore[method-assign]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = Space("mpich", (Dimension(load_catalog("mpich")[KNOB]),))
-    spec = StudySpec(["x"], "mpich", space.to_json(), "wall", 3)
     plan = Plan(strategy="grid", trials=3, confirm=0, seed=1)
-    settings = TuneSettings("w", spec, space, plan)
-    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    target = Target.of("w", ["x"], space, plan)
+    study = open_study(optuna.storages.InMemoryStorage(), target)
     executor = Instant()
-    run_reference(study, settings, executor, Silent())
-    search(study, settings, executor, 60.0, Silent())
+    ctx = Context.solo(study, target, executor, Silent(), 60.0)
+    run_reference(ctx)
+    search(ctx)
     print(f"{executor.runs} runs, {writes} trial-attribute writes")
 
 

@@ -17,11 +17,12 @@ import pytest
 from commtune import stats
 from commtune.knobs import Dimension, Knob, KnobType, Space
 from commtune.progress import Silent
-from commtune.study import Plan, Role, StudySpec, StudyView, TrialRecord, acceptance_of
+from commtune.study import Plan, Role, StudyView, TrialRecord, acceptance_of
 from commtune.trial import Executor, RunRecord
 from commtune.tune import (
     CONFIRM_CAP,
-    TuneSettings,
+    Context,
+    Target,
     open_study,
     run_reference,
     search,
@@ -58,18 +59,18 @@ class Table(Executor):
         return RunRecord(result, result, 0)
 
 
-def _settings(repeats: int, trials: int, choices: tuple[str, ...], **kw: object) -> TuneSettings:
+def _settings(repeats: int, trials: int, choices: tuple[str, ...], **kw: object) -> Target:
     knob = Knob(KNOB, "synthetic", KnobType.CATEGORICAL, "a", KNOB, "ALGO", (), choices=choices)
     space = Space("synthetic", (Dimension(knob),))
-    spec = StudySpec(["x"], "synthetic", space.to_json(), "wall", repeats)
     plan = Plan(strategy="grid", trials=trials, repeats=repeats, confirm=0, seed=1)
-    return TuneSettings("b", spec, space, dataclasses.replace(plan, **kw))  # type: ignore[arg-type]
+    return Target.of("b", ["x"], space, dataclasses.replace(plan, **kw))  # type: ignore[arg-type]
 
 
-def _search(settings: TuneSettings, executor: Executor) -> optuna.Study:
+def _search(settings: Target, executor: Executor) -> optuna.Study:
     study = open_study(optuna.storages.InMemoryStorage(), settings)
-    run_reference(study, settings, executor, Silent())
-    search(study, settings, executor, 60.0, Silent())
+    ctx = Context.solo(study, settings, executor, Silent(), 60.0)
+    run_reference(ctx)
+    search(ctx)
     return study
 
 
@@ -188,10 +189,7 @@ def test_racing_stops_the_clearly_worse_after_one_run_and_the_separated_after_tw
 
 
 def test_the_statistic_is_the_users_choice() -> None:
-    settings = _settings(4, 2, ("noisy",), racing=False)
-    settings = dataclasses.replace(
-        settings, spec=dataclasses.replace(settings.spec, statistic="p90")
-    )
+    settings = _settings(4, 2, ("noisy",), racing=False, statistic="p90")
     COST["noisy"] = 1.0
     try:
         study = _search(settings, Table(noisy=("noisy",)))
@@ -412,7 +410,7 @@ def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> 
     and its claim: the trial it asked is recorded as unused (it was once a 'duplicate' of
     nothing, without duplicate_of)."""
     from commtune.store import Claim
-    from commtune.tune import Workers
+    from commtune.tune import Observer, Workers
 
     class Raced(Workers):
         def claim(self, key: str, **kw: object) -> Claim | None:
@@ -423,9 +421,10 @@ def test_a_trial_asked_after_the_budget_is_spent_is_unused_not_a_duplicate() -> 
     settings = _settings(1, 2, ("fast", "slow"), racing=False)
     study = open_study(optuna.storages.InMemoryStorage(), settings)
     workers = Raced.solo(study.study_name)
-    run_reference(study, settings, Table(), Silent())
+    ctx = Context(study, settings, Table(), Silent(), workers, Observer(), 60.0)
+    run_reference(ctx)
     workers.sync(study)
-    search(study, settings, Table(), 60.0, Silent(), workers)
+    search(ctx)
     view = StudyView(study)
     (unused,) = view.by_role(Role.UNUSED)
     assert unused.state.name == "PRUNED" and unused.duplicate_of is None

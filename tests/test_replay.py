@@ -286,16 +286,14 @@ def test_the_run_step_repeats_the_tuned_command() -> None:
     unless it is a template (``--scale``) or a replay, which get the launcher and ``...``."""
     from types import SimpleNamespace
 
-    from commtune.cli.tuning import _next_steps
-    from commtune.store import normalize_url
+    from commtune.report import next_steps
 
-    opts = SimpleNamespace(storage=normalize_url("commtune.db"))
     accepted = SimpleNamespace(study="app", acceptance=SimpleNamespace(accepted=True))
     command = ["mpirun", "-np", "4", "./app", "in put.nml"]
-    steps = _next_steps(opts, accepted, "openmpi", command)  # type: ignore[arg-type]
+    steps = next_steps(accepted, "openmpi", None, command)  # type: ignore[arg-type]
     assert steps[1] == "  commtune run --study app -- mpirun -np 4 ./app 'in put.nml'   " \
         "(runs with these settings)"  # fmt: skip
-    sized = _next_steps(opts, accepted, "mpich", ["mpiexec", "-n", "{size}", "./app"])  # type: ignore[arg-type]
+    sized = next_steps(accepted, "mpich", None, ["mpiexec", "-n", "{size}", "./app"])  # type: ignore[arg-type]
     assert sized[1].startswith("  commtune run --study app -- mpiexec ...")
     assert "--format env --output tuned.env" in sized[2]
 

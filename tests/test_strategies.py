@@ -24,8 +24,8 @@ from commtune.strategies import STRATEGIES, get_strategy
 from commtune.strategies._dqn import Agent, ensemble
 from commtune.strategies._history import History
 from commtune.strategies._model import fit_model
-from commtune.study import Plan, Role, StudySpec, StudyView, TrialRecord
-from commtune.tune import TuneSettings, open_study, run_reference, search
+from commtune.study import Plan, Role, StudyView, TrialRecord
+from commtune.tune import Context, Target, open_study, run_reference, search
 
 OURS = ["ga", "model", "dqn", "auto"]
 
@@ -33,13 +33,13 @@ OURS = ["ga", "model", "dqn", "auto"]
 def study_on(
     surface: Surface, strategy: str, budget: int, seed: int = 3, hints: list | None = None
 ) -> optuna.Study:
-    spec = StudySpec(["t"], "synthetic", surface.space.to_json(), "wall", 1)
     plan = Plan(strategy=strategy, trials=budget, repeats=1, confirm=0, seed=seed)
-    settings = TuneSettings("t", spec, surface.space, plan, hints=tuple(hints or ()))
-    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    target = Target.of("t", ["t"], surface.space, plan)
+    study = open_study(optuna.storages.InMemoryStorage(), target)
     executor = surface.executor(0.1, seed)
-    run_reference(study, settings, executor, Silent())
-    search(study, settings, executor, 60.0, Silent())
+    ctx = Context.solo(study, target, executor, Silent(), 60.0, tuple(hints or ()))
+    run_reference(ctx)
+    search(ctx)
     return study
 
 

@@ -8,10 +8,8 @@ group before anything is written; the ``argparse.Namespace`` is never changed or
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -21,14 +19,7 @@ from commtune.mpi import VENDOR_NAMES
 from commtune.util import parse_size
 
 if TYPE_CHECKING:
-    import optuna
-
-    from commtune.knobs import Knob, Space
-    from commtune.launch import Launcher
-    from commtune.mpi import Installation
-    from commtune.profile import Profiling
-    from commtune.report import UI
-    from commtune.store import Store
+    pass
 
 Handler = Callable[[argparse.Namespace, "list[str] | None"], int]
 
@@ -117,84 +108,3 @@ def need_command(command: list[str] | None, what: str = "to run") -> list[str]:
     if not command:
         raise UsageError(f"missing '--' before the command {what}, e.g. -- mpirun -np 4 ./app")
     return command
-
-
-# -- shared steps ------------------------------------------------------------------------------
-def default_study_name(command: Sequence[str], library: str, space: Space) -> str:
-    program = next((os.path.basename(a) for a in reversed(command) if os.path.sep in a), None)
-    program = program or os.path.basename(command[0])
-    digest = hashlib.sha256(json.dumps([list(command), space.to_json()]).encode()).hexdigest()
-    return f"{program}-{library}-{digest[:6]}"
-
-
-def open_store(url: str, installation: Installation, nodes: str | None = None) -> tuple[Store, str]:
-    """The storage, with this platform's fingerprint recorded (``nodes``: the Slurm nodes'
-    type, where runs are Slurm's); returns its key too."""
-    from commtune.platform import Fingerprint
-    from commtune.store import Store
-
-    store = Store(url)
-    return store, store.save_platform(Fingerprint.of(installation, nodes=nodes))
-
-
-def probe(space: Space, launcher: Launcher, store: Store, platform: str, ui: UI) -> Space:
-    """The space without the values that abort the library here (tested once per platform)."""
-    from commtune.trial import probe_space
-
-    with ui.progress("checking knob values", 0) as bar:
-        space, bad = probe_space(space, launcher, store, platform, progress=bar.status)
-    for name, values in bad.items():
-        ui.warn(f"{name}: {', '.join(map(str, values))} abort(s) the library here; left out")
-    return space
-
-
-def profiling(
-    installation: Installation, interval: float = 0.1, shared: str | None = None
-) -> Profiling:
-    """libcommtune for the installation; COMMTUNE_PROFILE_DIR: where rank 0 writes profiles
-    (a directory its node can write, for multi-node runs), else ``shared`` if given."""
-    from commtune import native
-    from commtune.profile import Profiling
-
-    directory = settings.PROFILE_DIR.get() or shared
-    return Profiling(native.build_interposer(installation), interval, directory)
-
-
-def load_study(url: str, name: str) -> tuple[Store, optuna.Study]:
-    import optuna
-
-    from commtune.store import Store
-    from commtune.study import spec_of
-
-    store = Store(url, create=False)
-    try:
-        study = optuna.load_study(study_name=name, storage=store.optuna)
-    except KeyError:
-        raise UsageError(f"no study named {name!r} in {store.url}") from None
-    spec_of(study)  # UsageError for a study commtune did not make
-    return store, study
-
-
-def measured_on(store: Store, study: optuna.Study) -> str | None:
-    """The MPI installation a study measured (its platform's), as the user reads it."""
-    from commtune.mpi import Vendor
-    from commtune.study import platform_of
-
-    key = platform_of(study)
-    fingerprint = store.platform(key) if key else None
-    if fingerprint is None:
-        return None
-    try:
-        title = Vendor(fingerprint.mpi_vendor).title
-    except ValueError:
-        title = fingerprint.mpi_vendor
-    return f"{title} {fingerprint.mpi_version} ({fingerprint.mpi_device})"
-
-
-def study_knobs(study: optuna.Study) -> tuple[str, list[Knob]]:
-    from commtune.knobs import load_catalog, space_from_json
-    from commtune.study import spec_of
-
-    spec = spec_of(study)
-    space = space_from_json(spec.library, spec.space, load_catalog(spec.library))
-    return spec.library, [d.knob for d in space.dimensions]

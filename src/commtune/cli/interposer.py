@@ -19,7 +19,6 @@ from commtune.cli._common import (
     need_command,
     positive,
     print_json,
-    profiling,
 )
 from commtune.errors import UsageError
 from commtune.knobs import enumerators as knob_enumerators
@@ -115,6 +114,7 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
         summary_table,
         variables_table,
     )
+    from commtune.service import profiling
     from commtune.trial import LocalExecutor, Objective, stderr_summary
     from commtune.util import write_atomic
 

@@ -11,7 +11,6 @@ from commtune.cli._common import (
     need_command,
     positive,
     print_json,
-    profiling,
 )
 from commtune.errors import UsageError
 from commtune.mpi import installation_of
@@ -116,6 +115,7 @@ def _run(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.mpi import resolve_command
     from commtune.policy import check_periodic, check_rules, evaluate, load_rules
     from commtune.report import UI, runtime_table
+    from commtune.service import profiling
     from commtune.trial import LocalExecutor, Objective
     from commtune.util import write_atomic
 

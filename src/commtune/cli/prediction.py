@@ -12,13 +12,9 @@ from commtune.cli._common import (
     add_json,
     add_mpi,
     add_storage,
-    default_study_name,
     need_command,
-    open_store,
     positive,
     print_json,
-    probe,
-    profiling,
 )
 from commtune.errors import UsageError
 from commtune.knobs import enumerators as knob_enumerators
@@ -80,6 +76,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.platform import Fingerprint, on_testbed
     from commtune.predict import collect, design_points, fit_and_store
     from commtune.report import UI, train_tables
+    from commtune.service import open_store, probe, profiling
     from commtune.store import normalize_url
     from commtune.strategies import design_configs
 
@@ -134,6 +131,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.platform import Fingerprint
     from commtune.predict import Predictor, features_of, model_store
     from commtune.report import UI, prediction_table
+    from commtune.service import default_study_name, profiling
     from commtune.study import Acceptance, Source, StudySpec, save_result_study
     from commtune.trial import LocalExecutor, Objective
 

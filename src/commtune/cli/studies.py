@@ -13,13 +13,9 @@ from commtune.cli._common import (
     Command,
     add_json,
     add_storage,
-    load_study,
-    measured_on,
     need_command,
     positive,
     print_json,
-    profiling,
-    study_knobs,
 )
 from commtune.errors import UsageError
 
@@ -115,6 +111,7 @@ def _chosen(study: optuna.Study, best: bool) -> tuple[dict[str, Value], dict[str
 
 def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import render
+    from commtune.service import load_study, measured_on, study_knobs
     from commtune.study import StudyView
     from commtune.util import write_atomic
 
@@ -146,6 +143,7 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
     from commtune.report import UI
+    from commtune.service import load_study, study_knobs
 
     command = need_command(command)
     store, study = load_study(args.storage, args.study)
@@ -182,6 +180,7 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
 def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.mpi import resolve_command
     from commtune.report import UI, differences_table
+    from commtune.service import load_study, study_knobs
 
     command = need_command(command, "to check the study's configuration with")
     store, study = load_study(args.storage, args.study)
@@ -228,6 +227,7 @@ def _stale_check(
     from commtune.knobs import enumerators
     from commtune.launch import launcher_for
     from commtune.platform import Fingerprint
+    from commtune.service import profiling
     from commtune.study import add_check, checks_of, installation_of, platform_of, spec_of
     from commtune.trial import LocalExecutor, Objective
     from commtune.tune import UNCHANGED, StaleCheck, differences, recheck
@@ -350,6 +350,7 @@ def cmd_knowledge(args: argparse.Namespace, command: list[str] | None) -> int:
 
 def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import UI, trials_table
+    from commtune.service import load_study
     from commtune.study import StudyView
 
     _, study = load_study(args.storage, args.study)
@@ -415,6 +416,7 @@ def _add_report(p: argparse.ArgumentParser) -> None:
 
 def cmd_report(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import UI, collect, page
+    from commtune.service import load_study
     from commtune.util import write_atomic
 
     names = list(args.compare or []) if args.study is None else [args.study, *(args.compare or [])]

@@ -28,8 +28,15 @@ import numpy as np
 from commtune.knobs import Value
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.study import Plan, Role, StudySpec, StudyView
-from commtune.tune import TuneSettings, confirm, open_study, run_reference, search
+from commtune.study import Plan, Role, StudyView
+from commtune.tune import (
+    Context,
+    Target,
+    confirm,
+    open_study,
+    run_reference,
+    search,
+)
 
 REACHED = 0.02
 NEAR = 1.02  # knowledge.NEAR: a best measured within 2 % of the defaults is still an answer
@@ -123,8 +130,6 @@ def race_one(
 
     optuna.logging.set_verbosity(logging.WARNING)
     start = time.perf_counter()
-    spec = StudySpec(["race", surface.name], surface.space.library, surface.space.to_json(),
-                     "wall", repeats)  # fmt: skip
     plan = Plan(
         strategy=strategy,
         strategy_options=dict(options or {}),
@@ -135,21 +140,21 @@ def race_one(
         controls=design == "raced",
         racing=design == "raced",
         max_runs=max_runs,
+        top=3 if design == "raced" else 1,  # fixed: the best alone, as before top-k
     )
-    settings = TuneSettings("race", spec, surface.space, plan, tuple(hints))
+    target = Target.of("race", ["race", surface.name], surface.space, plan)
     storage = optuna.storages.InMemoryStorage()
     executor = surface.executor(noise, seed * 7919 + 17, drift)
     ui = Silent()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        study = open_study(storage, settings)
-        run_reference(study, settings, executor, ui)
-        search(study, settings, executor, 60.0, ui)
+        study = open_study(storage, target)
+        ctx = Context.solo(study, target, executor, ui, 60.0, tuple(hints))
+        run_reference(ctx)
+        search(ctx)
         verdict = None
         if confirm_rounds:
-            top = 3 if design == "raced" else 1
-            verdict = confirm(study, executor, 60.0, ui, rounds=confirm_rounds, top=top,
-                              max_runs=max_runs)  # fmt: skip
+            verdict = confirm(study, executor, 60.0, ui, plan)
     confirmed = None
     accepted = None
     if confirm_rounds:  # the verdict's configuration; the default's when nothing is accepted

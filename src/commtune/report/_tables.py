@@ -260,3 +260,31 @@ def guided_table(choices: Iterable[Any], title: str) -> Table:
     """The knobs a program's profile chose (``profile.guided``): impact and reason."""
     return folded_table(title, ("knob", "impact", "why"),
                         ((c.knob, f"{c.impact:.0%}", c.reason) for c in choices))  # fmt: skip
+
+
+def next_steps(
+    result: TuneResult, vendor: str, storage: str | None, command: Sequence[str] | None = None
+) -> list[str]:
+    """What to type next: run with the accepted settings (the tuned ``command`` itself where
+    it is not a template), write them out, see the report; ``storage``: the ``--storage``
+    to repeat (None: the default one)."""
+    import re
+    import shlex
+
+    from commtune.mpi import Vendor
+
+    given = f" --storage {shlex.quote(storage)}" if storage else ""
+    study = shlex.quote(result.study)
+    steps = []
+    if result.acceptance is not None and result.acceptance.accepted:
+        impl = Vendor(vendor).impl
+        fmt, name = impl.settings_file
+        templated = not command or any("{" in arg for arg in command)
+        launch = f"{impl.launcher_word} ..." if templated else shlex.join(command or ())
+        steps += [
+            f"  commtune run --study {study}{given} -- {launch}   (runs with these settings)",
+            f"  commtune export {study}{given} --format {fmt} --output {name}",
+        ]
+    page = re.sub(r"[^\w.-]+", "_", result.study) + ".html"
+    steps.append(f"  commtune report {study}{given} -o {page}")
+    return ["next:", *steps]

@@ -135,11 +135,11 @@ class History:
             return
         if not scale:
             return
-        self.target_scale = {k: magnitude(v) for k, v in scale["target"].items()}
+        self.target_scale = {k: magnitude(v) for k, v in scale.target.items()}
         source = study
-        if scale.get("train_from"):
+        if scale.train_from:
             try:
-                source = optuna.load_study(study_name=scale["train_from"], storage=study._storage)
+                source = optuna.load_study(study_name=scale.train_from, storage=study._storage)
             except KeyError:
                 return
         for record in StudyView(source).training():

@@ -1,7 +1,9 @@
-"""How a study is searched and decided, as the user chooses it: one frozen :class:`Plan`,
-built at the command line's edge, every default in it once (argparse reads them from
-:data:`DEFAULTS`). What *defines* a study (its command, space, metric) is its
-:class:`~commtune.study.StudySpec`; a plan may change when a study is resumed."""
+"""A study's settings, as the user chooses them: one frozen :class:`Plan`, built at the edge
+(the command line, a script, a benchmark), every default in it once (argparse reads them
+from :data:`DEFAULTS`), handed down unchanged to the tuning service, the loop, the scheduler
+and the confirmation. What *defines* a study as stored (its command, space, metric, repeats,
+statistic) is its :class:`~commtune.study.StudySpec`, made from the plan by
+``StudySpec.of``; the rest of a plan may change when a study is resumed."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Plan:
-    """How a study is searched and decided, as the user chooses it (``tune``'s options).
-    Every default is here, once: the command line reads its defaults from :data:`DEFAULTS`."""
+    """A study's settings: what is tuned and measured, how it is searched and decided, and
+    where its runs go. Checked as a whole by the service (``service.check``)."""
 
+    # -- how it is searched and decided
     strategy: str = "tpe"
     strategy_options: Mapping[str, str] = field(default_factory=dict)
     trials: int = 20  # trials of the study, the reference included
@@ -30,6 +33,35 @@ class Plan:
     controls: bool = True
     racing: bool = True
     control_every: int = 6  # trial runs between two control runs (tune/_schedule.py)
+    # -- what is tuned and measured
+    mpi: str | None = None  # --mpi: a family, FAMILY@VERSION or a prefix (None: the launcher's)
+    knobs: tuple[str, ...] = ()  # --knob NAME[=VALUES]
+    presets: tuple[str, ...] = ()
+    # --metric: the first is searched and confirmed, the others measured in every run
+    metrics: tuple[str, ...] = ("wall",)
+    interposer: bool = True  # libcommtune preloaded: profiles, knobs checked
+    knowledge: bool = True  # earlier studies' answers on this platform are tried first
+    # -- the study and where its runs go
+    study: str | None = None  # its name (None: made from the command and the space)
+    storage: str = "sqlite:///commtune.db"  # normalised (``store.normalize_url``)
+    replay: str | None = None  # run nothing: answer every run from this recorded table
+    record: str | None = None  # run every configuration and write a replay table here
+    scales: tuple[str, ...] = ()  # --scale NAME=VALUE: the command is a template
+    trains: tuple[str, ...] = ()  # --train NAME=V1,V2 (--strategy model)
+    train_from: str | None = None
+    sbatch: tuple[str, ...] | None = None  # each run its own Slurm job, with these options
+    through: tuple[str, ...] = ()  # every launch line runs under this prefix (a bed's node)
+    across_nodes: bool = False  # one rank per node: the default space is the network's
+
+    @property
+    def metric(self) -> str:
+        """The metric searched and confirmed."""
+        return self.metrics[0]
+
+    @property
+    def objectives(self) -> tuple[str, ...]:
+        """The further metrics, measured in every run and shown beside."""
+        return self.metrics[1:]
 
     def search_limit(self) -> int | None:
         """Runs the search may reach: ``max_runs`` less the first rounds of a confirmation

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
 from commtune.knobs import Value
+from commtune.study._plan import Plan
+from commtune.study._scale import Scale
 from commtune.util import worker_id
 
 if TYPE_CHECKING:
@@ -88,7 +90,10 @@ def config_key(config: Mapping[str, Value] | None) -> str:
 
 @dataclass(frozen=True)
 class StudySpec:
-    """What defines a study; a resumed study must be given the same."""
+    """What defines a study, as stored; a resumed study must be given the same. Built from
+    the study's :class:`~commtune.study.Plan` by :meth:`of` (its ``repeats``, ``statistic``
+    and further metrics are the plan's); the scale is typed here and turned into JSON only
+    by :meth:`to_json` / :meth:`from_json`."""
 
     command: list[str]
     library: str
@@ -96,11 +101,26 @@ class StudySpec:
     metric: str
     repeats: int  # runs per configuration: the cap when repeats are raced
     statistic: str = "median"  # of a configuration's runs (--objective); see stats.statistic
-    scale: dict[str, Any] | None = None  # ``Scale.to_json()``: the command's template, ...
+    scale: Scale | None = None  # the command's template, target and training scales
     objectives: list[str] = field(default_factory=list)  # further --metric: measured, shown
 
+    @classmethod
+    def of(
+        cls,
+        command: Sequence[str],
+        library: str,
+        space: list[dict[str, Any]],
+        plan: Plan,
+        scale: Scale | None = None,
+    ) -> StudySpec:
+        """The record of a study searched by ``plan`` (``space``: ``Space.to_json()``)."""
+        return cls(list(command), library, space, plan.metric, plan.repeats, plan.statistic,
+                   scale, list(plan.objectives))  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["scale"] = self.scale.to_json() if self.scale is not None else None
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StudySpec:
@@ -112,7 +132,7 @@ class StudySpec:
                 str(data["metric"]),
                 int(data["repeats"]),
                 str(data.get("statistic", "median")),  # before --objective: the median
-                dict(data["scale"]) if data.get("scale") else None,
+                Scale.from_json(data["scale"]) if data.get("scale") else None,
                 [str(m) for m in data.get("objectives", [])],
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -120,6 +140,10 @@ class StudySpec:
 
     def knob_names(self) -> list[str]:
         return [str(d["knob"]) for d in self.space]
+
+    def trains(self) -> bool:
+        """The study trains at smaller scales first (``--train``)."""
+        return self.scale is not None and bool(self.scale.train)
 
 
 # -- study attributes ---------------------------------------------------------------------------

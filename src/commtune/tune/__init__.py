@@ -1,11 +1,11 @@
-"""The tuner: reference, blocked and raced search, top-k confirmation (see ``_loop``)."""
+"""The tuner: reference, blocked and raced search, top-k confirmation (see ``_loop``); what
+it is given is a :class:`Target` (the study, its typed space and the user's ``Plan``) and
+every step shares one :class:`Context` (``_target``)."""
 
 from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._loop import (
     MIN_TIMEOUT,
-    Observer,
     ReferenceFailed,
-    TuneSettings,
     inherited_mpi_env,
     open_study,
     run_reference,
@@ -24,6 +24,7 @@ from commtune.tune._stale import (
     recheck,
 )
 from commtune.tune._summary import Row, TuneResult, summarize
+from commtune.tune._target import Context, Observer, Target
 from commtune.tune._workers import Workers
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "RACE_Z",
     "STILL_FASTER",
     "UNCHANGED",
+    "Context",
     "Difference",
     "Observer",
     "Recording",
@@ -41,8 +43,8 @@ __all__ = [
     "Row",
     "Scheduler",
     "StaleCheck",
+    "Target",
     "TuneResult",
-    "TuneSettings",
     "Workers",
     "configurations",
     "confirm",

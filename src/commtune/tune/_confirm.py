@@ -33,7 +33,15 @@ from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Knob, Value
 from commtune.progress import Progress
-from commtune.study import Acceptance, Role, Source, StudyView, config_key, set_acceptance
+from commtune.study import (
+    Acceptance,
+    Plan,
+    Role,
+    Source,
+    StudyView,
+    config_key,
+    set_acceptance,
+)
 from commtune.trial import Executor
 
 if TYPE_CHECKING:
@@ -90,13 +98,11 @@ def confirm(
     executor: Executor,
     timeout: float,
     ui: Progress,
-    *,
-    rounds: int,
-    top: int = 3,
-    statistic: str = "median",
-    max_runs: int | None = None,
+    plan: Plan,
 ) -> Acceptance | None:
-    """Confirm the search's best configurations (see the module docstring); stored."""
+    """Confirm the search's best configurations (see the module docstring) as ``plan`` asks
+    (its ``confirm`` rounds, ``top``, ``statistic``, ``max_runs``); stored."""
+    rounds, top, statistic, max_runs = plan.confirm, plan.top, plan.statistic, plan.max_runs
     view = StudyView(study)
     ref = view.reference()
     best = view.best(max(1, top))

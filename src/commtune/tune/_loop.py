@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from commtune import stats
 from commtune.errors import UsageError
-from commtune.knobs import Space, Value
+from commtune.knobs import Value
 from commtune.mpi import ENV_PREFIXES
 from commtune.progress import Progress
 from commtune.store import Claim
@@ -35,11 +35,8 @@ from commtune.strategies import distributions, get_strategy
 from commtune.study import (
     INTERRUPTED,
     Acceptance,
-    Plan,
     Role,
-    Scale,
     Source,
-    StudySpec,
     StudyView,
     TrialRecord,
     TrialWriter,
@@ -51,10 +48,11 @@ from commtune.study import (
     set_spec,
     spec_of,
 )
-from commtune.trial import Executor, RunRecord, clean_shm, kill_leftovers, stderr_summary
+from commtune.trial import Executor, clean_shm, kill_leftovers, stderr_summary
 from commtune.tune._confirm import confirm
 from commtune.tune._schedule import Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
+from commtune.tune._target import Context, Observer, Target
 from commtune.tune._train import train, training_done
 from commtune.tune._workers import CONFIRM, POLL, REFERENCE, TRAINING, Workers, config_claim
 
@@ -68,67 +66,41 @@ class ReferenceFailed(UsageError):
     """The library's default configuration failed: the command itself is broken."""
 
 
-@dataclass(frozen=True)
-class TuneSettings:
-    """One study to tune: its name, what defines it (``spec``, the ``space`` it searches),
-    how (``plan``), the configurations to try first and the platform it runs on."""
-
-    study: str
-    spec: StudySpec  # its ``repeats`` is the cap of a configuration's runs
-    space: Space
-    plan: Plan = field(default_factory=Plan)
-    hints: tuple[Mapping[str, Value], ...] = ()  # configurations to try early
-    platform: str | None = None
-    installation: Mapping[str, Any] | None = None  # Installation.to_json() of its runs
-
-
-class Observer:
-    """What the caller of the tuner hears of and adds: a subclass overrides what it needs."""
-
-    def run_done(self, trial: optuna.trial.BaseTrial, index: int, run: RunRecord) -> None:
-        """After every recorded run of a trial (``index`` from 0): store its profile, warn."""
-
-    def hints(self, reference: TrialRecord) -> list[dict[str, Value]]:
-        """Configurations to try first that need the reference run (a prediction from its
-        profile); asked once, when the reference is done."""
-        return []
-
-
 # -- study bookkeeping ------------------------------------------------------------------------
-def open_study(storage: optuna.storages.BaseStorage, settings: TuneSettings) -> optuna.Study:
+def open_study(storage: optuna.storages.BaseStorage, target: Target) -> optuna.Study:
     """Create the study, or load it and check it was created for the same command and space."""
     import optuna
 
     try:
-        study = optuna.load_study(study_name=settings.study, storage=storage)
+        study = optuna.load_study(study_name=target.study, storage=storage)
     except KeyError:
         try:
             study = optuna.create_study(
-                study_name=settings.study, storage=storage, direction="minimize"
+                study_name=target.study, storage=storage, direction="minimize"
             )
         except optuna.exceptions.DuplicatedStudyError:  # another worker made it just now
-            study = optuna.load_study(study_name=settings.study, storage=storage)
+            study = optuna.load_study(study_name=target.study, storage=storage)
         else:
-            set_spec(study, settings.spec, settings.platform)
-            if settings.installation is not None:
-                set_installation(study, settings.installation)
+            set_spec(study, target.spec, target.platform)
+            if target.installation is not None:
+                set_installation(study, target.installation)
             return study
     for _ in range(50):  # a worker that made the study writes its spec just after
         if raw_spec(study.user_attrs):
             break
         time.sleep(0.2)
-        study = optuna.load_study(study_name=settings.study, storage=storage)
+        study = optuna.load_study(study_name=target.study, storage=storage)
     stored = spec_of(study).to_json()
     verdict = acceptance_of(study)
     if verdict is not None and verdict.source is not Source.SEARCH:
         raise UsageError(
-            f"study {settings.study!r} holds a {verdict.source.value} result, not a search; "
+            f"study {target.study!r} holds a {verdict.source.value} result, not a search; "
             "use another --study name"
         )
-    if stored != settings.spec.to_json():
-        diff = [k for k, v in settings.spec.to_json().items() if stored.get(k) != v]
+    if stored != target.spec.to_json():
+        diff = [k for k, v in target.spec.to_json().items() if stored.get(k) != v]
         raise UsageError(
-            f"study {settings.study!r} exists with a different {', '.join(diff)}; "
+            f"study {target.study!r} exists with a different {', '.join(diff)}; "
             "use another --study name"
         )
     return study
@@ -148,17 +120,10 @@ def _finished(study: optuna.Study) -> StudyView:
     return StudyView(study, (TrialState.COMPLETE,))
 
 
-def run_reference(
-    study: optuna.Study,
-    settings: TuneSettings,
-    executor: Executor,
-    ui: Progress,
-    workers: Workers | None = None,
-    observer: Observer | None = None,
-) -> TrialRecord:
+def run_reference(ctx: Context) -> TrialRecord:
     """The library's defaults, ``repeats`` times: the first control level of the study. One
     worker runs it; the others wait for it."""
-    workers = workers or Workers.solo(study.study_name)
+    study, workers = ctx.study, ctx.workers
     while True:
         ref = _finished(study).reference()
         if ref is not None:
@@ -170,7 +135,7 @@ def run_reference(
         if not workers.alive(holder.worker):
             workers.release(REFERENCE, worker=holder.worker)
             continue
-        ui.info(f"worker {holder.worker} runs the reference; waiting for it")
+        ctx.ui.info(f"worker {holder.worker} runs the reference; waiting for it")
         while (
             _finished(study).reference() is None
             and workers.claim(REFERENCE) == holder
@@ -178,32 +143,26 @@ def run_reference(
         ):
             time.sleep(POLL)
     try:
-        return _reference_runs(study, settings, executor, ui, workers, observer or Observer())
+        return _reference_runs(ctx)
     except BaseException:
         workers.release(REFERENCE, worker=workers.me)  # the next worker (or start) runs it
         raise
 
 
-def _reference_runs(
-    study: optuna.Study,
-    settings: TuneSettings,
-    executor: Executor,
-    ui: Progress,
-    workers: Workers,
-    observer: Observer,
-) -> TrialRecord:
-    statistic = stats.statistic(settings.spec.statistic)
+def _reference_runs(ctx: Context) -> TrialRecord:
+    study, plan = ctx.study, ctx.plan
+    statistic = stats.statistic(plan.statistic)
     trial = ask(study)
-    workers.bind(REFERENCE, trial.number)
-    live = Live(trial, None, observer.run_done)
+    ctx.workers.bind(REFERENCE, trial.number)
+    live = Live(trial, None, ctx.observer.run_done)
     live.write.role(Role.REFERENCE)
     live.write.config({})
-    with ui.progress("reference (library defaults)", settings.spec.repeats) as bar:
+    with ctx.ui.progress("reference (library defaults)", plan.repeats) as bar:
         try:
-            for r in range(settings.spec.repeats):
+            for r in range(plan.repeats):
                 if live.failure is not None:
                     break
-                run = executor.run(None, settings.plan.reference_timeout)
+                run = ctx.executor.run(None, plan.reference_timeout)
                 live.record(run, f"{trial.number}.{r}", r)
                 bar.advance(status=status_line(live, run))
         except BaseException:
@@ -258,17 +217,16 @@ Proposal = New | Duplicate | Spent
 class _Proposer:
     """Asks the strategy for configurations and decides what each is (:data:`Proposal`)."""
 
-    study: optuna.Study
-    settings: TuneSettings
-    workers: Workers
+    ctx: Context
     known: dict[str, TrialRecord]  # every worker's measured configurations
     in_batch: dict[str, int] = field(default_factory=dict)  # configuration -> its trial
 
     def __post_init__(self) -> None:
-        self.dists = distributions(self.settings.space)
+        self.study, self.workers = self.ctx.study, self.ctx.workers
+        self.dists = distributions(self.ctx.space)
 
     def propose(self) -> Proposal:
-        space = self.settings.space
+        space = self.ctx.space
         trial = ask(self.study, fixed_distributions=self.dists)
         config = {
             d.knob.name: d.knob.from_internal(trial.params[d.knob.name]) for d in space.dimensions
@@ -280,7 +238,7 @@ class _Proposer:
         if earlier is not None or key in self.in_batch:
             write.role(Role.DUPLICATE)
             return Duplicate(trial, earlier or self.in_batch[key])
-        holder = _claim(self.study, self.workers, config, trial.number, self.settings.plan.trials)
+        holder = _claim(self.study, self.workers, config, trial.number, self.ctx.plan.trials)
         if holder is None:  # the other workers took the last trials
             write.role(Role.UNUSED)
             return Spent(trial)
@@ -337,25 +295,14 @@ def _propose_batch(
     return _Batch(lives, spent=False), repeated
 
 
-def search(
-    study: optuna.Study,
-    settings: TuneSettings,
-    executor: Executor,
-    timeout: float,
-    ui: Progress,
-    workers: Workers | None = None,
-    observer: Observer | None = None,
-) -> None:
+def search(ctx: Context) -> None:
     """Batches of proposals to the study's budget, shared with the study's other workers:
     each configuration is claimed before it runs (:mod:`commtune.tune._workers`)."""
-    workers = workers or Workers.solo(study.study_name)
-    observer = observer or Observer()
-    plan = settings.plan
+    study, workers, plan, space, ui = ctx.study, ctx.workers, ctx.plan, ctx.space, ctx.ui
     workers.sync(study)
-    hints = [dict(h) for h in settings.hints]
+    hints = [dict(h) for h in ctx.hints]
     strategy = get_strategy(plan.strategy, dict(plan.strategy_options), hints)
-    space = settings.space
-    statistic = stats.statistic(settings.spec.statistic)
+    statistic = stats.statistic(plan.statistic)
     remaining = plan.trials - workers.counted()
     if remaining <= 0:
         return
@@ -368,10 +315,10 @@ def search(
         ui.info(f"the {space.size()} configurations fit the budget: raced whole")
     scheduler = Scheduler(
         study,
-        executor,
-        timeout,
-        repeats=settings.spec.repeats,
-        statistic=settings.spec.statistic,
+        ctx.executor,
+        ctx.timeout,
+        repeats=plan.repeats,
+        statistic=plan.statistic,
         controls=plan.controls,
         racing=plan.racing,
         control_every=plan.control_every,
@@ -394,8 +341,8 @@ def search(
                 ui.info(f"the run budget (--max-runs {plan.max_runs}) is spent")
                 break
             study.sampler = strategy.sampler(space, plan.seed, len(view.records))
-            proposer = _Proposer(study, settings, workers, known)
-            batch, repeated = _propose_batch(proposer, size, observer.run_done, repeated)
+            proposer = _Proposer(ctx, known)
+            batch, repeated = _propose_batch(proposer, size, ctx.observer.run_done, repeated)
             if not batch.lives:
                 if not batch.spent:
                     ui.info("the strategy proposes only configurations already measured; stopping")
@@ -469,7 +416,7 @@ def tidy_leftovers(ui: Progress) -> None:
 
 
 def tune(
-    settings: TuneSettings,
+    target: Target,
     storage: Any,
     executor: Executor,
     ui: Progress,
@@ -480,51 +427,42 @@ def tune(
     Several tuners may run it at once on one storage (``workers``, see ``_workers``). A study
     at a training scale (``spec.scale`` with training values) trains first, with
     ``executor.at`` running the command at each training scale."""
-    observer = observer or Observer()
-    plan = settings.plan
     tidy_leftovers(ui)
-    study = open_study(storage, settings)
-    workers = workers or Workers.solo(settings.study)
+    study = open_study(storage, target)
+    workers = workers or Workers.solo(target.study)
+    ctx = Context(study, target, executor, ui, workers, observer or Observer())
+    plan = target.plan
     with workers.heartbeat():
         interrupted = workers.recover(study)
         if interrupted:
             ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
-        ref = run_reference(study, settings, executor, ui, workers, observer)
+        ref = run_reference(ctx)
         timeout = plan.timeout or max(MIN_TIMEOUT, 5 * stats.median(ref.walls()))
         ui.info(
             f"reference: {stats.median(ref.values()):.4g} (median of "
             f"{len(ref.values())}); run timeout {timeout:.1f} s"
         )
-        settings = replace(settings, hints=(*observer.hints(ref), *settings.hints))
-        if settings.spec.scale is not None and Scale.from_json(settings.spec.scale).train:
+        ctx = replace(ctx, timeout=timeout, hints=tuple(ctx.observer.hints(ref)))
+        if target.spec.trains():
 
             def run_training() -> bool:
-                train(study, settings, executor, timeout, ui, observer)
+                train(ctx)
                 return True
 
             workers.once(
                 TRAINING,
-                lambda: True if training_done(study, settings) else None,
+                lambda: True if training_done(ctx) else None,
                 run_training,
                 ui,
                 "training",
             )
-        search(study, settings, executor, timeout, ui, workers, observer)
+        search(ctx)
         while workers.wait_for_others(study, ui):  # a worker died: its trials run here
             ui.warn("a worker stopped during its trials; they are run again")
-            search(study, settings, executor, timeout, ui, workers, observer)
+            search(ctx)
 
         def run_confirmation() -> Acceptance | None:
-            return confirm(
-                study,
-                executor,
-                timeout,
-                ui,
-                rounds=plan.confirm,
-                top=plan.top,
-                statistic=settings.spec.statistic,
-                max_runs=plan.max_runs,
-            )
+            return confirm(study, executor, timeout, ui, plan)
 
         if plan.confirm <= 0 or not StudyView(study).best(1):
             acceptance = run_confirmation()  # nothing to run: no need to wait on another

@@ -32,6 +32,7 @@ from commtune.knobs import Value
 from commtune.mpi import Installation
 from commtune.platform import Fingerprint
 from commtune.progress import Progress
+from commtune.study import DEFAULTS
 from commtune.trial import Executor
 
 MIN_ROUNDS = 3
@@ -163,7 +164,7 @@ def recheck(
     timeout: float,
     ui: Progress,
     *,
-    statistic: str = "median",
+    statistic: str = DEFAULTS.statistic,
     min_rounds: int = MIN_ROUNDS,
     max_rounds: int = MAX_ROUNDS,
     configured: Executor | None = None,

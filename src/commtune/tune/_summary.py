@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Value
-from commtune.study import Acceptance, Noise, StudyView
+from commtune.study import DEFAULTS, Acceptance, Noise, StudyView
 
 if TYPE_CHECKING:
     import optuna
@@ -41,7 +41,7 @@ class TuneResult:
     not_applied: dict[str, str] = field(default_factory=dict)
     runs: int = 0  # every run the study made: trials, controls, confirmation
     noise: Noise = field(default_factory=lambda: Noise(0.0, 1.0))
-    statistic: str = "median"
+    statistic: str = DEFAULTS.statistic
     pareto: list[dict[str, Any]] = field(default_factory=list)  # with further objectives
 
     def to_json(self) -> dict[str, Any]:

@@ -19,25 +19,22 @@ from typing import TYPE_CHECKING
 
 from commtune import stats
 from commtune.knobs import Value
-from commtune.progress import Progress
 from commtune.strategies import design_configs, distributions
-from commtune.study import INTERRUPTED, Role, Scale, StudyView, ask, config_key
-from commtune.trial import Executor
+from commtune.study import INTERRUPTED, Role, StudyView, ask, config_key
 from commtune.tune._schedule import Live, Scheduler, tell, tell_control
+from commtune.tune._target import Context, Target
 
 if TYPE_CHECKING:
     import optuna
 
-    from commtune.tune._loop import Observer, TuneSettings
-
 TRAIN_REPEATS = 1  # runs per training configuration: the paper runs each once
 
 
-def training_size(settings: TuneSettings) -> int:
+def training_size(target: Target) -> int:
     """Configurations of the design at each training scale: the model's ``initial`` option,
     by default ``max(8, 2 x knobs + 2)`` (the design it would run at the target)."""
-    given = int(settings.plan.strategy_options.get("initial", "0") or 0)
-    return given or max(8, 2 * len(settings.space.dimensions) + 2)
+    given = int(target.plan.strategy_options.get("initial", "0") or 0)
+    return given or max(8, 2 * len(target.space.dimensions) + 2)
 
 
 def trained(study: optuna.Study) -> set[tuple[str, str]]:
@@ -50,36 +47,28 @@ def trained(study: optuna.Study) -> set[tuple[str, str]]:
     }
 
 
-def training_done(study: optuna.Study, settings: TuneSettings) -> bool:
+def training_done(ctx: Context) -> bool:
     """Whether every training run of the study is made (by this worker or another)."""
-    if settings.spec.scale is None or not Scale.from_json(settings.spec.scale).train:
+    scale = ctx.target.spec.scale
+    if scale is None or not scale.train:
         return True
-    design = design_configs(settings.space, training_size(settings), settings.plan.seed or 0)
-    done = trained(study)
+    design = design_configs(ctx.space, training_size(ctx.target), ctx.plan.seed or 0)
+    done = trained(ctx.study)
     return all(
         (config_key(values), config_key(c)) in done
-        for values in Scale.from_json(settings.spec.scale).training_scales()
+        for values in scale.training_scales()
         for c in design
     )
 
 
-def train(
-    study: optuna.Study,
-    settings: TuneSettings,
-    executor: Executor,
-    timeout: float,
-    ui: Progress,
-    observer: Observer,
-) -> None:
+def train(ctx: Context) -> None:
     """Run the training design at every training scale not done yet (see the module)."""
-    if settings.spec.scale is None:
+    study, plan, space, ui = ctx.study, ctx.plan, ctx.space, ctx.ui
+    scale = ctx.target.spec.scale
+    if scale is None or not scale.train:
         return
-    scale = Scale.from_json(settings.spec.scale)
-    if not scale.train:
-        return
-    space = settings.space
-    design = design_configs(space, training_size(settings), settings.plan.seed or 0)
-    statistic = stats.statistic(settings.spec.statistic)
+    design = design_configs(space, training_size(ctx.target), plan.seed or 0)
+    statistic = stats.statistic(plan.statistic)
     done = trained(study)
     for values in scale.training_scales():
         todo = [c for c in design if (config_key(values), config_key(c)) not in done]
@@ -88,19 +77,19 @@ def train(
         label = ", ".join(f"{k}={v}" for k, v in values.items())
         scheduler = Scheduler(
             study,
-            executor.at(scale.command(values)),
-            timeout,
+            ctx.executor.at(scale.command(values)),
+            ctx.timeout,
             repeats=TRAIN_REPEATS,
-            statistic=settings.spec.statistic,
+            statistic=plan.statistic,
             racing=False,
-            control_every=settings.plan.control_every,
-            limit=settings.plan.search_limit(),
+            control_every=plan.control_every,
+            limit=plan.search_limit(),
             scale=values,
         )
         if not scheduler.affordable(len(todo)):
-            ui.info(f"the run budget (--max-runs {settings.plan.max_runs}) is spent")
+            ui.info(f"the run budget (--max-runs {plan.max_runs}) is spent")
             return
-        batch = [_training_trial(study, settings, config, values, observer) for config in todo]
+        batch = [_training_trial(ctx, config, values) for config in todo]
         with ui.progress(f"training at {label}", scheduler.estimate(len(batch)) + 1) as bar:
             try:
                 scheduler.run_batch(batch, bar)
@@ -111,17 +100,11 @@ def train(
         _finish(study, scheduler, batch, statistic)
 
 
-def _training_trial(
-    study: optuna.Study,
-    settings: TuneSettings,
-    config: dict[str, Value],
-    values: Mapping[str, str],
-    observer: Observer,
-) -> Live:
+def _training_trial(ctx: Context, config: dict[str, Value], values: Mapping[str, str]) -> Live:
     """A trial with exactly ``config``'s parameters (enqueued, so no sampler decides)."""
     import optuna
 
-    space = settings.space
+    study, space = ctx.study, ctx.space
     saved = study.sampler
     study.sampler = optuna.samplers.RandomSampler(seed=0)
     try:
@@ -130,7 +113,7 @@ def _training_trial(
         trial = ask(study, fixed_distributions=distributions(space))
     finally:
         study.sampler = saved
-    live = Live(trial, config, observer.run_done)
+    live = Live(trial, config, ctx.observer.run_done)
     live.write.role(Role.TRAINING)
     live.write.scale(values)
     live.write.config(config)

@@ -1,0 +1,41 @@
+"""The services below the command line: each takes typed settings (a ``study.Plan``) and a
+``Progress``, runs, and returns typed results; the command line parses, calls, prints.
+
+``Tuning`` (``tune``), ``demo``, the hint sources a study starts from, and the steps several
+commands share (naming a study, opening the storage with the platform recorded, probing knob
+values, setting up libcommtune, loading a study)."""
+
+from commtune.service._common import (
+    default_study_name,
+    load_study,
+    measured_on,
+    open_store,
+    probe,
+    profiling,
+    study_knobs,
+)
+from commtune.service._demo import demo
+from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
+from commtune.service._observer import StudyObserver
+from commtune.service._tuning import Outcome, Recorded, Tuning, check
+
+__all__ = [
+    "HintSource",
+    "Knowledge",
+    "Outcome",
+    "Prediction",
+    "Recorded",
+    "Sampled",
+    "StudyObserver",
+    "Tuning",
+    "check",
+    "default_study_name",
+    "demo",
+    "in_space",
+    "load_study",
+    "measured_on",
+    "open_store",
+    "probe",
+    "profiling",
+    "study_knobs",
+]

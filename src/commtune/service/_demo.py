@@ -1,0 +1,76 @@
+"""``commtune demo`` as a service: the bundled demo app built with the installation's
+``mpicc`` and tuned on this node (2 ranks) or across a test bed of network namespaces, one
+rank a node, with the tuner on this machine and every launch line run inside the first
+node."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from commtune import native
+from commtune.errors import UsageError
+from commtune.launch import launcher_for
+from commtune.mpi import Installation, installation_of
+from commtune.report import UI
+from commtune.service._tuning import Outcome, Recorded, Tuning
+from commtune.study import Plan
+from commtune.testbed import Cluster, available
+from commtune.util import TESTBED_ENV
+
+ITERATIONS = 1000
+BED = "ctbdemo"  # a fixed name: the study's launch line is the same at every resume
+
+
+def demo(plan: Plan, ui: UI, ranks: int | None, nodes: int | str | None) -> Outcome | Recorded:
+    """Tune the demo app as ``plan`` says; ``nodes``: a bed of that many nodes, ``auto``
+    (one a core, 2-4, where the machine allows a bed) or None (this node, ``ranks``)."""
+    inst = installation_of(plan.mpi)
+    program = native.build(inst, "demo/ct_demo.c")
+    usual = inst == installation_of(inst.vendor.value)  # the family's usual installation
+    named = plan.study is not None
+    study = plan.study or f"demo-{inst.vendor.value}" + ("" if usual else f"-{inst.version}")
+    plan = replace(plan, study=study, mpi=inst.prefix)
+    count = _nodes(nodes, ui.json_mode)
+    if count:
+        if ranks is not None and ranks != count:
+            raise UsageError(f"--np {ranks} with --nodes {count}: the demo runs one rank a node")
+        return _across_nodes(plan, ui, inst, program, count, not named)
+    command = launcher_for(inst).command(ranks or 2, [str(program), str(ITERATIONS)])
+    return Tuning(plan, ui).run(command)
+
+
+def _nodes(nodes: int | str | None, quiet: bool) -> int:
+    """The nodes of the demo's test bed; 0: the one-node demo (``auto`` says why)."""
+    if nodes is None:
+        return 0
+    ok, why = available()
+    if nodes != "auto":
+        if not ok:
+            raise UsageError(f"--nodes: {why}")
+        return int(nodes)
+    if not ok:
+        if not quiet:
+            print(f"commtune demo: the one-node demo ({why})", file=sys.stderr)
+        return 0
+    return max(2, min(4, os.cpu_count() or 2))
+
+
+def _across_nodes(
+    plan: Plan, ui: UI, inst: Installation, program: Path, nodes: int, auto_named: bool
+) -> Outcome | Recorded:
+    """The demo on a test bed of ``nodes`` nodes, one rank each."""
+    with Cluster(nodes, 1, name=BED) as bed:
+        # the transport between nodes, every run; the bed named in the platform's fingerprint
+        os.environ.update({**bed.network_env(inst), TESTBED_ENV: bed.describe()})
+        command = bed.launch(inst, [str(program), str(ITERATIONS)])
+        where = (f"{bed.describe()}: {', '.join(bed.hostnames)} (network namespaces on this "
+                 "machine), one rank each, over TCP")  # fmt: skip
+        if not ui.json_mode:
+            print(f"commtune demo: {where}", file=sys.stderr)
+        study = f"{plan.study}-{nodes}nodes" if auto_named else plan.study
+        through = tuple(bed.command(bed.hostnames[0], []))
+        plan = replace(plan, study=study, through=through, across_nodes=True)
+        return Tuning(plan, ui).run(command)

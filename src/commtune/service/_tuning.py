@@ -1,0 +1,349 @@
+"""The tuning service: one :class:`~commtune.study.Plan` and the user's command in, a finished
+study (or a recorded table) out, with no argparse in between: the command line, a script
+and a test call it alike.
+
+:func:`check` refuses a plan that cannot work before anything runs or is written.
+:class:`Tuning` then resolves the MPI installation, builds libcommtune, chooses the space
+(named knobs and presets, or the reference's first run profiled: ``profile.guided``),
+probes its values, opens the storage with the platform recorded, builds the executor and
+the observer with its hint sources, and runs ``tune.tune`` (or ``tune.record``, or a
+replay of a recorded table). What it tells the user goes to the ``Progress`` it is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import optuna
+
+from commtune.errors import UsageError
+from commtune.knobs import (
+    Dimension,
+    Knob,
+    KnobStatus,
+    Space,
+    build_space,
+    catalog_statuses,
+    discover,
+    enumerators,
+    installed_knobs,
+    space_from_json,
+)
+from commtune.launch import launcher_for
+from commtune.mpi import Installation, MPISpec, resolve_command
+from commtune.platform import on_testbed, slurm_node_type
+from commtune.predict import Predictor, features_of, model_store
+from commtune.profile import Choice, guided, one_sided
+from commtune.report import UI, guided_table
+from commtune.service._common import default_study_name, load_study, open_store, probe, profiling
+from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
+from commtune.service._observer import StudyObserver
+from commtune.store import Store, journal_path, normalize_url, shown_url, sqlite_path
+from commtune.strategies import get_strategy
+from commtune.study import Plan, Scale, spec_of
+from commtune.trial import (
+    Executor,
+    LocalExecutor,
+    Objective,
+    Primed,
+    ReplayExecutor,
+    RunRecord,
+    SlurmJobs,
+    run_process,
+)
+from commtune.tune import Target, TuneResult, Workers, inherited_mpi_env, record, tune
+from commtune.util import write_atomic
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished study: its result, the space it searched, the library, the command it
+    tuned (None: a replay) and what the JSON answer adds (the space the profile chose)."""
+
+    result: TuneResult
+    space: Space
+    library: str
+    command: Sequence[str] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """``--record``: the table written, its runs and configurations."""
+
+    file: str
+    runs: int
+    failed: int
+    configurations: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "runs": self.runs, "failed": self.failed,
+                "configurations": self.configurations}  # fmt: skip
+
+
+def check(plan: Plan) -> Plan:
+    """``plan`` as the service runs it (its storage URL normalised), or a UsageError naming
+    what cannot work, before anything runs or is written."""
+    get_strategy(plan.strategy, dict(plan.strategy_options))  # a bad name or option
+    twice = next((m for i, m in enumerate(plan.metrics) if m in plan.metrics[:i]), None)
+    if twice is not None:
+        raise UsageError(f"--metric {twice} is given twice")
+    objectives = [Objective.parse(m) for m in plan.metrics]
+    if plan.record and plan.replay:
+        raise UsageError("--record and --replay: one or the other")
+    if plan.record:
+        _writable(plan.record)
+    without = not plan.interposer or plan.replay
+    if any(o.needs_profile for o in objectives[1:]) and without:
+        raise UsageError("a profile: --metric needs the interposer (libcommtune)")
+    if objectives[0].needs_profile and without:
+        raise UsageError(f"--metric {plan.metric} needs the interposer (libcommtune)")
+    confirming = plan.confirm * 2  # one candidate and the default
+    least = plan.repeats + confirming + 1
+    if plan.max_runs is not None and plan.max_runs < least:
+        raise UsageError(
+            f"--max-runs {plan.max_runs} leaves no run to search: the reference takes "
+            f"{plan.repeats}, the confirmation's first rounds {confirming}; at least {least}"
+        )
+    if plan.strategy == "predict" and not plan.interposer:
+        raise UsageError("--strategy predict needs the interposer (the reference's profile)")
+    if (plan.trains or plan.train_from) and plan.strategy != "model":
+        raise UsageError("--train and --train-from are for --strategy model (its training)")
+    if plan.sbatch is not None and any(
+        a.startswith(("--wait", "--parsable", "--output", "--error")) for a in plan.sbatch
+    ):
+        raise UsageError("--sbatch: commtune sets --wait, --parsable, --output and --error itself")
+    return replace(plan, storage=normalize_url(plan.storage))
+
+
+def _writable(path: str) -> None:
+    """A file can be written there (checked before hours of runs, not after)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"--record {path}: no directory {directory}")
+    if not os.access(directory, os.W_OK):
+        raise UsageError(f"--record {path}: {directory} is not writable")
+
+
+class Tuning:
+    """The tuning service for one checked plan (:func:`check`)."""
+
+    def __init__(self, plan: Plan, ui: UI) -> None:
+        self.plan = check(plan)
+        self.ui = ui
+        self.objective = Objective.parse(self.plan.metric)
+        self.secondary = tuple(Objective.parse(m) for m in self.plan.objectives)
+
+    # -- the entry points ---------------------------------------------------------------------
+    def run(self, command: list[str] | None) -> Outcome | Recorded:
+        """Tune ``command`` (or record it, or replay the plan's table)."""
+        if self.plan.replay:
+            return self.replay()
+        if not command:
+            raise UsageError("missing '--' before the command to tune, e.g. -- mpirun -np 4 ./app")
+        plan, ui = self.plan, self.ui
+        scale = Scale.parse(command, plan.scales, plan.trains, plan.train_from)
+        if scale is not None:
+            command = scale.command()
+        inst = resolve_command(command, plan.mpi)
+        statuses = installed_knobs(inst)
+        space = build_space(statuses, inst.vendor.value, plan.knobs, plan.presets,
+                            discover(inst), inst.impl.env_name,
+                            plan.across_nodes or on_testbed())  # fmt: skip
+        launcher = launcher_for(inst, plan.through)
+        predictor = None
+        if plan.strategy == "predict":
+            predictor = Predictor.load(model_store(plan.storage, inst), inst, False, ui)
+        if scale is not None and scale.train_from:
+            _check_training_study(plan.storage, scale, space)
+        runner = SlurmJobs(plan.sbatch) if plan.sbatch is not None else run_process
+        # each run its own job: rank 0's node writes the profile where the tuner reads it
+        jobs_dir = str(runner.workdir) if isinstance(runner, SlurmJobs) else None
+        guide: list[Choice] = []
+        look: RunRecord | None = None  # the profiled run that chose the space
+        if not (plan.knobs or plan.presets or plan.record) and plan.interposer and scale is None:
+            name = plan.study or default_study_name(command, inst.vendor.value, space)
+            plan = replace(plan, study=name)
+            first = LocalExecutor(launcher, command, [], self.objective, runner=runner,
+                                  profiling=profiling(inst, shared=jobs_dir),
+                                  secondary=self.secondary)  # fmt: skip
+            space, guide, look = self._guided_space(plan, inst, statuses, first, space)
+        # Everything is valid: from here on, the storage is written.
+        store, platform = open_store(plan.storage, inst, _slurm_nodes(plan, command))
+        space = probe(space, launcher, store, platform, ui)
+        ui.info(f"{inst.describe()}; tuning {space.size()} configurations of "
+                f"{', '.join(space.names)}")  # fmt: skip
+        knobs = [d.knob for d in space.dimensions]
+        _report_inherited_env(ui, knobs)
+        executor: Executor = LocalExecutor(
+            launcher,
+            command,
+            knobs,
+            self.objective,
+            profiling=profiling(inst, shared=jobs_dir) if plan.interposer else None,
+            enumerators=enumerators(inst) if plan.interposer else None,
+            secondary=self.secondary,
+            runner=runner,
+        )
+        if look is not None:
+            executor = Primed(executor, look)
+        if plan.record:
+            return self._record(executor, space, inst, command)
+        name = plan.study or default_study_name(command, inst.vendor.value, space)
+        target = Target.of(name, command, space, plan, platform, inst.to_json(), scale)
+        sources: list[HintSource] = []
+        if predictor is not None:
+            sources.append(Prediction(predictor, ui))
+        if plan.knowledge:
+            sources.append(Knowledge(store, name, platform, inst.vendor.value, ui))
+        sources.append(Sampled(store, platform))
+        observer = StudyObserver(store, ui, name, space, profiles=plan.interposer,
+                                 sources=sources)  # fmt: skip
+        result = self._study(store, target, executor, observer)
+        extra = {"space_from_profile": [c.to_json() for c in guide]} if guide else {}
+        return Outcome(result, space, inst.vendor.value, command, extra)
+
+    def replay(self) -> Outcome:
+        """Tuning against recorded measurements (``--replay FILE``): strategies without MPI."""
+        plan = self.plan
+        spec = MPISpec.parse(plan.mpi) if plan.mpi else None
+        if spec is None or spec.family is None or plan.replay is None:
+            raise UsageError("--replay needs --mpi to name the library of the recorded knobs")
+        library = spec.family.value
+        statuses = catalog_statuses(library, spec.version)
+        space = build_space(statuses, library, plan.knobs, plan.presets)
+        defaults = {d.knob.name: d.knob.default for d in space.dimensions}
+        executor = ReplayExecutor(plan.replay, defaults)
+        store = Store(plan.storage)
+        command = ["replay", plan.replay]
+        name = plan.study or default_study_name(command, library, space)
+        target = Target.of(name, command, space, plan)
+        sources = [Knowledge(store, name, None, library, self.ui)] if plan.knowledge else []
+        observer = StudyObserver(store, self.ui, name, space, profiles=False, sources=sources)
+        return Outcome(self._study(store, target, executor, observer), space, library)
+
+    # -- the steps ----------------------------------------------------------------------------
+    def _study(
+        self, store: Store, target: Target, executor: Executor, observer: StudyObserver
+    ) -> TuneResult:
+        self.ui.info(
+            f"study [bold]{target.study}[/bold] in {shown_url(store.url)} (re-run to resume; "
+            "run the same command elsewhere to add a worker)"
+        )
+        workers = Workers.on(store, target.study)
+        return tune(target, store.optuna, executor, self.ui, workers, observer)
+
+    def _guided_space(
+        self,
+        plan: Plan,
+        inst: Installation,
+        statuses: Mapping[str, KnobStatus],
+        look: Executor,
+        default: Space,
+    ) -> tuple[Space, list[Choice], RunRecord | None]:
+        """No knob named: the space one profiled run of the defaults (by ``look``) calls for
+        (``profile.guided``), each knob with its reason, and that run (the reference's
+        first); a study resumed keeps its own space."""
+        assert plan.study is not None
+        ui = self.ui
+        store = Store(plan.storage, create=False) if _exists(plan.storage) else None
+        if store is not None:
+            try:
+                study = optuna.load_study(study_name=plan.study, storage=store.optuna)
+                knobs = {name: s.knob for name, s in statuses.items()}
+                return space_from_json(inst.vendor.value, spec_of(study).space, knobs), [], None
+            except KeyError:
+                pass  # a new study
+        ui.info("no knob named: the reference's first run (profiled) chooses the space")
+        run = look.run(None, plan.reference_timeout)
+        if run.profile is None or run.value is None:
+            ui.warn(f"the profiled run failed ({run.failure or 'no profile'}): the default space")
+            return default, [], None
+        available = [s.knob for s in statuses.values() if s.available]
+        choices = guided(run.profile, available, plan.across_nodes or on_testbed())
+        rma = one_sided(run.profile)
+        if rma >= 0.05:
+            ui.info(
+                f"one-sided calls are {rma:.0%} of MPI time; no knob of them in the catalog yet"
+            )
+        if not choices:
+            ui.info("the profile calls for no knob in particular: the default space")
+            return default, [], run
+        ui.print(guided_table(choices, "the space, from the program's profile"))
+        dims = tuple(Dimension(statuses[c.knob].knob) for c in choices)
+        return Space(inst.vendor.value, dims), choices, run
+
+    def _record(
+        self, executor: Executor, space: Space, inst: Installation, command: Sequence[str]
+    ) -> Recorded:
+        """``tune --record FILE``: the balanced sweep (``tune.record``), written atomically."""
+        plan = self.plan
+        assert plan.record is not None
+        done = record(executor, space, plan.repeats, self.ui, seed=plan.seed,
+                      timeout=plan.timeout, reference_timeout=plan.reference_timeout)  # fmt: skip
+        data = done.to_json(
+            description=shlex.join(command),
+            installation=inst.to_json(),
+            metric=plan.metric,
+            recorded=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            features=features_of(done.profile) if done.profile is not None else None,
+        )
+        write_atomic(plan.record, json.dumps(data, indent=1) + "\n")
+        failed = done.failed()
+        self.ui.info(f"{len(done.values)} configurations x {plan.repeats} runs and the "
+                     f"defaults ({len(done.order)} runs, {len(failed)} failed) -> "
+                     f"{plan.record}")  # fmt: skip
+        return Recorded(plan.record, len(done.order), len(failed), len(done.values))
+
+
+def _exists(url: str) -> bool:
+    """The storage is there already (a SQLite file that exists, or a server's)."""
+    path = sqlite_path(url) or journal_path(url)
+    return path is None or os.path.exists(path)
+
+
+def _slurm_nodes(plan: Plan, command: Sequence[str]) -> str | None:
+    """The Slurm nodes' type, for the fingerprint, where the runs are Slurm's: each its own
+    job (the partition of ``--sbatch``), or steps of the allocation the tuner runs in."""
+    if plan.sbatch is not None:
+        sbatch = argparse.ArgumentParser(add_help=False)
+        sbatch.add_argument("-p", "--partition")
+        return slurm_node_type(sbatch.parse_known_args(list(plan.sbatch))[0].partition)
+    if os.environ.get("SLURM_JOB_ID") or os.path.basename(command[0]) == "srun":
+        return slurm_node_type()
+    return None
+
+
+def _report_inherited_env(ui: UI, knobs: Sequence[Knob]) -> None:
+    tuned = {k.env for k in knobs}
+    for name, value in inherited_mpi_env().items():
+        how = "overridden (under tuning)" if name in tuned else "kept in the baseline"
+        ui.info(f"environment: {name}={value} {how}")
+
+
+def _check_training_study(url: str, scale: Scale, space: Space) -> None:
+    """``--train-from STUDY``: it exists in the storage (nothing is created to find out),
+    was trained with the same template and scale names, and on these knobs."""
+    assert scale.train_from is not None
+    try:
+        _, other = load_study(url, scale.train_from)
+    except UsageError as exc:
+        raise UsageError(f"--train-from: {exc}") from None
+    spec = spec_of(other)
+    theirs = spec.scale
+    if theirs is None or not theirs.train:
+        raise UsageError(f"--train-from {scale.train_from}: that study has no training runs")
+    if theirs.template != scale.template or theirs.target.keys() != scale.target.keys():
+        raise UsageError(
+            f"--train-from {scale.train_from}: trained with another command template "
+            f"({' '.join(theirs.template)})"
+        )
+    if spec.knob_names() != space.names:
+        raise UsageError(f"--train-from {scale.train_from}: trained on other knobs")
