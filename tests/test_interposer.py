@@ -5,6 +5,7 @@ when oversubscribed)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -387,6 +388,36 @@ def test_disabled_passes_through(vendor: Vendor, built: Built, tmp_path: Path) -
     )
     assert done.returncode == 0, done.stderr
     assert "counts done" in done.stdout and not path.exists()
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_debug_prints_every_setting_of_the_table(
+    vendor: Vendor, built: Built, tmp_path: Path
+) -> None:
+    """COMMTUNE_DEBUG=1 prints every setting of ``commtune.libcommtune`` (the C table is
+    generated from it), each with its value or default, and the run reads the ones given."""
+    from commtune.libcommtune import Setting
+
+    installation = find_installation(vendor)
+    done, path = _run_preloaded(
+        installation,
+        _command(vendor, built[vendor, "counts"]),
+        tmp_path,
+        COMMTUNE_DEBUG="1",
+        COMMTUNE_HDF5_PROPS="alignment=4096",
+        COMMTUNE_POLICY_EVERY="nope",
+    )
+    assert done.returncode == 0, done.stderr
+    printed = {
+        line.split()[1]: line.split()[2]
+        for line in done.stderr.splitlines()
+        if line.startswith("commtune: COMMTUNE_") and "=" not in line.split()[1]
+    }
+    assert sorted(printed) == sorted(s.env for s in Setting)
+    assert printed["COMMTUNE_HDF5_PROPS"] == "alignment=4096"
+    assert printed["COMMTUNE_PVAR_INTERVAL"] == Setting.PVAR_INTERVAL.default
+    assert "COMMTUNE_POLICY_EVERY=nope is not a count above 0" in done.stderr
+    assert json.loads(path.read_text())["policy"]["every"] == int(Setting.POLICY_EVERY.default)
 
 
 @needs_openmpi

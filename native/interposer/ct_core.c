@@ -105,17 +105,41 @@ double ct_seconds(uint64_t ticks) {
     return ct_run.ticks_per_second > 0 ? (double)ticks / ct_run.ticks_per_second : 0.0;
 }
 
+/* ---- modules ---- */
+static void (*const module_registrations[])(void) = {ct_mpit_register, ct_hints_register,
+                                                     ct_policy_register, ct_user_register};
+static const ct_module *modules[CT_MAX_MODULES];
+static int n_modules;
+
+void ct_register(const ct_module *module) {
+    if (n_modules < CT_MAX_MODULES)
+        modules[n_modules++] = module;
+    else
+        ct_warn("more than %d modules: one is left out", CT_MAX_MODULES);
+}
+
+int ct_modules(const ct_module *const **out) {
+    *out = modules;
+    return n_modules;
+}
+
+#define CT_EACH_MODULE(callback)                                                                   \
+    for (int m_ = 0; m_ < n_modules; ++m_)                                                         \
+        if (modules[m_]->callback != NULL) modules[m_]->callback()
+
 /* ---- MPI_Init and MPI_Finalize ---- */
 int ct_init_enter(void) {
     if (ct_depth || initialised) return 0;
     initialised = 1;
+    for (size_t i = 0; i < sizeof module_registrations / sizeof *module_registrations; ++i)
+        module_registrations[i]();
     ct_config_load();
-    if (ct_config.disabled) return 0;
+    if (ct_config.disable) return 0;
     ct_depth = 1;
     calibration_seconds = monotonic();
     calibration_ticks = ct_now();
     ct_run.init_enter = calibration_ticks;
-    ct_mpit_before_init();
+    CT_EACH_MODULE(before_init);
     return 1;
 }
 
@@ -134,8 +158,7 @@ void ct_init_leave(int op, int rc, int provided, uint64_t t0) {
                 PMPI_Comm_size(node, &ct_run.node_ranks);
                 PMPI_Comm_free(&node);
             }
-            ct_mpit_after_init();
-            ct_policy_init();
+            CT_EACH_MODULE(after_init);
             ct_table *t = ct_tls ? ct_tls : ct_thread_table();
             if (t != NULL) {
                 t->ops[op].calls++;
@@ -163,12 +186,12 @@ void ct_finalize_enter(int op) {
             t->ops[op].calls++;
             t->ops[op].sizes[0]++;
         }
-        ct_mpit_sample();
+        CT_EACH_MODULE(sample);
         ct_profile_write();
         PMPI_Comm_free(&ct_run.comm);
     }
     /* Open MPI crashes on MPI_T_finalize after MPI_Finalize: always before it. */
-    ct_mpit_finalize();
+    CT_EACH_MODULE(finalize);
     ct_depth = 0;
 }
 

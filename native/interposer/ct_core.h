@@ -122,35 +122,44 @@ int ct_fortran_in_place(const void *buf);
 
 void ct_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+#include "ct_running.h"
+#include "ct_settings.h"
+
+/* ---- modules ----
+ * A module (MPI_T, MPI-IO hints, the policy engine, user variables) registers its callbacks
+ * with the core from its ct_<module>_register(), which the core calls once, in the order of
+ * its table (ct_core.c), before the settings are read; every callback may be NULL. At
+ * MPI_Init the core calls before_init (before PMPI_Init) and after_init (once ct_run is set);
+ * at MPI_Finalize sample, then the profile (ct_profile.c) asks each module for the lines its
+ * rank sends to rank 0 and, on rank 0, for its section of the JSON profile, named `section`;
+ * then finalize (always, before PMPI_Finalize).
+ */
 typedef struct {
-    int disabled;
-    int debug;
-    int pvars;
-    double pvar_interval;
-    const char *profile;
-    const char *cvars;      /* "name=value;..." to read back */
-    const char *cvar_write; /* "name=value;..." to write through MPI_T, then read back */
-    const char *io_hints;   /* "key=value;..." MPI-IO hints for every MPI_File_open */
-    const char *hdf5_props; /* "key=value;..." HDF5 properties for H5Fcreate/H5Fopen/H5Dwrite */
-} ct_config_t;
+    const char *section; /* its key in the profile, NULL: none */
+    void (*before_init)(void);
+    void (*after_init)(void);
+    void (*sample)(void);
+    size_t (*lines)(char **out); /* malloc'd "name\tclass\tn\tmin\tmax\tmean\tm2\tlast\n" lines */
+    void (*write_json)(FILE *out);
+    void (*finalize)(void);
+} ct_module;
+#define CT_MAX_MODULES 8
+void ct_register(const ct_module *module);
+int ct_modules(const ct_module *const **out);
+void ct_mpit_register(void);
+void ct_hints_register(void);
+void ct_policy_register(void);
+void ct_user_register(void);
 extern ct_config_t ct_config;
 void ct_config_load(void);
 void ct_config_dump(FILE *out);
 
 /* MPI_T: ct_mpit.c */
-void ct_mpit_before_init(void);
-void ct_mpit_after_init(void);
 void ct_mpit_sample(void);
-void ct_mpit_finalize(void);
-int ct_mpit_write_cvars_json(FILE *out);
-size_t ct_mpit_pvar_lines(char **out);
-size_t ct_user_lines(char **out);
 
 /* The policy engine's periodic rules: ct_policy.c */
 extern int ct_policy_on;
-void ct_policy_init(void);
 void ct_policy_safe_point(MPI_Comm comm);
-void ct_policy_write_json(FILE *out);
 int ct_cvar_write(const char *name, const char *value, char *why, size_t size);
 int ct_pvar_value(const char *name, const char *stat, double *out);
 int ct_user_value(const char *name, const char *stat, double *out);
@@ -167,7 +176,6 @@ typedef struct {
 ct_setting *ct_settings(int *n);
 MPI_Info ct_hints_merge(MPI_Info user, int *owned);
 void ct_hints_check(MPI_File fh);
-int ct_hints_write_json(FILE *out);
 
 /* The profile: ct_profile.c */
 typedef struct {

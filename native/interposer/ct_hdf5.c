@@ -216,7 +216,7 @@ static void check_file(ct_hid file) {
 
 static ct_hid open_tuned(ct_hid fapl, ct_hid *tuned) {
     *tuned = -1;
-    if (ct_config.disabled || !ready() || !any_file_property()) return fapl;
+    if (ct_config.disable || !ready() || !any_file_property()) return fapl;
     *tuned = tuned_fapl(fapl);
     return *tuned >= 0 ? *tuned : fapl;
 }
@@ -256,7 +256,7 @@ CT_EXPORT ct_herr H5Dwrite(ct_hid dset, ct_hid mem_type, ct_hid mem_space, ct_hi
     static ct_herr (*next)(ct_hid, ct_hid, ct_hid, ct_hid, ct_hid, const void *);
     if (next == NULL && (*(void **)&next = real("H5Dwrite")) == NULL) return -1;
     ct_setting *mode = NULL;
-    if (!ct_config.disabled && ready()) mode = find("xfer_mode");
+    if (!ct_config.disable && ready()) mode = find("xfer_mode");
     if (mode == NULL) return next(dset, mem_type, mem_space, file_space, dxpl, buf);
     if (h5.set_dxpl_mpio == NULL) {
         unsupported(mode);

@@ -98,7 +98,7 @@ void ct_hints_check(MPI_File fh) {
     PMPI_Info_free(&used);
 }
 
-int ct_hints_write_json(FILE *out) {
+static void write_json(FILE *out) {
     int n = n_checks > 0 ? n_checks : 0;
     fputc('[', out);
     for (int i = 0; i < n; ++i) {
@@ -119,5 +119,9 @@ int ct_hints_write_json(FILE *out) {
         fputc('}', out);
     }
     fputs(n ? "\n  ]" : "]", out);
-    return n;
+}
+
+void ct_hints_register(void) {
+    static const ct_module module = {.section = "hints", .write_json = write_json};
+    ct_register(&module);
 }

@@ -17,5 +17,8 @@ static const char *const ct_field_names[] = {"calls", "bytes", "time", "mean_byt
 /* ct:OP.SHARE:BYTES: the share of its calls at most / above BYTES */
 enum { CT_S_SHARE_AT_MOST, CT_S_SHARE_ABOVE, CT_S_COUNT };
 static const char *const ct_share_names[] = {"share_at_most", "share_above"};
+/* VARIABLE@STAT: the statistics of a sampled variable (ct_running.h) */
+enum { CT_STAT_LAST, CT_STAT_MIN, CT_STAT_MAX, CT_STAT_MEAN, CT_STAT_SD, CT_STAT_N, CT_STAT_SUM, CT_STAT_COUNT };
+static const char *const ct_stat_names[] = {"last", "min", "max", "mean", "sd", "n", "sum"};
 
 #endif

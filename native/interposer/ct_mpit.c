@@ -422,8 +422,7 @@ typedef struct {
     kind_t kind;
     int var_class, count;
     char name[NAME_LEN];
-    uint64_t samples;
-    double min, max, mean, m2, last;
+    ct_running stat;
 } pvar_t;
 
 static MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
@@ -489,15 +488,7 @@ static void sample_all(void) {
                              &element) == 0;
             v += element;
         }
-        if (!ok) continue;
-        /* Welford's running mean and sum of squared deviations. */
-        p->samples++;
-        double delta = v - p->mean;
-        p->mean += delta / (double)p->samples;
-        p->m2 += delta * (v - p->mean);
-        p->min = p->samples == 1 || v < p->min ? v : p->min;
-        p->max = p->samples == 1 || v > p->max ? v : p->max;
-        p->last = v;
+        if (ok) ct_running_add(&p->stat, v);
     }
 }
 
@@ -517,7 +508,7 @@ void ct_mpit_sample(void) {
 }
 
 /* ---- the phases ---- */
-void ct_mpit_before_init(void) {
+static void before_init(void) {
     add_checks(ct_config.cvars, 0);
     add_checks(ct_config.cvar_write, 1);
     int provided = 0;
@@ -531,7 +522,7 @@ void ct_mpit_before_init(void) {
         if (checks[i].write && try_write(&checks[i]) == MPI_SUCCESS) checks[i].written = 1;
 }
 
-void ct_mpit_after_init(void) {
+static void after_init(void) {
     if (!mpit_up) return;
     for (int i = 0; i < n_checks; ++i) {
         cvar_check *c = &checks[i];
@@ -551,7 +542,7 @@ void ct_mpit_after_init(void) {
     }
 }
 
-void ct_mpit_finalize(void) {
+static void finalize(void) {
     __atomic_store_n(&ct_next_sample, UINT64_MAX, __ATOMIC_RELAXED);
     pthread_mutex_lock(&sample_lock);
     if (session != MPI_T_PVAR_SESSION_NULL) {
@@ -597,20 +588,9 @@ int ct_pvar_value(const char *name, const char *stat, double *out) {
     pthread_mutex_lock(&sample_lock);
     for (int i = 0; i < n_pvars; ++i) {
         const pvar_t *p = &pvars[i];
-        if (strcmp(p->name, name) != 0 || p->samples == 0) continue;
+        if (strcmp(p->name, name) != 0 || p->stat.samples == 0) continue;
         rc = 0;
-        if (strcmp(stat, "min") == 0)
-            *out = p->min;
-        else if (strcmp(stat, "max") == 0)
-            *out = p->max;
-        else if (strcmp(stat, "mean") == 0)
-            *out = p->mean;
-        else if (strcmp(stat, "sd") == 0)
-            *out = sqrt(p->m2 / (double)p->samples);
-        else if (strcmp(stat, "n") == 0)
-            *out = (double)p->samples;
-        else
-            *out = p->last; /* last; sum: a counter's last reading is its total */
+        *out = ct_running_value(&p->stat, stat, p->stat.last); /* a counter's last: its total */
         break;
     }
     pthread_mutex_unlock(&sample_lock);
@@ -618,7 +598,7 @@ int ct_pvar_value(const char *name, const char *stat, double *out) {
 }
 
 /* ---- reporting ---- */
-int ct_mpit_write_cvars_json(FILE *out) {
+static void write_cvars_json(FILE *out) {
     fputc('[', out);
     for (int i = 0; i < n_checks; ++i) {
         const cvar_check *c = &checks[i];
@@ -646,20 +626,31 @@ int ct_mpit_write_cvars_json(FILE *out) {
         fputc('}', out);
     }
     fputs(n_checks ? "\n  ]" : "]", out);
-    return n_checks;
 }
 
-size_t ct_mpit_pvar_lines(char **out) {
+static size_t pvar_lines(char **out) {
     ct_buf b = {0};
     pthread_mutex_lock(&sample_lock);
     for (int i = 0; i < n_pvars; ++i) {
         const pvar_t *p = &pvars[i];
-        if (p->samples == 0) continue;
+        const ct_running *r = &p->stat;
+        if (r->samples == 0) continue;
         ct_buf_printf(&b, "%s\t%s\t%llu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n", p->name,
-                      ct_pvar_class_name(p->var_class), (unsigned long long)p->samples, p->min,
-                      p->max, p->mean, p->m2, p->last);
+                      ct_pvar_class_name(p->var_class), (unsigned long long)r->samples, r->min,
+                      r->max, r->mean, r->m2, r->last);
     }
     pthread_mutex_unlock(&sample_lock);
     *out = b.failed ? NULL : b.data;
     return b.failed ? 0 : b.len;
+}
+
+void ct_mpit_register(void) {
+    static const ct_module module = {.section = "cvars",
+                                     .before_init = before_init,
+                                     .after_init = after_init,
+                                     .sample = ct_mpit_sample,
+                                     .lines = pvar_lines,
+                                     .write_json = write_cvars_json,
+                                     .finalize = finalize};
+    ct_register(&module);
 }

@@ -206,7 +206,7 @@ static action_t actions[MAX_LOG];
 static int n_actions;
 
 int ct_policy_on;
-static int every = 256;
+static int every; /* COMMTUNE_POLICY_EVERY */
 static uint64_t world_calls, last_eval;
 static uint64_t evaluations, evaluation_ticks, sync_ticks; /* what the engine costs */
 static uint64_t interval_ticks;
@@ -257,16 +257,15 @@ static void load_file(const char *path) {
     }
 }
 
-void ct_policy_init(void) {
-    const char *files = getenv("COMMTUNE_POLICY");
-    if (files == NULL || *files == '\0') return;
+static void after_init(void) {
+    const char *files = ct_config.policy;
+    every = ct_config.policy_every;
+    if (files == NULL) return;
     char *copy = strdup(files);
     for (char *save = NULL, *path = strtok_r(copy, ":", &save); path != NULL;
          path = strtok_r(NULL, ":", &save))
         load_file(path);
     free(copy);
-    const char *e = getenv("COMMTUNE_POLICY_EVERY");
-    if (e != NULL && atoi(e) > 0) every = atoi(e);
     interval_ticks = (uint64_t)(ct_config.pvar_interval * ct_run.ticks_per_second);
     previous_at = ct_now();
     ct_policy_on = n_rules > 0;
@@ -548,7 +547,7 @@ void ct_policy_safe_point(MPI_Comm comm) {
 }
 
 /* ---- the log, in the profile ---- */
-void ct_policy_write_json(FILE *out) {
+static void write_json(FILE *out) {
     fputs("{\"rules\": ", out);
     fprintf(out,
             "%d, \"every\": %d, \"safe_points\": %llu, \"evaluations\": %llu, "
@@ -570,4 +569,10 @@ void ct_policy_write_json(FILE *out) {
         fputc('}', out);
     }
     fputs(n_actions ? "\n  ]}" : "]}", out);
+}
+
+void ct_policy_register(void) {
+    static const ct_module module = {
+        .section = "policy", .after_init = after_init, .write_json = write_json};
+    ct_register(&module);
 }

@@ -307,12 +307,13 @@ static void write_json(FILE *out, int size, const double *all, int n, const uint
         }
         fputs("]}", out);
     }
-    fputs(first ? "},\n  \"cvars\": " : "\n  },\n  \"cvars\": ", out);
-    ct_mpit_write_cvars_json(out);
-    fputs(",\n  \"hints\": ", out);
-    ct_hints_write_json(out);
-    fputs(",\n  \"policy\": ", out);
-    ct_policy_write_json(out);
+    fputs(first ? "}" : "\n  }", out);
+    const ct_module *const *modules;
+    for (int m = 0, n = ct_modules(&modules); m < n; ++m) {
+        if (modules[m]->section == NULL || modules[m]->write_json == NULL) continue;
+        fprintf(out, ",\n  \"%s\": ", modules[m]->section);
+        modules[m]->write_json(out);
+    }
     fputs(",\n  \"pvars\": ", out);
     write_variables(out, vars, n_vars, 0, size);
     fputs(",\n  \"user\": ", out);
@@ -354,6 +355,21 @@ static void write_file(int size, const double *all, int n, const uint64_t *hist,
     }
 }
 
+/* The variable lines of every module on this rank, joined (malloc'd; 0 and NULL: none). */
+static int module_lines(char **out) {
+    const ct_module *const *modules;
+    ct_buf all = {0};
+    for (int m = 0, n = ct_modules(&modules); m < n; ++m) {
+        char *lines = NULL;
+        size_t len = modules[m]->lines != NULL ? modules[m]->lines(&lines) : 0;
+        if (len > 0 && lines != NULL) ct_buf_printf(&all, "%.*s", (int)len, lines);
+        free(lines);
+    }
+    *out = all.failed ? NULL : all.data;
+    if (all.failed) free(all.data);
+    return all.failed ? 0 : (int)all.len;
+}
+
 void ct_profile_write(void) {
     MPI_Comm comm = ct_run.comm;
     int rank = 0, size = 1;
@@ -368,7 +384,7 @@ void ct_profile_write(void) {
     double *all = rank == 0 ? malloc(sizeof(double) * (size_t)n * (size_t)size) : NULL;
     int *lengths = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
     int *offsets = rank == 0 ? calloc((size_t)size, sizeof(int)) : NULL;
-    char *pv = NULL, *uv = NULL, *text = NULL, *texts = NULL;
+    char *text = NULL, *texts = NULL;
     char cpuset[CPUSET_TEXT];
     char *cpusets = rank == 0 ? calloc((size_t)size, CPUSET_TEXT) : NULL;
     cpuset_text(cpuset, sizeof cpuset);
@@ -393,15 +409,7 @@ void ct_profile_write(void) {
         local[CT_NUM_OPS * PER_OP + WALL] = ct_seconds(ct_run.finalize_enter - ct_run.init_enter);
         local[CT_NUM_OPS * PER_OP + MEMORY_PEAK] = memory_peak();
     }
-    size_t pl = ct_mpit_pvar_lines(&pv), ul = ct_user_lines(&uv);
-    int text_len = (int)(pl + ul);
-    text = malloc((size_t)text_len + 1);
-    if (text == NULL)
-        text_len = 0;
-    else {
-        if (pl) memcpy(text, pv, pl);
-        if (ul) memcpy(text + pl, uv, ul);
-    }
+    int text_len = module_lines(&text);
     int rc = PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
     if (rc == MPI_SUCCESS && ok)
         rc = PMPI_Gather(local, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, comm);
@@ -439,8 +447,6 @@ void ct_profile_write(void) {
     free(all);
     free(lengths);
     free(offsets);
-    free(pv);
-    free(uv);
     free(text);
     free(texts);
     free(cpusets);

@@ -12,8 +12,7 @@
 
 typedef struct {
     char name[USER_NAME_LEN];
-    uint64_t samples;
-    double min, max, mean, m2, last;
+    ct_running stat;
 } user_var;
 
 static user_var vars[MAX_USER_VARS];
@@ -44,14 +43,7 @@ CT_EXPORT void commtune_pvar_record_impl(int id, double value) {
     if (id < 0 || id >= MAX_USER_VARS) return;
     pthread_mutex_lock(&lock);
     if (id < n_vars) {
-        user_var *v = &vars[id];
-        v->samples++;
-        double delta = value - v->mean;
-        v->mean += delta / (double)v->samples;
-        v->m2 += delta * (value - v->mean);
-        v->min = v->samples == 1 || value < v->min ? value : v->min;
-        v->max = v->samples == 1 || value > v->max ? value : v->max;
-        v->last = value;
+        ct_running_add(&vars[id].stat, value);
     }
     pthread_mutex_unlock(&lock);
 }
@@ -62,38 +54,31 @@ int ct_user_value(const char *name, const char *stat, double *out) {
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_vars; ++i) {
         const user_var *v = &vars[i];
-        if (strcmp(v->name, name) != 0 || v->samples == 0) continue;
+        const ct_running *r = &v->stat;
+        if (strcmp(v->name, name) != 0 || r->samples == 0) continue;
         rc = 0;
-        if (strcmp(stat, "min") == 0)
-            *out = v->min;
-        else if (strcmp(stat, "max") == 0)
-            *out = v->max;
-        else if (strcmp(stat, "mean") == 0)
-            *out = v->mean;
-        else if (strcmp(stat, "sd") == 0)
-            *out = sqrt(v->m2 / (double)v->samples);
-        else if (strcmp(stat, "n") == 0)
-            *out = (double)v->samples;
-        else if (strcmp(stat, "sum") == 0)
-            *out = v->mean * (double)v->samples;
-        else
-            *out = v->last;
+        *out = ct_running_value(r, stat, r->mean * (double)r->samples);
         break;
     }
     pthread_mutex_unlock(&lock);
     return rc;
 }
 
-size_t ct_user_lines(char **out) {
+static size_t lines(char **out) {
     ct_buf b = {0};
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_vars; ++i) {
-        const user_var *v = &vars[i];
-        ct_buf_printf(&b, "%s\tuser\t%llu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n", v->name,
-                      (unsigned long long)v->samples, v->min, v->max, v->mean, v->m2,
-                      v->mean * (double)v->samples);
+        const ct_running *r = &vars[i].stat;
+        ct_buf_printf(&b, "%s\tuser\t%llu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n", vars[i].name,
+                      (unsigned long long)r->samples, r->min, r->max, r->mean, r->m2,
+                      r->mean * (double)r->samples);
     }
     pthread_mutex_unlock(&lock);
     *out = b.failed ? NULL : b.data;
     return b.failed ? 0 : b.len;
+}
+
+void ct_user_register(void) {
+    static const ct_module module = {.lines = lines};
+    ct_register(&module);
 }

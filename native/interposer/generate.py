@@ -7,13 +7,17 @@ Writes, next to this file:
 * ``ct_fortran.c``  the Fortran entry points (``mpi_send_`` ...), which forward to the library's
                     own ``pmpi_*_`` symbols: Open MPI's Fortran bindings call ``PMPI_*`` directly
                     and would bypass the C wrappers;
-* ``ct_language.h`` the policy language's counters and limits for the periodic evaluator
-                    (``ct_policy.c``), from ``src/commtune/policy/_language.py``, the one place
-                    they are defined.
+* ``ct_language.h`` the policy language's counters, statistics and limits for the periodic
+                    evaluator (``ct_policy.c``) and the running statistics (``ct_running.h``),
+                    from ``src/commtune/policy/_language.py``, the one place they are defined;
+* ``ct_settings.h`` libcommtune's ``COMMTUNE_*`` settings as an X-macro table (``ct_config``'s
+                    fields, how each is read, what ``COMMTUNE_DEBUG`` prints), from
+                    ``src/commtune/libcommtune.py``, the one place they are defined.
 
 The output is committed. ``python native/interposer/generate.py --check`` fails when it is not
 current (run by ``make lint``). Standard library only: it runs before anything is installed
-(``_language.py`` is loaded from its file; it imports nothing heavy).
+(``_language.py`` and ``libcommtune.py`` are loaded from their files; they import nothing
+heavy).
 """
 
 from __future__ import annotations
@@ -275,22 +279,24 @@ def fortran_source(calls: list[Call]) -> str:
     return _source(preamble, "ct_fortran_in_place(buf)", [fortran_wrapper(c) for c in calls])
 
 
-def _language() -> object:
-    """``commtune.policy._language``, loaded from its file (not through the package, whose
-    ``__init__`` imports the rest of commtune)."""
+def _load(name: str, relative: str) -> object:
+    """A module of commtune, loaded from its file (not through its package, whose
+    ``__init__`` may import the rest of commtune)."""
     import importlib.util
 
     src = HERE.parents[1] / "src"
     if str(src) not in sys.path:
         sys.path.insert(0, str(src))
-    spec = importlib.util.spec_from_file_location(
-        "commtune_policy_language", src / "commtune" / "policy" / "_language.py"
-    )
+    spec = importlib.util.spec_from_file_location(name, src / "commtune" / relative)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def _language() -> object:
+    return _load("commtune_policy_language", "policy/_language.py")
 
 
 def _names(prefix: str, names: tuple[str, ...], array: str) -> list[str]:
@@ -320,6 +326,41 @@ def language_header() -> str:
         *_names("CT_F_", lang.CT_OP_FIELDS, "ct_field_names"),  # type: ignore[attr-defined]
         "/* ct:OP.SHARE:BYTES: the share of its calls at most / above BYTES */",
         *_names("CT_S_", lang.CT_OP_SHARES, "ct_share_names"),  # type: ignore[attr-defined]
+        "/* VARIABLE@STAT: the statistics of a sampled variable (ct_running.h) */",
+        *_names("CT_STAT_", lang.STATS, "ct_stat_names"),  # type: ignore[attr-defined]
+        "",
+        "#endif",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+_C_TYPES = {"flag": "int ", "text": "const char *", "seconds": "double ", "count": "int "}
+
+
+def settings_header() -> str:
+    lib = _load("commtune_libcommtune", "libcommtune.py")
+    rows = [
+        f'    X({s.name}, {s.field}, {s.kind.value}, "{s.env}", "{s.default}", "{s.help}")'
+        for s in lib.Setting  # type: ignore[attr-defined]
+    ]
+    fields = [
+        f"    {_C_TYPES[s.kind.value]}{s.field};"
+        for s in lib.Setting  # type: ignore[attr-defined]
+    ]
+    lines = [
+        HEADER.replace("mpi.protos", "src/commtune/libcommtune.py"),
+        "/* clang-format off */",
+        "#ifndef CT_SETTINGS_H",
+        "#define CT_SETTINGS_H",
+        "",
+        "/* X(ID, field, kind, variable, default, help): kind flag | text | seconds | count */",
+        "#define CT_SETTINGS(X) \\",
+        " \\\n".join(rows),
+        "",
+        "/* libcommtune's settings as read at MPI_Init (ct_config.c); a text unset is NULL */",
+        "typedef struct {",
+        *fields,
+        "} ct_config_t;",
         "",
         "#endif",
     ]
@@ -333,6 +374,7 @@ def outputs(protos: Path) -> dict[Path, str]:
         protos.parent / "ct_wrappers.c": c_source(calls),
         protos.parent / "ct_fortran.c": fortran_source(calls),
         protos.parent / "ct_language.h": language_header(),
+        protos.parent / "ct_settings.h": settings_header(),
     }
 
 

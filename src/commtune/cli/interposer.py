@@ -22,6 +22,7 @@ from commtune.cli._common import (
 )
 from commtune.errors import UsageError
 from commtune.knobs import enumerators as knob_enumerators
+from commtune.libcommtune import PVAR_INTERVAL
 from commtune.mpi import installation_of
 
 if TYPE_CHECKING:
@@ -65,8 +66,8 @@ def _add_profile(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pvar-interval",
         type=positive(float),
-        default=0.1,
-        help="seconds between samples of performance variables (default 0.1)",
+        default=PVAR_INTERVAL,
+        help=f"seconds between samples of performance variables (default {PVAR_INTERVAL:g})",
     )
     p.add_argument("--timeout", type=positive(float), default=3600.0, help="seconds (default 3600)")
     p.add_argument("-o", "--output", help="also write the profile JSON to this file")

@@ -13,6 +13,7 @@ from commtune.cli._common import (
     print_json,
 )
 from commtune.errors import UsageError
+from commtune.libcommtune import Setting
 from commtune.mpi import installation_of
 
 
@@ -128,10 +129,10 @@ def _run(args: argparse.Namespace, command: list[str] | None) -> int:
         check_periodic(periodic, args.rules)
     ui = UI(json_mode=args.json)
     with tempfile.TemporaryDirectory(prefix="commtune-policy-") as tmp:
-        variables = {"COMMTUNE_PVAR_INTERVAL": str(args.interval)}
+        variables = {Setting.PVAR_INTERVAL.env: str(args.interval)}
         if periodic is not None and any(r.when == "periodic" for r in periodic.rules):
             files = [_for_the_interposer(inst, path, tmp, i) for i, path in enumerate(args.rules)]
-            variables["COMMTUNE_POLICY"] = ":".join(files)
+            variables[Setting.POLICY.env] = ":".join(files)
         executor = LocalExecutor(
             launcher_for(inst),
             command,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from commtune.cli._common import (
     Command,
@@ -36,30 +36,32 @@ DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
 def _strategy_help() -> str:
     from commtune.strategies import STRATEGIES
 
-    return " | ".join(STRATEGIES) + " (default tpe)"
+    return " | ".join(STRATEGIES) + f" (default {DEFAULTS.strategy})"
+
+
+def _many(p: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
+    """An option given any number of times (a list, empty by default)."""
+    p.add_argument(flag, action="append", default=[], **kwargs)
 
 
 def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     add_mpi(p)
-    p.add_argument(
+    _many(
+        p,
         "--knob",
-        action="append",
-        default=[],
         metavar="NAME[=V1,V2|...]",
         help="tune this knob (optionally only these values); repeatable",
     )
-    p.add_argument(
+    _many(
+        p,
         "--preset",
-        action="append",
-        default=[],
         choices=PRESETS,
         help="tune a group of knobs; repeatable",
     )
     p.add_argument("--strategy", default=DEFAULTS.strategy, help=_strategy_help())
-    p.add_argument(
+    _many(
+        p,
         "--strategy-option",
-        action="append",
-        default=[],
         metavar="KEY=VALUE",
         help="an option of the strategy, e.g. population=12 for ga; repeatable",
     )
@@ -148,18 +150,16 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
 
 def _add_tune(p: argparse.ArgumentParser) -> None:
     _add_tune_options(p, demo=False)
-    p.add_argument(
+    _many(
+        p,
         "--scale",
-        action="append",
-        default=[],
         metavar="NAME=VALUE",
         help="the command is a template: {NAME} in it becomes VALUE, the scale tuned at "
         "(e.g. --scale size=1M -- mpirun -np 2 ./kernel -n {size}); repeatable",
     )
-    p.add_argument(
+    _many(
+        p,
         "--train",
-        action="append",
-        default=[],
         metavar="NAME=V1,V2",
         help="--strategy model: train at these values of a --scale first (every combination "
         "of them), then predict the target; repeatable",

@@ -36,6 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from commtune.libcommtune import Setting
+
 if TYPE_CHECKING:
     from commtune.knobs._knob import Knob, Value
     from commtune.mpi import MPIVendor
@@ -201,7 +203,7 @@ def _mpit(knob: Knob, vendor: MPIVendor) -> str | None:
     return knob.mpit if knob.mpit is not None else vendor.mpit_name(knob.env)
 
 
-HINTS_VARIABLE = "COMMTUNE_IO_HINTS"  # libcommtune merges these into every MPI_File_open
+HINTS_VARIABLE = Setting.IO_HINTS.env  # libcommtune merges these into every MPI_File_open
 
 
 class InfoApplier(Applier):
@@ -223,7 +225,7 @@ class InfoApplier(Applier):
         into.env[HINTS_VARIABLE] = ";".join(f"{k}={c.value}" for k, c in into.hints.items())
 
 
-PROPERTIES_VARIABLE = "COMMTUNE_HDF5_PROPS"  # libcommtune sets these on HDF5's property lists
+PROPERTIES_VARIABLE = Setting.HDF5_PROPS.env  # libcommtune sets these on HDF5's property lists
 
 
 class Hdf5Applier(Applier):

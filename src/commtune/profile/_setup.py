@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from commtune.libcommtune import PVAR_INTERVAL, Setting
 from commtune.profile._profile import Profile, ProfileError
 
 
@@ -18,17 +19,20 @@ class Profiling:
     samples. ``directory``: where profiles are written (must be visible to rank 0's node)."""
 
     library: Path
-    pvar_interval: float = 0.1
+    pvar_interval: float = PVAR_INTERVAL
     directory: str | None = None
 
     def variables(
         self, profile: Path, checks: Mapping[str, str], writes: Mapping[str, str] | None = None
     ) -> dict[str, str]:
-        env = {"COMMTUNE_PROFILE": str(profile), "COMMTUNE_PVAR_INTERVAL": str(self.pvar_interval)}
+        env = {
+            Setting.PROFILE.env: str(profile),
+            Setting.PVAR_INTERVAL.env: str(self.pvar_interval),
+        }
         if checks:
-            env["COMMTUNE_CVARS"] = ";".join(f"{k}={v}" for k, v in checks.items())
+            env[Setting.CVARS.env] = ";".join(f"{k}={v}" for k, v in checks.items())
         if writes:
-            env["COMMTUNE_CVAR_WRITE"] = ";".join(f"{k}={v}" for k, v in writes.items())
+            env[Setting.CVAR_WRITE.env] = ";".join(f"{k}={v}" for k, v in writes.items())
         return env
 
     @contextmanager

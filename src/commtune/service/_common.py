@@ -14,6 +14,7 @@ from commtune import native, settings
 from commtune.errors import UsageError
 from commtune.knobs import Knob, Space, load_catalog, space_from_json
 from commtune.launch import Launcher
+from commtune.libcommtune import PVAR_INTERVAL
 from commtune.mpi import Installation, Vendor
 from commtune.platform import Fingerprint
 from commtune.profile import Profiling
@@ -47,7 +48,7 @@ def probe(space: Space, launcher: Launcher, store: Store, platform: str, ui: Pro
 
 
 def profiling(
-    installation: Installation, interval: float = 0.1, shared: str | None = None
+    installation: Installation, interval: float = PVAR_INTERVAL, shared: str | None = None
 ) -> Profiling:
     """libcommtune for the installation; COMMTUNE_PROFILE_DIR: where rank 0 writes profiles
     (a directory its node can write, for multi-node runs), else ``shared`` if given."""

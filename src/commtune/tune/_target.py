@@ -18,7 +18,6 @@ from commtune.knobs import Space, Value
 from commtune.progress import Progress
 from commtune.study import Plan, StudySpec, TrialRecord
 from commtune.trial import Executor, RunRecord
-
 from commtune.tune._workers import Workers
 
 if TYPE_CHECKING:
