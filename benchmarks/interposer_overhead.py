@@ -13,13 +13,20 @@ with libcommtune preloaded (which one goes first alternates):
 Reported: the median over pairs of each side and of the per-pair delta, with the spread
 (min..max) of the deltas.
 
+``--against DIR``: the "without" side is libcommtune built from another source tree's
+``native/`` (a checkout of an earlier commit: ``git worktree add /tmp/before REV``), so the
+delta is what this tree's libcommtune costs more (or less) per call than that one's, measured
+interleaved in one run.
+
 usage: python benchmarks/interposer_overhead.py [--mpi openmpi|mpich] [--pairs N] [--json]
+                                                [--against DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -33,12 +40,26 @@ RESULT = re.compile(r"result ([0-9.]+)")
 DEMO = re.compile(r"time ([0-9.eE+-]+) s")
 
 
-def measure(vendor: Vendor, pairs: int) -> dict[str, dict[str, float]]:
+def _built_from(installation: object, native_dir: str) -> str:
+    """libcommtune built from the C sources under ``native_dir``."""
+    saved = os.environ.get("COMMTUNE_NATIVE_DIR")
+    os.environ["COMMTUNE_NATIVE_DIR"] = native_dir
+    try:
+        return str(native.build_interposer(installation))  # type: ignore[arg-type]
+    finally:
+        if saved is None:
+            del os.environ["COMMTUNE_NATIVE_DIR"]
+        else:
+            os.environ["COMMTUNE_NATIVE_DIR"] = saved
+
+
+def measure(vendor: Vendor, pairs: int, against: str | None = None) -> dict[str, dict[str, float]]:
     installation = find_installation(vendor)
     launcher = launcher_for(installation)
     latency = native.build(installation, "bench/ct_latency.c")
     demo = native.build(installation, "demo/ct_demo.c")
     library = str(native.build_interposer(installation))
+    other = _built_from(installation, os.path.join(against, "native")) if against else None
     cases = {
         "pingpong_ns": ([str(latency), "pingpong", "0", "20000"], RESULT),
         "test_ns": ([str(latency), "test", "1000000"], RESULT),
@@ -49,7 +70,7 @@ def measure(vendor: Vendor, pairs: int) -> dict[str, dict[str, float]]:
         for case, (program, pattern) in cases.items():
             order = ("off", "on") if pair % 2 == 0 else ("on", "off")
             for side in order:
-                preload = library if side == "on" else None
+                preload = library if side == "on" else other
                 plan = launcher.plan(
                     launcher.command(2, program),
                     {"COMMTUNE_PROFILE": "/dev/null"} if preload else {},
@@ -87,9 +108,12 @@ def main() -> int:
     parser.add_argument("--mpi", choices=[v.value for v in Vendor], action="append")
     parser.add_argument("--pairs", type=int, default=11)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--against", metavar="DIR", help="a source tree: its libcommtune is 'without'"
+    )
     args = parser.parse_args()
     vendors = [Vendor(v) for v in args.mpi] if args.mpi else list(Vendor)
-    results = {v.value: measure(v, args.pairs) for v in vendors}
+    results = {v.value: measure(v, args.pairs, args.against) for v in vendors}
     if args.json:
         print(json.dumps(results, separators=(",", ":")))
         return 0
