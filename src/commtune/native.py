@@ -19,7 +19,8 @@ from commtune.errors import UsageError
 from commtune.mpi import Installation
 from commtune.util import atomic_path
 
-NATIVE_DIR = Path(__file__).resolve().parents[2] / "native"
+# The C sources: package data of the wheel; in a checkout, a link to native/
+NATIVE_DIR = Path(__file__).resolve().parent / "csrc"
 
 
 def cache_dir() -> Path:

@@ -50,7 +50,7 @@ CACHE = Setting(
     "~/.cache/commtune",
 )
 NATIVE_DIR = Setting(
-    "COMMTUNE_NATIVE_DIR", None, "commtune's C sources; unset: native/ of this checkout"
+    "COMMTUNE_NATIVE_DIR", None, "commtune's C sources; unset: those installed with the package"
 )
 MPI_PATH = Setting(
     "COMMTUNE_MPI_PATH",
