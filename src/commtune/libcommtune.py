@@ -23,7 +23,7 @@ class Kind(enum.Enum):
 class Setting(enum.Enum):
     """One setting of libcommtune: ``COMMTUNE_<member>``, read at ``MPI_Init``."""
 
-    # member = (kind, default as its text; "" unset, meaning)
+    # member = (kind, default as its text, meaning)
     DISABLE = (Kind.FLAG, "0", "1: pass every call through, write no profile")
     DEBUG = (Kind.FLAG, "0", "1: print these settings at MPI_Init (rank 0)")
     PROFILE = (Kind.TEXT, "", "where rank 0 writes the JSON profile "
@@ -38,25 +38,15 @@ class Setting(enum.Enum):
     POLICY = (Kind.TEXT, "", "a.json:b.json rule files whose periodic rules run in the program")
     POLICY_EVERY = (Kind.COUNT, "256", "collective calls between two looks at the rules' clock")
 
+    def __init__(self, kind: Kind, default: str, help: str) -> None:
+        self.kind = kind
+        self.default = default  # as the variable's text; "" unset
+        self.help = help
+
     @property
     def env(self) -> str:
         """The environment variable: ``COMMTUNE_`` and the member's name."""
         return f"COMMTUNE_{self.name}"
-
-    @property
-    def kind(self) -> Kind:
-        kind: Kind = self.value[0]
-        return kind
-
-    @property
-    def default(self) -> str:
-        default: str = self.value[1]
-        return default
-
-    @property
-    def help(self) -> str:
-        text: str = self.value[2]
-        return text
 
     @property
     def field(self) -> str:

@@ -262,10 +262,10 @@ def _strategy_options(given: list[str]) -> dict[str, str]:
 
 def cmd_tune(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import UI
-    from commtune.service import Tuning
+    from commtune.service import Tuning, check
 
     ui = UI(json_mode=args.json)
-    return _print(ui, Tuning(plan_of(args), ui).run(command), args)
+    return _print(ui, Tuning(check(plan_of(args)), ui).run(command), args)
 
 
 def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:

@@ -25,8 +25,9 @@ BED = "ctbdemo"  # a fixed name: the study's launch line is the same at every re
 
 
 def demo(plan: Plan, ui: UI, ranks: int | None, nodes: int | str | None) -> Outcome | Recorded:
-    """Tune the demo app as ``plan`` says; ``nodes``: a bed of that many nodes, ``auto``
-    (one a core, 2-4, where the machine allows a bed) or None (this node, ``ranks``)."""
+    """Tune the demo app as ``plan`` (checked: ``check``) says; ``nodes``: a bed of that
+    many nodes, ``auto`` (one a core, 2-4, where the machine allows a bed) or None (this
+    node, ``ranks``)."""
     inst = installation_of(plan.mpi)
     program = native.build(inst, "demo/ct_demo.c")
     usual = inst == installation_of(inst.vendor.value)  # the family's usual installation

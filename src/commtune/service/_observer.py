@@ -5,7 +5,7 @@ configurations its hint sources (``_hints``) would try first."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import optuna
@@ -42,26 +42,25 @@ class StudyObserver(Observer):
         self.space = space
         self.sources = tuple(sources)
         self.warned: set[str] = set()
-        self.reference: list[Profile | None] = []  # looked up once: [None] there is none
+        self.reference: list[Profile | None] = []  # read once: [None] there is none
 
-    def _profile_of(self, trial: int) -> Profile | None:
-        stored = self.store.profiles(self.study, trial)
-        try:
-            return Profile.from_json(stored[0][2]) if stored else None
-        except ProfileError:  # a profile this commtune cannot read: as if there were none
-            return None
-
-    def _reference_profile(self, study: optuna.Study) -> Profile | None:
+    def _reference_profile(self, find: Callable[[], int | None]) -> Profile | None:
+        """The reference trial's first profile (``find``: the trial's number, asked only
+        the first time), read from the storage once."""
         if not self.reference:
-            trials = StudyView(study).by_role(Role.REFERENCE)
-            self.reference.append(self._profile_of(trials[0].number) if trials else None)
+            number = find()
+            stored = self.store.profiles(self.study, number) if number is not None else []
+            try:
+                self.reference.append(Profile.from_json(stored[0][2]) if stored else None)
+            except ProfileError:  # a profile this commtune cannot read: as if there were none
+                self.reference.append(None)
         return self.reference[0]
 
     def run_done(self, trial: Any, index: int, run: RunRecord) -> None:
         if self.profiles and run.profile is not None:
             self.store.save_profile(trial.study.study_name, trial.number, index, run.profile.data)
             if index == 0 and Role.of(trial) is not Role.REFERENCE:
-                ref = self._reference_profile(trial.study)
+                ref = self._reference_profile(lambda: _reference_number(trial.study))
                 if ref is not None:
                     TrialWriter(trial).relative(relative_to(run.profile, ref))
         for knob, reason in run.not_applied.items():
@@ -72,9 +71,14 @@ class StudyObserver(Observer):
     def hints(self, reference: TrialRecord) -> list[dict[str, Value]]:
         features: Features | None = None
         if any(s.needs_profile for s in self.sources):
-            profile = self._profile_of(reference.number)
+            profile = self._reference_profile(lambda: reference.number)
             features = features_of(profile) if profile is not None else None
         out: list[dict[str, Value]] = []
         for source in self.sources:
             out += source.hints(features, self.space)
         return out
+
+
+def _reference_number(study: optuna.Study) -> int | None:
+    trials = StudyView(study).by_role(Role.REFERENCE)
+    return trials[0].number if trials else None

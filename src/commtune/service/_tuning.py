@@ -133,10 +133,11 @@ def _writable(path: str) -> None:
 
 
 class Tuning:
-    """The tuning service for one checked plan (:func:`check`)."""
+    """The tuning service for one plan that :func:`check` returned (it is not checked
+    again)."""
 
     def __init__(self, plan: Plan, ui: UI) -> None:
-        self.plan = check(plan)
+        self.plan = plan
         self.ui = ui
         self.objective = Objective.parse(self.plan.metric)
         self.secondary = tuple(Objective.parse(m) for m in self.plan.objectives)

@@ -222,12 +222,11 @@ class _Proposer:
     in_batch: dict[str, int] = field(default_factory=dict)  # configuration -> its trial
 
     def __post_init__(self) -> None:
-        self.study, self.workers = self.ctx.study, self.ctx.workers
         self.dists = distributions(self.ctx.space)
 
     def propose(self) -> Proposal:
-        space = self.ctx.space
-        trial = ask(self.study, fixed_distributions=self.dists)
+        study, space, workers = self.ctx.study, self.ctx.space, self.ctx.workers
+        trial = ask(study, fixed_distributions=self.dists)
         config = {
             d.knob.name: d.knob.from_internal(trial.params[d.knob.name]) for d in space.dimensions
         }
@@ -238,11 +237,11 @@ class _Proposer:
         if earlier is not None or key in self.in_batch:
             write.role(Role.DUPLICATE)
             return Duplicate(trial, earlier or self.in_batch[key])
-        holder = _claim(self.study, self.workers, config, trial.number, self.ctx.plan.trials)
+        holder = _claim(study, workers, config, trial.number, self.ctx.plan.trials)
         if holder is None:  # the other workers took the last trials
             write.role(Role.UNUSED)
             return Spent(trial)
-        if self.workers.mine(holder, trial.number):
+        if workers.mine(holder, trial.number):
             write.role(Role.SEARCH)
             self.in_batch[key] = trial.number
             return New(trial, config)
@@ -259,13 +258,13 @@ class _Proposer:
         if isinstance(of, TrialRecord):
             TrialWriter(proposal.trial).duplicate_of(of.number)
             if of.value is not None and of.complete:
-                self.study.tell(proposal.trial, of.value)
+                self.ctx.study.tell(proposal.trial, of.value)
             else:
-                self.study.tell(proposal.trial, state=TrialState.FAIL)
+                self.ctx.study.tell(proposal.trial, state=TrialState.FAIL)
             return
         if of is not None:
             TrialWriter(proposal.trial).duplicate_of(of)
-        self.study.tell(proposal.trial, state=TrialState.PRUNED)
+        self.ctx.study.tell(proposal.trial, state=TrialState.PRUNED)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from commtune.knobs import Space, Value
 from commtune.progress import Progress
-from commtune.study import Plan, StudySpec, TrialRecord
+from commtune.study import Plan, Scale, StudySpec, TrialRecord
 from commtune.trial import Executor, RunRecord
 from commtune.tune._workers import Workers
 
@@ -46,7 +46,7 @@ class Target:
         plan: Plan,
         platform: str | None = None,
         installation: Mapping[str, Any] | None = None,
-        scale: Any = None,
+        scale: Scale | None = None,
     ) -> Target:
         """The target of ``plan`` over ``space``, its record made from the plan."""
         spec = StudySpec.of(command, space.library, space.to_json(), plan, scale)
