@@ -18,8 +18,7 @@ from pathlib import Path
 import optuna
 
 from commtune.store import Store, StoreClaims
-from commtune.study import Role, TrialWriter, ask
-from commtune.study._record import _Attr
+from commtune.study import Attr, Role, TrialWriter, ask
 from commtune.tune._workers import Workers, _Look
 
 
@@ -36,7 +35,7 @@ def main() -> None:
         StoreClaims(store, "b").beat(remote)
         for _ in range(args.trials):
             trial = ask(study)
-            trial.set_user_attr(_Attr.WORKER, remote)
+            Attr.WORKER.write(trial, remote)
             TrialWriter(trial).role(Role.SEARCH)
         workers = Workers.on(store, "b")
         running = study.get_trials(deepcopy=False)

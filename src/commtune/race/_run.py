@@ -28,7 +28,7 @@ import numpy as np
 from commtune.knobs import Value
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.study import Plan, Role, StudyView
+from commtune.study import Plan, StudyView
 from commtune.tune import (
     Context,
     Target,
@@ -200,13 +200,11 @@ def curve(study: Any, surface: Surface) -> tuple[list[float], list[float]]:
     truth: list[float] = []
     for t in StudyView(study).ran():
         if t.complete and t.value is not None:
-            if t.role is Role.SEARCH:
+            if t.is_search:
                 found = min(found, surface.regret(dict(t.config)))
             if t.value < best_value:
                 best_value = t.value
-                best_regret = (
-                    surface.regret(dict(t.config)) if t.role is Role.SEARCH else default_regret
-                )
+                best_regret = surface.regret(dict(t.config)) if t.is_search else default_regret
         out.append(best_regret)
         truth.append(found)
     return out, truth

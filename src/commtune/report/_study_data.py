@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from commtune.study import Acceptance, Role, StudySpec, StudyView
+from commtune.study import Acceptance, StudySpec, StudyView
 
 if TYPE_CHECKING:
     import optuna
@@ -95,11 +95,12 @@ def collect(store: Store, study: optuna.Study) -> StudyData:
         )
         for i, run in enumerate(t.runs):
             order = run.seq if run.seq is not None else seq + i
-            if t.role in (Role.REFERENCE, Role.CONTROL) and run.value is not None:
+            if t.is_defaults and t.role is not None and run.value is not None:
                 default_runs.append((order, run.value, t.role.value))
         seq += len(t.runs)
         not_applied.update(t.not_applied)
-    searched = [r for r in rows if r.role == Role.SEARCH.value and r.state in ("COMPLETE", "FAIL")]
+    ran = {t.number for t in view.ran() if t.is_search}
+    searched = [r for r in rows if r.number in ran]
     acceptance = view.acceptance()
     noise = view.noise()
     top_numbers = [t.number for t in view.best(5)]
@@ -146,7 +147,7 @@ def _importances(
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
     varied = {name for name, values in knobs if len(values) > 1}
-    done = [t.trial for t in view.by_role(Role.SEARCH) if t.complete and t.value is not None]
+    done = [t.trial for t in view.completed()]
     if len(done) < MIN_FOR_IMPORTANCE:
         return None, (
             f"{len(done)} finished search trial(s): importances need at least {MIN_FOR_IMPORTANCE}"

@@ -25,7 +25,7 @@ import numpy as np
 from commtune.errors import UsageError
 from commtune.knobs import KnobType, Space
 from commtune.strategies._base import Strategy, derive_seed, distributions
-from commtune.study import Role, StudyView, magnitude, spec_of
+from commtune.study import StudyView, magnitude, spec_of
 
 if TYPE_CHECKING:
     import optuna
@@ -87,9 +87,9 @@ class History:
         for record in StudyView(study).records:
             t = record.trial
             features = dict(record.features) if record.features is not None else None
-            if record.role is Role.TRAINING:
+            if record.is_training:
                 continue
-            if record.role is Role.REFERENCE:
+            if record.is_reference:
                 if t.state is TrialState.COMPLETE and t.value is not None:
                     history.reference = float(t.value)
                     history.reference_features = features

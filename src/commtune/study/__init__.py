@@ -16,6 +16,7 @@ from commtune.study._acceptance import (
 from commtune.study._plan import DEFAULTS, Plan, default_repeats
 from commtune.study._record import (
     INTERRUPTED,
+    Attr,
     Role,
     StudySpec,
     add_check,
@@ -47,6 +48,7 @@ __all__ = [
     "FORMAT",
     "INTERRUPTED",
     "Acceptance",
+    "Attr",
     "Failure",
     "FailureKind",
     "Noise",

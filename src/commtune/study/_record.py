@@ -1,25 +1,9 @@
 """The study record: what commtune writes into Optuna's studies and trials, and reads back.
 
 Optuna stores studies and trials; commtune's facts about them are user attributes, and this
-module is the only one that knows their names and shapes. Trial attributes (all JSON):
-
-``role``       :class:`Role`: the reference (library defaults), a search trial, a
-               duplicate answered from an earlier trial (``duplicate_of``), the controls
-               (the defaults again, in a stream across batches: ``tune/_schedule.py``), a
-               training trial at another scale, or a trial asked when the budget was spent
-               (unused)
-``config``     the configuration run: knob -> value as the library reads it ({} = nothing)
-``runs``       every run of the trial (``RunRecord.to_json()`` with its ``block``, its place
-               ``seq`` in the study's runs and, once placed, its value ``relative`` to the
-               nearest control run), written as each one ends; the trial's value is the
-               study's statistic (``--objective``: median, mean or p90) of the relative values
-``fail_reason`` why the trial failed (``interrupted``: the tuner stopped during it)
-``not_applied`` knob -> why libcommtune saw it did not take
-``features``   the profile's features of the first run; ``relative``: its variables
-               relative to the reference (AITuning)
-``arm``        which of ``auto``'s strategies proposed it
-``scale``      a training trial's scale values (name -> value as in the command)
-``worker``     the tuner process that ran it, ``HOST:PID:START`` (several work on one study)
+module is the only one that knows their names and shapes. Trial attributes are the table
+:class:`Attr` (each with its key, its JSON type and what it means); a trial is read once into
+``TrialRecord`` and written through ``TrialWriter`` (``study._view``).
 
 Study attributes: ``commtune`` (:class:`StudySpec`), ``platform`` (fingerprint key),
 ``installation`` (the MPI installation it ran: ``Installation.to_json()``), ``acceptance``
@@ -65,21 +49,57 @@ class Role(enum.Enum):
     @classmethod
     def of(cls, trial: FrozenTrial | BaseTrial) -> Role | None:
         """The role stored on a trial, frozen or being run (None: not a commtune trial)."""
-        return role_of(trial)
+        value = Attr.ROLE.read(trial)
+        return cls(value) if value in {r.value for r in cls} else None
 
 
-class _Attr:
-    ROLE = "role"
-    CONFIG = "config"
-    RUNS = "runs"
-    FAIL_REASON = "fail_reason"
-    NOT_APPLIED = "not_applied"
-    DUPLICATE_OF = "duplicate_of"
-    FEATURES = "features"
-    RELATIVE = "relative"
-    ARM = "arm"
-    SCALE = "scale"
-    WORKER = "worker"
+class Attr(enum.Enum):
+    """One attribute commtune stores on a trial: its key in Optuna's user attributes, the JSON
+    type it is read as (anything else reads as absent), and whether an absent one reads as
+    empty (``{}``/``[]``) rather than None."""
+
+    # Role: reference (library defaults), search, duplicate (answered from ``duplicate_of``),
+    # control (the defaults again beside a batch), training (another scale), unused
+    ROLE = ("role", str, False)
+    # the configuration run: knob -> value as the library reads it ({}: nothing set)
+    CONFIG = ("config", dict, True)
+    # every run (RunRecord.to_json() with its ``block``, its place ``seq`` in the study's runs
+    # and its value ``relative`` to the nearest control run), written as each one ends
+    RUNS = ("runs", list, True)
+    FAIL_REASON = ("fail_reason", str, False)  # why it failed (``interrupted``: the tuner stopped)
+    NOT_APPLIED = ("not_applied", dict, True)  # knob -> why libcommtune saw it did not take
+    DUPLICATE_OF = ("duplicate_of", int, False)  # the earlier trial of the same configuration
+    FEATURES = ("features", dict, False)  # the profile's features of the first run
+    RELATIVE = ("relative", dict, False)  # its variables relative to the reference (AITuning)
+    ARM = ("arm", str, False)  # which of ``auto``'s strategies proposed it
+    SCALE = ("scale", dict, False)  # a training trial's scale values (name -> value)
+    WORKER = ("worker", str, False)  # the tuner process that ran it, ``HOST:PID:START``
+
+    def __init__(self, key: str, kind: type, empty: bool) -> None:
+        self.key = key
+        self.kind = kind
+        self.empty = empty
+
+    def read(self, trial: FrozenTrial | BaseTrial) -> Any:
+        """The stored value (a copy of a dict or list), None or empty if absent."""
+        value = trial.user_attrs.get(self.key)
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            return self.kind(value)
+        return self.kind() if self.empty else None
+
+    def write(self, trial: BaseTrial, value: Any) -> None:
+        trial.set_user_attr(self.key, _json(value))
+
+    def write_frozen(self, study: optuna.Study, trial: FrozenTrial, value: Any) -> None:
+        """:meth:`write` for a trial held as frozen (a sampler inside ``sample_relative``, a
+        trial a killed tuner left RUNNING)."""
+        study._storage.set_trial_user_attr(trial._trial_id, self.key, _json(value))
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    return dict(value) if isinstance(value, Mapping) else value
 
 
 def config_key(config: Mapping[str, Value] | None) -> str:
@@ -192,131 +212,9 @@ def checks_of(study: optuna.Study) -> list[dict[str, Any]]:
 
 
 # -- trial attributes ---------------------------------------------------------------------------
-def role_of(trial: FrozenTrial | BaseTrial) -> Role | None:
-    value = trial.user_attrs.get(_Attr.ROLE)
-    return Role(value) if value in {r.value for r in Role} else None
-
-
 def ask(study: optuna.Study, **kwargs: Any) -> optuna.Trial:
     """``study.ask(**kwargs)``, the trial stamped at once with this worker's name: until then
     another worker cannot tell it from a trial a dead worker left RUNNING."""
     trial = study.ask(**kwargs)
-    trial.set_user_attr(_Attr.WORKER, worker_id())
+    Attr.WORKER.write(trial, worker_id())
     return trial
-
-
-def set_role(trial: BaseTrial, role: Role) -> None:
-    """The trial's role (its worker is written by :func:`ask`)."""
-    trial.set_user_attr(_Attr.ROLE, role.value)
-
-
-def worker_of(trial: FrozenTrial) -> str | None:
-    """The worker that ran the trial (None: stored before workers were named, schema 6)."""
-    value = trial.user_attrs.get(_Attr.WORKER)
-    return value if isinstance(value, str) else None
-
-
-def config_of(trial: FrozenTrial | BaseTrial) -> dict[str, Value]:
-    config: dict[str, Value] = trial.user_attrs.get(_Attr.CONFIG, {})
-    return config
-
-
-def set_config(trial: BaseTrial, config: Mapping[str, Value]) -> None:
-    trial.set_user_attr(_Attr.CONFIG, dict(config))
-
-
-def runs_of(trial: FrozenTrial | BaseTrial) -> list[dict[str, Any]]:
-    runs: list[dict[str, Any]] = trial.user_attrs.get(_Attr.RUNS, [])
-    return runs
-
-
-def set_runs(trial: BaseTrial, runs: list[dict[str, Any]]) -> None:
-    trial.set_user_attr(_Attr.RUNS, runs)
-
-
-def run_values(trial: FrozenTrial) -> list[float]:
-    """The objective of every successful run of the trial."""
-    return [r["value"] for r in runs_of(trial) if r["value"] is not None]
-
-
-def run_relatives(trial: FrozenTrial) -> list[float]:
-    """Every successful run's value relative to the control run of its block."""
-    return [r["relative"] for r in runs_of(trial) if r.get("relative") is not None]
-
-
-def run_walls(trial: FrozenTrial) -> list[float]:
-    """The wall time of every successful run of the trial."""
-    return [r["wall"] for r in runs_of(trial) if r["value"] is not None]
-
-
-def fail_reason(trial: FrozenTrial | BaseTrial) -> str | None:
-    value = trial.user_attrs.get(_Attr.FAIL_REASON)
-    return str(value) if value is not None else None
-
-
-def set_fail_reason(trial: BaseTrial, reason: str) -> None:
-    trial.set_user_attr(_Attr.FAIL_REASON, reason)
-
-
-def not_applied_of(trial: FrozenTrial | BaseTrial) -> dict[str, str]:
-    value: dict[str, str] = trial.user_attrs.get(_Attr.NOT_APPLIED, {})
-    return value
-
-
-def set_not_applied(trial: BaseTrial, missing: Mapping[str, str]) -> None:
-    trial.set_user_attr(_Attr.NOT_APPLIED, dict(missing))
-
-
-def duplicate_of(trial: FrozenTrial) -> int | None:
-    value = trial.user_attrs.get(_Attr.DUPLICATE_OF)
-    return int(value) if value is not None else None
-
-
-def set_duplicate_of(trial: BaseTrial, number: int) -> None:
-    trial.set_user_attr(_Attr.DUPLICATE_OF, number)
-
-
-def scale_of(trial: FrozenTrial | BaseTrial) -> dict[str, str] | None:
-    value = trial.user_attrs.get(_Attr.SCALE)
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def set_scale(trial: BaseTrial, values: Mapping[str, str]) -> None:
-    trial.set_user_attr(_Attr.SCALE, dict(values))
-
-
-def features_of_trial(trial: FrozenTrial | BaseTrial) -> dict[str, float] | None:
-    value: dict[str, float] | None = trial.user_attrs.get(_Attr.FEATURES)
-    return value
-
-
-def set_features(trial: BaseTrial, features: Mapping[str, float]) -> None:
-    trial.set_user_attr(_Attr.FEATURES, dict(features))
-
-
-def relative_of(trial: FrozenTrial | BaseTrial) -> dict[str, Any] | None:
-    value: dict[str, Any] | None = trial.user_attrs.get(_Attr.RELATIVE)
-    return value
-
-
-def set_relative(trial: BaseTrial, relative: Mapping[str, Any]) -> None:
-    trial.set_user_attr(_Attr.RELATIVE, dict(relative))
-
-
-def arm_of(trial: FrozenTrial | BaseTrial) -> str | None:
-    value = trial.user_attrs.get(_Attr.ARM)
-    return str(value) if value is not None else None
-
-
-def set_arm(trial: BaseTrial, arm: str) -> None:
-    trial.set_user_attr(_Attr.ARM, arm)
-
-
-def record_arm(study: optuna.Study, trial: FrozenTrial, arm: str) -> None:
-    """``set_arm`` for a trial held as frozen (a sampler inside ``sample_relative``)."""
-    study._storage.set_trial_user_attr(trial._trial_id, _Attr.ARM, arm)
-
-
-def record_fail_reason(study: optuna.Study, trial: FrozenTrial, reason: str) -> None:
-    """``set_fail_reason`` for a trial held as frozen (one a killed tuner left RUNNING)."""
-    study._storage.set_trial_user_attr(trial._trial_id, _Attr.FAIL_REASON, reason)

@@ -28,9 +28,16 @@ from typing import TYPE_CHECKING, Any
 
 from commtune import stats
 from commtune.knobs import Value
-from commtune.study import _record as attrs
 from commtune.study._acceptance import Acceptance, acceptance_of
-from commtune.study._record import INTERRUPTED, Role, StudySpec, config_key, platform_of, spec_of
+from commtune.study._record import (
+    INTERRUPTED,
+    Attr,
+    Role,
+    StudySpec,
+    config_key,
+    platform_of,
+    spec_of,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -143,22 +150,22 @@ class TrialRecord:
 
     @classmethod
     def of(cls, trial: FrozenTrial) -> TrialRecord:
-        failure = attrs.fail_reason(trial)
+        failure = Attr.FAIL_REASON.read(trial)
         return cls(
             trial.number,
             trial.state,
             trial.value,
-            attrs.role_of(trial),
-            attrs.config_of(trial),
-            tuple(StoredRun.from_json(r) for r in attrs.runs_of(trial)),
+            Role.of(trial),
+            Attr.CONFIG.read(trial),
+            tuple(StoredRun.from_json(r) for r in Attr.RUNS.read(trial)),
             Failure.parse(failure) if failure is not None else None,
-            attrs.worker_of(trial),
-            attrs.duplicate_of(trial),
-            attrs.not_applied_of(trial),
-            attrs.features_of_trial(trial),
-            attrs.relative_of(trial),
-            attrs.arm_of(trial),
-            attrs.scale_of(trial),
+            Attr.WORKER.read(trial),
+            Attr.DUPLICATE_OF.read(trial),
+            Attr.NOT_APPLIED.read(trial),
+            Attr.FEATURES.read(trial),
+            Attr.RELATIVE.read(trial),
+            Attr.ARM.read(trial),
+            Attr.SCALE.read(trial),
             trial.datetime_start,
             trial,
         )
@@ -184,6 +191,24 @@ class TrialRecord:
     @property
     def interrupted(self) -> bool:
         return self.failure is not None and self.failure.interrupted
+
+    @property
+    def is_search(self) -> bool:
+        """A configuration the strategy proposed and this study ran (not a duplicate)."""
+        return self.role is Role.SEARCH
+
+    @property
+    def is_training(self) -> bool:
+        return self.role is Role.TRAINING
+
+    @property
+    def is_reference(self) -> bool:
+        return self.role is Role.REFERENCE
+
+    @property
+    def is_defaults(self) -> bool:
+        """The library's defaults: the reference or a control."""
+        return self.role in (Role.REFERENCE, Role.CONTROL)
 
     @property
     def ran(self) -> bool:
@@ -286,7 +311,7 @@ class StudyView:
 
     def search_trials(self) -> list[TrialRecord]:
         """The measured search trials, in order."""
-        return [r for r in self.records if r.role is Role.SEARCH and r.measured]
+        return [r for r in self.records if r.is_search and r.measured]
 
     def controls(self) -> list[TrialRecord]:
         return self.by_role(Role.CONTROL)
@@ -302,10 +327,14 @@ class StudyView:
             known.setdefault(r.key, r)
         return known
 
+    def completed(self) -> list[TrialRecord]:
+        """The search trials that completed with a value, in order (what the search found:
+        the candidates of the verdict, the trials knob importances are computed on)."""
+        return [r for r in self.records if r.is_search and r.complete and r.value is not None]
+
     def best(self, limit: int = 5) -> list[TrialRecord]:
-        """The finished search trials with the lowest values, best first (ties in order)."""
-        done = [r for r in self.records if r.role is Role.SEARCH and r.complete]
-        return sorted(done, key=_value)[:limit]
+        """The completed search trials with the lowest values, best first (ties in order)."""
+        return sorted(self.completed(), key=_value)[:limit]
 
     def incumbent(self) -> float:
         """The best value measured so far, the library's defaults (1) included."""
@@ -382,34 +411,34 @@ class TrialWriter:
         self.trial = trial
 
     def role(self, role: Role) -> None:
-        attrs.set_role(self.trial, role)
+        Attr.ROLE.write(self.trial, role)
 
     def config(self, config: Mapping[str, Value]) -> None:
-        attrs.set_config(self.trial, config)
+        Attr.CONFIG.write(self.trial, config)
 
     def runs(self, runs: list[dict[str, Any]]) -> None:
-        attrs.set_runs(self.trial, runs)
+        Attr.RUNS.write(self.trial, runs)
 
     def failure(self, reason: str) -> None:
-        attrs.set_fail_reason(self.trial, reason)
+        Attr.FAIL_REASON.write(self.trial, reason)
 
     def duplicate_of(self, number: int) -> None:
-        attrs.set_duplicate_of(self.trial, number)
+        Attr.DUPLICATE_OF.write(self.trial, number)
 
     def not_applied(self, missing: Mapping[str, str]) -> None:
-        attrs.set_not_applied(self.trial, missing)
+        Attr.NOT_APPLIED.write(self.trial, missing)
 
     def features(self, features: Mapping[str, float]) -> None:
-        attrs.set_features(self.trial, features)
+        Attr.FEATURES.write(self.trial, features)
 
     def relative(self, relative: Mapping[str, Any]) -> None:
-        attrs.set_relative(self.trial, relative)
+        Attr.RELATIVE.write(self.trial, relative)
 
     def arm(self, arm: str) -> None:
-        attrs.set_arm(self.trial, arm)
+        Attr.ARM.write(self.trial, arm)
 
     def scale(self, values: Mapping[str, str]) -> None:
-        attrs.set_scale(self.trial, values)
+        Attr.SCALE.write(self.trial, values)
 
 
 def mark(
@@ -422,9 +451,9 @@ def mark(
     """Write an attribute of a trial held as frozen: the arm that proposed it (a sampler
     inside ``sample_relative``) or why it failed (one a killed tuner left running)."""
     if arm is not None:
-        attrs.record_arm(study, trial, arm)
+        Attr.ARM.write_frozen(study, trial, arm)
     if failure is not None:
-        attrs.record_fail_reason(study, trial, failure)
+        Attr.FAIL_REASON.write_frozen(study, trial, failure)
 
 
 __all__ = [

@@ -36,7 +36,6 @@ from commtune.progress import Progress
 from commtune.study import (
     Acceptance,
     Plan,
-    Role,
     Source,
     StudyView,
     config_key,
@@ -363,9 +362,7 @@ def _reduced(view: StudyView, best: Candidate, noise_cv: float) -> Candidate | N
     if knobs is None:  # a knob its catalog no longer has: keep the configuration whole
         return None
     measured: list[tuple[dict[str, Value], float]] = [({}, 1.0)] + [
-        (dict(r.config), float(r.value))
-        for r in view.measured()
-        if r.role is Role.SEARCH and r.complete and r.value is not None
+        (dict(r.config), float(r.value)) for r in view.completed() if r.value is not None
     ]
     kept, dropped = reduce_config(best.config, knobs, measured, noise_cv)
     if not dropped or not kept:
