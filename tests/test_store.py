@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from commtune.errors import UsageError
 from commtune.platform import Fingerprint
-from commtune.store import SCHEMA_VERSION, Store
+from commtune.store import BACKENDS, SCHEMA_VERSION, Store, backend
 from commtune.study import (
     Acceptance,
     Role,
@@ -101,3 +101,15 @@ def test_a_file_that_is_not_there_is_not_made_when_reading(kind: str, tmp_path: 
     with pytest.raises(UsageError, match="no storage at"):
         Store(url, create=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_backend_is_run_by_the_contract_suite(tmp_path: Path) -> None:
+    """Each kind of the storage contract suite opens one backend class, and every backend
+    class is one of those kinds: a new backend without its kind in the suite fails here."""
+    urls = {
+        "sqlite": str(tmp_path / "s.db"),
+        "journal": f"journal://{tmp_path / 's.journal'}",
+        "postgres": "postgresql://me@localhost/db",
+    }
+    assert sorted(urls) == sorted(STORAGE_KINDS)
+    assert {type(backend(u)) for u in urls.values()} == set(BACKENDS)

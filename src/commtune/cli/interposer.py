@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -180,11 +179,10 @@ def _known_answers(
     from commtune.platform import Fingerprint
     from commtune.predict import features_of
     from commtune.report import knowledge_table
-    from commtune.store import Store, journal_path, normalize_url, sqlite_path
+    from commtune.store import Store, backend, normalize_url
 
     url = normalize_url(url)
-    path = sqlite_path(url) or journal_path(url)
-    if path is not None and not os.path.exists(path):
+    if not backend(url).exists():
         return []
     platform = Fingerprint.of(inst).key
     entries = [k for k in known(Store(url, create=False)) if k.accepted]

@@ -21,14 +21,13 @@ TRAIN_HINT = "train one with `commtune train --quick`"
 
 def model_store(url: str, installation: Installation) -> Store:
     """The storage holding the models; a SQLite file that does not exist is not created."""
-    import os
+    from commtune.store import backend
 
-    from commtune.store import normalize_url, sqlite_path
-
-    path = sqlite_path(normalize_url(url))
-    if path is not None and not os.path.exists(path):
+    where = backend(url)
+    if not where.exists():
         raise UsageError(
-            f"no prediction model for {installation.vendor.value} here (no storage {path}); "
+            f"no prediction model for {installation.vendor.value} here (no storage "
+            f"{where.path}); "
             f"{TRAIN_HINT}"
         )
     return Store(url)

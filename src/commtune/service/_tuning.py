@@ -45,7 +45,7 @@ from commtune.report import UI, guided_table
 from commtune.service._common import default_study_name, load_study, open_store, probe, profiling
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
 from commtune.service._observer import StudyObserver
-from commtune.store import Store, journal_path, normalize_url, shown_url, sqlite_path
+from commtune.store import Store, backend, normalize_url, shown_url
 from commtune.strategies import get_strategy
 from commtune.study import Plan, Scale, spec_of
 from commtune.trial import (
@@ -254,7 +254,7 @@ class Tuning:
         first); a study resumed keeps its own space."""
         assert plan.study is not None
         ui = self.ui
-        store = Store(plan.storage, create=False) if _exists(plan.storage) else None
+        store = Store(plan.storage, create=False) if backend(plan.storage).exists() else None
         if store is not None:
             try:
                 study = optuna.load_study(study_name=plan.study, storage=store.optuna)
@@ -302,12 +302,6 @@ class Tuning:
                      f"defaults ({len(done.order)} runs, {len(failed)} failed) -> "
                      f"{plan.record}")  # fmt: skip
         return Recorded(plan.record, len(done.order), len(failed), len(done.values))
-
-
-def _exists(url: str) -> bool:
-    """The storage is there already (a SQLite file that exists, or a server's)."""
-    path = sqlite_path(url) or journal_path(url)
-    return path is None or os.path.exists(path)
 
 
 def _slurm_nodes(plan: Plan, command: Sequence[str]) -> str | None:
