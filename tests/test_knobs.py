@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from commtune.errors import UsageError
@@ -17,7 +20,7 @@ from commtune.knobs import (
 )
 from commtune.knobs._discovery import parse_cvar_lines
 from commtune.knobs._select import parse_knob_spec
-from commtune.mpi import Vendor
+from commtune.mpi import VENDOR_NAMES, Vendor
 from commtune.mpi.mpich import parse_algorithm_names
 from commtune.mpi.openmpi import parse_ompi_info
 
@@ -306,3 +309,24 @@ UCX_TLS=all
         "UCX_TLS": ("string", "all", ()),
     }
     assert found["UCX_RNDV_THRESH"].description == "Rendezvous threshold."
+
+
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "src/commtune/knobs/data"
+
+
+@pytest.mark.parametrize("library", VENDOR_NAMES)
+def test_every_catalog_follows_its_schema(library: str) -> None:
+    """data/catalog.schema.json documents and checks the catalog's grammar (``versions``
+    clauses, ``bounds``, what each type needs)."""
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is a test extra")
+    schema = json.loads((CATALOG_DIR / "catalog.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    catalog = json.loads((CATALOG_DIR / f"{library}.json").read_text())
+    assert [e.message for e in validator.iter_errors(catalog)] == []
+    bad = {"library": library, "knobs": [
+        {"name": "x", "type": "int", "default": 1, "description": "", "low": 1, "high": 2,
+         "versions": "5+"},
+        {"name": "y", "type": "categorical", "default": "a", "description": ""},
+    ]}  # fmt: skip
+    found = sorted(".".join(map(str, e.absolute_path)) for e in validator.iter_errors(bad))
+    assert found == ["knobs.0.versions", "knobs.1"]
