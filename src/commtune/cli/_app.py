@@ -12,7 +12,6 @@ from commtune import __version__
 from commtune.cli import interposer, knobs, platform, policy, prediction, studies, tuning
 from commtune.cli._common import Command, Parser
 from commtune.errors import Stopped, UsageError
-from commtune.store import storage_failure
 
 # Every command, in the order ``commtune --help`` lists them; a group adds its own.
 COMMANDS: tuple[Command, ...] = (
@@ -77,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 128 + stop.signum
     except Exception as exc:
+        from commtune.store import storage_failure  # SQLAlchemy: 0.25 s of --help otherwise
+
         what = storage_failure(exc)
         if what is None:  # a bug: its traceback is what a report needs
             raise

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from commtune import stats
 from commtune.knobs import Value
 from commtune.study._acceptance import Acceptance, acceptance_of
 from commtune.study._record import (
@@ -240,6 +239,8 @@ class TrialRecord:
 
     def objectives(self) -> dict[str, float]:
         """The median of each further objective over the runs (``--metric`` again)."""
+        from commtune import stats  # numpy: imported where used, not by `commtune --help`
+
         values: dict[str, list[float]] = {}
         for run in self.runs:
             for metric, v in run.secondary.items():
@@ -352,6 +353,8 @@ class StudyView:
 
     def noise(self) -> Noise:
         """The noise and the drift of the study's machine, from its runs (:class:`Noise`)."""
+        from commtune import stats
+
         levels: list[float] = []  # the reference's median, each control run
         spreads: list[float] = []
         for r in self.records:
