@@ -1,5 +1,6 @@
-"""What the command groups share: argument types and options, and the steps several commands
-take (find the MPI, open the storage, probe knob values, set up the interposer, load a study).
+"""What the command groups share: the command table's entry, the parser, argument types and
+options, JSON output. The steps several commands take (open the storage, probe knob values,
+set up the interposer, load a study) are services' (``commtune.service``).
 
 Arguments are checked by argparse types here and turned into typed objects by each command
 group before anything is written; the ``argparse.Namespace`` is never changed or passed down.
@@ -11,15 +12,12 @@ import argparse
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from commtune import settings
 from commtune.errors import UsageError
 from commtune.mpi import VENDOR_NAMES
 from commtune.util import parse_size
-
-if TYPE_CHECKING:
-    pass
 
 Handler = Callable[[argparse.Namespace, "list[str] | None"], int]
 
