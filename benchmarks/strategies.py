@@ -34,7 +34,7 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +45,7 @@ from commtune.study import DEFAULTS, default_repeats
 STRATEGIES = ["random", "grid", "tpe", "cmaes", "ga", "model", "dqn", "auto"]
 NOISES = [0.0, 0.1, 0.3]
 DRIFTS = [2.5, 1.3]  # phase factors of the drift cases (at 10 % noise)
-DESIGNS = ("fixed", "raced")
+DESIGNS = ("fixed", "raced", "risk")  # risk: raced search, then --gate risk's duel
 DESIGN_REPEATS = 3
 CONFIRM_ROUNDS = 5  # the designs end with tune's confirmation (5 rounds, up to 15)
 DRIFT_TRIALS = 15
@@ -64,26 +64,34 @@ class Options:
 OPTIONS = Options()
 
 
+def table_path(name: str) -> Path:
+    """A table's file: a stem in benchmarks/data (``table-mpich-ct_demo``) or a path of a
+    table recorded elsewhere (a user's own ``tune --record``)."""
+    return Path(name) if name.endswith(".json") else DATA / f"{name}.json"
+
+
 def surface(name: str) -> Surface:
     if name not in _SURFACES:
         maker = SYNTHETIC.get(name)
-        _SURFACES[name] = maker() if maker else replayed(DATA / f"{name}.json", OPTIONS.truth)
+        _SURFACES[name] = maker() if maker else replayed(table_path(name), OPTIONS.truth)
     return _SURFACES[name]
 
 
 def job(args: tuple[str, str, float, int, int, float, str, int]) -> RaceRun:
     strategy, name, noise, seed, budget, drift, design, repeats = args
-    return race_one(
+    run = race_one(
         strategy,
         surface(name),
         noise,
         seed,
         budget,
         drift=drift,
-        design=design,
+        design="raced" if design == "risk" else design,
         repeats=repeats,
         confirm_rounds=CONFIRM_ROUNDS if repeats > 1 else 0,
+        gate="risk" if design == "risk" else "strict",
     )
+    return replace(run, design=design)
 
 
 def drift_summary(runs: list[RaceRun], design: str) -> tuple[dict, dict]:
@@ -111,6 +119,8 @@ def design_cells(runs: list[RaceRun], budget: int) -> list[dict]:
         end = [r.share_after(budget) for r in sel]
         picked = [r.measured_share_after(budget) for r in sel]
         verdict = [r.confirmed_share() for r in sel]
+        best = surface(sel[0].surface).default_regret + 1.0
+        delivered = [best * x for x in verdict]
         out.append(
             {
                 "strategy": strategy,
@@ -124,6 +134,8 @@ def design_cells(runs: list[RaceRun], budget: int) -> list[dict]:
                 "picked_worst": float(min(picked)),
                 "confirmed": float(np.median(verdict)),
                 "confirmed_worst": float(min(verdict)),
+                "gain": (float(np.mean(delivered)) - 1) / (best - 1) if best > 1 else 1.0,
+                "tail": sum(d * TOLERANCE < 1.0 for d in delivered),
                 "runs": float(np.median([r.runs for r in sel])),
                 "confirm_runs": float(np.median([r.confirm_runs for r in sel])),
                 "seeds": len(sel),
@@ -136,8 +148,8 @@ def design_table(cells: list[dict]) -> str:
     lines = [
         f"| strategy | drift | design | share@{DRIFT_TRIALS} (median / worst) "
         "| share@budget (median / worst) | of the best measured (median / worst) "
-        "| confirmed (median / worst) | runs | confirmation runs |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| confirmed (median / worst) | gain captured | tail | runs | confirmation runs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
         lines.append(
@@ -146,6 +158,7 @@ def design_table(cells: list[dict]) -> str:
             f"| {100 * c['share']:.1f} % / {100 * c['share_worst']:.1f} % "
             f"| {100 * c['picked']:.1f} % / {100 * c['picked_worst']:.1f} % "
             f"| {100 * c['confirmed']:.1f} % / {100 * c['confirmed_worst']:.1f} % "
+            f"| {100 * c['gain']:.0f} % | {c['tail']}/{c['seeds']} "
             f"| {c['runs']:g} | {c['confirm_runs']:g} |"
         )
     return "\n".join(lines)
@@ -221,7 +234,7 @@ def regret_table(summary: Summary) -> str:
 TABLE_RUNS = 30  # the study's bound, confirmation included (issue 28)
 KNOWN_RUNS = 15  # the same with what the other programs' studies found
 OURS = DEFAULTS.strategy  # the tuner's defaults: strategy, trials, repeats, confirmation
-KEYS = ("ours", "tpe", "random", "known", "cold15")  # the table race's columns
+KEYS = ("ours", "tpe", "random", "strict", "known", "cold15")  # the table race's columns
 
 
 def tables() -> list[str]:
@@ -230,16 +243,19 @@ def tables() -> list[str]:
 
 def installation_of_table(name: str) -> str:
     """``table-openmpi-ct_demo`` -> ``openmpi`` (the programs of one installation share a
-    space)."""
+    space); a table recorded elsewhere is its own."""
+    name = Path(name).stem
+    if not name.startswith("table-") or name.count("-") < 2:
+        return name
     return name.split("-")[1] + ("-" + name.split("-")[2] if name.count("-") > 2 else "")
 
 
-def ours(args: tuple[str, int, int, tuple[dict, ...], float]) -> RaceRun:
-    name, seed, max_runs, hints, drift = args
+def ours(args: tuple[str, int, int, tuple[dict, ...], float, str]) -> RaceRun:
+    name, seed, max_runs, hints, drift, gate = args
     return race_one(OURS, surface(name), 0.0, seed, DEFAULTS.trials, design="raced",
                     repeats=default_repeats(max_runs, DEFAULTS.trials),
                     confirm_rounds=OPTIONS.confirm,
-                    max_runs=max_runs, hints=hints, drift=drift)  # fmt: skip
+                    max_runs=max_runs, hints=hints, drift=drift, gate=gate)  # fmt: skip
 
 
 def plain(args: tuple[str, str, int, int, float]) -> RaceRun:
@@ -254,7 +270,7 @@ def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> 
     reference profiles), as a new study would get it."""
     from commtune.knowledge import distance
 
-    mine = json.loads((DATA / f"{name}.json").read_text()).get("features") or {}
+    mine = json.loads(table_path(name).read_text()).get("features") or {}
     others = []
     for other in tables():
         if other == name or installation_of_table(other) != installation_of_table(name):
@@ -262,7 +278,7 @@ def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> 
         run = found.get((other, seed))
         if run is None or not run.known:
             continue
-        theirs = json.loads((DATA / f"{other}.json").read_text()).get("features") or {}
+        theirs = json.loads(table_path(other).read_text()).get("features") or {}
         # knowledge.similar's order: the nearest program first, accepted answers before others
         far = distance(mine, theirs) if mine and theirs else 1.0
         others.append((far, run.answer is None, run.known))
@@ -273,13 +289,37 @@ def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> 
     return tuple(out)
 
 
-def cell(runs: list[RaceRun], share: Callable[[RaceRun], float], floor: float) -> dict:
-    """Median and worst share of the best speedup over seeds, the runs, and how many seeds
-    handed back something slower than the defaults (share below ``floor``)."""
+TOLERANCE = 1.02  # the tail: handed back a configuration more than 2 % slower than the defaults
+
+
+def cell(runs: list[RaceRun], share: Callable[[RaceRun], float], best: float) -> dict:
+    """What the studies of one table handed back, as a user feels it: the **gain captured**
+    (mean over seeds of the delivered speedup - 1, over the best speedup - 1; the delivered
+    speedup is the defaults' true value over the handed-back configuration's, 1 when the
+    defaults are kept), the **tail** (studies handing back a configuration more than
+    ``TOLERANCE`` slower than the defaults), the median and worst share of the best speedup,
+    the runs, and the estimate's bias (the mean estimated over the mean true speedup of
+    what was handed back, where something was)."""
     shares = [share(r) for r in runs]
-    return {"share": float(np.median(shares)), "worst": float(min(shares)),
-            "runs": float(np.median([total(r) for r in runs])),
-            "slower": sum(x < floor * 0.999 for x in shares), "seeds": len(shares)}  # fmt: skip
+    delivered = [best * x for x in shares]
+    handed = [(r.estimate, d) for r, d in zip(runs, delivered, strict=True)
+              if r.estimate is not None and r.changed]  # fmt: skip
+    return {
+        "gain": (float(np.mean(delivered)) - 1.0) / (best - 1.0) if best > 1.0 else 1.0,
+        "tail": sum(d * TOLERANCE < 1.0 for d in delivered),
+        "share": float(np.median(shares)),
+        "worst": float(min(shares)),
+        "runs": float(np.median([total(r) for r in runs])),
+        "slower": sum(d < 0.999 for d in delivered),
+        "kept": sum(not r.changed for r in runs),
+        "seeds": len(shares),
+        "bias": (
+            float(np.mean([e for e, _ in handed]) / np.mean([d for _, d in handed]))
+            if handed
+            else None
+        ),
+        "handed": len(handed),
+    }
 
 
 def total(run: RaceRun) -> int:
@@ -297,28 +337,31 @@ def table_race(names: list[str], seeds: int, jobs: int, phases: bool = False) ->
     d = 2.0 if phases else 1.0  # a replayed table's drift: its recorded rounds as phases
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         studies = [(n, s) for n in names for s in range(seeds)]
-        full = list(pool.map(ours, [(n, s, TABLE_RUNS, (), d) for n, s in studies]))
+        full = list(pool.map(ours, [(n, s, TABLE_RUNS, (), d, "risk") for n, s in studies]))
+        strict = list(pool.map(ours, [(n, s, TABLE_RUNS, (), d, "strict") for n, s in studies]))
         found = {(r.surface, r.seed): r for r in full}
         base_jobs = [
             (b, r.surface, r.seed, max(2, total(r)), d) for r in full for b in ("tpe", "random")
         ]
         bases = list(pool.map(plain, base_jobs))
-        known_jobs = [(n, s, KNOWN_RUNS, known_hints(n, s, found), d) for n in names
+        known_jobs = [(n, s, KNOWN_RUNS, known_hints(n, s, found), d, "risk") for n in names
                       for s in range(seeds)]  # fmt: skip
         known = list(pool.map(ours, known_jobs))
-        cold = list(pool.map(ours, [(n, s, KNOWN_RUNS, (), d) for n, s in studies]))
+        cold = list(pool.map(ours, [(n, s, KNOWN_RUNS, (), d, "risk") for n, s in studies]))
     out = []
     for name in names:
         row: dict = {"table": name, "optimum_speedup": surface(name).default_regret + 1.0}
-        floor = 1.0 / row["optimum_speedup"]  # the defaults' share
+        best = row["optimum_speedup"]
         confirmed = RaceRun.confirmed_share
-        row["ours"] = cell([r for r in full if r.surface == name], confirmed, floor)
+        mine = surface(name).name
+        row["ours"] = cell([r for r in full if r.surface == mine], confirmed, best)
         for b in ("tpe", "random"):
-            row[b] = cell([r for r in bases if r.surface == name and r.strategy == b],
-                          lambda r: r.share_after(len(r.regret)), floor)  # fmt: skip
-        row["known"] = cell([r for r in known if r.surface == name], confirmed, floor)
-        row["cold15"] = cell([r for r in cold if r.surface == name], confirmed, floor)
-        row["hinted"] = sum(bool(h) for n, _, _, h, _ in known_jobs if n == name)
+            row[b] = cell([r for r in bases if r.surface == mine and r.strategy == b],
+                          lambda r: r.share_after(len(r.regret)), best)  # fmt: skip
+        row["strict"] = cell([r for r in strict if r.surface == mine], confirmed, best)
+        row["known"] = cell([r for r in known if r.surface == mine], confirmed, best)
+        row["cold15"] = cell([r for r in cold if r.surface == mine], confirmed, best)
+        row["hinted"] = sum(bool(h) for n, _, _, h, _, _ in known_jobs if n == name)
         out.append(row)
     return out
 
@@ -425,24 +468,41 @@ def dqn_table(rows: list[dict]) -> str:
 
 
 def tables_table(rows: list[dict]) -> str:
+    """Per table and column: gain captured, tail, median share of the best, runs, kept
+    defaults; the bottom lines: the median table's figures and the tables where the tuner's
+    gain is at least TPE's and random's."""
     lines = [
-        f"| table | best speedup | tuner, <= {TABLE_RUNS} runs | TPE, same runs "
-        f"| random, same runs | tuner + knowledge, <= {KNOWN_RUNS} runs "
-        f"| tuner cold, <= {KNOWN_RUNS} runs |",
-        "|---|---|---|---|---|---|---|",
+        f"| table | best | tuner, <= {TABLE_RUNS} runs | TPE, same runs "
+        f"| random, same runs | --gate strict, <= {TABLE_RUNS} runs "
+        f"| tuner + knowledge, <= {KNOWN_RUNS} runs "
+        f"| tuner cold, <= {KNOWN_RUNS} runs | tuner's estimate / truth |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
 
     def c(d: dict) -> str:
-        return (f"{100 * d['share']:.1f} % / {100 * d['worst']:.1f} % ({d['runs']:g} runs; "
-                f"slower than the defaults {d['slower']}/{d['seeds']})")  # fmt: skip
+        return (f"{100 * d['gain']:.0f} % (tail {d['tail']}/{d['seeds']}; share "
+                f"{100 * d['share']:.1f} %; {d['runs']:g} runs; kept {d['kept']})")  # fmt: skip
 
     for r in rows:
         cells = " | ".join(c(r[k]) for k in KEYS)
-        lines.append(f"| {r['table'][6:]} | {r['optimum_speedup']:.2f}x | {cells} |")
-    med = {k: float(np.median([r[k]["share"] for r in rows])) for k in KEYS}
-    worst = {k: float(min(r[k]["worst"] for r in rows)) for k in KEYS}
-    total = " | ".join(f"**{100 * med[k]:.1f} %** / {100 * worst[k]:.1f} %" for k in KEYS)
-    lines.append(f"| **all** | | {total} |")
+        bias = r["ours"]["bias"]
+        said = f"{bias:.3f} ({r['ours']['handed']})" if bias is not None else "-"
+        name = Path(r["table"]).stem.removeprefix("table-")
+        lines.append(f"| {name} | {r['optimum_speedup']:.2f}x | {cells} | {said} |")
+    med = {k: float(np.median([r[k]["gain"] for r in rows])) for k in KEYS}
+    tail = {k: sum(r[k]["tail"] for r in rows) for k in KEYS}
+    seeds = {k: sum(r[k]["seeds"] for r in rows) for k in KEYS}
+    share = {k: float(np.median([r[k]["share"] for r in rows])) for k in KEYS}
+    total = " | ".join(f"**{100 * med[k]:.0f} %** (tail {tail[k]}/{seeds[k]}; share "
+                       f"{100 * share[k]:.1f} %)" for k in KEYS)  # fmt: skip
+    lines.append(f"| **median table** | | {total} | |")
+    bias = [r["ours"]["bias"] for r in rows if r["ours"]["bias"] is not None]
+    if bias:
+        lines.append(f"\nthe tuner's estimate over the truth of what it handed back: "
+                     f"{min(bias):.3f}-{max(bias):.3f} over the tables")  # fmt: skip
+    wins = sum(r["ours"]["gain"] >= max(r["tpe"]["gain"], r["random"]["gain"]) - 1e-9
+               for r in rows)  # fmt: skip
+    lines.append(f"\ntuner's gain >= TPE's and random's on {wins} of {len(rows)} tables")
     return "\n".join(lines)
 
 
@@ -458,9 +518,10 @@ def main() -> int:
     parser.add_argument("--png", type=Path, default=Path("benchmarks/out/strategies.png"))
     parser.add_argument("--runs", type=Path, help="write every run (JSON lines) here")
     parser.add_argument("--no-drift", action="store_true", help="leave out the drift cases")
-    parser.add_argument("--tables", action="store_true",
-                        help="only the replay tables' race of whole designs (benchmarks/data/"
-                        "table-*.json, made by benchmarks/replay_tables.py)")  # fmt: skip
+    parser.add_argument("--tables", nargs="*", metavar="TABLE",
+                        help="only the replay tables' race of whole designs: these tables "
+                        "(paths of tune --record tables, or stems in benchmarks/data), or "
+                        "with none named benchmarks/data/table-*.json")  # fmt: skip
     parser.add_argument("--phases", action="store_true",
                         help="with --tables: the machine's state held over stretches of runs "
                         "(the recorded rounds), not drawn anew for every run")  # fmt: skip
@@ -476,9 +537,12 @@ def main() -> int:
                         "search gets the runs they leave)")  # fmt: skip
     args = parser.parse_args()
     OPTIONS.truth, OPTIONS.confirm = args.truth, args.confirm
-    if args.tables:
+    if args.tables is not None:
         start = time.perf_counter()
-        names = args.surfaces.split(",") if args.surfaces else tables()
+        names = args.tables or (args.surfaces.split(",") if args.surfaces else tables())
+        for name in names:
+            if not table_path(name).is_file():
+                parser.error(f"no table {name} ({table_path(name)})")
         rows = [] if args.dqn_only else table_race(names, args.seeds or 20, args.jobs, args.phases)
         dqn = [] if args.no_dqn else dqn_race(names, args.seeds or 20, args.jobs)
         if args.json:

@@ -53,6 +53,17 @@ def positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     return parse
 
 
+def probability(text: str) -> float:
+    """A number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1")
+    return value
+
+
 def nonnegative_int(text: str) -> int:
     try:
         value = int(text)

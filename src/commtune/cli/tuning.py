@@ -18,10 +18,11 @@ from commtune.cli._common import (
     nonnegative_int,
     positive,
     print_json,
+    probability,
 )
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
-from commtune.study import DEFAULTS, Plan, default_repeats
+from commtune.study import DEFAULTS, GATES, Plan, default_repeats
 
 if TYPE_CHECKING:
     from commtune.report import UI
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 
 OBJECTIVES = ("median", "mean", "p90")  # stats.STATISTICS, without importing numpy for --help
 DEMO_TRIALS = 16
-DEMO_MAX_RUNS = 40  # the demo's verdict, confirmation included, in at most 40 runs
+DEMO_MAX_RUNS = 30  # the demo's verdict, the duel included, in at most 30 runs
+MAX_RUNS = 30  # a study's runs when the user grants none: runs are node-hours
 DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
 
 
@@ -93,9 +95,31 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--max-runs",
         type=positive(int),
-        default=DEMO_MAX_RUNS if demo else None,
-        help="bound on every run of the study (controls and confirmation included)"
-        + (f"; default {DEMO_MAX_RUNS}" if demo else ""),
+        default=DEMO_MAX_RUNS if demo else MAX_RUNS,
+        help="bound on every run of the study (reference, controls and the verdict's runs "
+        f"included); default {DEMO_MAX_RUNS if demo else MAX_RUNS}",
+    )
+    p.add_argument(
+        "--gate",
+        choices=GATES,
+        default=DEFAULTS.gate,
+        help="how the verdict decides: 'risk' (default) accepts a configuration whose "
+        "expected speedup, from every run of it, is above 1 and whose probability of being "
+        "more than --tolerance slower than the defaults is below --risk; 'strict' confirms "
+        "the --top best in --confirm rounds with a signed-rank test at 5 %%",
+    )
+    p.add_argument(
+        "--risk",
+        type=probability,
+        default=DEFAULTS.risk,
+        help=f"--gate risk: the largest accepted probability of being more than --tolerance "
+        f"slower than the defaults (default {DEFAULTS.risk:g})",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=probability,
+        default=DEFAULTS.tolerance,
+        help=f"--gate risk: the slowdown that counts as one (default {DEFAULTS.tolerance:g}: 2 %%)",
     )
     p.add_argument(
         "--timeout",
@@ -231,6 +255,9 @@ def plan_of(args: argparse.Namespace) -> Plan:
         confirm=args.confirm,
         top=args.top,
         max_runs=args.max_runs,
+        gate=args.gate,
+        risk=args.risk,
+        tolerance=args.tolerance,
         seed=args.seed,
         racing=not args.fixed_repeats,
         mpi=args.mpi,

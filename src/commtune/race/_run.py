@@ -62,6 +62,11 @@ class RaceRun:
     # what the knowledge base keeps of the study (``knowledge.Known.answer``): the accepted
     # configuration, else the best measured one if within 2 % of the defaults
     known: dict[str, Any] | None = None
+    # the speedup the study states for what it hands back (the verdict's estimate; without
+    # a confirmation the best measured value's), and whether it hands back anything but
+    # the defaults
+    estimate: float | None = None
+    changed: bool = False
 
     def confirmed_share(self) -> float:
         """The share of the best speedup the confirmed verdict holds (the default's when
@@ -103,6 +108,8 @@ class RaceRun:
             "confirm_runs": self.confirm_runs,
             "answer": self.answer,
             "known": self.known,
+            "estimate": self.estimate,
+            "changed": self.changed,
         }
 
 
@@ -120,6 +127,7 @@ def race_one(
     confirm_rounds: int = 0,
     max_runs: int | None = None,
     hints: Sequence[Mapping[str, Value]] = (),
+    gate: str = "strict",
 ) -> RaceRun:
     """One study of ``budget`` trials (reference included); see the module docstring.
     ``confirm_rounds``: then the confirmation, of the best 3 (raced) or the best alone
@@ -141,6 +149,7 @@ def race_one(
         racing=design == "raced",
         max_runs=max_runs,
         top=3 if design == "raced" else 1,  # fixed: the best alone, as before top-k
+        gate=gate,
     )
     target = Target.of("race", ["race", surface.name], surface.space, plan)
     storage = optuna.storages.InMemoryStorage()
@@ -169,6 +178,13 @@ def race_one(
     regret, found = curve(study, surface)
     reached = next((i + 1 for i, r in enumerate(regret) if r <= REACHED), None)
     runs = StudyView(study).runs_spent()
+    if confirm_rounds:
+        changed = accepted is not None
+        estimate = verdict.speedup if changed and verdict is not None else 1.0
+    else:  # the best measured configuration is handed back, at its measured value
+        top = best[0] if best else None
+        changed = top is not None and top.value is not None and top.value < 1.0
+        estimate = 1.0 / top.value if changed and top is not None and top.value else 1.0
     return RaceRun(
         strategy,
         surface.name,
@@ -186,6 +202,8 @@ def race_one(
         verdict.runs() if verdict is not None else 0,
         accepted,
         known,
+        estimate,
+        changed,
     )
 
 

@@ -13,6 +13,7 @@ from commtune.knobs import Value
 
 if TYPE_CHECKING:
     from commtune.knobs import KnobStatus
+    from commtune.study import Acceptance
     from commtune.tune import TuneResult
 
 
@@ -79,6 +80,8 @@ def acceptance_lines(result: TuneResult) -> list[str]:
     acc = result.acceptance
     if acc is None:
         return ["no configuration to confirm: the default stays"]
+    if acc.extra.get("gate") == "risk":
+        return _risk_lines(acc)
     if not acc.default_values:
         return [f"not accepted ({acc.reason}): the default stays"]
     stat = acc.extra.get("statistic", "median")
@@ -120,6 +123,37 @@ def acceptance_lines(result: TuneResult) -> list[str]:
         )
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]
+    return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
+
+
+def _risk_lines(acc: Acceptance) -> list[str]:
+    """``--gate risk``'s verdict: every run of every arm, the expected gain and the risk."""
+    extra = acc.extra
+    duel = acc.runs()
+    head = (
+        f"verdict from every run ({extra.get('arms', 0)} configurations measured; {duel} "
+        "runs beside the defaults where the decision was open)"
+    )
+    lines = [head]
+    for c in extra.get("candidates") or []:
+        if c.get("failure"):
+            lines.append(f"  trial {c['trial']}: {c['failure']}")
+        elif c.get("speedup") is not None:
+            low, high = c["ci"]
+            lines.append(
+                f"  trial {c['trial']} ({c['evidence_runs']} runs): expected "
+                f"{c['speedup']:.3f}x ({low:.3f}-{high:.3f}), risk {100 * c['risk']:.1f} %"
+            )
+    if extra.get("said"):
+        lines.append(
+            f"trial {acc.trial}: {extra['said']} ({extra.get('evidence_runs', 0)} runs: "
+            f"{extra.get('search_runs', 0)} in the search, {len(acc.best_values)} beside the "
+            "defaults)"
+        )
+    for c in extra.get("clusters") or []:
+        lines.append(f"  a cluster of {c['runs']} runs at {c['median']:.3g}x the defaults' time")
+    if acc.accepted:
+        return [*lines, f"[green]accepted[/green]: trial {acc.trial}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
 
 

@@ -13,7 +13,7 @@ from commtune.study._acceptance import (
     set_acceptance,
     upgrade,
 )
-from commtune.study._plan import DEFAULTS, Plan, default_repeats
+from commtune.study._plan import DEFAULTS, GATES, Plan, default_repeats
 from commtune.study._record import (
     INTERRUPTED,
     Attr,
@@ -46,6 +46,7 @@ __all__ = [
     "ACCEPTANCE",
     "DEFAULTS",
     "FORMAT",
+    "GATES",
     "INTERRUPTED",
     "Acceptance",
     "Attr",

@@ -33,6 +33,14 @@ class Plan:
     controls: bool = True
     racing: bool = True
     control_every: int = 6  # trial runs between two control runs (tune/_schedule.py)
+    # The verdict (tune/_decide.py): ``risk`` accepts a configuration whose expected speedup
+    # is above 1 and whose probability of being more than ``tolerance`` slower than the
+    # defaults is below ``risk``; ``strict`` is the signed-rank gate of the top ``top``
+    # confirmed in ``confirm`` rounds (tune/_confirm.py).
+    gate: str = "risk"
+    risk: float = 0.05
+    tolerance: float = 0.02
+    explore: float = 0.6  # --gate risk: the share of --max-runs the search may spend
     # -- what is tuned and measured
     mpi: str | None = None  # --mpi: a family, FAMILY@VERSION or a prefix (None: the launcher's)
     knobs: tuple[str, ...] = ()  # --knob NAME[=VALUES]
@@ -64,13 +72,23 @@ class Plan:
         return self.metrics[1:]
 
     def search_limit(self) -> int | None:
-        """Runs the search may reach: ``max_runs`` less the first rounds of a confirmation
-        of one candidate (more candidates are confirmed only where the runs left allow
-        ``confirm`` rounds of them all)."""
+        """Runs the search may reach. ``strict``: ``max_runs`` less the first rounds of a
+        confirmation of one candidate (more candidates are confirmed only where the runs
+        left allow ``confirm`` rounds of them all); ``risk``: the ``explore`` share of it,
+        the rest for the duel where the decision is open."""
         if self.max_runs is None:
             return None
+        if self.gate == "risk":
+            return max(1, round(self.max_runs * self.explore))
         return self.max_runs - self.confirm * 2
 
+    def search_repeats(self) -> int:
+        """A configuration's runs in the search: ``repeats`` (raced) under the strict gate;
+        one under the risk gate, whose duel gives contenders their repeats."""
+        return 1 if self.gate == "risk" else self.repeats
+
+
+GATES = ("risk", "strict")
 
 DEFAULTS = Plan()
 

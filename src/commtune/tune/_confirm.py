@@ -100,7 +100,12 @@ def confirm(
     plan: Plan,
 ) -> Acceptance | None:
     """Confirm the search's best configurations (see the module docstring) as ``plan`` asks
-    (its ``confirm`` rounds, ``top``, ``statistic``, ``max_runs``); stored."""
+    (its ``confirm`` rounds, ``top``, ``statistic``, ``max_runs``); stored. Under
+    ``--gate risk`` the verdict is ``tune._decide``'s."""
+    if plan.gate == "risk":
+        from commtune.tune._decide import decide
+
+        return decide(study, executor, timeout, ui, plan)
     rounds, top, statistic, max_runs = plan.confirm, plan.top, plan.statistic, plan.max_runs
     view = StudyView(study)
     ref = view.reference()

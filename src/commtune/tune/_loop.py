@@ -316,7 +316,7 @@ def search(ctx: Context) -> None:
         study,
         ctx.executor,
         ctx.timeout,
-        repeats=plan.repeats,
+        repeats=plan.search_repeats(),
         statistic=plan.statistic,
         controls=plan.controls,
         racing=plan.racing,

@@ -47,14 +47,17 @@ class TuneResult:
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance
         speedup = self.best.speedup if self.best else 1.0  # the search's, when unconfirmed
+        best_params = self.best.config if self.best else {}
         if acc is not None and acc.speedup is not None:
-            speedup = acc.speedup
+            # the figures and the configuration they are of go together
+            speedup, best_params = acc.speedup, dict(acc.params)
+        risky = acc is not None and acc.extra.get("gate") == "risk"
         return {
             "study": self.study,
             "trials": self.trials,
             "failed_trials": self.failed_trials,
             "objective": self.statistic,
-            "best_params": self.best.config if self.best else {},
+            "best_params": best_params,
             "best_value": self.best.value if self.best else 1.0,
             "best_raw": self.best.raw if self.best else self.default_value,
             "default_value": 1.0,
@@ -80,6 +83,13 @@ class TuneResult:
             "not_applied": self.not_applied,
             "runs": self.runs,
             "noise": self.noise.to_json(),
+            "gate": acc.extra.get("gate", "strict") if acc else None,
+            "expected": acc.speedup if risky and acc else None,
+            "interval": list(acc.ci) if risky and acc and acc.ci else None,
+            "risk": acc.extra.get("risk") if risky and acc else None,
+            "tolerance": acc.extra.get("tolerance") if risky and acc else None,
+            "evidence_runs": acc.extra.get("evidence_runs") if risky and acc else None,
+            "said": acc.extra.get("said") if risky and acc else None,
         }
 
 

@@ -1,0 +1,180 @@
+"""What every run says of every configuration: empirical-Bayes posteriors of speedups.
+
+A configuration's effect is ``theta``, the log of its run time over the defaults' (below 0:
+faster; the speedup is ``exp(-theta)``). Each of its runs, divided by the control run of the
+defaults nearest to it in time, is one observation ``y = theta + e``, the noise ``e`` drawn
+from a Student-t of ``NU`` degrees of freedom (heavy tails: a run caught by another job, a
+configuration whose runs fall into two clusters) of the study's own scale.
+
+The prior is the study's distribution of effects, estimated from all its configurations at
+once (Robbins' empirical Bayes with a nonparametric prior on a grid, fitted by EM, the
+Kiefer-Wolfowitz NPMLE), mixed with a broad normal so that no effect is ruled out. The
+configuration a search picks looked good partly by luck (the winner's curse); its posterior
+pulls it back toward what the study's configurations are like, by as much as its own runs
+leave room for: one lucky run moves it little, ten consistent runs move it to their own
+median.
+
+``pair_posterior`` is the same for a lone configuration (``commtune check``, a prediction):
+the prior is then the mixture alone, half its mass at no effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+NU = 3.0  # degrees of freedom of the run noise
+GRID = np.linspace(-1.6, 1.6, 641)  # theta: speedups from 0.2x to 5x, 0.5 % steps
+PRIOR_SCALE = 0.1  # the noise assumed before the study has measured its own
+PRIOR_WEIGHT = 2  # deviations the assumed noise counts as
+MIN_SCALE = 0.01
+BROAD = 0.35  # the broad component's standard deviation (log): most knobs move < 1.4x
+BROAD_WEIGHT = 0.1  # its share of the prior: no effect is ruled out
+EM_STEPS = 300
+SMOOTH = 0.03  # the width (log) the estimated prior is smoothed by
+LEVEL = 0.9  # the interval said beside the expected speedup
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """A configuration's effect after its runs: weights over ``GRID``."""
+
+    weights: np.ndarray
+    runs: int
+
+    @property
+    def speedups(self) -> np.ndarray:
+        return np.exp(-GRID)
+
+    def expected(self) -> float:
+        """The posterior mean of the speedup."""
+        return float(self.weights @ self.speedups)
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        """The central ``level`` interval of the speedup."""
+        cdf = np.cumsum(self.weights[::-1])  # ascending speedup
+        s = self.speedups[::-1]
+        tail = (1 - level) / 2
+        low = s[min(int(np.searchsorted(cdf, tail)), len(s) - 1)]
+        high = s[min(int(np.searchsorted(cdf, 1 - tail)), len(s) - 1)]
+        return float(low), float(high)
+
+    def risk(self, tolerance: float) -> float:
+        """The probability of being more than ``tolerance`` (0.02: 2 %) slower than the
+        defaults."""
+        return float(self.weights[np.log1p(tolerance) < GRID].sum())
+
+    def gain(self, margin: float) -> float:
+        """The probability of being more than ``margin`` faster than the defaults."""
+        return float(self.weights[-np.log1p(margin) > GRID].sum())
+
+    def draw(self, rng: np.random.Generator) -> float:
+        """One speedup drawn from the posterior (Thompson sampling)."""
+        return float(self.speedups[rng.choice(len(GRID), p=self.weights)])
+
+    def above(self, other: Posterior, margin: float = 0.0) -> float:
+        """The probability that this configuration is faster than ``other`` by more than
+        ``margin`` (independent posteriors)."""
+        mine = np.cumsum(self.weights)  # P(theta <= g)
+        shift = round(float(np.log1p(margin)) / float(GRID[1] - GRID[0]))
+        # P(theta_self < theta_other - shift): for each value of other, the mass below it
+        below = np.concatenate([np.zeros(1 + shift), mine])[: len(GRID)]
+        return float(other.weights @ below)
+
+    def curve(self, points: int = 80) -> dict[str, list[float]]:
+        """The posterior density of the speedup on ``points`` points where it has mass: what
+        the report plots."""
+        cdf = np.cumsum(self.weights)
+        lo = max(0, int(np.searchsorted(cdf, 0.0005)) - 2)
+        hi = min(len(GRID) - 1, int(np.searchsorted(cdf, 0.9995)) + 2)
+        idx = np.unique(np.linspace(lo, hi, points).round().astype(int))
+        step = GRID[1] - GRID[0]
+        # density per unit of speedup: d theta / d speedup = 1 / speedup
+        dens = self.weights[idx] / step / self.speedups[idx]
+        return {
+            "speedup": [round(float(x), 5) for x in self.speedups[idx][::-1]],
+            "density": [round(float(x), 5) for x in dens[::-1]],
+        }
+
+
+def _t_loglik(y: np.ndarray, scale: float) -> np.ndarray:
+    """log p(y_i | theta_g) summed over the runs: one row over GRID."""
+    z = (y[:, None] - GRID[None, :]) / scale
+    return (-(NU + 1) / 2 * np.log1p(z * z / NU)).sum(axis=0)
+
+
+def noise_scale(
+    groups: Mapping[Hashable, Sequence[float]], controls: Sequence[float] = ()
+) -> float:
+    """The noise of one run's log ratio, robustly: the absolute deviations of every
+    configuration's logs from their own median (configurations of two runs or more), and the
+    log ratios of successive control runs of the defaults (``controls``, in time order: a
+    ratio of two runs holds two runs' noise, as a run over its control does), pooled."""
+    deviations: list[float] = []
+    for values in groups.values():
+        if len(values) >= 2:
+            arr = np.asarray(values, dtype=float)
+            # the deviation from the median of n runs underestimates by sqrt((n - 1) / n)
+            deviations += list(np.abs(arr - np.median(arr)) * np.sqrt(len(arr) / (len(arr) - 1)))
+    logs = np.log(np.asarray(controls, dtype=float))
+    deviations += list(np.abs(np.diff(logs)))
+    # a t of NU = 3 of scale s has a median absolute value of 0.765 s; the prior's scale
+    # counts as PRIOR_WEIGHT deviations, so that three lucky runs do not make a quiet machine
+    deviations += [PRIOR_SCALE * 0.765] * PRIOR_WEIGHT
+    return max(MIN_SCALE, float(np.median(deviations)) / 0.765)
+
+
+def _broad() -> np.ndarray:
+    """The prior's fixed part: half its mass at no effect, half a normal of ``BROAD``."""
+    w = np.exp(-0.5 * (GRID / BROAD) ** 2)
+    w /= w.sum()
+    null = np.zeros_like(GRID)
+    null[len(GRID) // 2] = 1.0
+    return 0.5 * w + 0.5 * null
+
+
+def fit(
+    groups: Mapping[Hashable, Sequence[float]], scale: float | None = None
+) -> dict[Hashable, Posterior]:
+    """Every configuration's posterior from its log ratios (``groups``: key -> the logs of
+    its runs over their controls), the prior estimated from all of them."""
+    keys = [k for k, v in groups.items() if len(v)]
+    if not keys:
+        return {}
+    s = scale if scale is not None else noise_scale(groups)
+    loglik = np.array([_t_loglik(np.asarray(groups[k], dtype=float), s) for k in keys])
+    lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
+    broad = _broad()
+    prior = np.full(len(GRID), 1.0 / len(GRID))
+    for _ in range(EM_STEPS):
+        joint = lik * prior
+        joint /= joint.sum(axis=1, keepdims=True)
+        new = joint.mean(axis=0)
+        if np.abs(new - prior).max() < 1e-7:
+            prior = new
+            break
+        prior = new
+    # the NPMLE's prior is a few atoms; smoothed, a posterior is not narrower than the
+    # runs allow
+    kernel = np.exp(-0.5 * (np.arange(-40, 41) * (GRID[1] - GRID[0]) / SMOOTH) ** 2)
+    prior = np.convolve(prior, kernel / kernel.sum(), mode="same")
+    prior = (1 - BROAD_WEIGHT) * prior / prior.sum() + BROAD_WEIGHT * broad
+    out: dict[Hashable, Posterior] = {}
+    for k, row in zip(keys, lik, strict=True):
+        post = row * prior
+        out[k] = Posterior(post / post.sum(), len(groups[k]))
+    return out
+
+
+def pair_posterior(
+    default: Sequence[float], candidate: Sequence[float], scale: float | None = None
+) -> Posterior:
+    """A lone configuration run in pairs beside the defaults (``default[i]`` next to
+    ``candidate[i]``): its posterior under the broad prior (half at no effect)."""
+    y = np.log(np.asarray(candidate, dtype=float) / np.asarray(default, dtype=float))
+    s = scale if scale is not None else noise_scale({"c": list(y)}, default)
+    ll = _t_loglik(y, s)
+    post = np.exp(ll - ll.max()) * _broad()
+    return Posterior(post / post.sum(), len(y))
