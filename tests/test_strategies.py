@@ -266,7 +266,7 @@ def test_race_json_summary_line(tmp_path: Path) -> None:
     assert all(data["runs"][s] < data["runs_fixed"][s] for s in data["runs"])  # raced
     # per strategy, drift (none, 2.5x, 1.3x) and design: shares after the search and after
     # the confirmation
-    assert len(data["designs"]) == 2 * 3 * 2
+    assert len(data["designs"]) == 2 * 3 * 3  # fixed, raced and --gate risk
     for cell in data["designs"]:
         assert 0 < cell["share_worst"] <= cell["share"] <= 1
         assert 0 < cell["confirmed_worst"] <= cell["confirmed"] <= 1

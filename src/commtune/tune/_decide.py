@@ -158,7 +158,11 @@ def judge(arm: Arm, levels: Levels, plan: Plan) -> Judgement:
     elif risk >= plan.risk:
         reasons.insert(0, f"risk of being more than {plan.tolerance:.0%} slower "
                           f"{100 * risk:.1f} % is not below {100 * plan.risk:g} %")  # fmt: skip
-    accepted = expected > 1.0 and risk < plan.risk and runs >= MIN_RUNS
+    faster = post.gain(0.0)  # the probability of being faster at all
+    if expected > 1.0 and faster < 1 - plan.risk:
+        reasons.insert(0, f"faster than the defaults with probability {100 * faster:.1f} % "
+                          f"only (below {100 * (1 - plan.risk):g} %)")  # fmt: skip
+    accepted = expected > 1.0 and risk < plan.risk and faster >= 1 - plan.risk and runs >= MIN_RUNS
     return Judgement(expected, interval, risk, split, accepted, "; ".join(reasons))
 
 
@@ -323,7 +327,9 @@ def _verdict(
         "risk_limit": plan.risk,
         "noise_scale": scale,
         "candidates": [
-            _listed(a, judged.get(id(a)), levels) for a in arms if a.rounds or a is winner
+            _listed(a, judged.get(id(a)), levels)
+            for a in arms
+            if a.rounds or a.failure or a is winner
         ],
         "statistic": plan.statistic,
         "rounds": list(default),

@@ -1,0 +1,176 @@
+"""--gate risk: the verdict from every run (tune/_decide.py, commtune.bayes), its contracts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import optuna
+import pytest
+
+from commtune import bayes
+from commtune.knobs import Dimension, Knob, KnobType, Space, Value
+from commtune.progress import Silent
+from commtune.study import Acceptance, Plan, StudyView
+from commtune.trial import Executor, RunRecord
+from commtune.tune import Context, Target, confirm, open_study, run_reference, search
+
+KNOB = "algo"
+CHOICES = ("a", "b", "c", "d", "e", "f")
+
+
+class Machine(Executor):
+    """Runs nothing: ``cost(choice, n)`` (n: that choice's run so far) times 1 + ``noise``
+    x a seeded normal draw; None: the run fails."""
+
+    def __init__(self, cost: Callable[[str, int], float | None], noise: float, seed: int):
+        self.cost = cost
+        self.noise = noise
+        self.rng = np.random.default_rng(seed)
+        self.seen: dict[str, int] = {}
+        self.calls = 0
+
+    def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
+        self.calls += 1
+        choice = str((config or {}).get(KNOB, "defaults"))
+        n = self.seen[choice] = self.seen.get(choice, 0) + 1
+        value = self.cost(choice, n)
+        if value is None:
+            return RunRecord(None, 0.0, 1, "exit status 1")
+        value *= max(0.2, 1 + self.noise * float(self.rng.standard_normal()))
+        return RunRecord(value, value, 0)
+
+
+def study_of(
+    cost: Callable[[str, int], float | None],
+    seed: int,
+    noise: float = 0.05,
+    space: Space | None = None,
+    **kw: object,
+) -> tuple[Acceptance | None, optuna.Study, Machine]:
+    knob = Knob(KNOB, "synthetic", KnobType.CATEGORICAL, "a", KNOB, "ALGO", (), choices=CHOICES)
+    space = space or Space("synthetic", (Dimension(knob),))
+    plan = Plan(strategy="grid", trials=20, repeats=2, seed=seed, max_runs=30, **kw)  # type: ignore[arg-type]
+    target = Target.of("v", ["x"], space, plan)
+    study = open_study(optuna.storages.InMemoryStorage(), target)
+    machine = Machine(cost, noise, seed)
+    ctx = Context.solo(study, target, machine, Silent(), 60.0)
+    run_reference(ctx)
+    search(ctx)
+    return confirm(study, machine, 60.0, Silent(), plan), study, machine
+
+
+def test_a_clear_winner_is_accepted_with_its_figures_in_words() -> None:
+    costs = {"a": 1.0, "b": 1.1, "c": 0.6, "d": 1.3, "e": 1.05, "f": 0.98}
+    acc, study, machine = study_of(lambda c, n: costs.get(c, 1.0), seed=3)
+    assert acc is not None and acc.accepted, acc
+    assert acc.params == {KNOB: "c"}
+    assert acc.speedup is not None and 1.4 < acc.speedup < 1.9
+    low, high = acc.ci  # type: ignore[misc]
+    assert low < acc.speedup < high
+    assert acc.extra["risk"] < 0.05
+    assert acc.extra["evidence_runs"] >= 4  # never handed back on fewer
+    said = acc.extra["said"]
+    assert said.startswith(f"expected {acc.speedup:.3g}x (90 % interval")
+    assert "risk of being more than 2% slower" in said
+    # every run of the study is within the bound: the search's, its controls', the duel's
+    assert StudyView(study).runs_spent(acc) == machine.calls <= 30
+
+
+def test_configurations_equal_to_the_defaults_are_rarely_handed_back() -> None:
+    """Every configuration runs as the defaults do (10 % noise): over 40 seeded studies,
+    what is handed back is never slower (it cannot be), and few studies hand anything back.
+    Measured: 6 of 40 (15 %, above the stated 5 %: the best of five equal arms is picked,
+    and five arms are too few for the study's prior to correct it fully; see the notes in
+    docs/benchmarks.md); this guards against more."""
+    accepted = 0
+    for seed in range(40):
+        acc, _, _ = study_of(lambda c, n: 1.0, seed=seed, noise=0.1)
+        accepted += bool(acc is not None and acc.accepted)
+    assert accepted <= 8
+
+
+def test_a_configuration_equal_to_the_defaults_by_value_is_not_an_arm() -> None:
+    """MPICH's allreduce algorithm at ``auto``, its default: measured in the search (and
+    lucky there), it is the defaults under another name, never a candidate."""
+    from commtune.knobs import space_from_json
+
+    global KNOB  # noqa: PLW0603 - the machine reads the knob's name
+    saved, KNOB = KNOB, "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"
+    try:
+        space = space_from_json("mpich", [{"knob": KNOB, "values": None}])
+        acc, _, _ = study_of(lambda c, n: 0.5 if c == "auto" else 1.2 if c != "defaults"
+                             else 1.0, seed=1, space=space)  # fmt: skip
+    finally:
+        KNOB = saved
+    assert acc is None or all(c["params"].get(KNOB) != "auto" for c in acc.extra["candidates"])
+    assert acc is None or not acc.accepted
+
+
+def test_a_bimodal_configuration_is_refused_with_its_clusters() -> None:
+    """'c' runs at 0.6 or at 1.6 of the defaults' time, turn about: half of a user's runs
+    would be 60 % slower."""
+    costs = {"defaults": 1.0, "a": 1.0, "b": 1.2, "d": 1.3, "e": 1.25, "f": 1.2}
+
+    def cost(c: str, n: int) -> float:
+        return (0.6 if n % 2 else 1.6) if c == "c" else costs[c]
+
+    acc, _, _ = study_of(cost, seed=2, noise=0.02)
+    assert acc is not None and not acc.accepted
+    if acc.params == {KNOB: "c"}:  # judged on its clusters
+        assert "two clusters" in acc.reason
+        assert len(acc.extra["clusters"]) == 2
+
+
+def test_a_run_that_fails_is_never_evidence() -> None:
+    """'c' is fast once, then fails whenever it is run again: it is out of the decision,
+    and its failure is said."""
+    costs = {"defaults": 1.0, "a": 1.0, "b": 1.2, "d": 1.3, "e": 1.25, "f": 1.2}
+
+    def cost(c: str, n: int) -> float | None:
+        if c == "c":
+            return 0.5 if n == 1 else None
+        return costs[c]
+
+    acc, study, _ = study_of(cost, seed=4)
+    assert acc is None or not acc.accepted
+    listed = [c for c in (acc.extra["candidates"] if acc else []) if c["params"] == {KNOB: "c"}]
+    if listed:  # failed in the duel: out, with its reason
+        assert listed[0]["failure"].startswith("failed when run again")
+    else:  # failed in the search: its trial failed, and it was never an arm
+        (trial,) = [t for t in StudyView(study).known().values() if t.config == {KNOB: "c"}]
+        assert trial.failed
+
+
+def test_the_strict_gate_is_still_there() -> None:
+    costs = {"a": 1.0, "b": 1.1, "c": 0.6, "d": 1.3, "e": 1.05, "f": 0.98}
+    acc, _, _ = study_of(lambda c, n: costs.get(c, 1.0), seed=3, gate="strict", confirm=5)
+    assert acc is not None and "gate" not in acc.extra
+    assert acc.p_value is not None  # the signed-rank test's
+
+
+def test_the_posterior_of_a_lucky_run_is_pulled_back_toward_the_study() -> None:
+    """The winner's curse: 30 configurations that do nothing, measured once each; the one
+    that looked best is believed less than its run says."""
+    rng = np.random.default_rng(0)
+    groups = {i: [float(rng.normal(0, 0.1))] for i in range(30)}
+    posts = bayes.fit(groups, 0.1)
+    lucky = min(groups, key=lambda i: groups[i][0])
+    looked = math.exp(-groups[lucky][0])
+    assert looked > 1.15
+    assert 1.0 <= posts[lucky].expected() < 1 + (looked - 1) / 2
+    # ten consistent runs at 1.3x stand on their own
+    groups[99] = [math.log(1 / 1.3)] * 10
+    assert bayes.fit(groups, 0.1)[99].expected() == pytest.approx(1.3, rel=0.03)
+
+
+def test_a_lone_pair_posterior_says_risk_and_interval() -> None:
+    post = bayes.pair_posterior([1.0] * 8, [0.8] * 8, scale=0.05)
+    assert post.expected() == pytest.approx(1.25, rel=0.03)
+    assert post.risk(0.02) < 0.01
+    low, high = post.interval()
+    assert low < 1.25 < high
+    slow = bayes.pair_posterior([1.0] * 8, [1.2] * 8, scale=0.05)
+    assert slow.risk(0.02) > 0.95
+    assert post.above(slow, 0.02) > 0.99 and slow.above(post) < 0.01
