@@ -105,6 +105,8 @@ def confirm(
     if plan.gate == "risk":
         from commtune.tune._decide import decide
 
+        if plan.confirm <= 0:  # --confirm 0: no verdict asked for
+            return None
         return decide(study, executor, timeout, ui, plan)
     rounds, top, statistic, max_runs = plan.confirm, plan.top, plan.statistic, plan.max_runs
     view = StudyView(study)
