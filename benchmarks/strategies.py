@@ -49,6 +49,7 @@ DESIGNS = ("fixed", "raced", "risk")  # risk: raced search, then --gate risk's d
 DESIGN_REPEATS = 3
 CONFIRM_ROUNDS = 5  # the designs end with tune's confirmation (5 rounds, up to 15)
 DRIFT_TRIALS = 15
+TOLERANCE = 1.02  # the tail: handed back a configuration more than 2 % slower than the defaults
 DATA = Path(__file__).with_name("data")
 _SURFACES: dict[str, Surface] = {}
 
@@ -289,9 +290,6 @@ def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> 
     return tuple(out)
 
 
-TOLERANCE = 1.02  # the tail: handed back a configuration more than 2 % slower than the defaults
-
-
 def cell(runs: list[RaceRun], share: Callable[[RaceRun], float], best: float) -> dict:
     """What the studies of one table handed back, as a user feels it: the **gain captured**
     (mean over seeds of the delivered speedup - 1, over the best speedup - 1; the delivered
@@ -310,7 +308,6 @@ def cell(runs: list[RaceRun], share: Callable[[RaceRun], float], best: float) ->
         "share": float(np.median(shares)),
         "worst": float(min(shares)),
         "runs": float(np.median([total(r) for r in runs])),
-        "slower": sum(d < 0.999 for d in delivered),
         "kept": sum(not r.changed for r in runs),
         "seeds": len(shares),
         "bias": (

@@ -14,7 +14,7 @@ from commtune.knobs import Dimension, Knob, KnobType, Space, Value
 from commtune.progress import Silent
 from commtune.study import Acceptance, Plan, StudyView
 from commtune.trial import Executor, RunRecord
-from commtune.tune import Context, Target, confirm, open_study, run_reference, search
+from commtune.tune import Context, Target, open_study, run_reference, search, verdict
 
 KNOB = "algo"
 CHOICES = ("a", "b", "c", "d", "e", "f")
@@ -58,7 +58,7 @@ def study_of(
     ctx = Context.solo(study, target, machine, Silent(), 60.0)
     run_reference(ctx)
     search(ctx)
-    return confirm(study, machine, 60.0, Silent(), plan), study, machine
+    return verdict(study, machine, 60.0, Silent(), plan), study, machine
 
 
 def test_a_clear_winner_is_accepted_with_its_figures_in_words() -> None:

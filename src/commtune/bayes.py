@@ -27,6 +27,8 @@ import numpy as np
 
 NU = 3.0  # degrees of freedom of the run noise
 GRID = np.linspace(-1.6, 1.6, 641)  # theta: speedups from 0.2x to 5x, 0.5 % steps
+SPEEDUPS = np.exp(-GRID)
+STEP = float(GRID[1] - GRID[0])
 PRIOR_SCALE = 0.1  # the noise assumed before the study has measured its own
 PRIOR_WEIGHT = 2  # deviations the assumed noise counts as
 MIN_SCALE = 0.01
@@ -44,9 +46,7 @@ class Posterior:
     weights: np.ndarray
     runs: int
 
-    @property
-    def speedups(self) -> np.ndarray:
-        return np.exp(-GRID)
+    speedups = SPEEDUPS
 
     def expected(self) -> float:
         """The posterior mean of the speedup."""
@@ -78,7 +78,7 @@ class Posterior:
         """The probability that this configuration is faster than ``other`` by more than
         ``margin`` (independent posteriors)."""
         mine = np.cumsum(self.weights)  # P(theta <= g)
-        shift = round(float(np.log1p(margin)) / float(GRID[1] - GRID[0]))
+        shift = round(float(np.log1p(margin)) / STEP)
         # P(theta_self < theta_other - shift): for each value of other, the mass below it
         below = np.concatenate([np.zeros(1 + shift), mine])[: len(GRID)]
         return float(other.weights @ below)
@@ -90,9 +90,8 @@ class Posterior:
         lo = max(0, int(np.searchsorted(cdf, 0.0005)) - 2)
         hi = min(len(GRID) - 1, int(np.searchsorted(cdf, 0.9995)) + 2)
         idx = np.unique(np.linspace(lo, hi, points).round().astype(int))
-        step = GRID[1] - GRID[0]
         # density per unit of speedup: d theta / d speedup = 1 / speedup
-        dens = self.weights[idx] / step / self.speedups[idx]
+        dens = self.weights[idx] / STEP / self.speedups[idx]
         return {
             "speedup": [round(float(x), 5) for x in self.speedups[idx][::-1]],
             "density": [round(float(x), 5) for x in dens[::-1]],
@@ -129,10 +128,14 @@ def noise_scale(
 def _broad() -> np.ndarray:
     """The prior's fixed part: half its mass at no effect, half a normal of ``BROAD``."""
     w = np.exp(-0.5 * (GRID / BROAD) ** 2)
-    w /= w.sum()
     null = np.zeros_like(GRID)
     null[len(GRID) // 2] = 1.0
-    return 0.5 * w + 0.5 * null
+    return 0.5 * w / w.sum() + 0.5 * null
+
+
+BROAD_PRIOR = _broad()
+_KERNEL = np.exp(-0.5 * (np.arange(-40, 41) * STEP / SMOOTH) ** 2)
+SMOOTHING = _KERNEL / _KERNEL.sum()
 
 
 def fit(
@@ -146,7 +149,6 @@ def fit(
     s = scale if scale is not None else noise_scale(groups)
     loglik = np.array([_t_loglik(np.asarray(groups[k], dtype=float), s) for k in keys])
     lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
-    broad = _broad()
     prior = np.full(len(GRID), 1.0 / len(GRID))
     for _ in range(EM_STEPS):
         joint = lik * prior
@@ -158,9 +160,8 @@ def fit(
         prior = new
     # the NPMLE's prior is a few atoms; smoothed, a posterior is not narrower than the
     # runs allow
-    kernel = np.exp(-0.5 * (np.arange(-40, 41) * (GRID[1] - GRID[0]) / SMOOTH) ** 2)
-    prior = np.convolve(prior, kernel / kernel.sum(), mode="same")
-    prior = (1 - BROAD_WEIGHT) * prior / prior.sum() + BROAD_WEIGHT * broad
+    prior = np.convolve(prior, SMOOTHING, mode="same")
+    prior = (1 - BROAD_WEIGHT) * prior / prior.sum() + BROAD_WEIGHT * BROAD_PRIOR
     out: dict[Hashable, Posterior] = {}
     for k, row in zip(keys, lik, strict=True):
         post = row * prior
@@ -176,5 +177,5 @@ def pair_posterior(
     y = np.log(np.asarray(candidate, dtype=float) / np.asarray(default, dtype=float))
     s = scale if scale is not None else noise_scale({"c": list(y)}, default)
     ll = _t_loglik(y, s)
-    post = np.exp(ll - ll.max()) * _broad()
+    post = np.exp(ll - ll.max()) * BROAD_PRIOR
     return Posterior(post / post.sum(), len(y))

@@ -29,14 +29,8 @@ from commtune.knobs import Value
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
 from commtune.study import Plan, StudyView
-from commtune.tune import (
-    Context,
-    Target,
-    confirm,
-    open_study,
-    run_reference,
-    search,
-)
+from commtune.tune import Context, Target, open_study, run_reference, search
+from commtune.tune import verdict as decide_study
 
 REACHED = 0.02
 NEAR = 1.02  # knowledge.NEAR: a best measured within 2 % of the defaults is still an answer
@@ -163,7 +157,7 @@ def race_one(
         search(ctx)
         verdict = None
         if confirm_rounds:
-            verdict = confirm(study, executor, 60.0, ui, plan)
+            verdict = decide_study(study, executor, 60.0, ui, plan)
     confirmed = None
     accepted = None
     if confirm_rounds:  # the verdict's configuration; the default's when nothing is accepted

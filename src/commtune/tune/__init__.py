@@ -3,6 +3,7 @@ it is given is a :class:`Target` (the study, its typed space and the user's ``Pl
 every step shares one :class:`Context` (``_target``)."""
 
 from commtune.tune._confirm import CONFIRM_CAP, confirm
+from commtune.tune._decide import verdict
 from commtune.tune._loop import (
     MIN_TIMEOUT,
     ReferenceFailed,
@@ -57,4 +58,5 @@ __all__ = [
     "search",
     "summarize",
     "tune",
+    "verdict",
 ]

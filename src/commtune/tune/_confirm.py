@@ -100,14 +100,8 @@ def confirm(
     plan: Plan,
 ) -> Acceptance | None:
     """Confirm the search's best configurations (see the module docstring) as ``plan`` asks
-    (its ``confirm`` rounds, ``top``, ``statistic``, ``max_runs``); stored. Under
-    ``--gate risk`` the verdict is ``tune._decide``'s."""
-    if plan.gate == "risk":
-        from commtune.tune._decide import decide
-
-        if plan.confirm <= 0:  # --confirm 0: no verdict asked for
-            return None
-        return decide(study, executor, timeout, ui, plan)
+    (its ``confirm`` rounds, ``top``, ``statistic``, ``max_runs``); stored: the verdict of
+    ``--gate strict`` (``tune._decide.verdict`` chooses by the gate)."""
     rounds, top, statistic, max_runs = plan.confirm, plan.top, plan.statistic, plan.max_runs
     view = StudyView(study)
     ref = view.reference()
@@ -192,7 +186,7 @@ def confirm(
     _compare(default, candidates, statistic, level)
     for c in candidates:
         c.others_cmp = _compare_others(default_others, c, level)
-    acc = _without_defaults(_verdict(candidates, default, statistic, n_measured), view)
+    acc = without_defaults(_verdict(candidates, default, statistic, n_measured), view)
     set_acceptance(study, acc)
     return acc
 
@@ -326,7 +320,7 @@ def _verdict(
     )
 
 
-def _knobs(view: StudyView) -> dict[str, Knob] | None:
+def knobs_of(view: StudyView) -> dict[str, Knob] | None:
     """The study's knobs (None: its catalog no longer has one of them)."""
     from commtune.knobs import space_from_json
 
@@ -341,10 +335,10 @@ def _knobs(view: StudyView) -> dict[str, Knob] | None:
     return {d.knob.name: d.knob for d in space.dimensions}
 
 
-def _without_defaults(acc: Acceptance, view: StudyView) -> Acceptance:
+def without_defaults(acc: Acceptance, view: StudyView) -> Acceptance:
     """An accepted configuration without the knobs set to their library default (setting
     one is not setting it): what is handed back names only what differs."""
-    knobs = _knobs(view)
+    knobs = knobs_of(view)
     if not acc.accepted or knobs is None:
         return acc
     at_default = [k for k, v in acc.params.items() if k in knobs and v == knobs[k].default]
@@ -365,7 +359,7 @@ def _reduced(view: StudyView, best: Candidate, noise_cv: float) -> Candidate | N
     them matter, or none does)."""
     from commtune.tune._reduce import reduce_config
 
-    knobs = _knobs(view)
+    knobs = knobs_of(view)
     if knobs is None:  # a knob its catalog no longer has: keep the configuration whole
         return None
     measured: list[tuple[dict[str, Value], float]] = [({}, 1.0)] + [

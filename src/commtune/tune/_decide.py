@@ -41,6 +41,7 @@ from commtune.knobs import Value
 from commtune.progress import Progress
 from commtune.study import Acceptance, Plan, Source, StudyView, config_key, set_acceptance
 from commtune.trial import Executor
+from commtune.tune._confirm import confirm, knobs_of, without_defaults
 
 if TYPE_CHECKING:
     import optuna
@@ -78,20 +79,8 @@ class Levels:
     def at(self, seq: int) -> float | None:
         if not self.stream:
             return None
-        i = bisect.bisect_left(self.stream, (seq,))
-        lo, hi = i - 1, i
-        near: list[float] = []
-        while len(near) < NEAREST and (lo >= 0 or hi < len(self.stream)):
-            take_lo = hi >= len(self.stream) or (
-                lo >= 0 and seq - self.stream[lo][0] <= self.stream[hi][0] - seq
-            )
-            if take_lo:
-                near.append(self.stream[lo][1])
-                lo -= 1
-            else:
-                near.append(self.stream[hi][1])
-                hi += 1
-        level = float(np.median(near))
+        near = sorted(self.stream, key=lambda run: abs(run[0] - seq))[:NEAREST]
+        level = float(np.median([v for _, v in near]))
         return level if self.fast is None else min(level, self.fast)
 
     def values(self) -> list[float]:
@@ -212,21 +201,22 @@ def _fit(arms: Sequence[Arm], levels: Levels, scale: float) -> None:
         a.posterior = posts.get(i)
 
 
-def _open(contenders: Sequence[Arm], levels: Levels, plan: Plan) -> tuple[bool, Arm | None]:
-    """Whether the decision is still open, and the leader."""
+def _open(contenders: Sequence[Arm], levels: Levels, plan: Plan) -> bool:
+    """Whether the decision is still open: ``contenders`` best first by expected speedup."""
     if not contenders:
-        return False, None
-    leader = max(contenders, key=lambda a: a.posterior.expected())  # type: ignore[union-attr]
+        return False
+    leader = contenders[0]
     assert leader.posterior is not None
     if all(a.posterior.gain(plan.tolerance) < plan.risk for a in contenders):  # type: ignore[union-attr]
-        return False, leader  # nothing is likely to be worth setting
-    if judge(leader, levels, plan).accepted and all(
-        a.posterior.above(leader.posterior, plan.tolerance) < CLEAR  # type: ignore[union-attr]
-        for a in contenders
-        if a is not leader
-    ):
-        return False, leader
-    return True, leader
+        return False  # nothing is likely to be worth setting
+    accepted = judge(leader, levels, plan).accepted
+    return (
+        not accepted
+        or any(
+            a.posterior.above(leader.posterior, plan.tolerance) >= CLEAR  # type: ignore[union-attr]
+            for a in contenders[1:]
+        )
+    )
 
 
 def _pick(contenders: Sequence[Arm], levels: Levels, rng: np.random.Generator) -> Arm:
@@ -250,12 +240,22 @@ def _pick(contenders: Sequence[Arm], levels: Levels, rng: np.random.Generator) -
     return first
 
 
+def verdict(
+    study: optuna.Study, executor: Executor, timeout: float, ui: Progress, plan: Plan
+) -> Acceptance | None:
+    """The study's verdict by ``plan.gate``: this module's (``risk``) or the strict
+    confirmation's (``tune._confirm``); stored. None where ``--confirm 0`` asks for none."""
+    if plan.gate != "risk":
+        return confirm(study, executor, timeout, ui, plan)
+    if plan.confirm <= 0:
+        return None
+    return decide(study, executor, timeout, ui, plan)
+
+
 def decide(
     study: optuna.Study, executor: Executor, timeout: float, ui: Progress, plan: Plan
 ) -> Acceptance | None:
     """The verdict of the study (see the module docstring), stored."""
-    from commtune.tune._confirm import _knobs, _without_defaults
-
     view = StudyView(study)
     ref = view.reference()
     if ref is None or ref.value is None:
@@ -263,7 +263,7 @@ def decide(
     stored = view.verdict()
     if stored and stored.source is Source.SEARCH:
         return stored
-    knobs = _knobs(view)
+    knobs = knobs_of(view)
     defaults = {k: knob.default for k, knob in knobs.items()} if knobs is not None else None
     arms = _arms(view, defaults)
     if not arms:
@@ -282,7 +282,7 @@ def decide(
                 (a for a in arms if not a.failure),
                 key=lambda a: -a.posterior.expected(),  # type: ignore[union-attr]
             )[:CONTENDERS]
-            if not _open(contenders, levels, plan)[0]:
+            if not _open(contenders, levels, plan):
                 break
             arm = _pick(contenders, levels, rng)
             pair: list[Arm | None] = [None, arm] if i % 2 == 0 else [arm, None]
@@ -301,7 +301,7 @@ def decide(
                     which.rounds[i] = (seq, run.value)
             scale = _scale(arms, levels)
             _fit(arms, levels, scale)
-    acc = _without_defaults(_verdict(arms, levels, default, plan, len(view.ran()), scale), view)
+    acc = without_defaults(_verdict(arms, levels, default, plan, len(view.ran()), scale), view)
     set_acceptance(study, acc)
     return acc
 

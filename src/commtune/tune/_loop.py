@@ -49,7 +49,7 @@ from commtune.study import (
     spec_of,
 )
 from commtune.trial import Executor, clean_shm, kill_leftovers, stderr_summary
-from commtune.tune._confirm import confirm
+from commtune.tune._decide import verdict
 from commtune.tune._schedule import Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
 from commtune.tune._target import Context, Observer, Target
@@ -461,7 +461,7 @@ def tune(
             search(ctx)
 
         def run_confirmation() -> Acceptance | None:
-            return confirm(study, executor, timeout, ui, plan)
+            return verdict(study, executor, timeout, ui, plan)
 
         if plan.confirm <= 0 or not StudyView(study).best(1):
             acceptance = run_confirmation()  # nothing to run: no need to wait on another

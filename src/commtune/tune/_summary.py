@@ -51,7 +51,8 @@ class TuneResult:
         if acc is not None and acc.speedup is not None:
             # the figures and the configuration they are of go together
             speedup, best_params = acc.speedup, dict(acc.params)
-        risky = acc is not None and acc.extra.get("gate") == "risk"
+        # --gate risk's figures (None under the strict gate)
+        risky = acc.extra if acc is not None and acc.extra.get("gate") == "risk" else {}
         return {
             "study": self.study,
             "trials": self.trials,
@@ -86,10 +87,7 @@ class TuneResult:
             "gate": acc.extra.get("gate", "strict") if acc else None,
             "expected": acc.speedup if risky and acc else None,
             "interval": list(acc.ci) if risky and acc and acc.ci else None,
-            "risk": acc.extra.get("risk") if risky and acc else None,
-            "tolerance": acc.extra.get("tolerance") if risky and acc else None,
-            "evidence_runs": acc.extra.get("evidence_runs") if risky and acc else None,
-            "said": acc.extra.get("said") if risky and acc else None,
+            **{k: risky.get(k) for k in ("risk", "tolerance", "evidence_runs", "said")},
         }
 
 
