@@ -182,6 +182,8 @@ def _verdict(s: StudyData, prefix: str) -> str:
         cls, word = ("ok", "accepted") if acc.accepted else ("no", "not accepted")
         ci = f", 95 % CI [{acc.ci[0]:.2f}, {acc.ci[1]:.2f}]" if acc.ci else ""
         speed = f" — speedup {acc.speedup:.2f}x{ci}" if acc.speedup else ""
+        if acc.extra.get("said"):  # --gate risk: expected gain, interval, risk, in words
+            speed = f" — {acc.extra['said']} ({acc.extra.get('evidence_runs', 0)} runs)"
         body = (f'<p><b class="{cls}">{word}</b>{_e(speed)}: {_e(acc.reason or "")}</p>'
                 f"<p>configuration: <code>{_e(_config(dict(acc.params)))}</code></p>")  # fmt: skip
         candidates = {f"trial {c.get('trial')}": c.get("values") or []
@@ -190,6 +192,10 @@ def _verdict(s: StudyData, prefix: str) -> str:
             candidates = {"best": acc.best_values}
         if acc.default_values and candidates:
             body += _img(plots.confirmation(acc.default_values, candidates), "confirmation runs")
+        extra = acc.extra
+        if extra.get("posterior"):
+            curve = plots.posterior(extra["posterior"], extra["tolerance"], extra["risk"])
+            body += _img(curve, "posterior of the speedup")
         rows = [(c.get("trial"), f"{c['speedup']:.2f}x" if c.get("speedup") else "-",
                  f"[{c['ci'][0]:.2f}, {c['ci'][1]:.2f}]" if c.get("ci") else "-",
                  len(c.get("values") or []), c.get("failure") or "")
