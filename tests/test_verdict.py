@@ -174,3 +174,25 @@ def test_a_lone_pair_posterior_says_risk_and_interval() -> None:
     slow = bayes.pair_posterior([1.0] * 8, [1.2] * 8, scale=0.05)
     assert slow.risk(0.02) > 0.95
     assert post.above(slow, 0.02) > 0.99 and slow.above(post) < 0.01
+
+
+def test_the_stale_check_judges_a_risk_verdict_by_the_same_rule() -> None:
+    """``recheck`` with the risk gate's rule: a configuration 0.6x the defaults' time is
+    still faster, with the expected speedup and its interval; one that runs as the defaults
+    do is no longer worth setting, decided before the last round."""
+    from commtune.tune import NO_LONGER_FASTER, STILL_FASTER, recheck
+
+    fast = Machine(lambda c, n: 0.6 if c == "c" else 1.0, 0.03, seed=5)
+    verdict_, cmp, rounds, runs, _, decided = recheck(
+        fast, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02)
+    )
+    assert (verdict_, decided) == (STILL_FASTER, True)
+    assert cmp is not None and cmp.ci_low < cmp.speedup < cmp.ci_high
+    assert cmp.speedup == pytest.approx(1 / 0.6, rel=0.05)
+    assert runs == 2 * rounds == fast.calls
+    same = Machine(lambda c, n: 1.0, 0.03, seed=6)
+    verdict_, cmp, rounds, _, _, decided = recheck(
+        same, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02)
+    )
+    assert (verdict_, decided) == (NO_LONGER_FASTER, True)
+    assert rounds < 10

@@ -98,6 +98,17 @@ class Posterior:
         }
 
 
+def acceptable(post: Posterior, risk: float, tolerance: float, slow_share: float = 0.0) -> bool:
+    """The risk gate's rule: expected speedup above 1, faster than the defaults with
+    probability at least ``1 - risk``, and more than ``tolerance`` slower with probability
+    below ``risk`` (at least ``slow_share``: the share of runs in a slow cluster)."""
+    return (
+        post.expected() > 1.0
+        and post.gain(0.0) >= 1 - risk
+        and max(post.risk(tolerance), slow_share) < risk
+    )
+
+
 def _t_loglik(y: np.ndarray, scale: float) -> np.ndarray:
     """log p(y_i | theta_g) summed over the runs: one row over GRID."""
     z = (y[:, None] - GRID[None, :]) / scale

@@ -125,15 +125,15 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
-    from commtune import stats
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
     from commtune.platform import Fingerprint
     from commtune.predict import Predictor, features_of, model_store
     from commtune.report import UI, prediction_table
     from commtune.service import default_study_name, profiling
-    from commtune.study import Acceptance, Source, StudySpec, save_result_study
+    from commtune.study import DEFAULTS, Acceptance, Source, StudySpec, save_result_study
     from commtune.trial import LocalExecutor, Objective
+    from commtune.tune import judge_pairs
 
     command = need_command(command)
     objective = Objective.parse(args.metric)
@@ -186,29 +186,26 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
                         raise UsageError(f"a verification run failed ({said})")
                     times.append(r.value)
                     bar.advance()
-        cmp = stats.compare(default_times, predicted_times)
+        # the tuner's rule (--gate risk) on the interleaved pairs
+        cmp, _ = judge_pairs(default_times, predicted_times, DEFAULTS.risk, DEFAULTS.tolerance)
         verdict.accepted = cmp.faster
-        verdict.speedup, verdict.ci, verdict.p_value = (
-            cmp.speedup,
-            (cmp.ci_low, cmp.ci_high),
-            cmp.p_value,
-        )
+        verdict.speedup, verdict.ci = cmp.speedup, (cmp.ci_low, cmp.ci_high)
         verdict.default_values, verdict.best_values = default_times, predicted_times
+        verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance)
         verdict.reason = (
-            "predicted; verified faster beyond noise"
+            "predicted; verified: expected faster at the risk allowed"
             if cmp.faster
-            else "predicted; not faster beyond noise: the default stays"
+            else "predicted; not shown faster at the risk allowed: the default stays"
         )
         out["verify"] = {
             "speedup": cmp.speedup,
             "ci": [cmp.ci_low, cmp.ci_high],
-            "p_value": cmp.p_value,
             "faster": cmp.faster,
             "default": default_times,
             "predicted": predicted_times,
         }
         ui.info(
-            f"speedup {cmp.speedup:.3f}x (95 % CI {cmp.ci_low:.3f}-{cmp.ci_high:.3f}); "
+            f"expected {cmp.speedup:.3f}x (90 % interval {cmp.ci_low:.3f}-{cmp.ci_high:.3f}); "
             f"{verdict.reason}"
         )
     spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), args.metric, 1)

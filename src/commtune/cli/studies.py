@@ -228,7 +228,14 @@ def _stale_check(
     from commtune.launch import launcher_for
     from commtune.platform import Fingerprint
     from commtune.service import profiling
-    from commtune.study import add_check, checks_of, installation_of, platform_of, spec_of
+    from commtune.study import (
+        acceptance_of,
+        add_check,
+        checks_of,
+        installation_of,
+        platform_of,
+        spec_of,
+    )
     from commtune.trial import LocalExecutor, Objective
     from commtune.tune import UNCHANGED, StaleCheck, differences, recheck
 
@@ -253,9 +260,15 @@ def _stale_check(
                                enumerators=names, variables=extra)  # fmt: skip
     ui.info(f"{inst.describe()} differs from study {study.study_name}'s: "
             + "; ".join(map(str, diffs)) if diffs else "checking as asked (--force)")  # fmt: skip
+    accepted = acceptance_of(study)
+    said: dict[str, Any] = dict(accepted.extra) if accepted is not None else {}
+    # the rule of the verdict checked: --gate risk's, or the strict gate's test
+    rule = (float(said["risk_limit"]), float(said["tolerance"])) if said.get("gate") == "risk" \
+        else None  # fmt: skip
     verdict, cmp, rounds, runs, failures, decided = recheck(
-        defaults, config, timeout, ui, statistic=spec.statistic, configured=configured
-    )
+        defaults, config, timeout, ui, statistic=spec.statistic, configured=configured,
+        rule=rule,
+    )  # fmt: skip
     check = StaleCheck(
         verdict,
         diffs,

@@ -22,6 +22,7 @@ from commtune.tune._stale import (
     Difference,
     StaleCheck,
     differences,
+    judge_pairs,
     recheck,
 )
 from commtune.tune._summary import Row, TuneResult, summarize
@@ -51,6 +52,7 @@ __all__ = [
     "confirm",
     "differences",
     "inherited_mpi_env",
+    "judge_pairs",
     "open_study",
     "recheck",
     "record",

@@ -151,7 +151,7 @@ def judge(arm: Arm, levels: Levels, plan: Plan) -> Judgement:
     if expected > 1.0 and faster < 1 - plan.risk:
         reasons.insert(0, f"faster than the defaults with probability {100 * faster:.1f} % "
                           f"only (below {100 * (1 - plan.risk):g} %)")  # fmt: skip
-    accepted = expected > 1.0 and risk < plan.risk and faster >= 1 - plan.risk and runs >= MIN_RUNS
+    accepted = bayes.acceptable(post, plan.risk, plan.tolerance, risk) and runs >= MIN_RUNS
     return Judgement(expected, interval, risk, split, accepted, "; ".join(reasons))
 
 

@@ -158,6 +158,22 @@ class StaleCheck:
         )
 
 
+def judge_pairs(
+    default: list[float], chosen: list[float], risk: float, tolerance: float
+) -> tuple[stats.Comparison, bool]:
+    """``--gate risk``'s rule on a lone configuration's pairs (``bayes.pair_posterior``):
+    the expected speedup with its interval, ``faster`` when the rule accepts it; and
+    whether it is unlikely (``risk``) to be more than ``tolerance`` faster at all."""
+    from commtune import bayes
+
+    post = bayes.pair_posterior(default, chosen)
+    low, high = post.interval()
+    ok = bayes.acceptable(post, risk, tolerance)
+    return stats.Comparison(post.expected(), low, high, float("nan"), ok), post.gain(
+        tolerance
+    ) < risk
+
+
 def recheck(
     executor: Executor,
     config: Mapping[str, Value],
@@ -168,11 +184,14 @@ def recheck(
     min_rounds: int = MIN_ROUNDS,
     max_rounds: int = MAX_ROUNDS,
     configured: Executor | None = None,
+    rule: tuple[float, float] | None = None,
 ) -> tuple[str, stats.Comparison | None, int, int, list[str], bool]:
     """The sequential interleaved comparison (module docstring): (verdict, comparison,
     rounds, runs, failures, decided). ``executor`` runs the defaults, ``configured`` (the
     same if None) the configuration: it may carry variables only the configuration sets
-    (the selection file of a sampled one)."""
+    (the selection file of a sampled one). ``rule``: (risk, tolerance) of a verdict of
+    ``--gate risk``, judged by the same rule (:func:`judge_pairs`); None: the strict
+    gate's signed-rank test."""
     level = LEVEL
     default: list[float] = []
     chosen: list[float] = []
@@ -202,7 +221,12 @@ def recheck(
                 default.append(d)
                 chosen.append(c)
             if len(default) >= min_rounds:
-                cmp = stats.compare_paired(default, chosen, level=level, stat=statistic)
+                if rule is None:
+                    cmp = stats.compare_paired(default, chosen, level=level, stat=statistic)
+                else:
+                    cmp, worthless = judge_pairs(default, chosen, *rule)
+                    if worthless:  # nothing is likely to be worth setting
+                        return NO_LONGER_FASTER, cmp, rounds, runs, failures, True
                 if cmp.faster:
                     return STILL_FASTER, cmp, rounds, runs, failures, True
                 if cmp.ci_high < NEGLIGIBLE:
