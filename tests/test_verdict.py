@@ -78,17 +78,15 @@ def test_a_clear_winner_is_accepted_with_its_figures_in_words() -> None:
     assert StudyView(study).runs_spent(acc) == machine.calls <= 30
 
 
-def test_configurations_equal_to_the_defaults_are_rarely_handed_back() -> None:
-    """Every configuration runs as the defaults do (10 % noise): over 40 seeded studies,
-    what is handed back is never slower (it cannot be), and few studies hand anything back.
-    Measured: 6 of 40 (15 %, above the stated 5 %: the best of five equal arms is picked,
-    and five arms are too few for the study's prior to correct it fully; see the notes in
-    docs/benchmarks.md); this guards against more."""
+def test_configurations_equal_to_the_defaults_are_accepted_at_most_at_the_stated_risk() -> None:
+    """Every configuration runs as the defaults do (10 % noise): over 40 seeded studies, at
+    most the stated risk (5 %) of them hand anything back: 2 expected, and up to 4 within
+    the binomial's own spread (more than 4 of 40 at 5 % has a chance of 5 %)."""
     accepted = 0
     for seed in range(40):
         acc, _, _ = study_of(lambda c, n: 1.0, seed=seed, noise=0.1)
         accepted += bool(acc is not None and acc.accepted)
-    assert accepted <= 8
+    assert accepted <= 4
 
 
 def test_a_configuration_equal_to_the_defaults_by_value_is_not_an_arm() -> None:

@@ -30,6 +30,7 @@ GRID = np.linspace(-1.6, 1.6, 641)  # theta: speedups from 0.2x to 5x, 0.5 % ste
 SPEEDUPS = np.exp(-GRID)
 STEP = float(GRID[1] - GRID[0])
 PRIOR_SCALE = 0.1  # the noise assumed before the study has measured its own
+T_QUARTILE = 0.349  # |t| of NU = 3 is below this a quarter of the time
 PRIOR_WEIGHT = 2  # deviations the assumed noise counts as
 MIN_SCALE = 0.01
 BROAD = 0.35  # the broad component's standard deviation (log): most knobs move < 1.4x
@@ -98,21 +99,47 @@ class Posterior:
         }
 
 
-def acceptable(post: Posterior, risk: float, tolerance: float, slow_share: float = 0.0) -> bool:
+def acceptable(
+    post: Posterior,
+    risk: float,
+    tolerance: float,
+    slow_share: float = 0.0,
+    sure: float | None = None,
+) -> bool:
     """The risk gate's rule: expected speedup above 1, faster than the defaults with
-    probability at least ``1 - risk``, and more than ``tolerance`` slower with probability
-    below ``risk`` (at least ``slow_share``: the share of runs in a slow cluster)."""
+    probability at least ``sure`` (``1 - risk`` unless told), and more than ``tolerance``
+    slower with probability below ``risk`` (at least ``slow_share``: the share of runs in a
+    slow cluster)."""
     return (
         post.expected() > 1.0
-        and post.gain(0.0) >= 1 - risk
+        and post.gain(0.0) >= (1 - risk if sure is None else sure)
         and max(post.risk(tolerance), slow_share) < risk
     )
 
 
-def _t_loglik(y: np.ndarray, scale: float) -> np.ndarray:
-    """log p(y_i | theta_g) summed over the runs: one row over GRID."""
-    z = (y[:, None] - GRID[None, :]) / scale
-    return (-(NU + 1) / 2 * np.log1p(z * z / NU)).sum(axis=0)
+@dataclass(frozen=True)
+class SlowMode:
+    """The machine's second mode: a ``share`` of all runs, whatever they run, take
+    ``exp(shift)`` times as long (the defaults' runs fall into two clusters: a bimodal
+    machine, or phases of drift)."""
+
+    share: float
+    shift: float
+
+
+def _t_loglik(y: np.ndarray, scale: float, slow: SlowMode | None = None) -> np.ndarray:
+    """log p(y_i | theta_g) summed over the runs: one row over GRID. With a ``slow`` mode,
+    each run is in it with its share (a mixture of two Student-t's)."""
+
+    def density(shift: float) -> np.ndarray:
+        z = (y[:, None] - GRID[None, :] - shift) / scale
+        return (1 + z * z / NU) ** (-(NU + 1) / 2)
+
+    if slow is None:
+        z = (y[:, None] - GRID[None, :]) / scale
+        return (-(NU + 1) / 2 * np.log1p(z * z / NU)).sum(axis=0)
+    mixed = (1 - slow.share) * density(0.0) + slow.share * density(slow.shift)
+    return np.log(np.maximum(mixed, 1e-300)).sum(axis=0)
 
 
 def noise_scale(
@@ -130,8 +157,9 @@ def noise_scale(
             deviations += list(np.abs(arr - np.median(arr)) * np.sqrt(len(arr) / (len(arr) - 1)))
     logs = np.log(np.asarray(controls, dtype=float))
     deviations += list(np.abs(np.diff(logs)))
-    # a t of NU = 3 of scale s has a median absolute value of 0.765 s; the prior's scale
-    # counts as PRIOR_WEIGHT deviations, so that three lucky runs do not make a quiet machine
+    # the lower quartile: robust to half the deviations being a second mode's (a t of
+    # NU = 3 of scale s has |t| below 0.349 s a quarter of the time); the prior's scale counts
+    # as PRIOR_WEIGHT deviations, so that three lucky runs do not make a quiet machine
     deviations += [PRIOR_SCALE * 0.765] * PRIOR_WEIGHT
     return max(MIN_SCALE, float(np.median(deviations)) / 0.765)
 
@@ -150,7 +178,9 @@ SMOOTHING = _KERNEL / _KERNEL.sum()
 
 
 def fit(
-    groups: Mapping[Hashable, Sequence[float]], scale: float | None = None
+    groups: Mapping[Hashable, Sequence[float]],
+    scale: float | None = None,
+    slow: SlowMode | None = None,
 ) -> dict[Hashable, Posterior]:
     """Every configuration's posterior from its log ratios (``groups``: key -> the logs of
     its runs over their controls), the prior estimated from all of them."""
@@ -158,7 +188,7 @@ def fit(
     if not keys:
         return {}
     s = scale if scale is not None else noise_scale(groups)
-    loglik = np.array([_t_loglik(np.asarray(groups[k], dtype=float), s) for k in keys])
+    loglik = np.array([_t_loglik(np.asarray(groups[k], dtype=float), s, slow) for k in keys])
     lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
     prior = np.full(len(GRID), 1.0 / len(GRID))
     for _ in range(EM_STEPS):

@@ -66,15 +66,22 @@ class Levels:
 
     def __init__(self, stream: Sequence[tuple[int, float]]) -> None:
         self.stream = sorted(stream)
-        self.fast = self._fast()
+        self._split()
 
-    def _fast(self) -> float | None:
+    def _split(self) -> None:
+        """The defaults' clusters: the fast one's median caps the level, and the slow one
+        is the machine's second mode (:class:`commtune.bayes.SlowMode`)."""
         split = stats.clusters(self.values())
-        return split[0][1] if len(split) == 2 else None
+        self.fast: float | None = None
+        self.slow: bayes.SlowMode | None = None
+        if len(split) == 2:
+            (n_fast, fast), (n_slow, slow) = split
+            self.fast = fast
+            self.slow = bayes.SlowMode(n_slow / (n_fast + n_slow), math.log(slow / fast))
 
     def add(self, seq: int, value: float) -> None:
         bisect.insort(self.stream, (seq, value))
-        self.fast = self._fast()
+        self._split()
 
     def at(self, seq: int) -> float | None:
         if not self.stream:
@@ -123,8 +130,9 @@ class Judgement:
     reason: str
 
 
-def judge(arm: Arm, levels: Levels, plan: Plan) -> Judgement:
-    """The rule (see the module docstring) applied to ``arm``'s posterior and runs."""
+def judge(arm: Arm, levels: Levels, plan: Plan, looks: int = 1) -> Judgement:
+    """The rule (see the module docstring) applied to ``arm``'s posterior and runs;
+    ``looks``: the arms the duel measured, any of which the rule could have accepted."""
     post = arm.posterior
     assert post is not None
     expected, interval = post.expected(), post.interval()
@@ -148,10 +156,11 @@ def judge(arm: Arm, levels: Levels, plan: Plan) -> Judgement:
         reasons.insert(0, f"risk of being more than {plan.tolerance:.0%} slower "
                           f"{100 * risk:.1f} % is not below {100 * plan.risk:g} %")  # fmt: skip
     faster = post.gain(0.0)  # the probability of being faster at all
-    if expected > 1.0 and faster < 1 - plan.risk:
+    sure = 1 - plan.risk / looks
+    if expected > 1.0 and faster < sure:
         reasons.insert(0, f"faster than the defaults with probability {100 * faster:.1f} % "
-                          f"only (below {100 * (1 - plan.risk):g} %)")  # fmt: skip
-    accepted = bayes.acceptable(post, plan.risk, plan.tolerance, risk) and runs >= MIN_RUNS
+                          f"only (below {100 * sure:.3g} %)")  # fmt: skip
+    accepted = bayes.acceptable(post, plan.risk, plan.tolerance, risk, sure) and runs >= MIN_RUNS
     return Judgement(expected, interval, risk, split, accepted, "; ".join(reasons))
 
 
@@ -196,7 +205,7 @@ def _scale(arms: Sequence[Arm], levels: Levels) -> float:
 
 
 def _fit(arms: Sequence[Arm], levels: Levels, scale: float) -> None:
-    posts = bayes.fit({i: a.logs(levels) for i, a in enumerate(arms)}, scale)
+    posts = bayes.fit({i: a.logs(levels) for i, a in enumerate(arms)}, scale, levels.slow)
     for i, a in enumerate(arms):
         a.posterior = posts.get(i)
 
@@ -209,7 +218,7 @@ def _open(contenders: Sequence[Arm], levels: Levels, plan: Plan) -> bool:
     assert leader.posterior is not None
     if all(a.posterior.gain(plan.tolerance) < plan.risk for a in contenders):  # type: ignore[union-attr]
         return False  # nothing is likely to be worth setting
-    accepted = judge(leader, levels, plan).accepted
+    accepted = judge(leader, levels, plan, _looks(contenders)).accepted
     return (
         not accepted
         or any(
@@ -217,6 +226,11 @@ def _open(contenders: Sequence[Arm], levels: Levels, plan: Plan) -> bool:
             for a in contenders[1:]
         )
     )
+
+
+def _looks(arms: Sequence[Arm]) -> int:
+    """The arms the duel measured: each was a chance to accept one by luck."""
+    return max(1, sum(1 for a in arms if a.rounds))
 
 
 def _pick(contenders: Sequence[Arm], levels: Levels, rng: np.random.Generator) -> Arm:
@@ -317,7 +331,7 @@ def _verdict(
     """The arm handed back: the one of highest expected speedup among those the rule
     accepts, else the leader (not accepted: the defaults are kept), with its figures."""
     ok = [a for a in arms if not a.failure and a.posterior is not None]
-    judged = {id(a): judge(a, levels, plan) for a in ok}
+    judged = {id(a): judge(a, levels, plan, _looks(arms)) for a in ok}
     passing = [a for a in ok if judged[id(a)].accepted]
     pool = passing or ok or arms
     winner = max(pool, key=lambda a: a.posterior.expected() if a.posterior else 0.0)
