@@ -41,6 +41,8 @@ def result_cells(d: dict) -> str:
     configuration, runs, noise, drift, wall time (also ``cluster_collectives.py``'s)."""
     ci = d["speedup_ci"] or [0.0, 0.0]
     verdict = "accepted" if d["accepted"] else "default stays"
+    if d.get("risk") is not None:  # --gate risk: the risk of a > 2 % slowdown beside it
+        verdict += f" (risk {100 * d['risk']:.1f} %)"
     best = " ".join(f"{k}={v}" for k, v in d["accepted_params"].items()) or "-"
     return (
         f"{verdict} | {d['speedup']:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}] | {best} | {d['runs']} | "
@@ -61,7 +63,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/demo_verdicts.jsonl"))
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    print("| MPI | design | verdict | speedup [95 % CI] | accepted | runs | noise | drift | time |")
+    print("| MPI | design | verdict | speedup [interval] | accepted | runs | noise | drift | time |")
     print("|---|---|---|---|---|---|---|---|---|")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
