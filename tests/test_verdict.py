@@ -76,6 +76,13 @@ def test_a_clear_winner_is_accepted_with_its_figures_in_words() -> None:
     assert "risk of being more than 2% slower" in said
     # every run of the study is within the bound: the search's, its controls', the duel's
     assert StudyView(study).runs_spent(acc) == machine.calls <= 30
+    # --json's figures are those of the configuration it hands back
+    from commtune.tune import summarize
+
+    out = summarize(study, acc).to_json()
+    assert out["best_params"] == out["accepted_params"] == acc.params
+    assert out["speedup"] == out["expected"] == acc.speedup
+    assert out["interval"] == list(acc.ci) and out["risk"] == acc.extra["risk"]
 
 
 def test_configurations_equal_to_the_defaults_are_accepted_at_most_at_the_stated_risk() -> None:
