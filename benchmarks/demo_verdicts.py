@@ -63,8 +63,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/demo_verdicts.jsonl"))
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    print("| MPI | design | verdict | speedup [interval] | accepted | runs | noise | drift "
-          "| time |")
+    print(
+        "| MPI | design | verdict | speedup [interval] | accepted | runs | noise | drift | time |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
