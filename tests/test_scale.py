@@ -45,6 +45,7 @@ def test_training_runs_at_each_scale_then_the_search_at_the_target(
     )
     args = ["tune", "--mpi", "mpich", *KNOBS, *MODEL, *PARTICLES, "--trials", "4"]
     args += ["--repeats", "1", "--confirm", "0", "--seed", "3", "--storage", storage, "--json"]
+    args += ["--max-runs", "100"]  # the trials bound this study, not the runs
     more = [a if a != "4" else "5" for a in args]  # the same study, one trial more
     train = ["--scale", "size=16K", "--train", "size=4K,8K", "--study", "t"]
     code, _, err = run_cli([*args, *train, "--", *template], capsys)

@@ -39,7 +39,9 @@ class Machine(Executor):
         if value is None:
             return RunRecord(None, 0.0, 1, "exit status 1")
         value *= max(0.2, 1 + self.noise * float(self.rng.standard_normal()))
-        return RunRecord(value, value, 0)
+        # a second objective: memory, twice the defaults' for every other configuration
+        memory = 100.0 if choice == "defaults" else 200.0
+        return RunRecord(value, value, 0, secondary={"memory": memory})
 
 
 def study_of(
@@ -76,6 +78,10 @@ def test_a_clear_winner_is_accepted_with_its_figures_in_words() -> None:
     assert "risk of being more than 2% slower" in said
     # every run of the study is within the bound: the search's, its controls', the duel's
     assert StudyView(study).runs_spent(acc) == machine.calls <= 30
+    # the further objective, compared in the same rounds as the time: twice the memory
+    memory = acc.extra["objectives"]["memory"]
+    assert (memory["default"], memory["candidate"]) == (100.0, 200.0)
+    assert memory["improvement"] == pytest.approx(0.5) and not memory["better"]
     # --json's figures are those of the configuration it hands back
     from commtune.tune import summarize
 

@@ -185,7 +185,7 @@ def confirm(
                 break
     _compare(default, candidates, statistic, level)
     for c in candidates:
-        c.others_cmp = _compare_others(default_others, c, level)
+        c.others_cmp = compare_others(default_others, c.others, level)
     acc = without_defaults(_verdict(candidates, default, statistic, n_measured), view)
     set_acceptance(study, acc)
     return acc
@@ -211,10 +211,13 @@ def _compare(
         c.cmp = stats.compare_paired(d, v, stat=statistic, level=level) if ok else None
 
 
-def _compare_others(
-    default: dict[int, dict[str, float | None]], c: Candidate, level: float
+def compare_others(
+    default: dict[int, dict[str, float | None]],
+    others: dict[int, dict[str, float | None]],
+    level: float = LEVEL,
 ) -> dict[str, dict[str, Any]]:
-    """Each further objective of the candidate against the default's, in the same rounds:
+    """Each further objective of a candidate (``others``: round -> metric -> value) against
+    the default's (``default``), in the same rounds:
     ``improvement`` = default / candidate (above 1: lower, better), its CI, and whether it is
     lower beyond noise."""
     metrics = {m for values in default.values() for m in values}
@@ -222,11 +225,11 @@ def _compare_others(
     for m in sorted(metrics):
         both = [
             i
-            for i in c.others
-            if i in default and c.others[i].get(m) is not None and default[i].get(m) is not None
+            for i in others
+            if i in default and others[i].get(m) is not None and default[i].get(m) is not None
         ]
         d = [float(default[i][m]) for i in both]  # type: ignore[arg-type]
-        v = [float(c.others[i][m]) for i in both]  # type: ignore[arg-type]
+        v = [float(others[i][m]) for i in both]  # type: ignore[arg-type]
         if len(both) < 2 or min(d + v) <= 0:
             out[m] = {"default": None, "candidate": None, "improvement": None, "ci": None,
                       "better": False}  # fmt: skip

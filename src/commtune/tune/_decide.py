@@ -41,7 +41,7 @@ from commtune.knobs import Value
 from commtune.progress import Progress
 from commtune.study import Acceptance, Plan, Source, StudyView, config_key, set_acceptance
 from commtune.trial import Executor
-from commtune.tune._confirm import confirm, knobs_of, without_defaults
+from commtune.tune._confirm import compare_others, confirm, knobs_of, without_defaults
 
 if TYPE_CHECKING:
     import optuna
@@ -102,6 +102,7 @@ class Arm:
     config: dict[str, Value]
     search: list[tuple[int, float]]
     rounds: dict[int, tuple[int, float]] = field(default_factory=dict)  # duel round -> run
+    others: dict[int, dict[str, float | None]] = field(default_factory=dict)  # its objectives
     failure: str = ""
     posterior: bayes.Posterior | None = None
 
@@ -284,6 +285,7 @@ def decide(
         return None
     levels = Levels(_stream(view))
     default: dict[int, float] = {}  # duel round -> the defaults' run
+    default_others: dict[int, dict[str, float | None]] = {}  # and its further objectives
     seq = view.runs_spent()
     room = None if plan.max_runs is None else plan.max_runs - seq
     rounds = UNBOUNDED_ROUNDS if room is None else max(0, room // 2)
@@ -310,12 +312,16 @@ def decide(
                     continue
                 if which is None:
                     default[i] = run.value
+                    default_others[i] = dict(run.secondary)
                     levels.add(seq, run.value)
                 else:
                     which.rounds[i] = (seq, run.value)
+                    which.others[i] = dict(run.secondary)
             scale = _scale(arms, levels)
             _fit(arms, levels, scale)
-    acc = without_defaults(_verdict(arms, levels, default, plan, len(view.ran()), scale), view)
+    objectives = {id(a): compare_others(default_others, a.others) for a in arms}
+    acc = _verdict(arms, levels, default, plan, len(view.ran()), scale, objectives)
+    acc = without_defaults(acc, view)
     set_acceptance(study, acc)
     return acc
 
@@ -327,6 +333,7 @@ def _verdict(
     plan: Plan,
     n_measured: int,
     scale: float,
+    objectives: dict[int, dict[str, Any]],
 ) -> Acceptance:
     """The arm handed back: the one of highest expected speedup among those the rule
     accepts, else the leader (not accepted: the defaults are kept), with its figures."""
@@ -341,7 +348,7 @@ def _verdict(
         "risk_limit": plan.risk,
         "noise_scale": scale,
         "candidates": [
-            _listed(a, judged.get(id(a)), levels)
+            _listed(a, judged.get(id(a)), levels, objectives[id(a)])
             for a in arms
             if a.rounds or a.failure or a is winner
         ],
@@ -357,6 +364,7 @@ def _verdict(
                           default_values=list(default.values()), extra=extra)  # fmt: skip
     assert winner.posterior is not None
     extra.update(
+        objectives=objectives[id(winner)],
         risk=j.risk,
         level=bayes.LEVEL,
         evidence_runs=len(winner.logs(levels)),
@@ -385,7 +393,9 @@ def _verdict(
     )
 
 
-def _listed(arm: Arm, j: Judgement | None, levels: Levels) -> dict[str, Any]:
+def _listed(
+    arm: Arm, j: Judgement | None, levels: Levels, objectives: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "trial": arm.trial,
         "params": arm.config,
@@ -398,7 +408,7 @@ def _listed(arm: Arm, j: Judgement | None, levels: Levels) -> dict[str, Any]:
         "p_value": None,
         "risk": j.risk if j else None,
         "faster": bool(j and j.accepted),
-        "objectives": {},
+        "objectives": objectives,
         "dropped": None,
         "key": config_key(arm.config),
         "evidence_runs": len(arm.logs(levels)),
