@@ -95,6 +95,17 @@ def test_a_study_is_checked_on_another_installation_and_run_as_the_check_said(
     record = optuna.load_study(study_name="four", storage=Store(storage).optuna)
     assert study_installation(record)["version"].startswith("4.1")  # type: ignore[index]
 
+    # a check whose runs cannot run (here: no such program) is no evidence: run says so,
+    # exits 3, runs nothing of the user's and stores nothing
+    missing = [*new[:-1], "/nonexistent/speed"]  # the program is the last word
+    done = subprocess.run([sys.executable, "-m", "commtune", "run", "--study", "three",
+                           "--storage", storage, "--", *missing],
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 3, done.stderr[-1500:]
+    assert done.stderr.count("commtune: error:") == 1 and "could not run" in done.stderr
+    three = optuna.load_study(study_name="three", storage=Store(storage).optuna)
+    assert checks_of(three) == []
+
     # on the study's own installation nothing differs: nothing is run
     code, out, err = run_cli(["check", "four", "--storage", storage, "--json", "--", *old],
                              capsys)  # fmt: skip

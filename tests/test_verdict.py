@@ -194,7 +194,7 @@ def test_the_stale_check_judges_a_risk_verdict_by_the_same_rule() -> None:
     from commtune.tune import NO_LONGER_FASTER, STILL_FASTER, recheck
 
     fast = Machine(lambda c, n: 0.6 if c == "c" else 1.0, 0.03, seed=5)
-    verdict_, cmp, rounds, runs, _, decided = recheck(
+    verdict_, cmp, rounds, runs, decided = recheck(
         fast, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02)
     )
     assert (verdict_, decided) == (STILL_FASTER, True)
@@ -202,7 +202,7 @@ def test_the_stale_check_judges_a_risk_verdict_by_the_same_rule() -> None:
     assert cmp.speedup == pytest.approx(1 / 0.6, rel=0.05)
     assert runs == 2 * rounds == fast.calls
     same = Machine(lambda c, n: 1.0, 0.03, seed=6)
-    verdict_, cmp, rounds, _, _, decided = recheck(
+    verdict_, cmp, rounds, _, decided = recheck(
         same, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02)
     )
     assert (verdict_, decided) == (NO_LONGER_FASTER, True)

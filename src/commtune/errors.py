@@ -1,5 +1,6 @@
-"""commtune's two exceptions: :class:`UsageError` (bad input; the CLI prints one line and exits
-with status 2) and :class:`Stopped` (a stop signal; the CLI exits with 128 + the signal)."""
+"""commtune's exceptions: :class:`UsageError` (bad input; the CLI prints one line and exits
+with status 2), :class:`RunFailed` (a run a check needed could not run; status 3) and
+:class:`Stopped` (a stop signal; the CLI exits with 128 + the signal)."""
 
 
 class UsageError(Exception):
@@ -8,6 +9,12 @@ class UsageError(Exception):
     Raised before anything is written to storage. The CLI prints ``commtune: error: <message>``
     on one line of stderr and exits with status 2.
     """
+
+
+class RunFailed(Exception):
+    """A run that a check or a verdict needed failed (a missing program or agent, a crash, a
+    timeout): it is no measurement, so nothing is concluded and nothing is stored. The CLI
+    prints ``commtune: error: <message>`` on one line of stderr and exits with status 3."""
 
 
 class Stopped(BaseException):

@@ -1,8 +1,11 @@
 """The command table, the parser built from it, and the one dispatch: a UsageError anywhere
-becomes one line on stderr and exit status 2."""
+becomes one line on stderr and exit status 2 (a RunFailed: 3), and, with ``--json``, a JSON
+line on stdout too."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import signal
 import sys
 import threading
@@ -11,7 +14,7 @@ from collections.abc import Sequence
 from commtune import __version__
 from commtune.cli import interposer, knobs, platform, policy, prediction, studies, tuning
 from commtune.cli._common import Command, Parser
-from commtune.errors import Stopped, UsageError
+from commtune.errors import RunFailed, Stopped, UsageError
 
 # Every command, in the order ``commtune --help`` lists them; a group adds its own.
 COMMANDS: tuple[Command, ...] = (
@@ -54,15 +57,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SIGTERM and SIGHUP stop commtune as Ctrl-C does: the running trial's processes
         # are killed, the trial is recorded as interrupted, finished ones are kept.
         handlers = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    args: argparse.Namespace | None = None
     try:
         args = build_parser().parse_args(own)
         command = next(c for c in COMMANDS if c.name == args.cmd)
         if user_command is not None and not command.takes_command:
             raise UsageError(f"commtune {args.cmd} takes no command after '--'")
         return command.run(args, user_command)
-    except UsageError as exc:
+    except (UsageError, RunFailed) as exc:
+        status = 3 if isinstance(exc, RunFailed) else 2
         print(f"commtune: error: {exc}", file=sys.stderr)
-        return 2
+        if getattr(args, "json", False):  # --json: every answer ends with its JSON line
+            print(json.dumps({"error": str(exc), "status": status}), flush=True)
+        return status
     except KeyboardInterrupt:
         print(
             "commtune: interrupted; finished trials are saved (re-run to resume)", file=sys.stderr

@@ -265,7 +265,7 @@ def _stale_check(
     # the rule of the verdict checked: --gate risk's, or the strict gate's test
     rule = (float(said["risk_limit"]), float(said["tolerance"])) if said.get("gate") == "risk" \
         else None  # fmt: skip
-    verdict, cmp, rounds, runs, failures, decided = recheck(
+    verdict, cmp, rounds, runs, decided = recheck(
         defaults, config, timeout, ui, statistic=spec.statistic, configured=configured,
         rule=rule,
     )  # fmt: skip
@@ -278,7 +278,6 @@ def _stale_check(
         (cmp.ci_low, cmp.ci_high) if cmp else None,
         rounds,
         runs,
-        failures,
         decided,
     )
     add_check(study, check.to_json())

@@ -12,7 +12,9 @@ alternating round by round), and compared on the rounds' pairs
 as soon as the configuration is faster beyond noise (*still faster*) or its CI ends below
 ``NEGLIGIBLE`` (*no longer faster*: slower, or at most 2 % faster); after ``MAX_ROUNDS``
 without either, it has not shown it is faster and the defaults are used (*no longer
-faster*, undecided). Each look is tested at the level of the tuner's confirmation, which
+faster*, undecided). A run that fails (of either) ends the check with
+:class:`commtune.errors.RunFailed`: a run that did not run is no measurement, and nothing is
+stored. Each look is tested at the level of the tuner's confirmation, which
 also looks again after every round it adds (``tune._confirm``): the same error rates as
 the verdict it checks. (A Bonferroni correction over the looks would need 8 rounds before
 the signed-rank test could say *faster* at all.) The check
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commtune import stats
+from commtune.errors import RunFailed
 from commtune.knobs import Value
 from commtune.mpi import Installation
 from commtune.platform import Fingerprint
@@ -104,7 +107,6 @@ class StaleCheck:
     ci: tuple[float, float] | None = None
     rounds: int = 0
     runs: int = 0
-    failures: list[str] = field(default_factory=list)
     decided: bool = True  # False: MAX_ROUNDS passed without a clear answer
     when: float = field(default_factory=time.time)
 
@@ -134,7 +136,6 @@ class StaleCheck:
             "ci": list(self.ci) if self.ci else None,
             "rounds": self.rounds,
             "runs": self.runs,
-            "failures": self.failures,
             "decided": self.decided,
             "when": self.when,
             "use_configuration": self.use_configuration,
@@ -152,7 +153,6 @@ class StaleCheck:
             (float(ci[0]), float(ci[1])) if ci else None,
             int(data.get("rounds", 0)),
             int(data.get("runs", 0)),
-            list(data.get("failures", [])),
             bool(data.get("decided", True)),
             float(data.get("when", 0.0)),
         )
@@ -185,9 +185,10 @@ def recheck(
     max_rounds: int = MAX_ROUNDS,
     configured: Executor | None = None,
     rule: tuple[float, float] | None = None,
-) -> tuple[str, stats.Comparison | None, int, int, list[str], bool]:
+) -> tuple[str, stats.Comparison | None, int, int, bool]:
     """The sequential interleaved comparison (module docstring): (verdict, comparison,
-    rounds, runs, failures, decided). ``executor`` runs the defaults, ``configured`` (the
+    rounds, runs, decided); a run that fails raises :class:`RunFailed` (no measurement).
+    ``executor`` runs the defaults, ``configured`` (the
     same if None) the configuration: it may carry variables only the configuration sets
     (the selection file of a sampled one). ``rule``: (risk, tolerance) of a verdict of
     ``--gate risk``, judged by the same rule (:func:`judge_pairs`); None: the strict
@@ -195,7 +196,6 @@ def recheck(
     level = LEVEL
     default: list[float] = []
     chosen: list[float] = []
-    failures: list[str] = []
     runs = 0
     cmp: stats.Comparison | None = None
     rounds = 0
@@ -211,12 +211,12 @@ def recheck(
                 runs += 1
                 bar.advance()
                 pair[is_config] = run.value
-                if run.value is None:
-                    which = "configuration" if is_config else "defaults"
-                    failures.append(f"{which}: {run.failure}")
-            if pair[True] is None and pair[False] is not None:
-                # the configuration fails here where the defaults run: not faster
-                return NO_LONGER_FASTER, cmp, rounds, runs, failures, True
+                if run.value is None:  # no measurement: nothing is concluded from it
+                    which = "the configuration" if is_config else "the defaults"
+                    raise RunFailed(
+                        f"{which} could not run here (run {runs} of the check): {run.failure}"
+                        "; nothing is concluded, nothing stored"
+                    )
             if (d := pair[False]) is not None and (c := pair[True]) is not None:
                 default.append(d)
                 chosen.append(c)
@@ -226,11 +226,11 @@ def recheck(
                 else:
                     cmp, worthless = judge_pairs(default, chosen, *rule)
                     if worthless:  # nothing is likely to be worth setting
-                        return NO_LONGER_FASTER, cmp, rounds, runs, failures, True
+                        return NO_LONGER_FASTER, cmp, rounds, runs, True
                 if cmp.faster:
-                    return STILL_FASTER, cmp, rounds, runs, failures, True
+                    return STILL_FASTER, cmp, rounds, runs, True
                 if cmp.ci_high < NEGLIGIBLE:
-                    return NO_LONGER_FASTER, cmp, rounds, runs, failures, True
+                    return NO_LONGER_FASTER, cmp, rounds, runs, True
             if i + 1 >= min_rounds and i + 1 < max_rounds:
                 bar.grow(2)
-    return NO_LONGER_FASTER, cmp, rounds, runs, failures, False
+    return NO_LONGER_FASTER, cmp, rounds, runs, False
