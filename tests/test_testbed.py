@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -144,6 +145,86 @@ def test_every_installation_runs_across_nodes_over_the_network(mpi: str, tmp_pat
     assert [host for _, host, _ in reports] == sorted(hosts), done.stdout[-3000:]
     assert all(int(total) == sum(range(nodes)) for _, _, total in reports)
     assert words in done.stdout + done.stderr  # UCX logs to stdout
+
+
+def _bed(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "commtune", "bed", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)  # fmt: skip
+
+
+@pytest.mark.openmpi
+def test_the_bed_command_runs_a_plain_launch_across_four_nodes_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """``commtune bed up``, ``exec`` (a plain ``mpirun -n 4 ./where``, one rank a node),
+    ``status``, ``down``; a ``kill -9`` of an ``exec`` leaves its job running until the next
+    ``bed`` command that brings up, runs or takes down, and nothing after ``down``."""
+    inst = installation_of("openmpi")
+    program = tmp_path / "where"
+    (tmp_path / "where.c").write_text(WHERE)
+    subprocess.run([inst.mpicc, "-o", str(program), str(tmp_path / "where.c")], check=True,
+                   env=inst.tool_env())  # fmt: skip
+    name = "ctbcli"
+    up = _bed("up", "--nodes", "4", "--name", name, "--json")
+    try:
+        assert up.returncode == 0, up.stderr
+        hosts = [m[0] for m in json.loads(up.stdout)["members"]]
+        assert hosts == [f"{name}n{i}" for i in range(1, 5)]
+        assert _bed("up", "--name", name).returncode == 2  # up already
+        done = _bed("exec", name, "--mpi", "openmpi", "--", inst.launcher, "-n", "4", str(program))
+        assert done.returncode == 0, done.stderr[-1500:]
+        ranks = sorted(re.findall(r"rank (\d+) on (\S+) sum (\d+)", done.stdout))
+        assert sorted(host for _, host, _ in ranks) == hosts and len(ranks) == 4
+        assert all(total == "6" for _, _, total in ranks)
+        assert _bed("exec", name, "--", "sh", "-c", "exit 7").returncode == 7
+        status = json.loads(_bed("status", "--json").stdout)
+        (mine,) = [b for b in status["beds"] if b["name"] == name]
+        assert mine["kept"] and mine["nodes"] == 4 and mine["processes"] == 0
+
+        # kill -9 of an exec: its job stays in the nodes until the next bed command
+        argv = [sys.executable, "-m", "commtune", "bed", "exec", name, "--", inst.launcher,
+                "-n", "4", "sleep", "299.5"]  # fmt: skip
+        victim = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = subprocess.run(["pgrep", "-f", "^sleep 299.5"], capture_output=True,
+                                   text=True, check=False).stdout.split()  # fmt: skip
+            if len(found) == 4:
+                break
+            time.sleep(0.2)
+        assert len(found) == 4
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
+        left = json.loads(_bed("status", "--json").stdout)["beds"]
+        assert next(b["processes"] for b in left if b["name"] == name) > 0
+        assert _bed("exec", name, "--", "true").returncode == 0  # reaps first
+        assert subprocess.run(["pgrep", "-f", "^sleep 299.5"], check=False).returncode == 1
+    finally:
+        down = _bed("down", name)
+    assert down.returncode == 0 and down.stdout.strip() == f"test bed {name} is down"
+    assert _left_over(name) == []
+    assert _bed("down", name).returncode == 2
+    here = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True, check=False)
+    assert name not in here.stdout
+
+
+def test_the_bed_refuses_without_root_in_one_line() -> None:
+    """As an ordinary user (``nobody``), ``bed up`` says what it needs on one line, exit 2;
+    ``status`` works."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("no setpriv (util-linux) to drop root")
+    argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
+            "-m", "commtune", "bed"]  # fmt: skip
+    env = {**os.environ, "HOME": "/tmp", "PYTHONPATH": str(Path(__file__).parent.parent / "src")}
+    done = subprocess.run([*argv, "up"], capture_output=True, text=True, env=env, check=False)
+    if "Permission denied" in done.stderr and "python" in done.stderr.lower():
+        pytest.skip(f"nobody cannot run this Python: {done.stderr.strip()[-200:]}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "commtune: error: the test bed needs root (network namespaces, " \
+                          "veth links, tc)\n"  # fmt: skip
+    status = subprocess.run([*argv, "status"], capture_output=True, text=True, env=env,
+                            check=False)  # fmt: skip
+    assert status.returncode == 0, status.stderr
 
 
 @pytest.mark.openmpi
@@ -302,22 +383,39 @@ def test_the_pack_or_iovec_choice_is_sampled_across_nodes(tmp_path: Path) -> Non
 
 
 @pytest.mark.openmpi
-def test_the_demo_runs_across_the_test_bed(tmp_path: Path) -> None:
+def test_the_demo_runs_across_the_test_bed_and_its_next_steps_run_as_printed(
+    tmp_path: Path,
+) -> None:
     """``commtune demo --nodes 2``: the bed comes up, the demo is tuned across it in the
-    network's space (the shared-memory knobs do nothing between nodes), and the bed goes."""
+    network's space (the shared-memory knobs do nothing between nodes), and the bed goes;
+    every line it prints to type next then runs as printed (through ``commtune bed`` where
+    the bed is needed again) and leaves no bed."""
     storage = f"sqlite:///{tmp_path / 's.db'}"
     done = subprocess.run([sys.executable, "-m", "commtune", "demo", "--nodes", "2", "--mpi",
-                           "openmpi", "--trials", "3", "--repeats", "1", "--confirm", "0",
-                           "--storage", storage, "--json"], capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+                           "openmpi", "--trials", "3", "--repeats", "1", "--gate", "strict",
+                           "--confirm", "3", "--storage", storage], capture_output=True,
+                          text=True, timeout=600, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-1500:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["trials"] == 3 and result["failed_trials"] == 0
     record = optuna.load_study(study_name="demo-openmpi-2nodes", storage=storage)
+    assert len([t for t in record.trials if t.state.is_finished()]) >= 3
     settings = record.user_attrs["commtune"]
     knobs = {d["knob"] for d in settings["space"]}
     assert "btl_tcp_eager_limit" in knobs and "btl_vader_eager_limit" not in knobs
     assert "ctbdemon1,ctbdemon2" in settings["command"]
+    assert _left_over("ctbdemo") == []
+    printed = done.stdout.splitlines()
+    after = printed[printed.index("next:") + 1 :]
+    indented = after[: next((i for i, x in enumerate(after) if not x.startswith("  ")), None)]
+    steps = [line.split("   (")[0].strip() for line in indented]
+    assert steps and all(step.startswith("commtune ") for step in steps), steps
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    for step in steps:
+        ran = subprocess.run(step, shell=True, cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300, check=False)  # fmt: skip
+        assert ran.returncode == 0, f"{step}: {ran.stderr[-1500:]}"
+        if " run --study " in step:
+            assert "ct_demo: ranks 2" in ran.stdout
+    assert (tmp_path / "demo-openmpi-2nodes.html").exists()
     assert _left_over("ctbdemo") == []
 
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 
 from commtune import __version__
-from commtune.cli import interposer, knobs, platform, policy, prediction, studies, tuning
+from commtune.cli import bed, interposer, knobs, platform, policy, prediction, studies, tuning
 from commtune.cli._common import Command, Parser
 from commtune.errors import RunFailed, Stopped, UsageError
 
@@ -24,6 +24,7 @@ COMMANDS: tuple[Command, ...] = (
     *interposer.COMMANDS,
     *policy.COMMANDS,
     *platform.COMMANDS,
+    *bed.COMMANDS,
     *prediction.COMMANDS,
 )
 

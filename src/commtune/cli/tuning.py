@@ -330,7 +330,7 @@ def _print(ui: UI, done: Outcome | Recorded, args: argparse.Namespace) -> int:
         ui.warn(f"knob {knob} was not applied in some trials: {reason}")
     given = normalize_url(args.storage)
     storage = given if given != normalize_url(default_storage()) else None
-    for line in next_steps(result, done.library, storage, done.command):
+    for line in next_steps(result, done.library, storage, done.command, done.bed):
         ui.command(line)
     if args.json:
         print_json({**result.to_json(), **done.extra})

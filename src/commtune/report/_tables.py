@@ -297,16 +297,23 @@ def guided_table(choices: Iterable[Any], title: str) -> Table:
 
 
 def next_steps(
-    result: TuneResult, vendor: str, storage: str | None, command: Sequence[str] | None = None
+    result: TuneResult,
+    vendor: str,
+    storage: str | None,
+    command: Sequence[str] | None = None,
+    bed: tuple[str, int] | None = None,
 ) -> list[str]:
     """What to type next: run with the accepted settings (the tuned ``command`` itself where
     it is not a template), write them out, see the report; ``storage``: the ``--storage``
-    to repeat (None: the default one)."""
+    to repeat (None: the default one). ``bed``: the test bed (name, nodes) the study ran
+    across, gone now: the run goes through ``commtune bed exec`` on one brought up again
+    under the same name (its hosts and agent are in the command), and down after."""
     import re
     import shlex
 
     from commtune.mpi import Vendor
 
+    me = invoked_as()
     given = f" --storage {shlex.quote(storage)}" if storage else ""
     study = shlex.quote(result.study)
     steps = []
@@ -315,10 +322,31 @@ def next_steps(
         fmt, name = impl.settings_file
         templated = not command or any("{" in arg for arg in command)
         launch = f"{impl.launcher_word} ..." if templated else shlex.join(command or ())
+        run = f"{me} run --study {study}{given} -- {launch}"
+        if bed is not None:
+            steps.append(f"  {me} bed up --nodes {bed[1]} --name {bed[0]}")
+            run = f"{me} bed exec {bed[0]} -- {run}"
         steps += [
-            f"  commtune run --study {study}{given} -- {launch}   (runs with these settings)",
-            f"  commtune export {study}{given} --format {fmt} --output {name}",
+            f"  {run}   (runs with these settings)",
+            f"  {me} export {study}{given} --format {fmt} --output {name}",
         ]
+        if bed is not None:
+            steps.append(f"  {me} bed down {bed[0]}")
     page = re.sub(r"[^\w.-]+", "_", result.study) + ".html"
-    steps.append(f"  commtune report {study}{given} -o {page}")
+    steps.append(f"  {me} report {study}{given} -o {page}")
     return ["next:", *steps]
+
+
+def invoked_as() -> str:
+    """How to type commtune again: ``commtune`` where the shell finds this one by that
+    name, else the path it was started from (a virtual environment's ``bin`` not on the
+    ``PATH``)."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    if script is None or script.name != "commtune":
+        return "commtune"
+    found = shutil.which("commtune")
+    return "commtune" if found and Path(found).resolve() == script else str(script)

@@ -65,13 +65,15 @@ from commtune.util import write_atomic
 @dataclass(frozen=True)
 class Outcome:
     """A finished study: its result, the space it searched, the library, the command it
-    tuned (None: a replay) and what the JSON answer adds (the space the profile chose)."""
+    tuned (None: a replay), what the JSON answer adds (the space the profile chose) and
+    the test bed it ran across, if any."""
 
     result: TuneResult
     space: Space
     library: str
     command: Sequence[str] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    bed: tuple[str, int] | None = None  # the test bed it ran on (its name, nodes): gone now
 
 
 @dataclass(frozen=True)

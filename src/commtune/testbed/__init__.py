@@ -5,6 +5,8 @@ by one bridge per rail inside a switch namespace of their own (``testbed/_bed.py
 agent for launchers (Open MPI's ``plm_rsh_agent``, hydra's ``-launcher-exec``): it runs the
 line it is given inside the named node; ``bed.run(node, argv)`` runs a command there.
 ``down()`` removes everything; a bring-up first removes what a bed whose owner died left.
+``up(keep=True)`` leaves it up after this process (``commtune bed``): ``Cluster.load(name)``
+gets it back elsewhere, ``execute(argv, env)`` runs a command in its first node.
 ``SlurmBed(bed).running()``: a Slurm cluster over the bed's nodes (a slurmd in each).
 """
 
@@ -13,10 +15,14 @@ from commtune.testbed._bed import (
     Cluster,
     Node,
     available,
+    beds,
     cleanup_stale,
+    reap,
     rerun_inside,
+    running,
+    teardown,
 )
 from commtune.testbed._slurm import SlurmBed, slurm_available
 
-__all__ = ["BED_PREFIX", "Cluster", "Node", "SlurmBed", "available", "cleanup_stale",
-           "rerun_inside", "slurm_available"]  # fmt: skip
+__all__ = ["BED_PREFIX", "Cluster", "Node", "SlurmBed", "available", "beds", "cleanup_stale",
+           "reap", "rerun_inside", "running", "slurm_available", "teardown"]  # fmt: skip

@@ -16,12 +16,17 @@
 Every bed writes its owner (pid and start time) in its state directory; a bring-up first
 tears down every bed whose owner is gone (after a ``kill -9``), and ``down()`` removes the
 namespaces (killing what runs in them), the links, the hosts block and the state directory.
+A bed brought up to stay (``up(keep=True)``, ``commtune bed up``) has no owner process: it
+stays until ``down``; ``exec`` runs a command in its first node, recorded in the state
+directory while it runs, and whatever a killed ``exec`` left running in the nodes is killed
+by the next ``up``, ``exec`` or ``down`` (:func:`reap`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -39,6 +44,7 @@ STATE_ROOT = Path("/run/commtune-testbed")
 NETNS_DIR = Path("/var/run/netns")
 HOSTS = Path("/etc/hosts")
 SUBNET = "10.78"
+KEEP = "keep"  # the owner of a bed brought up to stay
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,9 @@ class Cluster:
         return [n.name for n in self.members]
 
     # -- bring-up and teardown ------------------------------------------------------------
-    def up(self) -> Cluster:
+    def up(self, keep: bool = False) -> Cluster:
+        """Bring the bed up, owned by this process (gone with it), or with ``keep`` to stay
+        until :meth:`down`."""
         ok, why = available()
         if not ok:
             raise UsageError(why)
@@ -127,13 +135,55 @@ class Cluster:
         if self.state.exists():
             raise UsageError(f"test bed {self.name} is up already (its owner is alive)")
         self.state.mkdir(parents=True)
-        (self.state / "owner").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+        owner = KEEP if keep else f"{os.getpid()} {_start_time(os.getpid())}"
+        (self.state / "owner").write_text(owner + "\n")
         try:
             self._build()
         except BaseException:
             self.down()
             raise
+        (self.state / "bed.json").write_text(json.dumps(self.to_json()))
         return self
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "nodes": self.nodes, "rails": self.rails,
+                "rates": None if self.rates is None else list(self.rates),
+                "members": [[n.name, n.index, list(n.addresses)] for n in self.members],
+                "kept": (self.state / "owner").read_text().strip() == KEEP,
+                "description": self.describe()}  # fmt: skip
+
+    @classmethod
+    def load(cls, name: str) -> Cluster:
+        """The bed ``name`` that is up (brought up by another process)."""
+        try:
+            data = json.loads((STATE_ROOT / name / "bed.json").read_text())
+        except (OSError, ValueError):
+            raise UsageError(f"no test bed {name} is up (commtune bed up)") from None
+        bed = cls(int(data["nodes"]), int(data["rails"]), data["rates"], name=name)
+        bed.members = [Node(n, int(i), tuple(a)) for n, i, a in data["members"]]
+        return bed
+
+    def execute(self, argv: Sequence[str], env: dict[str, str]) -> int:
+        """``argv`` run in the first node with ``env``, recorded while it runs (a ``kill
+        -9`` of this process leaves a record whose owner is gone: :func:`reap`); its exit
+        status, or 128 + the signal that ended it."""
+        reap(self.name)
+        record = self.state / f"exec.{os.getpid()}"
+        record.write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+        try:
+            child = subprocess.Popen(self.command(self.hostnames[0], argv), env=env,
+                                     start_new_session=True)  # fmt: skip
+            try:
+                code = child.wait()
+            except BaseException:  # Ctrl-C, SIGTERM: the command goes with us
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+                raise
+        finally:
+            record.unlink(missing_ok=True)
+            reap(self.name)
+        return code if code >= 0 else 128 - code
 
     def _build(self) -> None:
         _run(["ip", "netns", "add", self.switch], check=True)
@@ -313,11 +363,7 @@ def _namespaces(bed: str) -> list[str]:
 def teardown(bed: str) -> None:
     """Remove bed ``bed`` whole: kill what runs in its namespaces, delete them (the links
     go with them), its hosts block, its hostnames' mounts and its state directory."""
-    for ns in _namespaces(bed):
-        pids = _run(["ip", "netns", "pids", ns]).stdout.split()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
+    _kill_inside(bed)
     for ns in _namespaces(bed):
         _run(["ip", "netns", "del", ns])
     _remove_hosts(bed)
@@ -328,20 +374,66 @@ def teardown(bed: str) -> None:
         shutil.rmtree(state, ignore_errors=True)
 
 
+def _alive(record: Path) -> bool:
+    """Whether the process a record (``owner``, ``exec.*``) names still runs."""
+    try:
+        text = record.read_text().strip()
+        if text == KEEP:
+            return True
+        pid_text, start = text.split()
+        return _start_time(int(pid_text)) == start
+    except (OSError, ValueError):
+        return False
+
+
+def _kill_inside(bed: str) -> list[int]:
+    """Kill every process in bed ``bed``'s namespaces; their pids."""
+    killed = []
+    for ns in _namespaces(bed):
+        for pid in _run(["ip", "netns", "pids", ns]).stdout.split():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
+    return killed
+
+
+def reap(bed: str) -> list[int]:
+    """What a killed ``exec`` of bed ``bed`` left: with no ``exec`` of it alive, every
+    process in its nodes is an orphan and is killed; the pids killed."""
+    state = STATE_ROOT / bed
+    records = list(state.glob("exec.*")) if state.exists() else []
+    live = [r for r in records if _alive(r)]
+    for r in records:
+        if r not in live:
+            r.unlink(missing_ok=True)
+    return [] if live else _kill_inside(bed)
+
+
+def beds() -> list[str]:
+    """The names of the beds that are up (their state directories)."""
+    if not STATE_ROOT.exists():
+        return []
+    return sorted(p.name for p in STATE_ROOT.iterdir() if (p / "owner").exists())
+
+
+def running(bed: str) -> list[int]:
+    """The processes running in bed ``bed``'s nodes."""
+    return [int(pid) for ns in _namespaces(bed) if not ns.endswith("sw")
+            for pid in _run(["ip", "netns", "pids", ns]).stdout.split()]  # fmt: skip
+
+
 def cleanup_stale() -> list[str]:
-    """Tear down every bed whose owner is gone; the names removed."""
+    """Tear down every bed whose owner is gone, and reap what killed commands left in
+    the beds brought up to stay (:func:`reap`); the names removed."""
     removed: list[str] = []
     if not STATE_ROOT.exists():
         return removed
     for state in STATE_ROOT.iterdir():
         if not state.is_dir():  # the hosts lock
             continue
-        try:
-            pid_text, start = (state / "owner").read_text().split()
-            alive = _start_time(int(pid_text)) == start
-        except (OSError, ValueError):
-            alive = False
-        if not alive:
+        if not _alive(state / "owner"):
             teardown(state.name)
             removed.append(state.name)
+        elif (state / "owner").read_text().strip() == KEEP:
+            reap(state.name)
     return removed

@@ -118,8 +118,9 @@ def kill_leftovers() -> list[int]:
     mine = tuner_mark()
     marker = f"{TUNER_VARIABLE}=".encode()
     left = []
+    me = os.geteuid()
     for proc, environ in _proc_files("environ"):
-        if proc == os.getpid():
+        if proc == os.getpid() or _owner(proc) != me:  # another user's are theirs, root too
             continue
         for item in environ.split(b"\0"):
             if item.startswith(marker):
@@ -130,6 +131,13 @@ def kill_leftovers() -> list[int]:
                 break
     _signal_all(left, signal.SIGKILL)
     return left
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 def _signal_all(pids: Iterable[int], sig: int) -> None:
@@ -168,8 +176,10 @@ def _mapped_shm() -> set[str]:
 
 
 def clean_shm(since: float = 0.0, until: float | None = None) -> list[str]:
-    """Remove MPI shared-memory segments that nothing maps any more, last modified in
-    [``since``, ``until``] (``until``: leave alone segments of jobs starting right now)."""
+    """Remove this user's MPI shared-memory segments that nothing maps any more, last
+    modified in [``since``, ``until``] (``until``: leave alone segments of jobs starting
+    right now). Another user's are never touched (on a shared node their maps cannot even
+    be read)."""
     removed: list[str] = []
     if not SHM_DIR.is_dir():
         return removed
@@ -177,7 +187,10 @@ def clean_shm(since: float = 0.0, until: float | None = None) -> list[str]:
     for pattern in SHM_PATTERNS:
         for path in SHM_DIR.glob(pattern):
             try:
-                mtime = path.stat().st_mtime
+                stat = path.stat()
+                mtime = stat.st_mtime
+                if stat.st_uid != os.geteuid():
+                    continue
                 if until is not None and mtime > until:
                     continue
                 if mtime >= since and str(path) not in mapped:
