@@ -77,8 +77,9 @@ def test_knob_spec_lists_and_commas() -> None:
     assert parse_knob_spec(st, "UCX_RNDV_THRESH=8k|64k", "mpich").values == (8192, 65536)
     with pytest.raises(UsageError, match="unknown knob 'NOPE'"):
         parse_knob_spec(st, "NOPE", "mpich")
+    assert parse_knob_spec(st, "UCX_TLS=sm", "mpich").values == ("sm",)  # UCX takes it
     with pytest.raises(UsageError, match="outside its domain"):
-        parse_knob_spec(st, "UCX_TLS=sm", "mpich")
+        parse_knob_spec(st, "UCX_TLS=smoke", "mpich")
 
 
 def test_presets_and_default_space() -> None:
@@ -330,3 +331,60 @@ def test_every_catalog_follows_its_schema(library: str) -> None:
     ]}  # fmt: skip
     found = sorted(".".join(map(str, e.absolute_path)) for e in validator.iter_errors(bad))
     assert found == ["knobs.0.versions", "knobs.1"]
+
+
+def test_ucx_values_users_set_are_values() -> None:
+    """What users set UCX to (UCX_TLS=posix,self or sysv,self, UCX_RNDV_THRESH=inf, any size)
+    is taken, each value keeps an internal value of its own through the search, and what UCX
+    would not take is still refused."""
+    knobs = load_catalog("mpich")
+    tls, rndv = knobs["UCX_TLS"], knobs["UCX_RNDV_THRESH"]
+    for text in ("posix,self", "sysv,self", "^tcp", "tcp,\\cma,self"):
+        assert tls.parse(text) == text
+    with pytest.raises(UsageError, match="outside its domain"):
+        tls.parse("posix,carrier-pigeon")
+    values = [rndv.parse(t) for t in ("inf", "auto", "8k", "100000", "0")]
+    assert values == ["inf", "auto", 8192, 100000, 0]
+    internals = [rndv.to_internal(v) for v in values]
+    assert len(set(internals)) == len(values)
+    assert [rndv.from_internal(i) for i in internals] == values
+    assert internals[2] == 13 and internals[1] == -1  # the domain's and the default's as before
+    with pytest.raises(UsageError):
+        rndv.parse("fast")
+    with pytest.raises(UsageError):
+        rndv.parse("-5")
+    specs = ["UCX_TLS=posix,self|sysv,self", "UCX_RNDV_THRESH=inf,auto,64k"]
+    space = build_space(statuses("mpich"), "mpich", specs)
+    dims = {d.knob.name: d.values for d in space.dimensions}
+    assert dims == {"UCX_TLS": ("posix,self", "sysv,self"),
+                    "UCX_RNDV_THRESH": ("inf", "auto", 65536)}  # fmt: skip
+
+
+def test_ucx_info_gives_the_domain_of_a_ucx_knob() -> None:
+    """The transports and aliases ucx_info describes for UCX_TLS, and the words of a memory
+    unit's syntax, widen the catalog's knob (``layer_domain``)."""
+    from commtune.knobs._discovery import layer_domain, parse_ucx_info
+
+    text = """#
+# Comma-separated list of transports to use. The order is not meaningful.
+#  - all     : use all the available transports.
+#  - sm/shm  : all shared memory transports (mm, cma, knem).
+#  - frob    : a transport of a newer UCX.
+#
+# syntax:    comma-separated list (use "all" for including all items or '^' for negation) of: string
+#
+UCX_TLS=all
+
+#
+# syntax:    memory units: <number>[b|kb|mb|gb], "inf", or "auto"
+#
+UCX_ZCOPY_THRESH=auto
+"""
+    found = parse_ucx_info(text)
+    knobs = load_catalog("mpich")
+    tls = layer_domain(knobs["UCX_TLS"], found["UCX_TLS"])
+    assert {"all", "sm", "shm", "frob"} <= set(tls.items)
+    assert tls.parse("frob,self") == "frob,self"
+    zcopy = layer_domain(knobs["UCX_ZCOPY_THRESH"], found["UCX_ZCOPY_THRESH"])
+    assert zcopy.any_size and set(zcopy.words) == {"inf", "auto"}
+    assert zcopy.parse("3000") == 3000

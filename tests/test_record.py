@@ -18,7 +18,7 @@ from commtune.race._surfaces import cat_knob, int_knob
 from commtune.trial import Executor, ReplayExecutor, RunRecord
 from commtune.tune import record
 
-from .conftest import last_json, run_cli
+from .conftest import last_json, needs_mpich, run_cli
 
 METRIC = r"regex:time ([0-9.eE+-]+) s"
 
@@ -124,3 +124,32 @@ def test_record_refuses_what_it_cannot_do(
         assert code == 2
         assert said in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@needs_mpich
+def test_ucx_values_users_set_are_recorded_run_and_replayed_on_mpich(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MPICH over UCX (Debian's ch4:ucx) with what users set UCX to: transport lists and
+    ``inf``, each run with UCX taking it (a refused value fails the run), recorded, then a
+    study replayed from the table under the MPICH library."""
+    inst = installation_of("mpich")
+    if "ucx" not in inst.device:
+        pytest.skip(f"{inst.describe()} does not run over UCX")
+    demo = str(native.build(inst, "demo/ct_demo.c"))
+    table = tmp_path / "table.json"
+    knobs = ["--knob", "UCX_TLS=posix,self|sysv,self", "--knob", "UCX_RNDV_THRESH=inf,auto"]
+    code, out, err = run_cli(["tune", "--mpi", "mpich", "--record", str(table), "--repeats",
+                              "1", *knobs, "--metric", METRIC, "--json", "--",
+                              *inst.command(2, [demo, "100"])], capsys)  # fmt: skip
+    assert code == 0, err
+    assert last_json(out)["failed"] == 0, out
+    data = json.loads(table.read_text())
+    recorded = {(t["params"]["UCX_TLS"], t["params"]["UCX_RNDV_THRESH"]) for t in data["trials"]}
+    assert recorded == {(tls, thresh) for tls in ("posix,self", "sysv,self")
+                        for thresh in ("inf", "auto")} - {("all", "auto")}  # fmt: skip
+    code, out, err = run_cli(["tune", "--mpi", "mpich", "--replay", str(table), *knobs,
+                              "--storage", f"sqlite:///{tmp_path}/r.db", "--trials", "4",
+                              "--confirm", "0", "--json"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert last_json(out)["runs"] >= 4

@@ -72,4 +72,7 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
         mpit=entry.get("mpit"),
         bounds=bounds,
         binding=entry.get("binding", False),
+        words=tuple(entry.get("words", ())),
+        any_size=entry.get("any_size", False),
+        items=tuple(entry.get("items", ())),
     )

@@ -172,7 +172,7 @@ def parse_ucx_info(text: str) -> dict[str, Variable]:
         syntax = next((c.split(":", 1)[1].strip() for c in comment if c.startswith("syntax:")), "")
         words = [c for c in comment if c and not c.startswith("syntax:")]
         kind, enumerators = _ucx_kind(syntax)
-        out[name] = Variable(name, value, enumerators, " ".join(words), kind)
+        out[name] = Variable(name, value, enumerators, " ".join(words), kind, syntax=syntax)
         comment = []
     return out
 
@@ -189,7 +189,7 @@ def _ucx_kind(syntax: str) -> tuple[str, tuple[str, ...]]:
 @functools.cache
 def discover(installation: Installation) -> dict[str, Variable]:
     """Control variables of the installation, by name (cached per installation)."""
-    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v5"
+    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v6"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     path = native.cache_dir() / "discovery" / f"{safe}.json"
     if path.exists():
@@ -247,7 +247,8 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
         if knob.requires_device is not None:
             ok = knob.requires_device in installation.device
             reason = "" if ok else f"needs the {knob.requires_device} device"
-            out[name] = KnobStatus(knob, ok, reason)
+            var = variables.get(name)
+            out[name] = KnobStatus(layer_domain(knob, var) if var else knob, ok, reason)
             continue
         if knob.apply in (Apply.INFO, Apply.HDF5, Apply.LAUNCH):
             # a hint or an HDF5 property: found at run time, in the program's own MPI-IO or
@@ -276,6 +277,25 @@ def installed_knobs(installation: Installation) -> dict[str, KnobStatus]:
             knob = replace(knob, choices=tuple(known + extra))
         out[name] = KnobStatus(knob, True)
     return out
+
+
+_UCX_ITEM = re.compile(r"(?:^|\s)- ([\w/]+)\s*:")
+
+
+def layer_domain(knob: Knob, var: Variable) -> Knob:
+    """``knob`` taking what the layer's own tool says its variable takes (``ucx_info``'s
+    syntax: memory units take any size, "inf" and "auto"; a transport list takes the
+    transports and aliases it describes), beside what the catalog lists."""
+    syntax = var.syntax
+    if syntax.startswith("memory units") and knob.type in (KnobType.INT, KnobType.LOG2):
+        words = [w for w in ("inf", "auto") if f'"{w}"' in syntax]
+        return replace(knob, any_size=True,
+                       words=tuple(dict.fromkeys([*knob.words, *words])))  # fmt: skip
+    if syntax.startswith("comma-separated list") and knob.type is KnobType.CATEGORICAL:
+        described = [w for group in _UCX_ITEM.findall(var.description) for w in group.split("/")]
+        extra = ["all"] if '"all"' in syntax else []
+        return replace(knob, items=tuple(dict.fromkeys([*knob.items, *described, *extra])))
+    return knob
 
 
 def integer_value(text: str | None) -> int | None:

@@ -107,6 +107,15 @@ class Knob:
     bounds: tuple[tuple[str, int | None, int | None], ...] = ()
     # Where the ranks run (process binding): read back from each rank's CPU set.
     binding: bool = False
+    # What the library takes beyond the search domain (low/high, choices), so that a value
+    # a user sets by hand or a recorded table holds is never refused when the library takes
+    # it: ``words``, text values besides numbers (UCX's "inf", "auto"); ``any_size``, any
+    # size, not only the domain's powers of two; ``items``, any comma list of these (UCX_TLS's
+    # transports, "^" or a backslash before one as UCX allows). The domains of UCX's own variables
+    # come from ``ucx_info`` (``knobs._discovery``), the catalog's where it is not there.
+    words: tuple[str, ...] = ()
+    any_size: bool = False
+    items: tuple[str, ...] = ()
 
     def at_version(self, version: str) -> Knob:
         """The knob as the library at ``version`` takes it (its ``bounds``)."""
@@ -164,11 +173,13 @@ class Knob:
                 return False
             raise UsageError(f"knob {self.name}: {text!r} is not a boolean (use 0/1/true/false)")
         if self.type is KnobType.CATEGORICAL:
-            if text not in self.choices:
+            if text not in self.choices and not self._listed(text):
                 raise UsageError(
                     f"knob {self.name}: value {text!r} is outside its domain "
                     f"({', '.join(self.choices)})"
                 )
+            return text
+        if text in self.words:
             return text
         try:
             number = parse_size(text)
@@ -183,6 +194,12 @@ class Knob:
     def check(self, value: Value) -> None:
         """UsageError unless ``value`` is in the domain (the default always is)."""
         if value == self.default and type(value) is type(self.default):
+            return
+        if isinstance(value, str) and (value in self.words or self._listed(value)):
+            return
+        if self.any_size and isinstance(value, int) and not isinstance(value, bool):
+            if value < 0:
+                raise UsageError(f"knob {self.name}: value {value} is not a size")
             return
         if self.type in (KnobType.INT, KnobType.LOG2):
             assert self.low is not None and self.high is not None
@@ -203,6 +220,11 @@ class Knob:
         elif value not in self.domain():
             raise UsageError(f"knob {self.name}: value {value!r} is outside its domain")
 
+    def _listed(self, text: str) -> bool:
+        """Whether ``text`` is a comma list of ``items`` (each may start with ^ or a backslash)."""
+        words = [w.strip().lstrip("^\\") for w in text.split(",")]
+        return bool(self.items) and all(w in self.items for w in words)
+
     def format(self, value: Value) -> str:
         """The value as the library reads it from the environment or a file."""
         if isinstance(value, bool):
@@ -210,15 +232,29 @@ class Knob:
         return str(value)
 
     def to_internal(self, value: Value) -> Value:
+        """The value the search sees (LOG2: the exponent; the default, when it is not a
+        power of two, -1; a word the library takes, -2 - its index; another size, -10 -
+        the size: each its own, and reversible)."""
         if self.type is KnobType.LOG2:
+            odd = not isinstance(value, int) or value <= 0 or value & (value - 1)
+            if odd and value == self.default and type(value) is type(self.default):
+                return -1  # "auto", 0, 68 KiB (see check())
+            if isinstance(value, str) and value in self.words:
+                return -2 - self.words.index(value)
             if not isinstance(value, int) or value <= 0 or value & (value - 1):
-                return -1  # only the default may be ("auto", 0, 68 KiB; see check())
+                return -10 - int(value) if isinstance(value, int) and value >= 0 else -1
             return value.bit_length() - 1
         return value
 
     def from_internal(self, internal: Any) -> Value:
+        if isinstance(internal, str) and internal in self.words:
+            return internal
         if self.type is KnobType.LOG2:
             exponent = int(internal)
+            if exponent <= -10:
+                return -10 - exponent
+            if exponent <= -2 and -2 - exponent < len(self.words):
+                return self.words[-2 - exponent]
             return self.default if exponent < 0 else 1 << exponent
         if self.type is KnobType.INT:
             return int(internal)

@@ -76,17 +76,18 @@ class Variable:
     # (:meth:`MPIVendor.mpit_name`): Intel MPI's ``I_MPI_SHM_CMA`` is MPI_T's
     # ``MPIR_CVAR_INTEL_SHM_CMA``; "" where MPI_T cannot read it back. None: the rule.
     mpit: str | None = None
+    syntax: str = ""  # what the layer says it takes, where it says (UCX's "syntax:" line)
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "enumerators": list(self.enumerators),
                 "description": self.description, "kind": self.kind,
-                "settable": self.settable, "mpit": self.mpit}  # fmt: skip
+                "settable": self.settable, "mpit": self.mpit, "syntax": self.syntax}  # fmt: skip
 
     @classmethod
     def from_json(cls, name: str, data: Mapping[str, Any]) -> Variable:
         return cls(name, data["value"], tuple(data["enumerators"]), data["description"],
                    data.get("kind", ""), data.get("settable", True),
-                   data.get("mpit"))  # fmt: skip
+                   data.get("mpit"), data.get("syntax", ""))  # fmt: skip
 
 
 class MPIVendor(abc.ABC):
