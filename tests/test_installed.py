@@ -180,3 +180,18 @@ def test_cleaning_leaves_other_users_segments() -> None:
     finally:
         mine.unlink(missing_ok=True)
         theirs.unlink(missing_ok=True)
+
+
+def test_the_demo_as_an_ordinary_user_tunes_on_one_node_and_says_why(
+    installed: tuple[Path, Path],
+) -> None:
+    commtune, home = installed
+    storage = f"sqlite:///{home / 'demo.db'}"
+    done = _as_user(home, [str(commtune), "demo", "--nodes", "auto", "--mpi", "mpich",
+                           "--max-runs", "16", "--storage", storage])  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert "commtune demo: the one-node demo (the test bed needs root" in done.stderr
+    # its next steps name the installed commtune, which is not on this user's PATH
+    assert f"  {commtune} report demo-mpich" in done.stdout
+    done = _as_user(home, [str(commtune), "bed", "up"])
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "needs root" in done.stderr
