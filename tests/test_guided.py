@@ -3,6 +3,7 @@ the knobs whose mechanisms the program exercises, ordered by the MPI time they c
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ from commtune.knobs import installed_knobs, load_catalog
 from commtune.mpi import installation_of
 from commtune.profile import Profile, guided
 
-from .conftest import last_json, run_cli
+from .conftest import INSTALLATIONS, last_json, run_cli
 
 METRIC = r"regex:time ([0-9.eE+-]+) s"
+PROGRAMS = Path(__file__).parent / "programs"
 
 
 def _op(cls: str, time: float, calls: int = 10, low: int = 8, high: int = 8) -> dict[str, Any]:
@@ -37,24 +39,65 @@ def test_the_mechanisms_exercised_choose_the_knobs_by_their_share() -> None:
         "MPI_Waitall": _op("wait", 0.1),
         "MPI_Allreduce": _op("coll", 0.6, calls=900, high=1 << 20),
         "MPI_Bcast": _op("coll", 0.02),  # 2 %: below the threshold
-        "MPI_Barrier": _op("coll", 0.08),  # no knob of its own
+        "MPI_Barrier": _op("coll", 0.08),
     })  # fmt: skip
     choices = guided(profile, knobs)
     names = [c.knob for c in choices]
-    # allreduce 60 %, point-to-point 30 % (sends and their waits), the segment size of the
-    # chosen component at half its collective's share; han's segment size (its algorithm is
-    # not chosen), bcast (2 %) and every I/O hint are left out
+    # allreduce 60 %, point-to-point 30 % (sends and their waits), barrier 8 %, the segment
+    # size of the chosen component at half its collective's share; han's segment size (its
+    # algorithm is not chosen), bcast (2 %) and every I/O hint are left out
     assert names[0] == "coll_tuned_allreduce_algorithm"
     assert set(names[1:]) == {"btl_vader_eager_limit", "btl_vader_single_copy_mechanism",
-                              "coll_tuned_allreduce_algorithm_segmentsize"}  # fmt: skip
+                              "coll_tuned_allreduce_algorithm_segmentsize",
+                              "coll_tuned_barrier_algorithm"}  # fmt: skip
     assert [round(c.impact, 2) for c in choices][:2] == [0.6, 0.3]
     assert not any("coll_han" in n or "bcast" in n or "romio" in n for n in names)
-    assert len(choices) <= 6
+    assert len(choices) <= 6 and len(set(names)) == len(names)
     assert choices[0].reason == "MPI_Allreduce: 60% of MPI time, 900 calls, 8 B-1 MiB"
     eager = next(c for c in choices if c.knob == "btl_vader_eager_limit")
     assert eager.reason == "point-to-point: 30% of MPI time, messages 8 KiB-512 KiB"
     across = [c.knob for c in guided(profile, knobs, across_nodes=True)]
     assert "btl_tcp_eager_limit" in across and "btl_vader_eager_limit" not in across
+
+
+@pytest.mark.parametrize(("library", "version", "knob"), [
+    ("openmpi", "4.1.4", "coll_tuned_alltoallv_algorithm"),
+    ("openmpi", "5.0.8", "coll_tuned_alltoallv_algorithm"),
+    ("mpich", "4.0.2", "MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM"),
+    ("intel", "2021.16", "I_MPI_ADJUST_ALLTOALLV"),
+])  # fmt: skip
+def test_an_alltoallv_program_gets_the_alltoallv_algorithm(
+    library: str, version: str, knob: str
+) -> None:
+    """The integer sort's profile (MPI_Alltoallv 58 % of MPI time, MPI_Allreduce 32 %, a
+    barrier): its space holds the all-to-all-v algorithm first, on every library, and every
+    other collective the profile records gets the knob that selects its algorithm."""
+    knobs = [k for k in load_catalog(library).values() if k.in_version(version)]
+    profile = _profile({
+        "MPI_Alltoallv": _op("coll", 0.82, calls=10, high=1 << 20),
+        "MPI_Allreduce": _op("coll", 0.46),
+        "MPI_Barrier": _op("coll", 0.08),
+        "MPI_Reduce_scatter_block": _op("coll", 0.1),
+    })  # fmt: skip
+    choices = guided(profile, knobs)
+    assert choices[0].knob == knob and choices[0].reason.startswith("MPI_Alltoallv: ")
+    ops = {k.collective for k in knobs if k.name in {c.knob for c in choices}}
+    assert {"alltoallv", "allreduce", "barrier", "reduce_scatter_block"} <= ops
+
+
+def test_every_collective_the_profile_records_has_an_algorithm_knob() -> None:
+    """Every collective libcommtune wraps has a knob selecting its algorithm in each
+    library's catalog (the v-variants, reduce_scatter(_block), gather(v), scatter(v),
+    barrier, (ex)scan), where the library lets one choose it."""
+    protos = Path(native.NATIVE_DIR) / "interposer" / "mpi.protos"
+    wrapped = {line.split("MPI_", 1)[1].split("(")[0].lower()
+               for line in protos.read_text().splitlines() if line.startswith("coll ")}  # fmt: skip
+    # what a library has no algorithm variable for
+    none = {"openmpi": {"alltoallw", "gatherv", "scatterv"}, "mpich": set(),
+            "intel": {"alltoallw"}}  # fmt: skip
+    for library, missing in none.items():
+        have = {k.collective for k in load_catalog(library).values() if k.collective}
+        assert wrapped - missing <= have, (library, wrapped - missing - have)
 
 
 def test_io_hdf5_and_oversubscription() -> None:
@@ -109,3 +152,26 @@ def test_no_knob_named_the_first_reference_run_chooses_the_space(
     again = last_json(out)
     assert "space_from_profile" not in again and again["study"] == data["study"]
     assert len(count.read_text().split()) // 2 == again["runs"] > data["runs"]
+
+
+@pytest.mark.parametrize("mpi", INSTALLATIONS)
+def test_an_alltoallv_program_tuned_with_no_knob_gets_its_algorithm(
+    mpi: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The integer sort's exchange (``tests/programs/sort.c``: MPI_Alltoallv with uneven
+    counts, most of its MPI time), tuned with no knob named on every installation: the
+    profile's space holds the library's all-to-all-v algorithm, for the reason of its
+    share."""
+    inst = installation_of(mpi)
+    program = tmp_path / "sort"
+    subprocess.run([inst.mpicc, "-O2", "-o", str(program), str(PROGRAMS / "sort.c")],
+                   check=True, env=inst.tool_env())  # fmt: skip
+    argv = ["tune", "--mpi", mpi, "--storage", f"sqlite:///{tmp_path}/s.db", "--trials", "1",
+            "--repeats", "1", "--confirm", "0", "--metric", METRIC, "--json", "--",
+            *inst.command(2, [str(program), "20", str(1 << 17)])]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    chosen = {c["knob"]: c["reason"] for c in last_json(out)["space_from_profile"]}
+    knob = inst.impl.algorithm_knob("alltoallv")
+    assert knob in chosen, chosen
+    assert chosen[knob].startswith("MPI_Alltoallv: ")

@@ -75,4 +75,5 @@ def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:
         words=tuple(entry.get("words", ())),
         any_size=entry.get("any_size", False),
         items=tuple(entry.get("items", ())),
+        collective=entry.get("collective"),
     )

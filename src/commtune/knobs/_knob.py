@@ -116,6 +116,9 @@ class Knob:
     words: tuple[str, ...] = ()
     any_size: bool = False
     items: tuple[str, ...] = ()
+    # The MPI operation whose algorithm (or segment size) it selects, lower case without
+    # ``MPI_``: "alltoallv", "reduce_scatter_block", "iallreduce" (the profile's guide).
+    collective: str | None = None
 
     def at_version(self, version: str) -> Knob:
         """The knob as the library at ``version`` takes it (its ``bounds``)."""

@@ -7,9 +7,11 @@ time that mechanism carried as its expected impact:
 * point-to-point calls (sends, receives and their waits): the transport's protocol knobs
   (the ``p2p`` group on one node, the ``network`` group across nodes), with the message
   sizes seen;
-* each collective that takes ``MIN_SHARE`` or more of the MPI time: its own algorithm knob
-  (and the same component's segment size, at half the impact: it matters only for some
-  algorithms; a component whose algorithm is not chosen, e.g. han's, is left out);
+* each collective that takes ``MIN_SHARE`` or more of the MPI time (every one the profile
+  records: the v-variants, reduce_scatter(_block), gather(v), scatter(v), barrier,
+  (ex)scan): the knobs that select its algorithm (the catalog's ``collective``), and the
+  same component's segment size, at half the impact (it matters only for some algorithms;
+  a component whose algorithm is not chosen, e.g. han's, is left out);
 * MPI-IO calls: the I/O hints, the HDF5 properties only if HDF5 opened the file (the
   catalog's first ``PER_LAYER`` of each: there are 8-13 of each layer);
 * more ranks than cores on a node: the progress knobs (yielding, binding).
@@ -31,7 +33,6 @@ MIN_SHARE = 0.05  # a mechanism carrying less of the MPI time is left out
 MAX_KNOBS = 6
 PER_LAYER = 3  # I/O hints: the catalog's first 3 of MPI-IO's, and of HDF5's where it is used
 P2P_CLASSES = ("send", "recv", "wait")
-COLLECTIVES = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
 
 
 @dataclass(frozen=True)
@@ -70,16 +71,14 @@ def guided(profile: Profile, knobs: Iterable[Knob], across_nodes: bool = False) 
     for knob in available:
         if group in knob.presets and (knob.default_space or across_nodes):
             add(knob, share, reason)
-    for coll in COLLECTIVES:
-        name = f"MPI_{coll.capitalize()}"
-        op = ops.get(name)
-        if op is None:
+    for name, op in ops.items():
+        if op.get("class") != "coll":
             continue
+        coll = name.removeprefix("MPI_").lower()
         share = _time(op) / total
         calls = int(op.get("calls", {}).get("mean", 0))
         reason = f"{name}: {share:.0%} of MPI time, {calls} calls, {_sizes([op])}"
-        mine = [k for k in available if "collectives" in k.presets
-                and coll in k.name.lower().split("_")]  # fmt: skip
+        mine = [k for k in available if k.collective == coll]
         algorithms = [k for k in mine if not _segment(k)]
         for knob in algorithms:
             add(knob, share, reason)
