@@ -1,0 +1,104 @@
+"""Live studies of real programs as a user runs them (issue 42, point 5): ``commtune tune``
+with no knob named (the profile chooses the space), ``--json``, on each program x
+installation; a table of the space chosen (and whether it holds the algorithm of the
+collective the program spends most in), the verdict, the expected gain with its interval,
+and the runs.
+
+    python benchmarks/apps/live.py --sources DIR [--apps comd,amg] [--mpis openmpi,mpich]
+        [--max-runs 30] [--out docs/benchmarks/issue42-live.md]
+
+DIR holds a snapshot of each program's repository, named as ``fetch`` names it
+(``ECP-copa+CoMD``, ``LLNL+AMG``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from apps import APPS, BuildError
+
+from commtune.mpi import installation_of
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sources", type=Path, required=True)
+    p.add_argument("--apps", default=",".join(APPS))
+    p.add_argument("--mpis", default="openmpi,mpich,openmpi@5,mpich@5,intel")
+    p.add_argument("--max-runs", type=int, default=30)
+    p.add_argument("--out", type=Path)
+    args = p.parse_args()
+    rows = []
+    for name in args.apps.split(","):
+        app = APPS[name]
+        source = args.sources / app.repo.replace("/", "+")
+        for spec in args.mpis.split(","):
+            inst = installation_of(spec)
+            row = {"app": name, "mpi": inst.name}
+            try:
+                binary = app.build(source, inst)
+            except BuildError as exc:
+                rows.append({**row, "error": str(exc)})
+                print(f"{name} {spec}: not built: {exc}", file=sys.stderr)
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                work = Path(tmp)
+                command = app.command(inst, binary, work)
+                argv = [sys.executable, "-m", "commtune", "tune", "--mpi", inst.prefix,
+                        "--metric", app.metric, "--max-runs", str(args.max_runs),
+                        "--storage", f"sqlite:///{work / 's.db'}", "--json", "--",
+                        *command]  # fmt: skip
+                t0 = time.perf_counter()
+                done = subprocess.run(argv, cwd=work, capture_output=True, text=True,
+                                      check=False)  # fmt: skip
+                seconds = time.perf_counter() - t0
+            if done.returncode != 0:
+                rows.append({**row, "error": done.stderr.strip().splitlines()[-1:]})
+                print(f"{name} {spec}: failed: {done.stderr[-400:]}", file=sys.stderr)
+                continue
+            data = json.loads(done.stdout.strip().splitlines()[-1])
+            space = [c["knob"] for c in data.get("space_from_profile", [])]
+            rows.append({**row, "space": space,
+                         "reasons": [c["reason"] for c in data.get("space_from_profile", [])],
+                         "accepted": data.get("accepted"), "speedup": data.get("speedup"),
+                         "interval": data.get("speedup_ci"), "risk": data.get("risk"),
+                         "runs": data.get("runs"), "seconds": round(seconds),
+                         "said": data.get("said") or data.get("reason")})  # fmt: skip
+            print(json.dumps(rows[-1]), file=sys.stderr)
+    text = _table(rows)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+def _table(rows: list[dict]) -> str:
+    lines = [
+        "| program | MPI | space the profile chose (first: highest share) | verdict | "
+        "expected speedup (90 % interval) | runs | time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['app']} | {r['mpi']} | not run: {r['error']} | | | | |")
+            continue
+        lo, hi = r["interval"] or (None, None)
+        gain = f"{r['speedup']:.3f}x ({lo:.3f}-{hi:.3f})" if r["speedup"] and lo else "-"
+        verdict = "accepted" if r["accepted"] else "defaults kept"
+        lines.append(
+            f"| {r['app']} | {r['mpi']} | {', '.join(r['space']) or '-'} | "
+            f"{verdict} | {gain} | {r['runs']} | {r['seconds']} s |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
