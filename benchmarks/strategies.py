@@ -492,21 +492,35 @@ def tables_table(rows: list[dict]) -> str:
         said = f"{bias:.3f} ({r['ours']['handed']})" if bias is not None else "-"
         name = Path(r["table"]).stem.removeprefix("table-")
         lines.append(f"| {name} | {r['optimum_speedup']:.2f}x | {cells} | {said} |")
-    med = {k: float(np.median([r[k]["gain"] for r in rows])) for k in KEYS}
-    tail = {k: sum(r[k]["tail"] for r in rows) for k in KEYS}
-    seeds = {k: sum(r[k]["seeds"] for r in rows) for k in KEYS}
-    share = {k: float(np.median([r[k]["share"] for r in rows])) for k in KEYS}
-    total = " | ".join(f"**{100 * med[k]:.0f} %** (tail {tail[k]}/{seeds[k]}; share "
-                       f"{100 * share[k]:.1f} %)" for k in KEYS)  # fmt: skip
-    lines.append(f"| **median table** | | {total} | |")
+    groups = {"project's programs": [r for r in rows if not _real(r)],
+              "real programs": [r for r in rows if _real(r)]}  # fmt: skip
+    for label, members in [("", rows), *groups.items()] if all(groups.values()) else [("", rows)]:
+        med = {k: float(np.median([r[k]["gain"] for r in members])) for k in KEYS}
+        tail = {k: sum(r[k]["tail"] for r in members) for k in KEYS}
+        seeds = {k: sum(r[k]["seeds"] for r in members) for k in KEYS}
+        share = {k: float(np.median([r[k]["share"] for r in members])) for k in KEYS}
+        total = " | ".join(f"**{100 * med[k]:.0f} %** (tail {tail[k]}/{seeds[k]}; share "
+                           f"{100 * share[k]:.1f} %)" for k in KEYS)  # fmt: skip
+        name = f"median table{', ' + label if label else ''} ({len(members)})"
+        lines.append(f"| **{name}** | | {total} | |")
     bias = [r["ours"]["bias"] for r in rows if r["ours"]["bias"] is not None]
     if bias:
         lines.append(f"\nthe tuner's estimate over the truth of what it handed back: "
                      f"{min(bias):.3f}-{max(bias):.3f} over the tables")  # fmt: skip
-    wins = sum(r["ours"]["gain"] >= max(r["tpe"]["gain"], r["random"]["gain"]) - 1e-9
-               for r in rows)  # fmt: skip
-    lines.append(f"\ntuner's gain >= TPE's and random's on {wins} of {len(rows)} tables")
+    for label, members in [("", rows), *groups.items()] if all(groups.values()) else [("", rows)]:
+        wins = sum(r["ours"]["gain"] >= max(r["tpe"]["gain"], r["random"]["gain"]) - 1e-9
+                   for r in members)  # fmt: skip
+        said = f" ({label})" if label else ""
+        lines.append(
+            f"\ntuner's gain >= TPE's and random's on {wins} of {len(members)} tables{said}"
+        )
     return "\n".join(lines)
+
+
+def _real(row: dict) -> bool:
+    """A table of a real program (``benchmarks/apps``: ``table-app-*``), not of the
+    project's own programs."""
+    return Path(row["table"]).stem.startswith("table-app-")
 
 
 def main() -> int:

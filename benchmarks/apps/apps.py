@@ -84,6 +84,8 @@ class App:
 
 def _digest(source: Path) -> str:
     """The source tree's identity: its git HEAD where it is a checkout, else its file list."""
+    if not source.is_dir():  # a program the installation ships (IMB)
+        return ""
     head = source / ".git" / "HEAD"
     if head.exists():
         return head.read_text()
@@ -337,7 +339,7 @@ APPS = {
             (),
             _imb_build,
             _imb_args,
-            r"regex:^\s+1048576\s+\d+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)",
+            r"regex:\n\s+1048576\s+\d+\s+[0-9.]+\s+[0-9.]+\s+([0-9.]+)",
         ),
     )
 }

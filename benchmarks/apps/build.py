@@ -7,7 +7,6 @@ and print the command that tunes it (or, with ``--run``, run it once and print t
 from __future__ import annotations
 
 import argparse
-import re
 import shlex
 import subprocess
 import sys
@@ -19,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from apps import APPS, BuildError
 
 from commtune.mpi import installation_of
+from commtune.trial import Objective
 
 
 def main() -> int:
@@ -65,13 +65,10 @@ def main() -> int:
         if done.returncode != 0:
             print(f"run failed ({done.returncode}): {done.stderr[-800:]}", file=sys.stderr)
             return 1
-        value = wall
-        if app.metric.startswith("regex:"):
-            found = re.search(app.metric[6:], done.stdout, re.MULTILINE)
-            if found is None:
-                print(f"no metric in its output: {done.stdout[-800:]}", file=sys.stderr)
-                return 1
-            value = float(found.group(1))
+        value = Objective.parse(app.metric).extract(wall, done.stdout)  # as commtune reads it
+        if value is None:
+            print(f"no metric in its output: {done.stdout[-800:]}", file=sys.stderr)
+            return 1
         print(f"# ran in {wall:.2f} s; metric {value:g}", file=sys.stderr)
     return 0
 
