@@ -165,6 +165,7 @@ def test_the_bed_command_runs_a_plain_launch_across_four_nodes_and_leaves_nothin
     subprocess.run([inst.mpicc, "-o", str(program), str(tmp_path / "where.c")], check=True,
                    env=inst.tool_env())  # fmt: skip
     name = "ctbcli"
+    _bed("down", name)  # what an interrupted run of this test left, if anything
     up = _bed("up", "--nodes", "4", "--name", name, "--json")
     try:
         assert up.returncode == 0, up.stderr
