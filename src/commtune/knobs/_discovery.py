@@ -14,6 +14,7 @@ one MPI launch per machine, not per command.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -188,8 +189,13 @@ def _ucx_kind(syntax: str) -> tuple[str, tuple[str, ...]]:
 
 @functools.cache
 def discover(installation: Installation) -> dict[str, Variable]:
-    """Control variables of the installation, by name (cached per installation)."""
-    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-v6"
+    """Control variables of the installation, by name (cached per installation and per
+    catalog: the catalog's choices help read the library's descriptions, so a catalog that
+    gains a knob reads them again)."""
+    catalog = load_catalog(installation.vendor.value)
+    known = json.dumps(sorted((k.name, k.choices) for k in catalog.values()))
+    digest = hashlib.sha256(known.encode()).hexdigest()[:10]
+    key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-{digest}"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     path = native.cache_dir() / "discovery" / f"{safe}.json"
     if path.exists():
