@@ -71,3 +71,22 @@ def test_an_atomic_write_keeps_a_device_and_the_files_mode(tmp_path: Path) -> No
     with atomic_path(program, mode=0o777) as tmp:
         tmp.write_text("#!/bin/sh\n")
     assert stat.S_IMODE(program.stat().st_mode) == 0o777 & ~mask and os.access(program, os.X_OK)
+
+
+def test_a_study_is_named_after_the_program_not_its_input_or_output(tmp_path: Path) -> None:
+    """SNAP's command ends with its input file and ``/dev/stdout``: the study's automatic
+    name is the executable's; with no executable file named, the last path, else the first
+    word."""
+    from commtune.knobs import Space
+    from commtune.service import default_study_name
+
+    program, given = tmp_path / "gsnap", tmp_path / "snap.inp"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    given.write_text("")
+    space = Space("openmpi", ())
+    argv = ["mpirun", "-n", "2", str(program), str(given), "/dev/stdout"]
+    assert default_study_name(argv, "openmpi", space).startswith("gsnap-openmpi-")
+    missing = ["mpirun", "-n", "2", "/nowhere/app", "42"]
+    assert default_study_name(missing, "mpich", space).startswith("app-mpich-")
+    assert default_study_name(["true"], "mpich", space).startswith("true-mpich-")

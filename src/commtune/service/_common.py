@@ -25,8 +25,12 @@ from commtune.trial import probe_space
 
 
 def default_study_name(command: Sequence[str], library: str, space: Space) -> str:
-    program = next((os.path.basename(a) for a in reversed(command) if os.path.sep in a), None)
-    program = program or os.path.basename(command[0])
+    """``PROGRAM-LIBRARY-DIGEST``: the program is the last executable file the command names
+    (not an input file or ``/dev/stdout`` after it), else its last path, else its first word."""
+    paths = [a for a in reversed(command) if os.path.sep in a]
+    runnable = (a for a in paths if os.path.isfile(a) and os.access(a, os.X_OK))
+    program = next(runnable, None) or next(iter(paths), None) or command[0]
+    program = os.path.basename(program)
     digest = hashlib.sha256(json.dumps([list(command), space.to_json()]).encode()).hexdigest()
     return f"{program}-{library}-{digest[:6]}"
 
