@@ -494,7 +494,9 @@ def tables_table(rows: list[dict]) -> str:
         lines.append(f"| {name} | {r['optimum_speedup']:.2f}x | {cells} | {said} |")
     groups = {"project's programs": [r for r in rows if not _real(r)],
               "real programs": [r for r in rows if _real(r)]}  # fmt: skip
-    for label, members in [("", rows), *groups.items()] if all(groups.values()) else [("", rows)]:
+    # every table, then each group where both have tables
+    parts = [("", rows), *groups.items()] if all(groups.values()) else [("", rows)]
+    for label, members in parts:
         med = {k: float(np.median([r[k]["gain"] for r in members])) for k in KEYS}
         tail = {k: sum(r[k]["tail"] for r in members) for k in KEYS}
         seeds = {k: sum(r[k]["seeds"] for r in members) for k in KEYS}
@@ -507,7 +509,7 @@ def tables_table(rows: list[dict]) -> str:
     if bias:
         lines.append(f"\nthe tuner's estimate over the truth of what it handed back: "
                      f"{min(bias):.3f}-{max(bias):.3f} over the tables")  # fmt: skip
-    for label, members in [("", rows), *groups.items()] if all(groups.values()) else [("", rows)]:
+    for label, members in parts:
         wins = sum(r["ours"]["gain"] >= max(r["tpe"]["gain"], r["random"]["gain"]) - 1e-9
                    for r in members)  # fmt: skip
         said = f" ({label})" if label else ""

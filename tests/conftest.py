@@ -88,6 +88,12 @@ def storage(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'study.db'}"
 
 
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+# tests/programs/knob_speed.c runs 3x faster under these (one knob value a library)
+FAST_KNOB = {Vendor.OPENMPI: "btl_tcp_links=4", Vendor.MPICH: "MPIR_CVAR_POLLS_BEFORE_YIELD=2000"}
+SPEED_METRIC = r"regex:time ([0-9.]+) s"
+
+
 def demo_command(vendor: Vendor, iterations: int = 300, ranks: int = 2) -> list[str]:
     installation = find_installation(vendor)
     program = native.build(installation, "demo/ct_demo.c")

@@ -16,32 +16,9 @@ from commtune.mpi import Vendor, find_installation
 from commtune.store import Store
 from commtune.study import checks_of
 
-from .conftest import VENDORS, last_json, run_cli
+from .conftest import FAST_KNOB, PROGRAMS, SPEED_METRIC, VENDORS, last_json, run_cli
 
 pytestmark = pytest.mark.mpi
-
-# Faster under the one knob value each library's study sets, so the strict gate accepts it.
-PROGRAM = r"""
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-int main(int argc, char **argv) {
-    int rank;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int fast = getenv("OMPI_MCA_btl_tcp_links") || getenv("MPIR_CVAR_POLLS_BEFORE_YIELD");
-    struct timespec pause = {0, fast ? 60000000L : 180000000L};
-    double t0 = MPI_Wtime();
-    nanosleep(&pause, NULL);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) printf("time %.6f s\n", MPI_Wtime() - t0);
-    MPI_Finalize();
-    return 0;
-}
-"""
-KNOB = {Vendor.OPENMPI: "btl_tcp_links=4", Vendor.MPICH: "MPIR_CVAR_POLLS_BEFORE_YIELD=2000"}
 
 
 @pytest.fixture(params=VENDORS)
@@ -49,15 +26,13 @@ def accepted(request: pytest.FixtureRequest, tmp_path: Path, storage: str, capsy
     """(storage, launcher, a study of this MPI with an accepted configuration)."""
     vendor: Vendor = request.param
     inst = find_installation(vendor)
-    source = tmp_path / "speed.c"
-    source.write_text(PROGRAM)
     program = tmp_path / "speed"
-    subprocess.run([inst.mpicc, "-o", str(program), str(source)], check=True,
+    subprocess.run([inst.mpicc, "-o", str(program), str(PROGRAMS / "knob_speed.c")], check=True,
                    env=inst.tool_env())  # fmt: skip
     launcher = launcher_for(inst)
-    args = ["tune", "--knob", KNOB[vendor], "--strategy", "grid", "--trials", "2",
+    args = ["tune", "--knob", FAST_KNOB[vendor], "--strategy", "grid", "--trials", "2",
             "--repeats", "1", "--gate", "strict", "--confirm", "3",
-            "--metric", r"regex:time ([0-9.]+) s", "--storage", storage, "--study", "s",
+            "--metric", SPEED_METRIC, "--storage", storage, "--study", "s",
             "--json", "--", *launcher.command(2, [str(program)])]  # fmt: skip
     code, out, err = run_cli(args, capsys)
     assert code == 0, err

@@ -23,7 +23,7 @@ import pytest
 
 from commtune.mpi import Vendor, find_installation
 
-from .conftest import HAVE
+from .conftest import FAST_KNOB, HAVE, PROGRAMS, SPEED_METRIC
 
 ROOT = Path(__file__).resolve().parent.parent
 USER = "ctuser"  # the ordinary user the checks run as
@@ -32,29 +32,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="creating an ordinary user needs root"),
 ]
-
-# Faster under the one knob value each library's study sets: the strict gate accepts it.
-PROGRAM = r"""
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-int main(int argc, char **argv) {
-    int rank;
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int fast = getenv("OMPI_MCA_btl_tcp_links") || getenv("MPIR_CVAR_POLLS_BEFORE_YIELD");
-    struct timespec pause = {0, fast ? 60000000L : 180000000L};
-    double t0 = MPI_Wtime();
-    nanosleep(&pause, NULL);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) printf("time %.6f s\n", MPI_Wtime() - t0);
-    MPI_Finalize();
-    return 0;
-}
-"""
-KNOB = {Vendor.OPENMPI: "btl_tcp_links=4", Vendor.MPICH: "MPIR_CVAR_POLLS_BEFORE_YIELD=2000"}
 
 
 def _c_sources() -> set[str]:
@@ -124,14 +101,14 @@ def test_an_ordinary_user_tunes_checks_and_exports_from_the_installed_wheel(
     inst = find_installation(vendor)
     work = home / vendor.value
     _as_user(home, ["mkdir", "-p", str(work)], check=True)
-    _as_user(work, ["sh", "-c", f"cat > speed.c <<'EOF'\n{PROGRAM}EOF"], check=True)
+    shutil.copy(PROGRAMS / "knob_speed.c", work / "speed.c")  # readable by the user
     _as_user(work, [inst.mpicc, "-o", "speed", "speed.c"], check=True)
     launch = [inst.launcher, "-n", "2", "./speed"]
     storage = f"sqlite:///{work / 's.db'}"
     study = ["--storage", storage]
-    done = _as_user(work, [str(commtune), "tune", "--knob", KNOB[vendor], "--strategy", "grid",
+    done = _as_user(work, [str(commtune), "tune", "--knob", FAST_KNOB[vendor], "--strategy", "grid",
                            "--trials", "2", "--repeats", "1", "--gate", "strict", "--confirm",
-                           "3", "--metric", r"regex:time ([0-9.]+) s", "--study", "s", *study,
+                           "3", "--metric", SPEED_METRIC, "--study", "s", *study,
                            "--json", "--", *launch])  # fmt: skip
     assert done.returncode == 0, done.stderr[-1500:]
     assert json.loads(done.stdout.splitlines()[-1])["accepted"], done.stdout[-1500:]
@@ -146,7 +123,7 @@ def test_an_ordinary_user_tunes_checks_and_exports_from_the_installed_wheel(
     done = _as_user(work, [str(commtune), "check", "s", "--force", *study, "--", *failing])
     assert done.returncode == 3 and "could not run here" in done.stderr, done.stderr[-800:]
     done = _as_user(work, [str(commtune), "export", "s", "--format", "env", *study])
-    assert done.returncode == 0 and KNOB[vendor].split("=")[0] in done.stdout, done.stderr
+    assert done.returncode == 0 and FAST_KNOB[vendor].split("=")[0] in done.stdout, done.stderr
     done = _as_user(work, [str(commtune), "report", "s", "-o", "s.html", *study])
     assert done.returncode == 0 and (work / "s.html").stat().st_size > 10_000, done.stderr
     done = _as_user(work, [str(commtune), "profile", "--json", "-o", "p.json", "--", *launch])
