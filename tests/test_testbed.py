@@ -46,6 +46,7 @@ int main(int argc, char **argv) {
     double mine = rank, sum = 0;
     MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     printf("rank %d on %s sum %g\n", rank, host, sum);
+    fflush(stdout);
     MPI_Finalize();
     return 0;
 }
@@ -127,9 +128,13 @@ def test_every_installation_runs_across_nodes_over_the_network(mpi: str, tmp_pat
     each of the four nodes, on its node's hostname; the library's own report names the
     network transport. Debian's MPICH 4.0 runs two ranks on two nodes: over UCX 1.13's TCP
     transport half its four-node runs hung in MPI_Finalize (one rank flushing its endpoints
-    while the others waited in PMI's barrier; openucx/ucx#8738), MPICH 5's UCX did not."""
+    while the others waited in PMI's barrier; openucx/ucx#8738), MPICH 5's UCX did not; two
+    nodes hung too, rarely (1 of 510 runs with the bed's UCX_TCP_PUT_ENABLE=n, 5 of 322
+    without: ``benchmarks/bed_finalize.py``): a run that hangs after every rank has
+    reported (in MPI_Finalize) is run again, at most twice."""
     inst = installation_of(mpi)
-    nodes = 2 if inst.vendor is Vendor.MPICH and inst.version.startswith("4.") else 4
+    old_mpich = inst.vendor is Vendor.MPICH and inst.version.startswith("4.")
+    nodes = 2 if old_mpich else 4
     program = tmp_path / "where"
     (tmp_path / "where.c").write_text(WHERE)
     subprocess.run([inst.mpicc, "-o", str(program), str(tmp_path / "where.c")], check=True,
@@ -138,13 +143,28 @@ def test_every_installation_runs_across_nodes_over_the_network(mpi: str, tmp_pat
     with Cluster(nodes, 1) as bed:
         hosts = bed.hostnames
         env = {**inst.tool_env(), **bed.site_env(inst), **report}
-        done = bed.run(hosts[0], inst.command(nodes, [str(program)]), timeout=120, env=env)
+        for attempt in range(3 if old_mpich else 1):
+            try:
+                done = bed.run(hosts[0], inst.command(nodes, [str(program)]),
+                               timeout=30 if old_mpich else 120, env=env)  # fmt: skip
+                break
+            except subprocess.TimeoutExpired as hung:
+                if not old_mpich or attempt == 2:
+                    raise
+                subprocess.run(["pkill", "-9", "-f", f"^{program}"], check=False)
+                said = (hung.output or b"").decode(errors="replace")
+                assert sorted(h for _, h, _ in _reports(said)) == sorted(hosts), said[-3000:]
     assert done.returncode == 0, done.stderr[-1500:]
-    # ranks write to one stdout, so a line may arrive inside another rank's debug report
-    reports = sorted(re.findall(r"rank (\d+) on (\S+) sum (\d+)", done.stdout))
+    reports = _reports(done.stdout)
     assert [host for _, host, _ in reports] == sorted(hosts), done.stdout[-3000:]
     assert all(int(total) == sum(range(nodes)) for _, _, total in reports)
     assert words in done.stdout + done.stderr  # UCX logs to stdout
+
+
+def _reports(stdout: str) -> list[tuple[str, str, str]]:
+    """Each rank's ``rank R on HOST sum S`` line: ranks write to one stdout, so a line may
+    arrive inside another rank's debug report."""
+    return sorted(re.findall(r"rank (\d+) on (\S+) sum (\d+)", stdout))
 
 
 def _bed(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

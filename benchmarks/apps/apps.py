@@ -55,7 +55,7 @@ class App:
     commit: str  # the snapshot the recorded figures were made with
     languages: tuple[str, ...]
     build_in: Callable[[Path, Path, Installation, dict[str, str]], Path]  # (src, dest) -> binary
-    args: Callable[[Path, Path], list[str]]  # (binary, workdir) -> the program's argv
+    args: Callable[[Path, Path, int], list[str]]  # (binary, workdir, ranks) -> its argv
     metric: str  # commtune's --metric
     ranks: int = 2
     note: str = ""
@@ -76,10 +76,12 @@ class App:
         done.write_text(str(binary))
         return binary
 
-    def command(self, inst: Installation, binary: Path, workdir: Path) -> list[str]:
+    def command(self, inst: Installation, binary: Path, workdir: Path,
+                ranks: int | None = None) -> list[str]:  # fmt: skip
 
         workdir.mkdir(parents=True, exist_ok=True)
-        return inst.command(self.ranks, self.args(binary, workdir))
+        ranks = ranks or self.ranks
+        return inst.command(ranks, self.args(binary, workdir, ranks))
 
 
 def _digest(source: Path) -> str:
@@ -100,11 +102,11 @@ def _comd_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) 
     return dest / "bin" / "CoMD-mpi"
 
 
-def _comd_args(binary: Path, work: Path) -> list[str]:
+def _comd_args(binary: Path, work: Path, ranks: int) -> list[str]:
     return [
         str(binary),
         "-i",
-        "2",
+        str(ranks),
         "-j",
         "1",
         "-k",
@@ -141,7 +143,7 @@ def _hpcg_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) 
     return dest / "xhpcg"
 
 
-def _hpcg_args(binary: Path, work: Path) -> list[str]:
+def _hpcg_args(binary: Path, work: Path, ranks: int) -> list[str]:
     # 16^3 points a rank, 3 s of timed run (HPCG's official minimum is 1800 s: its rating is
     # "invalid" for a benchmark report, a steady workload here)
     return [str(binary), "--nx=16", "--ny=16", "--nz=16", "--rt=3"]
@@ -165,16 +167,16 @@ def _minife_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]
     return build / "miniFE.x"
 
 
-def _minife_args(binary: Path, work: Path) -> list[str]:
+def _minife_args(binary: Path, work: Path, ranks: int) -> list[str]:
     return [str(binary), "-nx", "90", "-ny", "90", "-nz", "90"]
 
 
 # -- SNAP (lanl/SNAP): discrete-ordinates transport sweeps (the TAU seed's case) --------------
-SNAP_INPUT = """! a small problem for 2 ranks (npey x npez = 2 x 1)
+SNAP_INPUT = """! a small problem for {ranks} ranks (npey x npez = {ranks} x 1)
  &invar
   nthreads=1
   nnested=1
-  npey=2
+  npey={ranks}
   npez=1
   ndimen=3
   nx=24
@@ -231,8 +233,8 @@ def _snap_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) 
     return dest / "src" / "gsnap"
 
 
-def _snap_args(binary: Path, work: Path) -> list[str]:
-    (work / "snap.inp").write_text(SNAP_INPUT)
+def _snap_args(binary: Path, work: Path, ranks: int) -> list[str]:
+    (work / "snap.inp").write_text(SNAP_INPUT.format(ranks=ranks))
     # rank 0 writes the output file: standard output, where the metric is read
     return [str(binary), str(work / "snap.inp"), "/dev/stdout"]
 
@@ -249,10 +251,10 @@ def _amg_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) -
     return dest / "amg" / "test" / "amg"
 
 
-def _amg_args(binary: Path, work: Path) -> list[str]:
-    # problem 1 (27-point Laplacian), 2 x 1 x 1 ranks of 64^3 points; the metric: the
+def _amg_args(binary: Path, work: Path, ranks: int) -> list[str]:
+    # problem 1 (27-point Laplacian), ranks x 1 x 1 ranks of 64^3 points; the metric: the
     # solve's wall time (its figure of merit is larger-is-better; commtune minimizes)
-    return [str(binary), "-problem", "1", "-n", "64", "64", "64", "-P", "2", "1", "1"]
+    return [str(binary), "-problem", "1", "-n", "64", "64", "64", "-P", str(ranks), "1", "1"]
 
 
 # -- IMB-MPI1 (Intel MPI Benchmarks, in Intel MPI's package): all-to-all-v ------------------
@@ -263,7 +265,7 @@ def _imb_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) -
     return binary
 
 
-def _imb_args(binary: Path, work: Path) -> list[str]:
+def _imb_args(binary: Path, work: Path, ranks: int) -> list[str]:
     # 1 MiB a rank, 8000 repetitions whatever the volume (IMB's own policy would run 40)
     return [
         str(binary),

@@ -108,8 +108,12 @@ class MPICH(MPIVendor):
 
     def network_env(self, devices: Sequence[str]) -> dict[str, str]:
         # UCX would reach the machine's shared memory from every namespace, and its TCP
-        # transport hung over another node's loopback (3 ranks on 3 nodes)
-        return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": ",".join(devices)}
+        # transport hung over another node's loopback (3 ranks on 3 nodes). UCX 1.13's TCP
+        # put lane (Debian's MPICH 4.0) hung 3 of 172 two-node runs in MPI_Finalize: one
+        # rank flushing it, waiting for an acknowledgement of a peer already in PMI's
+        # barrier; without it, 0 of 360 (benchmarks/bed_finalize.py)
+        return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": ",".join(devices),
+                "UCX_TCP_PUT_ENABLE": "n"}  # fmt: skip
 
 
 _ALGORITHM_ITEM = re.compile(r"([A-Za-z0-9_]+)\s+-\s+(?:Force|Internal|Use)")
