@@ -148,6 +148,13 @@ def test_exact_counts_bytes_and_features(
     assert ops["MPI_Isend"]["bytes"]["sum"] == 20 * 65536 * n
     assert ops["MPI_Waitall"]["calls"]["sum"] == 20 * n
     assert ops["MPI_Alltoallv"]["bytes"]["sum"] == 16 * 8 * n * n
+    assert _stats(ops["MPI_Iallreduce"], "calls") == (7 * n, 7, 7)
+    assert ops["MPI_Iallreduce"]["bytes"]["sum"] == 7 * 8 * n
+    assert ops["MPI_Ialltoallv"]["bytes"]["sum"] == 3 * 16 * 8 * n * n
+    assert ops["MPI_Wait"]["calls"]["sum"] == 10 * n
+    assert _stats(ops["MPI_Neighbor_alltoall"], "calls") == (5 * n, 5, 5)
+    assert ops["MPI_Neighbor_alltoall"]["bytes"]["sum"] == 5 * 4 * 4 * 2 * n  # 2 neighbours
+    assert all(ops[o]["class"] == "coll" for o in ("MPI_Iallreduce", "MPI_Neighbor_alltoall"))
     assert ops["MPI_Put"]["bytes"]["sum"] == 8 * n
     assert ops["MPI_Win_fence"]["calls"]["sum"] == 3 * n
     assert ops["MPI_File_write_at_all"]["bytes"]["sum"] == 1024 * n
@@ -156,7 +163,7 @@ def test_exact_counts_bytes_and_features(
     f = p["features"]
     assert f["comm_size"] == n
     assert f["p2p_bytes"] == 50 * 1024 + 20 * 65536
-    assert f["coll_bytes"] == 800 + 160 + 16 * 8 * n
+    assert f["coll_bytes"] == 800 + 160 + 16 * 8 * n + 7 * 8 + 3 * 16 * 8 * n + 5 * 16 * 2
     assert 0 < f["p2p_time_share"] < 1 and 0 < f["coll_time_share"] < 1
     assert f["p2p_time_share"] + f["coll_time_share"] <= 1 + 1e-9
     assert 0 < p["mpi_time"]["mean"] < p["wall_time"]["mean"]

@@ -328,8 +328,8 @@ def test_quick_sampling_files_reuse_and_resampling(
 def test_bad_operation_and_size_are_usage_errors(
     storage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run_cli(["sample", "--storage", storage, "--ops", "gather"], capsys)
-    assert code == 2 and "unknown operation 'gather'" in err
+    code, _, err = run_cli(["sample", "--storage", storage, "--ops", "gathers"], capsys)
+    assert code == 2 and "unknown operation 'gathers'" in err
     code, _, err = run_cli(["sample", "--storage", storage, "--predict", "12Q"], capsys)
     assert code == 2 and "'12Q' is not a size" in err
 
@@ -455,3 +455,47 @@ def test_mpich_file_gives_algorithms_their_parameters(spec: str, tmp_path: Path)
         validate_mpich_tree(path.read_text(), base)
         out = _run_installation(inst, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path)}, op)
         assert out.count(f'"op":"{op}"') == 2
+
+
+@pytest.mark.parametrize(
+    "vendor",
+    [*VENDORS, pytest.param(Vendor.INTEL, marks=pytest.mark.intel, id="intel")],
+)
+def test_alltoallv_is_sampled_when_named_and_written_as_its_library_reads_it(
+    vendor: Vendor, storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--ops alltoallv`` (not sampled by default): every algorithm of the library's
+    all-to-all-v knob measured at every quick size, and the selection file holds it in the
+    library's terms: Open MPI's rules look alltoallv up at size 0 and MPICH's and Intel's
+    are not compared by commtune's size, so one algorithm for every size (the one fastest
+    over most sizes, with a warning naming the others when they won some sizes); the
+    library runs with the file loaded."""
+    args = ["sample", "--mpi", vendor.value, "--quick", "--storage", storage, "--json",
+            "--no-plots", "--ops", "alltoallv", "-o", str(tmp_path / "out")]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    result = last_json(out)
+    (fam,) = result["families"]
+    assert (fam["op"], fam["family"]) == ("alltoallv", "algorithm")
+    assert len(fam["methods"]) >= 2 and not fam["failed"]
+    assert set(fam["chosen_per_size"]) == {str(s) for s in sizes_for("alltoallv", True)}
+    text = Path(result["files"]["rules"]).read_text()
+    if vendor is Vendor.OPENMPI:
+        from commtune.mpi._ompi_rules import COLL_IDS
+
+        rules = parse_ompi_rules(text)[COLL_IDS["alltoallv"]]
+        assert [[r[0] for r in by_size] for by_size in rules.values()] == [[0]]
+    elif vendor is Vendor.MPICH:
+        intra = json.loads(text)["collective=alltoallv"]["comm_type=intra"]
+        assert len(intra) == 1 and next(iter(intra)).startswith("algorithm=MPIR_Alltoallv_")
+    else:
+        (sizes,) = [
+            c for p in json.loads(text)["coll=Alltoallv"].values() for n in p.values()
+            for c in n.values()
+        ]  # fmt: skip
+        assert list(sizes) == ["msg_size=-1"]
+    methods = {seg["method"] for seg in fam["segments"]}
+    warned = [w for w in result["warnings"] if w.startswith("alltoallv:")]
+    assert len(warned) == (len(methods) > 1), (methods, warned)
+    stdout = _run_with(vendor, result["env"], "alltoallv")
+    assert stdout.count('"op":"alltoallv"') == 2

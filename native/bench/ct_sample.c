@@ -3,13 +3,16 @@
  *   ct_sample [-q] [-s SIZES] [-c BYTES] [-w CVAR -v V1,V2,...] OP...
  *
  * OP is pingpong (ranks 0 and 1; the others wait), vector, burst, allreduce, bcast, reduce,
- * allgather or alltoall. burst is BURST_LEN messages of SIZE bytes rank 0 sends back to back
- * (nonblocking) and rank 1 answers with one empty one, the time per message: what a transport
- * that aggregates small messages into one packet (NewMadeleine) speeds up. vector is a
- * ping-pong of VECTOR_TOTAL bytes of non-contiguous data (every other block of a strided
- * array, one MPI vector datatype) whose SIZE is the block length: the library packs it into
- * one buffer or hands its blocks over as a list (iovec), NewMadeleine's copy-vs-iovec choice;
- * the time is for the whole message.
+ * allgather, alltoall, alltoallv, allgatherv, gather, scatter, reduce_scatter_block,
+ * reduce_scatter, scan or barrier. SIZE is bytes per rank's buffer, but the total of all
+ * ranks' blocks for the gathers, scatters, all-to-alls and reduce-scatters (each rank's
+ * block is SIZE / ranks; the v-variants with equal counts); barrier ignores it. burst is BURST_LEN
+ * messages of SIZE bytes rank 0 sends back to back (nonblocking) and rank 1 answers with one empty
+ * one, the time per message: what a transport that aggregates small messages into one packet
+ * (NewMadeleine) speeds up. vector is a ping-pong of VECTOR_TOTAL bytes of non-contiguous data
+ * (every other block of a strided array, one MPI vector datatype) whose SIZE is the block length:
+ * the library packs it into one buffer or hands its blocks over as a list (iovec), NewMadeleine's
+ * copy-vs-iovec choice; the time is for the whole message.
  *
  * SIZES is a comma list of byte counts (default: 1 B to 4 MiB, powers of two and their
  * midpoints). With -w, the integer control variable CVAR is written through MPI_T before each
@@ -34,9 +37,44 @@
 #include "../include/ct_stats.h"
 #include "../include/ct_usage.h"
 
-enum op { PINGPONG, VECTOR, BURST, ALLREDUCE, BCAST, REDUCE, ALLGATHER, ALLTOALL, N_OPS };
-static const char *const op_names[N_OPS] = {"pingpong", "vector", "burst",     "allreduce",
-                                            "bcast",    "reduce", "allgather", "alltoall"};
+enum op {
+    PINGPONG,
+    VECTOR,
+    BURST,
+    ALLREDUCE,
+    BCAST,
+    REDUCE,
+    ALLGATHER,
+    ALLTOALL,
+    ALLTOALLV,
+    ALLGATHERV,
+    GATHER,
+    SCATTER,
+    REDUCE_SCATTER_BLOCK,
+    REDUCE_SCATTER,
+    SCAN,
+    BARRIER,
+    N_OPS
+};
+static const char *const op_names[N_OPS] = {"pingpong",
+                                            "vector",
+                                            "burst",
+                                            "allreduce",
+                                            "bcast",
+                                            "reduce",
+                                            "allgather",
+                                            "alltoall",
+                                            "alltoallv",
+                                            "allgatherv",
+                                            "gather",
+                                            "scatter",
+                                            "reduce_scatter_block",
+                                            "reduce_scatter",
+                                            "scan",
+                                            "barrier"};
+
+/* Counts and displacements of the v-variants and reduce_scatter: equal blocks, one a rank. */
+static int *counts, *displs;
 
 #define BURST_LEN 32 /* messages of one burst */
 
@@ -56,6 +94,12 @@ static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long 
     MPI_Comm_size(comm, &ranks);
     int per_rank = size / ranks > 0 ? size / ranks : 1; /* gather/alltoall: size is the total */
     int doubles = size / (int)sizeof(double) > 0 ? size / (int)sizeof(double) : 1;
+    int block_doubles = doubles / ranks > 0 ? doubles / ranks : 1; /* reduce-scatters */
+    if (op == ALLTOALLV || op == ALLGATHERV || op == REDUCE_SCATTER)
+        for (int r = 0; r < ranks; ++r) {
+            counts[r] = op == REDUCE_SCATTER ? block_doubles : per_rank;
+            displs[r] = r * per_rank;
+        }
     MPI_Datatype vector = MPI_DATATYPE_NULL;
     MPI_Request burst[BURST_LEN];
     if (op == VECTOR) { /* every other block of `size` bytes, VECTOR_TOTAL bytes in all */
@@ -112,6 +156,30 @@ static double block(enum op op, MPI_Comm comm, char *a, char *b, int size, long 
             break;
         case ALLTOALL:
             MPI_Alltoall(a, per_rank, MPI_BYTE, b, per_rank, MPI_BYTE, comm);
+            break;
+        case ALLTOALLV:
+            MPI_Alltoallv(a, counts, displs, MPI_BYTE, b, counts, displs, MPI_BYTE, comm);
+            break;
+        case ALLGATHERV:
+            MPI_Allgatherv(a, per_rank, MPI_BYTE, b, counts, displs, MPI_BYTE, comm);
+            break;
+        case GATHER:
+            MPI_Gather(a, per_rank, MPI_BYTE, b, per_rank, MPI_BYTE, 0, comm);
+            break;
+        case SCATTER:
+            MPI_Scatter(a, per_rank, MPI_BYTE, b, per_rank, MPI_BYTE, 0, comm);
+            break;
+        case REDUCE_SCATTER_BLOCK:
+            MPI_Reduce_scatter_block(a, b, block_doubles, MPI_DOUBLE, MPI_SUM, comm);
+            break;
+        case REDUCE_SCATTER:
+            MPI_Reduce_scatter(a, b, counts, MPI_DOUBLE, MPI_SUM, comm);
+            break;
+        case SCAN:
+            MPI_Scan(a, b, doubles, MPI_DOUBLE, MPI_SUM, comm);
+            break;
+        case BARRIER:
+            MPI_Barrier(comm);
             break;
         default:
             break;
@@ -244,7 +312,11 @@ int main(int argc, char **argv) {
         if (ops[o] == VECTOR) largest = 2 * (largest > VECTOR_TOTAL ? largest : VECTOR_TOTAL);
         if (ops[o] == BURST) largest *= BURST_LEN;
     }
+    /* a reduce-scatter of a small size still sends one double a rank */
+    if (largest < (long)ranks * (long)sizeof(double)) largest = (long)ranks * (long)sizeof(double);
     char *a = calloc((size_t)largest + 64, 1), *b = calloc((size_t)largest * 2 + 64, 1);
+    counts = malloc(sizeof(int) * (size_t)ranks);
+    displs = malloc(sizeof(int) * (size_t)ranks);
     if (!cvar) {
         values[0] = -1;
         n_values = 1;
@@ -281,6 +353,8 @@ int main(int argc, char **argv) {
             }
     free(a);
     free(b);
+    free(counts);
+    free(displs);
     MPI_T_finalize();
     MPI_Finalize();
     return 0;

@@ -248,6 +248,34 @@ uint64_t ct_wbytes_f(const int counts[], const MPI_Fint types[], MPI_Comm comm) 
     return total;
 }
 
+/* Out-neighbours of a process topology (a Cartesian one: two per dimension, as MPI's
+ * neighbourhood collectives count them, periodic or not); 0 without a topology. */
+int ct_out_degree(MPI_Comm comm) {
+    int kind = MPI_UNDEFINED, n = 0, in = 0, out = 0, weighted = 0;
+    PMPI_Topo_test(comm, &kind);
+    if (kind == MPI_CART) {
+        PMPI_Cartdim_get(comm, &n);
+        return 2 * n;
+    }
+    if (kind == MPI_GRAPH) {
+        PMPI_Graph_neighbors_count(comm, ct_rank(comm), &n);
+        return n;
+    }
+    if (kind == MPI_DIST_GRAPH) {
+        PMPI_Dist_graph_neighbors_count(comm, &in, &out, &weighted);
+        return out;
+    }
+    return 0;
+}
+
+uint64_t ct_nbytes(const int counts[], MPI_Datatype type, MPI_Comm comm) {
+    uint64_t total = 0;
+    int n = ct_out_degree(comm);
+    for (int i = 0; counts != NULL && i < n; ++i)
+        total += ct_bytes(counts[i], type);
+    return total;
+}
+
 /* ---- Fortran ---- */
 int ct_fortran_resolve(void **slot, const char *symbol) {
     if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) != NULL) return 1;

@@ -109,6 +109,8 @@ uint64_t ct_bytes(int count, MPI_Datatype type);
 uint64_t ct_vbytes(const int counts[], MPI_Datatype type, MPI_Comm comm);
 uint64_t ct_wbytes(const int counts[], const MPI_Datatype types[], MPI_Comm comm);
 uint64_t ct_wbytes_f(const int counts[], const MPI_Fint types[], MPI_Comm comm);
+int ct_out_degree(MPI_Comm comm);
+uint64_t ct_nbytes(const int counts[], MPI_Datatype type, MPI_Comm comm);
 int ct_size(MPI_Comm comm);
 int ct_rank(MPI_Comm comm);
 int ct_is_root(int root, MPI_Comm comm);

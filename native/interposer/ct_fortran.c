@@ -995,6 +995,373 @@ CT_EXPORT void mpi_alltoallw_(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI
     ct_leave(CT_OP_MPI_Alltoallw, bytes, t0, t1);
 }
 
+typedef void ct_f_MPI_Ibarrier_fn(MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_ibarrier_(MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Ibarrier_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_ibarrier_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    ct_leave(CT_OP_MPI_Ibarrier, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Ibcast_fn(void *f_buffer, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_ibcast_(void *f_buffer, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Ibcast_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_ibcast_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_buffer, f_count, f_datatype, f_root, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_buffer, f_count, f_datatype, f_root, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        int count = (int)*f_count;
+        MPI_Datatype datatype = MPI_Type_f2c(*f_datatype);
+        bytes = (uint64_t)(ct_bytes(count, datatype));
+    }
+    ct_leave(CT_OP_MPI_Ibcast, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Ireduce_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_ireduce_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Ireduce_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_ireduce_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_recvbuf, f_count, f_datatype, f_op, f_root, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_recvbuf, f_count, f_datatype, f_op, f_root, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        int count = (int)*f_count;
+        MPI_Datatype datatype = MPI_Type_f2c(*f_datatype);
+        bytes = (uint64_t)(ct_bytes(count, datatype));
+    }
+    ct_leave(CT_OP_MPI_Ireduce, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Iallreduce_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_iallreduce_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Iallreduce_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_iallreduce_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_recvbuf, f_count, f_datatype, f_op, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_recvbuf, f_count, f_datatype, f_op, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        int count = (int)*f_count;
+        MPI_Datatype datatype = MPI_Type_f2c(*f_datatype);
+        bytes = (uint64_t)(ct_bytes(count, datatype));
+    }
+    ct_leave(CT_OP_MPI_Iallreduce, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Ireduce_scatter_block_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_ireduce_scatter_block_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Ireduce_scatter_block_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_ireduce_scatter_block_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_recvbuf, f_recvcount, f_datatype, f_op, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_recvbuf, f_recvcount, f_datatype, f_op, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        int recvcount = (int)*f_recvcount;
+        MPI_Datatype datatype = MPI_Type_f2c(*f_datatype);
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)(ct_bytes(recvcount, datatype) * ct_size(comm));
+    }
+    ct_leave(CT_OP_MPI_Ireduce_scatter_block, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Igather_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_igather_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Igather_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_igather_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_root, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_root, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        const void *sendbuf = f_sendbuf;
+        int sendcount = (int)*f_sendcount;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        int recvcount = (int)*f_recvcount;
+        MPI_Datatype recvtype = MPI_Type_f2c(*f_recvtype);
+        bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype));
+    }
+    ct_leave(CT_OP_MPI_Igather, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Iscatter_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_iscatter_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Iscatter_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_iscatter_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_root, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_root, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        int sendcount = (int)*f_sendcount;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        int recvcount = (int)*f_recvcount;
+        MPI_Datatype recvtype = MPI_Type_f2c(*f_recvtype);
+        int root = (int)*f_root;
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)(ct_is_root(root, comm) ? ct_bytes(sendcount, sendtype) * ct_size(comm) : ct_bytes(recvcount, recvtype));
+    }
+    ct_leave(CT_OP_MPI_Iscatter, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Iallgather_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_iallgather_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Iallgather_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_iallgather_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        const void *sendbuf = f_sendbuf;
+        int sendcount = (int)*f_sendcount;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        int recvcount = (int)*f_recvcount;
+        MPI_Datatype recvtype = MPI_Type_f2c(*f_recvtype);
+        bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype));
+    }
+    ct_leave(CT_OP_MPI_Iallgather, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Iallgatherv_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_displs, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_iallgatherv_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_displs, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Iallgatherv_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_iallgatherv_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcounts, f_displs, f_recvtype, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcounts, f_displs, f_recvtype, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        const void *sendbuf = f_sendbuf;
+        int sendcount = (int)*f_sendcount;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        const int *recvcounts = (const int *)f_recvcounts;
+        MPI_Datatype recvtype = MPI_Type_f2c(*f_recvtype);
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcounts[ct_rank(comm)], recvtype) : ct_bytes(sendcount, sendtype));
+    }
+    ct_leave(CT_OP_MPI_Iallgatherv, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Ialltoall_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_ialltoall_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Ialltoall_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_ialltoall_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        const void *sendbuf = f_sendbuf;
+        int sendcount = (int)*f_sendcount;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        int recvcount = (int)*f_recvcount;
+        MPI_Datatype recvtype = MPI_Type_f2c(*f_recvtype);
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)((CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) * ct_size(comm));
+    }
+    ct_leave(CT_OP_MPI_Ialltoall, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Ialltoallv_fn(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_sdispls, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_rdispls, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
+CT_EXPORT void mpi_ialltoallv_(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_sdispls, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_rdispls, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr) {
+    static ct_f_MPI_Ialltoallv_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_ialltoallv_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcounts, f_sdispls, f_sendtype, f_recvbuf, f_recvcounts, f_rdispls, f_recvtype, f_comm, f_request, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcounts, f_sdispls, f_sendtype, f_recvbuf, f_recvcounts, f_rdispls, f_recvtype, f_comm, f_request, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        const void *sendbuf = f_sendbuf;
+        const int *sendcounts = (const int *)f_sendcounts;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        const int *recvcounts = (const int *)f_recvcounts;
+        MPI_Datatype recvtype = MPI_Type_f2c(*f_recvtype);
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_vbytes(recvcounts, recvtype, comm) : ct_vbytes(sendcounts, sendtype, comm));
+    }
+    ct_leave(CT_OP_MPI_Ialltoallv, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Neighbor_allgather_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
+CT_EXPORT void mpi_neighbor_allgather_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr) {
+    static ct_f_MPI_Neighbor_allgather_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_neighbor_allgather_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_comm, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        int sendcount = (int)*f_sendcount;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm));
+    }
+    ct_leave(CT_OP_MPI_Neighbor_allgather, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Neighbor_allgatherv_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_displs, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
+CT_EXPORT void mpi_neighbor_allgatherv_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_displs, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr) {
+    static ct_f_MPI_Neighbor_allgatherv_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_neighbor_allgatherv_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcounts, f_displs, f_recvtype, f_comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcounts, f_displs, f_recvtype, f_comm, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        int sendcount = (int)*f_sendcount;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm));
+    }
+    ct_leave(CT_OP_MPI_Neighbor_allgatherv, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Neighbor_alltoall_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
+CT_EXPORT void mpi_neighbor_alltoall_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr) {
+    static ct_f_MPI_Neighbor_alltoall_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_neighbor_alltoall_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcount, f_sendtype, f_recvbuf, f_recvcount, f_recvtype, f_comm, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        int sendcount = (int)*f_sendcount;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm));
+    }
+    ct_leave(CT_OP_MPI_Neighbor_alltoall, bytes, t0, t1);
+}
+
+typedef void ct_f_MPI_Neighbor_alltoallv_fn(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_sdispls, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_rdispls, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
+CT_EXPORT void mpi_neighbor_alltoallv_(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_sdispls, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_rdispls, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr) {
+    static ct_f_MPI_Neighbor_alltoallv_fn *real;
+    if (!ct_fortran_resolve((void **)&real, "pmpi_neighbor_alltoallv_")) {
+        *ierr = MPI_ERR_INTERN;
+        return;
+    }
+    if (!ct_enter()) {
+        real(f_sendbuf, f_sendcounts, f_sdispls, f_sendtype, f_recvbuf, f_recvcounts, f_rdispls, f_recvtype, f_comm, ierr);
+        return;
+    }
+    uint64_t t0 = ct_now();
+    real(f_sendbuf, f_sendcounts, f_sdispls, f_sendtype, f_recvbuf, f_recvcounts, f_rdispls, f_recvtype, f_comm, ierr);
+    uint64_t t1 = ct_now();
+    uint64_t bytes = 0;
+    if (*ierr == MPI_SUCCESS) {
+        const int *sendcounts = (const int *)f_sendcounts;
+        MPI_Datatype sendtype = MPI_Type_f2c(*f_sendtype);
+        MPI_Comm comm = MPI_Comm_f2c(*f_comm);
+        bytes = (uint64_t)(ct_nbytes(sendcounts, sendtype, comm));
+    }
+    ct_leave(CT_OP_MPI_Neighbor_alltoallv, bytes, t0, t1);
+}
+
 typedef void ct_f_MPI_Put_fn(const void *f_origin_addr, MPI_Fint *f_origin_count, MPI_Fint *f_origin_datatype, MPI_Fint *f_target_rank, MPI_Aint *f_target_disp, MPI_Fint *f_target_count, MPI_Fint *f_target_datatype, MPI_Fint *f_win, MPI_Fint *ierr);
 CT_EXPORT void mpi_put_(const void *f_origin_addr, MPI_Fint *f_origin_count, MPI_Fint *f_origin_datatype, MPI_Fint *f_target_rank, MPI_Aint *f_target_disp, MPI_Fint *f_target_count, MPI_Fint *f_target_datatype, MPI_Fint *f_win, MPI_Fint *ierr) {
     static ct_f_MPI_Put_fn *real;

@@ -508,6 +508,186 @@ CT_EXPORT int MPI_Alltoallw(const void *sendbuf, const int *sendcounts, const in
     return rc;
 }
 
+CT_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Ibarrier(comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Ibarrier(comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Ibarrier, rc == MPI_SUCCESS ? (uint64_t)(0) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Ibcast, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(count, datatype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Ireduce, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(count, datatype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Iallreduce, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(count, datatype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Ireduce_scatter_block, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(recvcount, datatype) * ct_size(comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Igather, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Iscatter, rc == MPI_SUCCESS ? (uint64_t)(ct_is_root(root, comm) ? ct_bytes(sendcount, sendtype) * ct_size(comm) : ct_bytes(recvcount, recvtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Iallgather, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Iallgatherv, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcounts[ct_rank(comm)], recvtype) : ct_bytes(sendcount, sendtype)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Ialltoall, rc == MPI_SUCCESS ? (uint64_t)((CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) * ct_size(comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+    if (!ct_enter()) {
+        return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Ialltoallv, rc == MPI_SUCCESS ? (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_vbytes(recvcounts, recvtype, comm) : ct_vbytes(sendcounts, sendtype, comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    if (!ct_enter()) {
+        return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Neighbor_allgather, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *displs, MPI_Datatype recvtype, MPI_Comm comm) {
+    if (!ct_enter()) {
+        return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Neighbor_allgatherv, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    if (!ct_enter()) {
+        return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Neighbor_alltoall, rc == MPI_SUCCESS ? (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
+CT_EXPORT int MPI_Neighbor_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls, MPI_Datatype sendtype, void *recvbuf, const int *recvcounts, const int *rdispls, MPI_Datatype recvtype, MPI_Comm comm) {
+    if (!ct_enter()) {
+        return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    }
+    uint64_t t0 = ct_now();
+    int rc = PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+    uint64_t t1 = ct_now();
+    ct_leave(CT_OP_MPI_Neighbor_alltoallv, rc == MPI_SUCCESS ? (uint64_t)(ct_nbytes(sendcounts, sendtype, comm)) : 0, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(comm);
+    return rc;
+}
+
 CT_EXPORT int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) {
     if (!ct_enter()) {
         return PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);

@@ -2,7 +2,10 @@
  * Every rank: 100 MPI_Allreduce of one double (8 bytes); 50 MPI_Send of 1 KiB
  * to the next rank and 50 MPI_Recv from the previous one; 10 MPI_Bcast of 4
  * ints; 20 MPI_Isend + MPI_Irecv of 64 KiB completed by 20 MPI_Waitall; 1
- * MPI_Alltoallv of 16 doubles per peer; 3 fences around 1 MPI_Put of 2 ints;
+ * MPI_Alltoallv of 16 doubles per peer; 7 MPI_Iallreduce of one double and 3
+ * MPI_Ialltoallv of 16 doubles per peer, each completed by MPI_Wait; 5
+ * MPI_Neighbor_alltoall of 4 ints to each of the 2 neighbours of a periodic ring
+ * (MPI_Cart_create); 3 fences around 1 MPI_Put of 2 ints;
  * with a path argument, 1 collective MPI-IO write of 1 KiB per rank. The
  * user-defined variable "step" records 1..10 on each rank. With COUNTS_WRITE=name=value, rank 0
  * first writes that control variable through commtune_cvar_write and prints the result.
@@ -63,6 +66,23 @@ int main(int argc, char **argv) {
         displs[i] = 16 * i;
     }
     MPI_Alltoallv(a, counts, displs, MPI_DOUBLE, b, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+
+    MPI_Request pending;
+    for (int i = 0; i < 7; ++i) {
+        MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &pending);
+        MPI_Wait(&pending, MPI_STATUS_IGNORE);
+    }
+    for (int i = 0; i < 3; ++i) {
+        MPI_Ialltoallv(a, counts, displs, MPI_DOUBLE, b, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD,
+                       &pending);
+        MPI_Wait(&pending, MPI_STATUS_IGNORE);
+    }
+    MPI_Comm ring;
+    int periodic = 1, ints[8] = {0}, got[8];
+    MPI_Cart_create(MPI_COMM_WORLD, 1, &size, &periodic, 0, &ring);
+    for (int i = 0; i < 5; ++i)
+        MPI_Neighbor_alltoall(ints, 4, MPI_INT, got, 4, MPI_INT, ring);
+    MPI_Comm_free(&ring);
 
     int window[2] = {0, 0}, mine[2] = {rank, rank};
     MPI_Win win;

@@ -30,7 +30,9 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ops",
         help="operations to sample (comma list of pingpong, vector, burst, allreduce, "
-        "bcast, reduce, allgather, alltoall; default all)",
+        "bcast, reduce, allgather, alltoall, and when named alltoallv, allgatherv, gather, "
+        "scatter, reduce_scatter_block, reduce_scatter, scan, barrier; 'all': every one; "
+        "default: the first eight)",
     )
     p.add_argument(
         "-o", "--output-dir", default="commtune-platform", help="where files and plots go"

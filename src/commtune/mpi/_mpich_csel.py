@@ -93,7 +93,7 @@ def csel_name(op: str, algorithm: str, known: frozenset[str]) -> str | None:
 def intra_subtree(base: Builtin, op: str, ranges: Sequence[Segment], ranks: int) -> dict[str, Any]:
     """The intra-communicator subtree of collective ``op`` choosing by message size;
     RulesError if this MPICH has no selection name for one of the algorithms."""
-    key = SIZE_KEY[op]
+    key = SIZE_KEY.get(op)
     scale = 1.0 / ranks if op == "alltoall" else 1.0
     subtree: dict[str, Any] = {}
     for seg in ranges:
@@ -106,6 +106,10 @@ def intra_subtree(base: Builtin, op: str, ranges: Sequence[Segment], ranks: int)
             other = csel_name(op, fallback, base.known)
             if other is not None:
                 leaf = {"count<pow2": {f"algorithm={other}": {}}, "count=any": leaf}
+        if key is None:  # one algorithm whatever the size (a single open range)
+            if len(ranges) > 1:
+                raise RulesError(f"{op}: no size to choose by in MPICH's terms")
+            return leaf
         if seg.high is None:
             subtree[f"{key}=any"] = leaf
         else:

@@ -26,6 +26,14 @@ from commtune.util import write_atomic
 _COLLTYPES = """allgather allgatherv allreduce alltoall alltoallv alltoallw barrier bcast exscan
 gather gatherv reduce reduce_scatter reduce_scatter_block scan scatter scatterv"""
 COLL_IDS = {name: number for number, name in enumerate(_COLLTYPES.split())}
+# What coll_tuned's dynamic decision compares with a rule's message size, per collective
+# (coll_tuned_decision_dynamic.c): the total bytes of all ranks' blocks, as commtune samples
+# them (ct_sample's SIZE); for alltoallv and barrier no size at all (it looks up size 0).
+# allgatherv (per-rank in 5.0) and scan/exscan (the type's size times the ranks) are not
+# written from samples.
+RULES_SIZE_TOTAL = frozenset({"allreduce", "bcast", "reduce", "allgather", "alltoall", "gather",
+                              "scatter", "reduce_scatter", "reduce_scatter_block"})  # fmt: skip
+RULES_SIZE_ZERO = frozenset({"alltoallv", "barrier"})
 USE_ENV = "OMPI_MCA_coll_tuned_use_dynamic_rules"
 FILE_ENV = "OMPI_MCA_coll_tuned_dynamic_rules_filename"
 _NOT_FORCED = ("", "0", "ignore")  # an algorithm variable left to the library

@@ -8,8 +8,9 @@ out (:meth:`commtune.mpi.MPIVendor.write_selection`).
 
 from __future__ import annotations
 
+import math
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,30 @@ class Segment:
 
     def to_json(self) -> dict[str, object]:
         return {"from": self.low, "to": self.high, "method": self.method}
+
+
+def dominant(ranges: Sequence[Segment]) -> str:
+    """The method chosen over the widest span of sampled sizes (on a log scale; the open last
+    range counts one doubling): the one algorithm of a collective whose library compares no
+    size, or compares one the sample is not in the terms of."""
+    span: dict[str, float] = {}
+    for seg in ranges:
+        low = max(seg.low, 1.0)
+        high = 2 * low if seg.high is None else max(seg.high, low)
+        span[seg.method] = span.get(seg.method, 0.0) + math.log2(high / low) + 1e-9
+    return max(span, key=lambda m: span[m])
+
+
+def one_method(op: str, ranges: Sequence[Segment], why: str) -> tuple[list[Segment], str | None]:
+    """``ranges`` as one open range of their :func:`dominant` method, and the warning to give
+    when that drops a choice by size (``why``: what the library compares)."""
+    method = dominant(ranges)
+    others = sorted({s.method for s in ranges} - {method})
+    said = None if not others else (
+        f"{op}: {why}, so one algorithm for every size: {method} (fastest over most sampled "
+        f"sizes; {', '.join(others)} won some)"
+    )  # fmt: skip
+    return [Segment(0.0, None, method)], said
 
 
 @dataclass(frozen=True)

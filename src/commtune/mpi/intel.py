@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from commtune.mpi._selection import Builtin, RulesError, Segment, Selection
+from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, one_method
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 TUNING_ENV = "I_MPI_TUNING"  # a JSON tuning file, read beside the library's own
@@ -40,7 +40,18 @@ _COLL = {
     "gather": "Gather",
     "scatter": "Scatter",
     "reduce_scatter": "Reduce_scatter",
+    "reduce_scatter_block": "Reduce_scatter_block",
+    "alltoallv": "Alltoallv",
+    "allgatherv": "Allgatherv",
+    "gatherv": "Gatherv",
+    "scatterv": "Scatterv",
+    "scan": "Scan",
+    "exscan": "Exscan",
 }
+# Collectives whose msg_size in a tuning file is the size commtune samples (ct_sample's SIZE,
+# checked against the library's own choices by ``sample --verify``); any other is written as
+# one preset for every size.
+_SIZED = frozenset({"allreduce", "bcast", "reduce", "allgather", "alltoall"})
 _ALIAS = re.compile(r"@Alias:#\s+([A-Z][A-Z0-9_]*)")
 
 
@@ -102,7 +113,12 @@ class IntelMPI(MPIVendor):
         builtin: Builtin | None,
     ) -> Selection:
         tree: dict[str, Any] = {}
+        warnings: list[str] = []
         for op, ranges in segs.items():
+            if op not in _SIZED:
+                ranges, said = one_method(op, ranges, "commtune does not sample the size "
+                                          "Intel MPI compares for it")  # fmt: skip
+                warnings += [said] if said else []
             sizes: dict[str, Any] = {}
             for seg in ranges:
                 preset = algorithms[op][seg.method]
@@ -115,7 +131,7 @@ class IntelMPI(MPIVendor):
             tree[f"coll={_COLL[op]}"] = {f"ppn={ranks}": per_size}
         text = json.dumps(tree, indent=1) + "\n"
         validate_tuning(text)
-        return Selection(text)
+        return Selection(text, tuple(warnings))
 
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
         """``impi-tuning``: the ``I_MPI_ADJUST_<COLL>`` presets of ``env`` as the JSON tuning

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from commtune.mpi import _mpich_csel
-from commtune.mpi._selection import Builtin, RulesError, Segment, Selection
+from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, one_method
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 if TYPE_CHECKING:
@@ -73,6 +73,10 @@ class MPICH(MPIVendor):
         warnings: list[str] = []
         subtrees: dict[str, dict[str, Any]] = {}
         for op, ranges in segs.items():
+            if op not in _mpich_csel.SIZE_KEY:
+                ranges, said = one_method(op, ranges, "commtune does not sample the size "
+                                          "MPICH's tree compares for it")  # fmt: skip
+                warnings += [said] if said else []
             try:
                 subtrees[op] = _mpich_csel.intra_subtree(builtin, op, ranges, ranks)
             except RulesError as exc:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from commtune.errors import UsageError
 from commtune.mpi._ompi_rules import (
     FILE_ENV,
+    RULES_SIZE_TOTAL,
+    RULES_SIZE_ZERO,
     USE_ENV,
     choices_of,
     forced_collectives,
@@ -20,7 +22,7 @@ from commtune.mpi._ompi_rules import (
     validate_sampled,
     without_forced,
 )
-from commtune.mpi._selection import Builtin, Segment, Selection
+from commtune.mpi._selection import Builtin, Segment, Selection, one_method
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
@@ -76,9 +78,20 @@ class OpenMPI(MPIVendor):
         header: str,
         builtin: Builtin | None,
     ) -> Selection:
-        text = sampled_rules(choices_of(segs, algorithms), ranks, header)
-        validate_sampled(text, {op: len(algorithms[op]) for op in segs})
-        return Selection(text)
+        warnings: list[str] = []
+        written: dict[str, Sequence[Segment]] = {}
+        for op, ranges in segs.items():
+            if op in RULES_SIZE_ZERO:  # coll_tuned looks its rule up at size 0
+                written[op], said = one_method(op, ranges, "Open MPI's rules give it no size")
+                warnings += [said] if said else []
+            elif op in RULES_SIZE_TOTAL:
+                written[op] = ranges
+            else:
+                warnings.append(f"{op}: Open MPI's rules compare a size commtune does not "
+                                f"sample; {op} keeps the library's own selection")  # fmt: skip
+        text = sampled_rules(choices_of(written, algorithms), ranks, header)
+        validate_sampled(text, {op: len(algorithms[op]) for op in written})
+        return Selection(text, tuple(warnings))
 
     def reconcile(self, env: Mapping[str, str], directory: Path) -> dict[str, str]:
         return without_forced(env, directory)

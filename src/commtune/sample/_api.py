@@ -17,6 +17,7 @@ from commtune.sample._curves import TIE, method_at
 from commtune.sample._families import (
     AGGREGATION,
     ALGORITHM,
+    ALL_OPERATIONS,
     BURST,
     OPERATIONS,
     PACK_OR_IOV,
@@ -77,20 +78,27 @@ def sample_platform(
     quick one and a full one is asked for), else sampled now and stored. Writes the outputs
     and the study ``platform-<key>`` that ``run``/``export`` accept."""
     operations = OPERATIONS if operations is None else operations
-    unknown = sorted(set(operations) - set(OPERATIONS))
+    if "all" in operations:
+        operations = ALL_OPERATIONS
+    unknown = sorted(set(operations) - set(ALL_OPERATIONS))
     if unknown:
-        raise UsageError(f"unknown operation {unknown[0]!r} (known: {', '.join(OPERATIONS)})")
+        raise UsageError(
+            f"unknown operation {unknown[0]!r} (known: {', '.join(ALL_OPERATIONS)}, all)"
+        )
     fingerprint = fingerprint_for(installation, ranks)
     store.save_platform(fingerprint)
+    # inside a test bed's node the ranks are spread over its nodes: the network's limits
+    fams = families(installation, enumerators(installation), tuple(operations),
+                    across_nodes=on_testbed())  # fmt: skip
     profile = None if refresh else load_profile(store, fingerprint)
     if profile is not None and profile.quick and not quick:
         ui.info("stored platform profile is a quick one; sampling in full")
         profile = None
+    if profile is not None and {f.key for f in fams} - {f.key for f in profile.families}:
+        ui.info("the stored platform profile lacks operations asked for: sampling again")
+        profile = None
     reused = profile is not None
     if profile is None:
-        # inside a test bed's node the ranks are spread over its nodes: the network's limits
-        fams = families(installation, enumerators(installation), tuple(operations),
-                        across_nodes=on_testbed())  # fmt: skip
         with ui.progress(f"sampling {installation.vendor.value}", total=0) as bar:
             sampler = Sampler(installation, ranks, quick, bar=bar)
             bar.grow(sampler.steps(fams))

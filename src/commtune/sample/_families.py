@@ -26,7 +26,12 @@ PINGPONG = "pingpong"
 VECTOR = "vector"  # a ping-pong of non-contiguous data; its size is the block length
 BURST = "burst"  # small messages sent back to back; the time is per message
 COLLECTIVES = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
-OPERATIONS = (PINGPONG, VECTOR, BURST, *COLLECTIVES)
+OPERATIONS = (PINGPONG, VECTOR, BURST, *COLLECTIVES)  # sampled unless others are named
+# Sampled when named (``--ops alltoallv`` or ``--ops all``): every one adds a sweep of the
+# sizes per algorithm, and a program needs the few its profile shows.
+MORE_COLLECTIVES = ("alltoallv", "allgatherv", "gather", "scatter", "reduce_scatter_block",
+                    "reduce_scatter", "scan", "barrier")  # fmt: skip
+ALL_OPERATIONS = (*OPERATIONS, *MORE_COLLECTIVES)
 
 SINGLE_COPY = "single_copy"
 PROTOCOL = "protocol"
@@ -42,10 +47,13 @@ DENSITY = {PACK: 1 << 30, IOV: 0}
 
 # Smallest message each operation is sampled at: reductions work on doubles; gather and
 # all-to-all split the buffer between the ranks; vector blocks from a double's size.
-MIN_SIZE = {"allreduce": 8, "reduce": 8, "allgather": 4, "alltoall": 4, VECTOR: 8}
+# (reduce-scatters: a double for each of up to 4 ranks).
+MIN_SIZE = {"allreduce": 8, "reduce": 8, "allgather": 4, "alltoall": 4, VECTOR: 8,
+            "alltoallv": 4, "allgatherv": 4, "gather": 4, "scatter": 4, "scan": 8,
+            "reduce_scatter_block": 32, "reduce_scatter": 32}  # fmt: skip
 # Largest: a vector's blocks up to a quarter of its message (four blocks); a burst's
-# messages up to 8 KiB (small messages are what is aggregated).
-LARGEST = {VECTOR: VECTOR_TOTAL // 4, BURST: 8 << 10}
+# messages up to 8 KiB (small messages are what is aggregated); a barrier has no size (one).
+LARGEST = {VECTOR: VECTOR_TOTAL // 4, BURST: 8 << 10, "barrier": 1}
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,7 @@ def families(
                 },
             )
         )
-    for op in COLLECTIVES:
+    for op in (*COLLECTIVES, *MORE_COLLECTIVES):
         if op not in operations:
             continue
         knob = catalog.get(vendor.algorithm_knob(op))
