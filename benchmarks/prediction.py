@@ -12,6 +12,13 @@ default, exhaustive best and predicted. Speedups are medians over rounds of the 
 time; the share is (predicted speedup - 1) / (best speedup - 1) and also the paper's ratio
 predicted speedup / best speedup.
 
+``--apps`` also takes the real programs of ``benchmarks/apps`` (``--sources DIR``: their
+snapshots, as ``apps/build.py`` takes them), each with its own metric; for them ``predict``
+runs with ``--verify`` (5 interleaved pairs: what a user runs to be handed the prediction only
+where it is faster), the exhaustive grid runs only where the selected knobs have at most
+``--grid-limit`` configurations, and the rounds say whether what the verification handed
+back (the prediction, or the defaults) was slower than the defaults.
+
 With ``--nodes N`` (root), all of it runs inside the first node of a test bed of N nodes with
 the bed's site environment (``Cluster.site_env``: a plain ``mpirun -n 2`` puts one rank on
 each of two nodes, over TCP): the model is trained across nodes (4 ranks on 4 nodes and 2 on
@@ -33,9 +40,12 @@ from pathlib import Path
 from commtune import native
 from commtune.knobs import apply, installed_knobs
 from commtune.launch import Launcher, launcher_for
-from commtune.mpi import Vendor, find_installation, installation_of
-from commtune.trial import run_process
+from commtune.mpi import Installation, installation_of
+from commtune.trial import Objective, run_process
 from commtune.util import TESTBED_ENV
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
+from apps import APPS as REAL
 
 COMMTUNE = [sys.executable, "-m", "commtune"]
 APPS = {"ct_demo": ("demo/ct_demo.c", "300"), "ct_solver": ("demo/ct_solver.c", "20000")}
@@ -49,11 +59,36 @@ def cli(args: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def timed(command: list[str], env: dict[str, str], remove: list[str], launcher: Launcher) -> float:
+def timed(command: list[str], env: dict[str, str], remove: list[str], launcher: Launcher,
+          metric: str, cwd: str) -> float:  # fmt: skip
     plan = launcher.plan(command, env, remove=remove)
-    result = run_process(plan.argv, plan.env, 600)
-    line = [w for w in result.stdout.split() if w]
-    return float(line[line.index("time") + 1])
+    t0 = time.perf_counter()
+    result = run_process(plan.argv, plan.env, 600, cwd=cwd)
+    value = Objective.parse(metric).extract(time.perf_counter() - t0, result.stdout)
+    if value is None:
+        raise SystemExit(f"no {metric} in the output of {command[-1]}: {result.stdout[-500:]}")
+    return value
+
+
+def program(name: str, inst: Installation, sources: Path | None,
+            work: Path) -> tuple[list[str], str]:  # fmt: skip
+    """The command and metric of app ``name``: a bundled one or a real program."""
+    if name in APPS:
+        source, iters = APPS[name]
+        binary = str(native.build(inst, source))
+        return launcher_for(inst).command(2, [binary, iters]), METRIC
+    app = REAL[name]
+    if sources is None and app.languages:
+        raise SystemExit(f"{name}: --sources DIR (a snapshot of {app.repo})")
+    binary = app.build((sources or Path(".")) / app.repo.replace("/", "+"), inst)
+    return app.command(inst, binary, work), app.metric
+
+
+def configurations(knobs: dict, names: list[str]) -> int:
+    n = 1
+    for name in names:
+        n *= len(knobs[name].knob.domain())
+    return n
 
 
 def main() -> int:
@@ -63,6 +98,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--nodes", type=int, help="inside a test bed of N nodes (root)")
+    parser.add_argument("--apps", default="ct_demo,ct_solver",
+                        help=f"of {', '.join([*APPS, *REAL])}")  # fmt: skip
+    parser.add_argument("--sources", type=Path, help="the real programs' snapshots")
+    parser.add_argument("--grid-limit", type=int, default=400,
+                        help="most configurations of the exhaustive grid")  # fmt: skip
     args = parser.parse_args()
     if args.nodes and not os.environ.get(TESTBED_ENV):
         from commtune.testbed import rerun_inside
@@ -71,7 +111,7 @@ def main() -> int:
         return rerun_inside(args.nodes, mpis, [sys.executable, __file__, *sys.argv[1:]])
     results = []
     for mpi in args.mpi.split(","):
-        installation = find_installation(Vendor(mpi))
+        installation = installation_of(mpi)
         launcher = launcher_for(installation)
         with tempfile.TemporaryDirectory() as tmp:
             storage = f"sqlite:///{tmp}/bench.db"
@@ -86,40 +126,53 @@ def main() -> int:
                 file=sys.stderr,
             )
             knobs = installed_knobs(installation)
-            for app, (source, iters) in APPS.items():
-                program = str(native.build(installation, source))
-                command = launcher.command(2, [program, iters])
-                pred = cli(["predict", "--storage", storage, "--json", "--", *command])
-                knob_args = [a for k in pred["params"] for a in ("--knob", k)]
-                grid = cli(["tune", "--strategy", "grid", "--trials", "100000", "--repeats",
-                            str(args.repeats), "--confirm", "0", "--no-interposer", "--metric",
-                            METRIC, *knob_args, "--storage", storage, "--study",
-                            f"grid-{app}", "--json", "--", *command])  # fmt: skip
+            for app in args.apps.split(","):
+                work = Path(tmp) / app
+                work.mkdir()
+                command, metric = program(app, installation, args.sources, work)
+                real = app in REAL
+                verify = ["--verify", "--metric", metric] if real else []
+                pred = cli(["predict", "--mpi", mpi, "--storage", storage, *verify, "--json",
+                            "--", *command])  # fmt: skip
                 objs = [knobs[k].knob for k in pred["params"]]
                 remove = [k.env for k in objs]
                 configs = {
                     "default": {},
-                    "best": apply(objs, grid["best_params"], installation.impl).env,
                     "predicted": apply(objs, pred["params"], installation.impl).env,
                 }
+                size = configurations(knobs, list(pred["params"]))
+                grid = None
+                if size <= args.grid_limit:
+                    knob_args = [a for k in pred["params"] for a in ("--knob", k)]
+                    grid = cli(["tune", "--mpi", mpi, "--strategy", "grid", "--trials", "100000",
+                                "--repeats", str(args.repeats), "--confirm", "0",
+                                "--no-interposer", "--metric", metric, *knob_args,
+                                "--storage", storage, "--study", f"grid-{app}", "--json",
+                                "--", *command])  # fmt: skip
+                    configs["best"] = apply(objs, grid["best_params"], installation.impl).env
                 times: dict[str, list[float]] = {k: [] for k in configs}
                 for _ in range(args.rounds):
                     for name, env in configs.items():
-                        times[name].append(timed(command, env, remove, launcher))
+                        times[name].append(timed(command, env, remove, launcher, metric,
+                                                 str(work)))  # fmt: skip
                 med = {k: statistics.median(v) for k, v in times.items()}
-                best = med["default"] / med["best"]
+                best = med["default"] / med["best"] if grid else None
                 predicted = med["default"] / med["predicted"]
+                verified = pred.get("verify")
+                handed = predicted if verified is None or verified["faster"] else 1.0
                 row = {
-                    "mpi": mpi,
+                    "mpi": installation.describe(),
                     "app": app,
                     "selected": list(pred["params"]),
-                    "configs": grid["trials"] - 1,
-                    "best_params": grid["best_params"],
+                    "configs": size,
+                    "best_params": grid["best_params"] if grid else None,
                     "predicted_params": pred["params"],
                     "best_speedup": best,
                     "predicted_speedup": predicted,
-                    "share_of_gain": (predicted - 1) / (best - 1) if best > 1 else None,
-                    "ratio": predicted / best,
+                    "verify": verified,
+                    "handed_back_speedup": handed,
+                    "share_of_gain": (predicted - 1) / (best - 1) if best and best > 1 else None,
+                    "ratio": predicted / best if best else None,
                     "spread": {k: [min(v), max(v)] for k, v in times.items()},
                     "train_runs": train["runs"],
                     "train_minutes": train_minutes,
@@ -129,14 +182,22 @@ def main() -> int:
                 }
                 results.append(row)
                 print(json.dumps(row), file=sys.stderr)
-    header = ["MPI", "app", "knobs (configs)", "exhaustive best", "predicted", "predicted/best"]
+    header = ["MPI", "app", "knobs (configs)", "exhaustive best", "predicted", "predicted/best",
+              "verified (--verify)", "handed back"]  # fmt: skip
     print("| " + " | ".join([*header, "model, training"]) + " |")
     print("|---" * (len(header) + 1) + "|")
     for r in results:
-        speedups = f"{r['best_speedup']:.3f}x | {r['predicted_speedup']:.3f}x"
+        best = f"{r['best_speedup']:.3f}x" if r["best_speedup"] else "not run"
+        ratio = f"{100 * r['ratio']:.1f} %" if r["ratio"] else "-"
+        v = r["verify"]
+        verified = "-" if v is None else (
+            f"{v['speedup']:.3f}x [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}]: "
+            + ("faster" if v["faster"] else "defaults kept")
+        )  # fmt: skip
         print(
             f"| {r['mpi']} | {r['app']} | {', '.join(r['selected'])} ({r['configs']}) | "
-            f"{speedups} | {100 * r['ratio']:.1f} % | "
+            f"{best} | {r['predicted_speedup']:.3f}x | {ratio} | {verified} | "
+            f"{r['handed_back_speedup']:.3f}x | "
             f"{r['model']}, {r['train_runs']} runs, {r['train_minutes']:.1f} min |"
         )
     Path("benchmarks/out").mkdir(parents=True, exist_ok=True)
