@@ -5,7 +5,10 @@ collective the program spends most in), the verdict, the expected gain with its 
 and the runs.
 
     python benchmarks/apps/live.py --sources DIR [--apps comd,amg] [--mpis openmpi,mpich]
-        [--max-runs 30] [--out docs/benchmarks/issue42-live.md]
+        [--max-runs 30] [--out docs/benchmarks/issue42-live.md] [--bed 4]
+
+``--bed N`` (root) runs each study inside the first node of an N-node test bed with the bed's
+site environment, N ranks one a node, as a user of a cluster would.
 
 DIR holds a snapshot of each program's repository, named as ``fetch`` names it
 (``ECP-copa+CoMD``, ``LLNL+AMG``, ...).
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from apps import APPS, BuildError
 
 from commtune.mpi import installation_of
+from commtune.testbed import Cluster
 
 
 def main() -> int:
@@ -35,7 +40,26 @@ def main() -> int:
     p.add_argument("--mpis", default="openmpi,mpich,openmpi@5,mpich@5,intel")
     p.add_argument("--max-runs", type=int, default=30)
     p.add_argument("--out", type=Path)
+    p.add_argument("--bed", type=int, help="inside a test bed of this many nodes (root)")
     args = p.parse_args()
+    with Cluster(args.bed, 1) if args.bed else _nowhere() as bed:
+        rows = _studies(args, bed)
+    text = _table(rows)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+    return 0
+
+
+class _nowhere:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _studies(args: argparse.Namespace, bed: Cluster | None) -> list[dict]:
     rows = []
     for name in args.apps.split(","):
         app = APPS[name]
@@ -49,16 +73,22 @@ def main() -> int:
                 rows.append({**row, "error": str(exc)})
                 print(f"{name} {spec}: not built: {exc}", file=sys.stderr)
                 continue
+            env = {**os.environ}
+            runner: list[str] = []
+            ranks = None
+            if bed is not None:
+                env.update(bed.site_env(inst))
+                runner, ranks = bed.command(bed.hostnames[0], []), len(bed.hostnames)
             with tempfile.TemporaryDirectory() as tmp:
                 work = Path(tmp)
-                command = app.command(inst, binary, work)
-                argv = [sys.executable, "-m", "commtune", "tune", "--mpi", inst.prefix,
+                command = app.command(inst, binary, work, ranks=ranks)
+                argv = [*runner, sys.executable, "-m", "commtune", "tune", "--mpi", inst.prefix,
                         "--metric", app.metric, "--max-runs", str(args.max_runs),
                         "--storage", f"sqlite:///{work / 's.db'}", "--json", "--",
                         *command]  # fmt: skip
                 t0 = time.perf_counter()
                 done = subprocess.run(argv, cwd=work, capture_output=True, text=True,
-                                      check=False)  # fmt: skip
+                                      check=False, env=env)  # fmt: skip
                 seconds = time.perf_counter() - t0
             if done.returncode != 0:
                 rows.append({**row, "error": done.stderr.strip().splitlines()[-1:]})
@@ -73,11 +103,7 @@ def main() -> int:
                          "runs": data.get("runs"), "seconds": round(seconds),
                          "said": data.get("said") or data.get("reason")})  # fmt: skip
             print(json.dumps(rows[-1]), file=sys.stderr)
-    text = _table(rows)
-    print(text)
-    if args.out:
-        args.out.write_text(text)
-    return 0
+    return rows
 
 
 def _table(rows: list[dict]) -> str:
