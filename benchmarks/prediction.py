@@ -52,8 +52,9 @@ APPS = {"ct_demo": ("demo/ct_demo.c", "300"), "ct_solver": ("demo/ct_solver.c", 
 METRIC = r"regex:time ([0-9.eE+-]+) s"
 
 
-def cli(args: list[str]) -> dict:
-    done = subprocess.run([*COMMTUNE, *args], capture_output=True, text=True, check=False)
+def cli(args: list[str], cwd: Path | None = None) -> dict:
+    done = subprocess.run([*COMMTUNE, *args], capture_output=True, text=True, check=False,
+                          cwd=cwd)  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"commtune {args[0]} failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -133,7 +134,7 @@ def main() -> int:
                 real = app in REAL
                 verify = ["--verify", "--metric", metric] if real else []
                 pred = cli(["predict", "--mpi", mpi, "--storage", storage, *verify, "--json",
-                            "--", *command])  # fmt: skip
+                            "--", *command], cwd=work)  # fmt: skip
                 objs = [knobs[k].knob for k in pred["params"]]
                 remove = [k.env for k in objs]
                 configs = {
@@ -148,7 +149,7 @@ def main() -> int:
                                 "--repeats", str(args.repeats), "--confirm", "0",
                                 "--no-interposer", "--metric", metric, *knob_args,
                                 "--storage", storage, "--study", f"grid-{app}", "--json",
-                                "--", *command])  # fmt: skip
+                                "--", *command], cwd=work)  # fmt: skip
                     configs["best"] = apply(objs, grid["best_params"], installation.impl).env
                 times: dict[str, list[float]] = {k: [] for k in configs}
                 for _ in range(args.rounds):
