@@ -11,10 +11,10 @@ import pytest
 
 from commtune import native
 from commtune.knobs import installed_knobs, load_catalog
-from commtune.mpi import installation_of
+from commtune.mpi import Vendor, find_installation, installation_of
 from commtune.profile import Profile, guided
 
-from .conftest import INSTALLATIONS, last_json, run_cli
+from .conftest import INSTALLATIONS, VENDORS, last_json, run_cli
 
 METRIC = r"regex:time ([0-9.eE+-]+) s"
 PROGRAMS = Path(__file__).parent / "programs"
@@ -83,6 +83,34 @@ def test_an_alltoallv_program_gets_the_alltoallv_algorithm(
     assert choices[0].knob == knob and choices[0].reason.startswith("MPI_Alltoallv: ")
     ops = {k.collective for k in knobs if k.name in {c.knob for c in choices}}
     assert {"alltoallv", "allreduce", "barrier", "reduce_scatter_block"} <= ops
+
+
+def test_a_one_sided_program_gets_its_library_s_rma_knobs() -> None:
+    """Coarrays over MPI (ICAR through OpenCoarrays) spend their MPI time in puts, gets and
+    their synchronization: the catalog's one-sided knobs join with that share (Open MPI's
+    rdma component in 4.1 and 5, MPICH's ch4 RMA progress); Intel MPI has none, and its
+    space holds no knob for it."""
+    profile = _profile({
+        "MPI_Put": _op("rma", 0.3, calls=4000, low=64, high=4096),
+        "MPI_Win_flush": _op("rma", 0.4, calls=4000),
+        "MPI_Win_lock_all": _op("rma", 0.1, calls=20),
+        "MPI_Barrier": _op("coll", 0.2, calls=20),
+    })  # fmt: skip
+    want = {"openmpi": {"osc_rdma_locking_mode", "osc_rdma_acc_single_intrinsic",
+                        "osc_rdma_buffer_size"},
+            "mpich": {"MPIR_CVAR_CH4_RMA_ENABLE_DYNAMIC_AM_PROGRESS",
+                      "MPIR_CVAR_CH4_RMA_AM_PROGRESS_INTERVAL",
+                      "MPIR_CVAR_CH4_RMA_MEM_EFFICIENT"},
+            "intel": set()}  # fmt: skip
+    for library, rma in want.items():
+        for version in ("4.1.4", "5.0.2") if library == "openmpi" else ("4.0.2",):
+            knobs = [k for k in load_catalog(library).values() if k.in_version(version)]
+            choices = guided(profile, knobs)
+            chosen = {c.knob: c for c in choices if "rma" in load_catalog(library)[c.knob].presets}
+            assert set(chosen) == rma, (library, version)
+            for c in chosen.values():
+                assert c.reason == "one-sided: 80% of MPI time, 8020 calls"
+                assert c.impact == pytest.approx(0.8)
 
 
 def test_every_collective_the_profile_records_has_an_algorithm_knob() -> None:
@@ -183,3 +211,25 @@ def test_an_alltoallv_program_tuned_with_no_knob_gets_its_algorithm(
     knob = inst.impl.algorithm_knob("alltoallv")
     assert knob in chosen, chosen
     assert chosen[knob].startswith("MPI_Alltoallv: ")
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_one_sided_halo_exchange_tuned_with_no_knob_gets_rma_knobs(
+    vendor: Vendor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A halo exchange in puts and flushes inside one lock_all epoch
+    (``tests/programs/halo_rma.c``, as OpenCoarrays makes coarray halos), tuned with no knob
+    named: its profile's space holds the library's one-sided knobs, for their share."""
+    inst = find_installation(vendor)
+    program = tmp_path / "halo_rma"
+    subprocess.run([inst.mpicc, "-O2", "-o", str(program), str(PROGRAMS / "halo_rma.c")],
+                   check=True, env=inst.tool_env())  # fmt: skip
+    argv = ["tune", "--mpi", vendor.value, "--storage", f"sqlite:///{tmp_path}/s.db",
+            "--trials", "1", "--repeats", "1", "--confirm", "0", "--metric", METRIC, "--json",
+            "--", *inst.command(2, [str(program), "100", "4096"])]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    chosen = {c["knob"]: c["reason"] for c in last_json(out)["space_from_profile"]}
+    rma = {k for k, knob in load_catalog(vendor.value).items() if "rma" in knob.presets}
+    assert rma & set(chosen), chosen
+    assert all(chosen[k].startswith("one-sided: ") for k in rma & set(chosen))

@@ -21,7 +21,7 @@ from commtune.mpi import VENDOR_NAMES
 LIBRARIES = VENDOR_NAMES
 # network: the transport between nodes (TCP limits, buffers, links, UCX's TCP and rails,
 # libfabric's): on one node they do nothing, so no other preset holds them.
-PRESETS = ("p2p", "collectives", "progress", "io", "network")
+PRESETS = ("p2p", "collectives", "progress", "io", "network", "rma")
 
 
 @cache

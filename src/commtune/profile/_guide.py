@@ -12,12 +12,14 @@ time that mechanism carried as its expected impact:
   (ex)scan): the knobs that select its algorithm (the catalog's ``collective``), and the
   same component's segment size, at half the impact (it matters only for some algorithms;
   a component whose algorithm is not chosen, e.g. han's, is left out);
+* one-sided calls (puts, gets, accumulates, their synchronization; coarrays over MPI): the
+  catalog's ``rma`` knobs (Open MPI's rdma component, MPICH's ch4 RMA progress);
 * MPI-IO calls: the I/O hints, the HDF5 properties only if HDF5 opened the file (the
   catalog's first ``PER_LAYER`` of each: there are 8-13 of each layer);
 * more ranks than cores on a node: the progress knobs (yielding, binding).
 
-Knobs come ordered by impact, at most ``MAX_KNOBS``, each with its reason. One-sided calls
-are named but have no knob in the catalogs yet.
+Knobs come ordered by impact, at most ``MAX_KNOBS``, each with its reason. Intel MPI's
+catalog has no one-sided knob: there its share is only named.
 """
 
 from __future__ import annotations
@@ -85,6 +87,12 @@ def guided(profile: Profile, knobs: Iterable[Knob], across_nodes: bool = False) 
         for knob in mine:  # a segment size only of a component whose algorithm is chosen
             if _segment(knob) and any(knob.name.startswith(_stem(a)) for a in algorithms):
                 add(knob, share / 2, reason)
+    rma = [op for op in ops.values() if op.get("class") == "rma"]
+    share = sum(_time(op) for op in rma) / total
+    reason = f"one-sided: {share:.0%} of MPI time, {sum(_calls(op) for op in rma)} calls"
+    for knob in available:
+        if "rma" in knob.presets:
+            add(knob, share, reason)
     io = [op for op in ops.values() if op.get("class") == "io"]
     share = sum(_time(op) for op in io) / total
     hdf5 = any(h.kind == "hdf5" for h in profile.hints)
@@ -106,7 +114,7 @@ def guided(profile: Profile, knobs: Iterable[Knob], across_nodes: bool = False) 
 
 
 def one_sided(profile: Profile) -> float:
-    """The share of MPI time in one-sided calls (no catalog has their knobs yet)."""
+    """The share of MPI time in one-sided calls."""
     ops = [op for op in profile.operations.values() if op.get("class") not in ("init", "finalize")]
     total = sum(_time(op) for op in ops)
     rma = sum(_time(op) for op in ops if op.get("class") == "rma")

@@ -272,10 +272,9 @@ class Tuning:
         available = [s.knob for s in statuses.values() if s.available]
         choices = guided(run.profile, available, plan.across_nodes or on_testbed())
         rma = one_sided(run.profile)
-        if rma >= 0.05:
-            ui.info(
-                f"one-sided calls are {rma:.0%} of MPI time; no knob of them in the catalog yet"
-            )
+        if rma >= 0.05 and not any("rma" in statuses[c.knob].knob.presets for c in choices):
+            ui.info(f"one-sided calls are {rma:.0%} of MPI time; {inst.vendor.title}'s catalog "
+                    "has no knob of them")  # fmt: skip
         if not choices:
             ui.info("the profile calls for no knob in particular: the default space")
             return default, [], run
