@@ -7,8 +7,8 @@ hang: the ranks' stacks are printed (gdb, where present), the run is killed.
         [--arm UCX_TCP_PUT_ENABLE=y] [--arm UCX_TCP_PUT_ENABLE=n] [--json]
 
 Needs root (the test bed). Issue 41's CI: Debian's MPICH 4.0 (UCX 1.13) hung in
-MPI_Finalize in about 2 % of two-node runs, one rank flushing UCX's TCP put lane while its
-peer waited in PMI's barrier.
+MPI_Finalize in about 2 % of two-node runs, one rank closing its UCX endpoints while its
+peer waited in PMI's barrier; fewer with UCX's TCP put lane off.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from commtune import native
-from commtune.knobs import apply, installed_knobs
+from commtune.knobs import Dimension, Space, apply, installed_knobs
 from commtune.launch import Launcher, launcher_for
 from commtune.mpi import Installation, installation_of
 from commtune.trial import Objective, run_process
@@ -83,13 +83,6 @@ def program(name: str, inst: Installation, sources: Path | None,
         raise SystemExit(f"{name}: --sources DIR (a snapshot of {app.repo})")
     binary = app.build((sources or Path(".")) / app.repo.replace("/", "+"), inst)
     return app.command(inst, binary, work), app.metric
-
-
-def configurations(knobs: dict, names: list[str]) -> int:
-    n = 1
-    for name in names:
-        n *= len(knobs[name].knob.domain())
-    return n
 
 
 def main() -> int:
@@ -141,7 +134,7 @@ def main() -> int:
                     "default": {},
                     "predicted": apply(objs, pred["params"], installation.impl).env,
                 }
-                size = configurations(knobs, list(pred["params"]))
+                size = Space(installation.vendor.value, tuple(Dimension(o) for o in objs)).size()
                 grid = None
                 if size <= args.grid_limit:
                     knob_args = [a for k in pred["params"] for a in ("--knob", k)]

@@ -16,9 +16,13 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from commtune import native
 from commtune.mpi import Installation
+
+if TYPE_CHECKING:
+    from commtune.testbed import Cluster
 
 
 def wrapper(inst: Installation, language: str) -> str:
@@ -82,6 +86,16 @@ class App:
         workdir.mkdir(parents=True, exist_ok=True)
         ranks = ranks or self.ranks
         return inst.command(ranks, self.args(binary, workdir, ranks))
+
+
+def on_bed(bed: Cluster | None,
+           inst: Installation) -> tuple[list[str], dict[str, str], int | None]:  # fmt: skip
+    """How a command runs as a cluster's user would on ``bed`` (None: here, as it is): the
+    prefix that enters the bed's first node, the variables of its site environment, and the
+    ranks, one a node (None: the program's own)."""
+    if bed is None:
+        return [], {}, None
+    return bed.command(bed.hostnames[0], []), bed.site_env(inst), len(bed.hostnames)
 
 
 def _digest(source: Path) -> str:

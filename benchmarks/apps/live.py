@@ -17,6 +17,7 @@ DIR holds a snapshot of each program's repository, named as ``fetch`` names it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from apps import APPS, BuildError
+from apps import APPS, BuildError, on_bed
 
 from commtune.mpi import installation_of
 from commtune.testbed import Cluster
@@ -42,21 +43,13 @@ def main() -> int:
     p.add_argument("--out", type=Path)
     p.add_argument("--bed", type=int, help="inside a test bed of this many nodes (root)")
     args = p.parse_args()
-    with Cluster(args.bed, 1) if args.bed else _nowhere() as bed:
+    with Cluster(args.bed, 1) if args.bed else contextlib.nullcontext() as bed:
         rows = _studies(args, bed)
     text = _table(rows)
     print(text)
     if args.out:
         args.out.write_text(text)
     return 0
-
-
-class _nowhere:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _studies(args: argparse.Namespace, bed: Cluster | None) -> list[dict]:
@@ -73,12 +66,8 @@ def _studies(args: argparse.Namespace, bed: Cluster | None) -> list[dict]:
                 rows.append({**row, "error": str(exc)})
                 print(f"{name} {spec}: not built: {exc}", file=sys.stderr)
                 continue
-            env = {**os.environ}
-            runner: list[str] = []
-            ranks = None
-            if bed is not None:
-                env.update(bed.site_env(inst))
-                runner, ranks = bed.command(bed.hostnames[0], []), len(bed.hostnames)
+            runner, site, ranks = on_bed(bed, inst)
+            env = {**os.environ, **site}
             with tempfile.TemporaryDirectory() as tmp:
                 work = Path(tmp)
                 command = app.command(inst, binary, work, ranks=ranks)

@@ -18,6 +18,7 @@ one a node, in the space the guide chooses across nodes. A table goes to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -30,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from apps import APPS, App, BuildError
+from apps import APPS, App, BuildError, on_bed
 
-from commtune.knobs import installed_knobs
+from commtune.knobs import Knob, Value, installed_knobs
 from commtune.mpi import Installation, installation_of
 from commtune.profile import Profile, guided
 from commtune.testbed import Cluster
@@ -40,10 +41,10 @@ from commtune.testbed import Cluster
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def values_of(knob: object, domain: list, most: int) -> list:
+def values_of(knob: Knob, most: int) -> list[Value]:
     """A few values of a knob: a categorical one's first ``most`` (its default first), a
     size's default and the domain's values nearest a quarter and four times it."""
-    default = knob.default  # type: ignore[attr-defined]
+    default, domain = knob.default, knob.domain()
     if all(isinstance(v, int) and not isinstance(v, bool) for v in domain) and default in domain:
         positive = [v for v in domain if v > 0]
         picks = [default]
@@ -58,17 +59,18 @@ def values_of(knob: object, domain: list, most: int) -> list:
 
 
 def space_for(inst: Installation, profile: Profile, across: bool, most: int,
-              budget: int) -> tuple[list[tuple[str, list]], list[str]]:  # fmt: skip
+              budget: int) -> tuple[list[tuple[Knob, list[Value]]], list[str]]:  # fmt: skip
     """The guided knobs with their values, as many as keep the grid within ``budget``
     configurations; and each kept knob's reason."""
     statuses = {n: s for n, s in installed_knobs(inst).items() if s.available}
-    chosen, reasons, size = [], [], 1
+    chosen: list[tuple[Knob, list[Value]]] = []
+    reasons, size = [], 1
     for choice in guided(profile, [s.knob for s in statuses.values()], across):
         knob = statuses[choice.knob].knob
-        values = values_of(knob, knob.domain(), most)
+        values = values_of(knob, most)
         if len(values) < 2 or size * len(values) > budget:
             continue
-        chosen.append((knob.name, values))
+        chosen.append((knob, values))
         reasons.append(f"{knob.name} ({choice.reason})")
         size *= len(values)
     return chosen, reasons
@@ -85,13 +87,8 @@ def record_one(app: App, source: Path, inst: Installation, out: Path, repeats: i
     binary = app.build(source, inst)
     with tempfile.TemporaryDirectory(prefix=f"rec-{app.name}-") as tmp:
         work = Path(tmp)
-        env = {**os.environ, **inst.tool_env(), "OMP_NUM_THREADS": "1"}
-        runner: list[str] = []
-        ranks = app.ranks
-        if bed is not None:
-            env.update(bed.site_env(inst))
-            runner = bed.command(bed.hostnames[0], [])
-            ranks = len(bed.hostnames)
+        runner, site, ranks = on_bed(bed, inst)
+        env = {**os.environ, **inst.tool_env(), "OMP_NUM_THREADS": "1", **site}
         command = app.command(inst, binary, work, ranks=ranks)
         prof = work / "profile.json"
         done = _cli(["profile", "--mpi", inst.prefix, "-o", str(prof), "--storage",
@@ -101,7 +98,7 @@ def record_one(app: App, source: Path, inst: Installation, out: Path, repeats: i
         space, reasons = space_for(inst, Profile.load(prof), bed is not None, most, budget)
         if not space:
             return "the profile calls for no knob"
-        knobs = [f"--knob={n}=" + "|".join(_text(v) for v in vs) for n, vs in space]
+        knobs = [f"--knob={k.name}=" + "|".join(k.format(v) for v in vs) for k, vs in space]
         t0 = time.perf_counter()
         done = _cli(["tune", "--mpi", inst.prefix, "--metric", app.metric, "--record", str(out),
                      "--repeats", str(repeats), *knobs, "--storage",
@@ -116,12 +113,9 @@ def record_one(app: App, source: Path, inst: Installation, out: Path, repeats: i
             f"profile's guided knobs ({'; '.join(reasons)})"
         )
         out.write_text(json.dumps(data, indent=1) + "\n")
+        names = ", ".join(k.name for k, _ in space)
         return (f"{len(data['trials'])} configurations, {len(data['order'])} runs in "
-                f"{time.perf_counter() - t0:.0f} s: {', '.join(n for n, _ in space)}")  # fmt: skip
-
-
-def _text(value: object) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+                f"{time.perf_counter() - t0:.0f} s: {names}")  # fmt: skip
 
 
 def main() -> int:
@@ -135,10 +129,7 @@ def main() -> int:
     p.add_argument("--budget", type=int, default=18, help="most configurations a table")
     p.add_argument("--bed", type=int, help="record on a test bed of this many nodes")
     args = p.parse_args()
-    bed = Cluster(args.bed, 1) if args.bed else None
-    try:
-        if bed is not None:
-            bed.__enter__()
+    with Cluster(args.bed, 1) if args.bed else contextlib.nullcontext() as bed:
         for name in args.apps.split(","):
             app = APPS[name]
             for spec in args.mpis.split(","):
@@ -154,9 +145,6 @@ def main() -> int:
                 except BuildError as exc:
                     said = f"not built: {exc}"
                 print(f"{out.name}: {said}", file=sys.stderr, flush=True)
-    finally:
-        if bed is not None:
-            bed.__exit__(None, None, None)
     return 0
 
 

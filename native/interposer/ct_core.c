@@ -224,12 +224,16 @@ int ct_is_root(int root, MPI_Comm comm) {
     return root == MPI_ROOT || (root >= 0 && ct_rank(comm) == root);
 }
 
-uint64_t ct_vbytes(const int counts[], MPI_Datatype type, MPI_Comm comm) {
+/* The bytes of the first n counts of one datatype. */
+static uint64_t sum_bytes(const int counts[], MPI_Datatype type, int n) {
     uint64_t total = 0;
-    int n = ct_size(comm);
     for (int i = 0; counts != NULL && i < n; ++i)
         total += ct_bytes(counts[i], type);
     return total;
+}
+
+uint64_t ct_vbytes(const int counts[], MPI_Datatype type, MPI_Comm comm) {
+    return sum_bytes(counts, type, ct_size(comm));
 }
 
 uint64_t ct_wbytes(const int counts[], const MPI_Datatype types[], MPI_Comm comm) {
@@ -269,11 +273,7 @@ int ct_out_degree(MPI_Comm comm) {
 }
 
 uint64_t ct_nbytes(const int counts[], MPI_Datatype type, MPI_Comm comm) {
-    uint64_t total = 0;
-    int n = ct_out_degree(comm);
-    for (int i = 0; counts != NULL && i < n; ++i)
-        total += ct_bytes(counts[i], type);
-    return total;
+    return sum_bytes(counts, type, ct_out_degree(comm));
 }
 
 /* ---- Fortran ---- */

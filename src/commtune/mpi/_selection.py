@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,31 @@ def one_method(op: str, ranges: Sequence[Segment], why: str) -> tuple[list[Segme
         f"sizes; {', '.join(others)} won some)"
     )  # fmt: skip
     return [Segment(0.0, None, method)], said
+
+
+def in_library_terms(
+    segs: Mapping[str, Sequence[Segment]],
+    by_size: Collection[str],
+    why: str,
+    one_only: Collection[str] | None = None,
+    library: str = "",
+) -> tuple[dict[str, Sequence[Segment]], list[str]]:
+    """``segs`` as a library's selection file can say them, and the warnings: a collective in
+    ``by_size`` (its file compares the size commtune samples) keeps its ranges; any other gets
+    one algorithm for every size (:func:`one_method`, ``why`` saying why), or, where
+    ``one_only`` lists the only collectives that can take one, is left to ``library``."""
+    out: dict[str, Sequence[Segment]] = {}
+    warnings: list[str] = []
+    for op, ranges in segs.items():
+        if op in by_size:
+            out[op] = ranges
+        elif one_only is None or op in one_only:
+            out[op], said = one_method(op, ranges, why)
+            warnings += [said] if said else []
+        else:
+            warnings.append(f"{op}: {library} compares a size commtune does not sample; {op} "
+                            "keeps the library's own selection")  # fmt: skip
+    return out, warnings
 
 
 @dataclass(frozen=True)

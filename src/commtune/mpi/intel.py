@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, one_method
+from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, in_library_terms
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 TUNING_ENV = "I_MPI_TUNING"  # a JSON tuning file, read beside the library's own
@@ -113,12 +113,9 @@ class IntelMPI(MPIVendor):
         builtin: Builtin | None,
     ) -> Selection:
         tree: dict[str, Any] = {}
-        warnings: list[str] = []
-        for op, ranges in segs.items():
-            if op not in _SIZED:
-                ranges, said = one_method(op, ranges, "commtune does not sample the size "
-                                          "Intel MPI compares for it")  # fmt: skip
-                warnings += [said] if said else []
+        fitted, warnings = in_library_terms(segs, _SIZED, "commtune does not sample the size "
+                                            "Intel MPI compares for it")  # fmt: skip
+        for op, ranges in fitted.items():
             sizes: dict[str, Any] = {}
             for seg in ranges:
                 preset = algorithms[op][seg.method]

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from commtune.mpi import _mpich_csel
-from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, one_method
+from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, in_library_terms
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
 if TYPE_CHECKING:
@@ -70,13 +70,10 @@ class MPICH(MPIVendor):
     ) -> Selection:
         if builtin is None:
             raise RulesError("MPICH's selection file needs the library's own tree to extend")
-        warnings: list[str] = []
         subtrees: dict[str, dict[str, Any]] = {}
-        for op, ranges in segs.items():
-            if op not in _mpich_csel.SIZE_KEY:
-                ranges, said = one_method(op, ranges, "commtune does not sample the size "
-                                          "MPICH's tree compares for it")  # fmt: skip
-                warnings += [said] if said else []
+        why = "commtune does not sample the size MPICH's tree compares for it"
+        fitted, warnings = in_library_terms(segs, _mpich_csel.SIZE_KEY, why)
+        for op, ranges in fitted.items():
             try:
                 subtrees[op] = _mpich_csel.intra_subtree(builtin, op, ranges, ranks)
             except RulesError as exc:
@@ -112,10 +109,10 @@ class MPICH(MPIVendor):
 
     def network_env(self, devices: Sequence[str]) -> dict[str, str]:
         # UCX would reach the machine's shared memory from every namespace, and its TCP
-        # transport hung over another node's loopback (3 ranks on 3 nodes). UCX 1.13's TCP
-        # put lane (Debian's MPICH 4.0) hung 3 of 172 two-node runs in MPI_Finalize: one
-        # rank flushing it, waiting for an acknowledgement of a peer already in PMI's
-        # barrier; without it, 0 of 360 (benchmarks/bed_finalize.py)
+        # transport hung over another node's loopback (3 ranks on 3 nodes). Debian's MPICH
+        # 4.0 (UCX 1.13) hangs now and then in MPI_Finalize across nodes, one rank closing
+        # its endpoints while its peer waits in PMI's barrier: 5 of 322 two-node runs with
+        # UCX's TCP put lane, 1 of 510 without (benchmarks/bed_finalize.py)
         return {"UCX_TLS": "tcp,self", "UCX_NET_DEVICES": ",".join(devices),
                 "UCX_TCP_PUT_ENABLE": "n"}  # fmt: skip
 

@@ -22,7 +22,7 @@ from commtune.mpi._ompi_rules import (
     validate_sampled,
     without_forced,
 )
-from commtune.mpi._selection import Builtin, Segment, Selection, one_method
+from commtune.mpi._selection import Builtin, Segment, Selection, in_library_terms
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
@@ -78,17 +78,10 @@ class OpenMPI(MPIVendor):
         header: str,
         builtin: Builtin | None,
     ) -> Selection:
-        warnings: list[str] = []
-        written: dict[str, Sequence[Segment]] = {}
-        for op, ranges in segs.items():
-            if op in RULES_SIZE_ZERO:  # coll_tuned looks its rule up at size 0
-                written[op], said = one_method(op, ranges, "Open MPI's rules give it no size")
-                warnings += [said] if said else []
-            elif op in RULES_SIZE_TOTAL:
-                written[op] = ranges
-            else:
-                warnings.append(f"{op}: Open MPI's rules compare a size commtune does not "
-                                f"sample; {op} keeps the library's own selection")  # fmt: skip
+        # coll_tuned looks the rules of RULES_SIZE_ZERO up at size 0: one rule each
+        written, warnings = in_library_terms(segs, RULES_SIZE_TOTAL,
+                                             "Open MPI's rules give it no size",
+                                             RULES_SIZE_ZERO, "Open MPI's rules")  # fmt: skip
         text = sampled_rules(choices_of(written, algorithms), ranks, header)
         validate_sampled(text, {op: len(algorithms[op]) for op in written})
         return Selection(text, tuple(warnings))
