@@ -63,12 +63,13 @@ def in_library_terms(
     by_size: Collection[str],
     why: str,
     one_only: Collection[str] | None = None,
-    library: str = "",
+    left: str = "",
 ) -> tuple[dict[str, Sequence[Segment]], list[str]]:
     """``segs`` as a library's selection file can say them, and the warnings: a collective in
     ``by_size`` (its file compares the size commtune samples) keeps its ranges; any other gets
     one algorithm for every size (:func:`one_method`, ``why`` saying why), or, where
-    ``one_only`` lists the only collectives that can take one, is left to ``library``."""
+    ``one_only`` lists the only collectives that can take one, is left to the library
+    (``left`` saying why)."""
     out: dict[str, Sequence[Segment]] = {}
     warnings: list[str] = []
     for op, ranges in segs.items():
@@ -78,8 +79,7 @@ def in_library_terms(
             out[op], said = one_method(op, ranges, why)
             warnings += [said] if said else []
         else:
-            warnings.append(f"{op}: {library} compares a size commtune does not sample; {op} "
-                            "keeps the library's own selection")  # fmt: skip
+            warnings.append(f"{op}: {left}; {op} keeps the library's own selection")
     return out, warnings
 
 

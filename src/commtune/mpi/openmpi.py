@@ -81,7 +81,8 @@ class OpenMPI(MPIVendor):
         # coll_tuned looks the rules of RULES_SIZE_ZERO up at size 0: one rule each
         written, warnings = in_library_terms(segs, RULES_SIZE_TOTAL,
                                              "Open MPI's rules give it no size",
-                                             RULES_SIZE_ZERO, "Open MPI's rules")  # fmt: skip
+                                             RULES_SIZE_ZERO, "Open MPI's rules compare a "
+                                             "size commtune does not sample")  # fmt: skip
         text = sampled_rules(choices_of(written, algorithms), ranks, header)
         validate_sampled(text, {op: len(algorithms[op]) for op in written})
         return Selection(text, tuple(warnings))
