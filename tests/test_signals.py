@@ -4,7 +4,9 @@ interrupted, the exit status is 128 + the signal, and a rerun resumes the study.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -118,3 +120,34 @@ def test_a_run_that_floods_its_output_is_read_from_its_tail() -> None:
     assert len(result.stdout) <= STDOUT_TAIL and result.stdout.endswith("time: 1.25\n")
     assert result.stdout.startswith("x" * 1023 + "\n")  # a whole line, not a cut one
     assert result.stderr_tail.endswith("last words\n") and len(result.stderr_tail) <= 2000
+
+
+def test_a_run_takes_its_orphans_and_leaves_the_callers_other_children(tmp_path: Path) -> None:
+    """The tuner adopts orphans (subreaper). After a run, the orphan the run left (a
+    double-forked sleep) is killed; a process the caller started while the run went on, and
+    whose parent exited so that the tuner adopted it too (a server's daemon, PostgreSQL's
+    postmaster forking a backend), lives on."""
+    import threading
+
+    from commtune.trial._process import run_process
+
+    theirs = tmp_path / "theirs.pid"
+
+    def start_a_daemon() -> None:  # detached: its parent (sh) exits at once
+        subprocess.run(["sh", "-c", f"sleep 30 & echo $! > {theirs}"], check=True)
+
+    env = {"PATH": "/usr/bin:/bin"}
+    late = threading.Timer(0.3, start_a_daemon)
+    late.start()
+    result = run_process(["sh", "-c", "sleep 30 & echo $!; sleep 1"], env, timeout=30)
+    late.join()
+    orphan, daemon = int(result.stdout.split()[0]), int(theirs.read_text())
+    try:
+        assert result.returncode == 0
+        assert not Path(f"/proc/{orphan}").exists()  # killed and reaped
+        assert Path(f"/proc/{daemon}/environ").read_bytes().count(b"COMMTUNE_TUNER=") == 0
+        assert (Path(f"/proc/{daemon}/stat").read_text().split(") ")[1].split()[0]) in "SR"
+    finally:
+        os.kill(daemon, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(daemon, 0)

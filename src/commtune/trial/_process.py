@@ -147,16 +147,32 @@ def _signal_all(pids: Iterable[int], sig: int) -> None:
 
 
 def _reap_strays(keep: set[int]) -> None:
-    """Kill and reap descendants of the tuner that are not in ``keep`` (orphans of a run)."""
+    """Kill and reap the run's orphans: descendants of the tuner that are not in ``keep`` and
+    carry this tuner's mark. Another descendant is left alone: a server the caller started
+    (a test's PostgreSQL, whose postmaster this subreaper adopted, forks a backend per
+    connection; killing one mid-recovery shuts the server down)."""
+    mark = f"{TUNER_VARIABLE}={tuner_mark()}".encode()
+    killed: set[int] = set()
     for _ in range(20):
-        strays = [p for p in descendants(os.getpid()) if p not in keep]
+        strays = [p for p in descendants(os.getpid())
+                  if p not in keep and (p in killed or _carries(p, mark))]  # fmt: skip
         if not strays:
             return
         _signal_all(strays, signal.SIGKILL)
+        killed.update(strays)
         for pid in strays:
             with contextlib.suppress(ChildProcessError):  # not our child: its parent reaps it
                 os.waitpid(pid, os.WNOHANG)
         time.sleep(0.05)
+
+
+def _carries(pid: int, mark: bytes) -> bool:
+    """Whether process ``pid``'s environment holds ``mark`` (``NAME=VALUE``)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return mark in f.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def _mapped_shm() -> set[str]:
