@@ -200,16 +200,19 @@ SWITCH = {  # (CVAR, value for the large phase, value for the small one)
 }  # fmt: skip
 
 
+@pytest.mark.parametrize("comm", ["world", "cart"])
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_a_periodic_rule_switches_the_algorithm_with_the_phase(
-    vendor: Vendor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    vendor: Vendor, comm: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """On MPI_COMM_WORLD, and on a Cartesian communicator over all ranks (SNAP's way: no
+    collective on the world after set-up): safe points there too."""
     from commtune import native
     from commtune.launch import launcher_for
 
     inst = find_installation(vendor)
     program = native.build(inst, "demo/ct_phases.c")
-    command = launcher_for(inst).command(2, [str(program), "2", "60000", "1000"])
+    command = launcher_for(inst).command(2, [str(program), "2", "60000", "1000", "262144", comm])
     cvar, large, small = SWITCH[vendor]
     rule = {"rules": [{"name": "switch", "when": "periodic", "operation": {
         "condition": {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.mean_bytes",

@@ -5,8 +5,11 @@
  * only rules with "when": "periodic" run; final rules are evaluated on the profile.
  *
  * Rank consistency: rules are evaluated on rank 0 only, and their decisions reach every rank
- * at a *safe point*: every COMMTUNE_POLICY_EVERY-th (default 256) collective call on
- * MPI_COMM_WORLD, which every rank makes in the same order. There all ranks take part in one
+ * at a *safe point*: every COMMTUNE_POLICY_EVERY-th (default 256) collective call on a
+ * communicator that spans MPI_COMM_WORLD (the world itself, or an intra-communicator of its
+ * size: the Cartesian or duplicated communicator most codes compute on; SNAP makes no
+ * collective call on MPI_COMM_WORLD after its set-up), which every rank makes in the same
+ * order. There all ranks take part in one
  * broadcast (on libcommtune's own duplicate of MPI_COMM_WORLD) of rank 0's decisions, then each
  * writes the assigned CVARs through MPI_T; rank 0 evaluates at a safe point only when
  * COMMTUNE_PVAR_INTERVAL seconds have passed since its last evaluation. In periodic rules the
@@ -206,8 +209,9 @@ static action_t actions[MAX_LOG];
 static int n_actions;
 
 int ct_policy_on;
-static int every; /* COMMTUNE_POLICY_EVERY */
-static uint64_t world_calls, last_eval;
+static int every;                       /* COMMTUNE_POLICY_EVERY */
+static uint64_t world_calls, last_eval; /* calls on communicators spanning the world */
+static int world_size;
 static uint64_t evaluations, evaluation_ticks, sync_ticks; /* what the engine costs */
 static uint64_t interval_ticks;
 
@@ -268,6 +272,7 @@ static void after_init(void) {
     free(copy);
     interval_ticks = (uint64_t)(ct_config.pvar_interval * ct_run.ticks_per_second);
     previous_at = ct_now();
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
     ct_policy_on = n_rules > 0;
 }
 
@@ -523,8 +528,18 @@ static void apply(const char *text, double t) {
     snprintf(a->status, sizeof a->status, "%s", rc == 0 ? "applied" : refused);
 }
 
+/* Whether every rank of MPI_COMM_WORLD is in ``comm`` (a program that spawns processes could
+ * build an intra-communicator of the same size with others in it: not one of ours). */
+static int spans_world(MPI_Comm comm) {
+    if (comm == MPI_COMM_WORLD) return 1;
+    int inter = 1, size = 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return 0;
+    return PMPI_Comm_size(comm, &size) == MPI_SUCCESS && size == world_size;
+}
+
 void ct_policy_safe_point(MPI_Comm comm) {
-    if (comm != MPI_COMM_WORLD || ++world_calls % (uint64_t)every != 0) return;
+    if (!spans_world(comm) || ++world_calls % (uint64_t)every != 0) return;
     int rank = 0;
     PMPI_Comm_rank(ct_run.comm, &rank);
     uint64_t now = ct_now();
