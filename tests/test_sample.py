@@ -373,6 +373,24 @@ def test_only_installed_single_copy_mechanisms_are_sampled() -> None:
         assert (mechanism in fam.methods) == (mechanism in listed)
 
 
+@pytest.mark.mpich
+def test_in_place_only_algorithms_are_not_sampled() -> None:
+    """MPICH's pairwise_sendrecv_replace takes MPI_IN_PLACE only: forced on ct_sample's calls
+    it silently measured MPICH's own choice under its name, and a selection file naming it
+    aborted the program. Every other algorithm keeps the library's number."""
+    from commtune.knobs import enumerators
+    from commtune.sample._families import ALL_OPERATIONS, families
+
+    inst = find_installation(Vendor.MPICH)
+    listed = enumerators(inst)
+    ops = {f.op: f for f in families(inst, listed, ALL_OPERATIONS)}
+    for op in ("alltoall", "alltoallv"):
+        names = listed[ops[op].knob.name]
+        assert "pairwise_sendrecv_replace" in names  # MPICH 4.0 has it
+        assert ops[op].runtime == {n: names.index(n) for n in names
+                                   if n != "pairwise_sendrecv_replace"}  # fmt: skip
+
+
 def test_intel_tuning_tree_from_ranges_and_rejections() -> None:
     """Intel MPI's JSON tuning file (``I_MPI_TUNING``): per collective, ranks per node,
     communicator size and ascending message sizes (each the largest it covers), the last -1."""

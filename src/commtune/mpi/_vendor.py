@@ -124,6 +124,11 @@ class MPIVendor(abc.ABC):
     # An algorithm variable written through MPI_T inside a run takes effect (the sampler
     # switches algorithms in one launch); else one launch per algorithm (Intel MPI).
     algorithms_at_run_time: ClassVar[bool] = True
+    # Algorithms that apply only to calls the sampler does not make (MPICH's
+    # pairwise_sendrecv_replace: MPI_IN_PLACE only). Forced, the library silently falls back
+    # to its own choice, so their curve would be that choice under their name; written to a
+    # selection file, the library runs them anyway and aborts ("Internal error").
+    unsampled_algorithms: ClassVar[frozenset[str]] = frozenset()
     selection_file_name: ClassVar[str]  # the collective selection file commtune writes
     # A forced algorithm variable overrides a loaded selection file (MPICH) or not (Open MPI).
     forced_overrides_file: ClassVar[bool]

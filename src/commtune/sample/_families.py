@@ -148,7 +148,8 @@ def families(
         names = enumerators.get(knob.name, ()) if knob else ()
         if knob is None or not names:
             continue
-        per_launch = {} if vendor.algorithms_at_run_time else {n: {knob.env: n} for n in names}
+        sampled = [n for n in names if n not in vendor.unsampled_algorithms]
+        per_launch = {} if vendor.algorithms_at_run_time else {n: {knob.env: n} for n in sampled}
         out.append(
             Family(
                 op,
@@ -156,7 +157,7 @@ def families(
                 knob,
                 names[0],  # "ignore" / "auto" / "-1": the library's own decision
                 methods=per_launch,
-                runtime={name: i for i, name in enumerate(names)},  # the library's numbers
+                runtime={n: i for i, n in enumerate(names) if n in sampled},  # its numbers
                 env=dict(vendor.algorithm_env),
             )
         )
