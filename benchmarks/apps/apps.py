@@ -11,8 +11,11 @@ builds one and prints the command to tune it.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,6 +256,65 @@ def _snap_args(binary: Path, work: Path, ranks: int) -> list[str]:
     return [str(binary), str(work / "snap.inp"), "/dev/stdout"]
 
 
+# -- ICAR (NCAR/icar): the AITuning seed's case, Fortran coarrays over MPI (OpenCoarrays) ----
+# Debian's OpenCoarrays (libcoarrays-openmpi-dev, libcoarrays-mpich-dev) is built against
+# Debian's MPIs only; netCDF-Fortran and FFTW from Debian (libnetcdff-dev, libfftw3-dev).
+# The input is ICAR's own idealised case (tests/gen_ideal_test.py: Schaer's advection test,
+# 300 x 20 x 50 points), generated with the Python packages that script still runs with.
+ICAR_PYTHON = ["numpy<2", "pandas<2.3", "xarray==2023.12.0", "netCDF4"]
+ICAR_SET = {
+    # mp=0 (the test's own setting) crashes in upwind advection: it passes the air density,
+    # which only a microphysics scheme asks to be allocated; Thompson's (mp=1) does
+    "mp": "1",
+}
+
+
+def _caf(inst: Installation) -> str:
+    caf = Path(f"/usr/bin/caf.{inst.vendor.value}")
+    if not str(inst.prefix).startswith("/usr") or not caf.exists():
+        raise BuildError(f"no OpenCoarrays for {inst.describe()} at {inst.prefix} (Debian's "
+                         "libcoarrays-openmpi-dev and libcoarrays-mpich-dev are built against "
+                         "Debian's Open MPI and MPICH only)")  # fmt: skip
+    return str(caf)
+
+
+def _icar_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) -> Path:
+    # its makefile takes OpenCoarrays' flags only when F90 is "caf" by name
+    (dest / "bin").mkdir()
+    (dest / "bin" / "caf").symlink_to(_caf(inst))
+    env = {**env, "PATH": f"{dest / 'bin'}:{env.get('PATH', os.environ['PATH'])}"}
+    shutil.copytree(src, dest / "icar", ignore=shutil.ignore_patterns(".git"))
+    _run(["make", "-C", "src", "COMPILER=gnu", "F90=caf", "NETCDF=/usr", "FFTW=/usr"],
+         dest / "icar", env)  # fmt: skip
+    venv = native.cache_dir() / "apps" / "icar-python"
+    if not (venv / ".ready").exists():
+        _run([sys.executable, "-m", "venv", str(venv)], dest, env)
+        _run([str(venv / "bin" / "pip"), "install", "-q", *ICAR_PYTHON], dest, env)
+        (venv / ".ready").touch()
+    tests = dest / "icar" / "tests"
+    _run([str(venv / "bin" / "python"), "gen_ideal_test.py"], tests, env)
+    options = tests / "icar_options.nml"
+    text = options.read_text()
+    for key, value in ICAR_SET.items():
+        text = re.sub(rf"(?m)^{key}=[^,\n]*", f"{key}={value}", text)
+    options.write_text(text)
+    binary = dest / "icar" / "src" / "icar"
+    # Thompson's microphysics computes its lookup tables (2 min) unless it finds them in the
+    # working folder: made once here, linked into every run's folder
+    _run([*inst.command(2, [str(binary), options.name])], tests, env)
+    return binary
+
+
+def _icar_args(binary: Path, work: Path, ranks: int) -> list[str]:
+    tests = binary.parent.parent / "tests"
+    for f in [tests / "init.nc", tests / "forcing.nc", *tests.glob("*_mpt.dat")]:
+        link = work / f.name
+        if not link.exists():
+            link.symlink_to(f)
+    shutil.copy(tests / "icar_options.nml", work / "icar_options.nml")
+    return [str(binary), "icar_options.nml"]
+
+
 # -- AMG (LLNL/AMG): algebraic multigrid (hypre), many small messages and allreduces --------
 def _amg_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) -> Path:
     shutil.copytree(src, dest / "amg", ignore=shutil.ignore_patterns(".git"))
@@ -338,6 +400,16 @@ APPS = {
             _snap_build,
             _snap_args,
             r"regex:Total Execution time\s+([0-9.E+-]+)",
+        ),
+        App(
+            "icar",
+            "NCAR/icar",
+            "9ee76831e6fa432f4ee185ecbe1aadb600eee0a4",
+            ("fortran",),
+            _icar_build,
+            _icar_args,
+            r"regex:First image timing:\s*\n\s*total\s*:\s*([0-9.E+-]+)",
+            note="runs in its own folder: ICAR reads its input and lookup tables from there",
         ),
         App(
             "amg",
