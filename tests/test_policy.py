@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -237,6 +238,41 @@ def test_a_periodic_rule_switches_the_algorithm_with_the_phase(
     assert len({a["value"] for a in actions}) == 2
     times = [a["time"] for a in actions]
     assert times == sorted(times) and times[0] > 0
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_fortran_collectives_are_safe_points(
+    vendor: Vendor, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """SNAP's collectives are all Fortran calls: each of tests/programs/counts.f90's 100
+    allreduces and 5 barriers is a safe point (every one with COMMTUNE_POLICY_EVERY=1), and a
+    rule evaluated there sets its value once."""
+    from commtune.launch import launcher_for
+
+    from .test_interposer import FORTRAN, PROGRAMS
+
+    inst = find_installation(vendor)
+    fortran = next((shutil.which(f) for f in FORTRAN.get(vendor, ()) if shutil.which(f)), None)
+    if fortran is None:
+        pytest.skip("no Fortran compiler wrapper")
+    program = tmp_path / "fcounts"
+    subprocess.run([fortran, "-o", str(program), str(PROGRAMS / "counts.f90")], check=True)
+    cvar, large, _ = SWITCH[vendor]
+    rule = {"rules": [{"name": "always", "when": "periodic", "operation": {
+        "condition": {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.calls",
+                      "operator": ">=", "rightoperand": 0},
+        "result": {"leftoperand": cvar, "operator": "=", "rightoperand": large}}}]}  # fmt: skip
+    monkeypatch.setenv("COMMTUNE_POLICY_EVERY", "1")
+    command = launcher_for(inst).command(2, [str(program)])
+    args = ["policy", "run", "--no-builtin", "--rules", str(_write(tmp_path, rule)),
+            "--interval", "0.001", "--json", "--", *command]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    runtime = last_json(out)["runtime"]
+    assert runtime["every"] == 1 and runtime["safe_points"] == 105
+    assert 1 <= runtime["evaluations"] <= 105
+    assert [a["status"] for a in runtime["actions"]] == ["applied"]
 
 
 def _mpit(inst, cvar: str, value: str) -> str:  # type: ignore[no-untyped-def]

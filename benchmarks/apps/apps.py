@@ -266,7 +266,14 @@ ICAR_SET = {
     # mp=0 (the test's own setting) crashes in upwind advection: it passes the air density,
     # which only a microphysics scheme asks to be allocated; Thompson's (mp=1) does
     "mp": "1",
+    "debug": "False",  # the test checks every field at every step and prints what it fixed
 }
+
+
+def _icar_options(text: str) -> str:
+    for key, value in ICAR_SET.items():
+        text = re.sub(rf"(?m)^{key}=[^,\n]*", f"{key}={value}", text)
+    return text
 
 
 def _caf(inst: Installation) -> str:
@@ -294,10 +301,7 @@ def _icar_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) 
     tests = dest / "icar" / "tests"
     _run([str(venv / "bin" / "python"), "gen_ideal_test.py"], tests, env)
     options = tests / "icar_options.nml"
-    text = options.read_text()
-    for key, value in ICAR_SET.items():
-        text = re.sub(rf"(?m)^{key}=[^,\n]*", f"{key}={value}", text)
-    options.write_text(text)
+    options.write_text(_icar_options(options.read_text()))
     binary = dest / "icar" / "src" / "icar"
     # Thompson's microphysics computes its lookup tables (2 min) unless it finds them in the
     # working folder: made once here, linked into every run's folder
@@ -311,7 +315,7 @@ def _icar_args(binary: Path, work: Path, ranks: int) -> list[str]:
         link = work / f.name
         if not link.exists():
             link.symlink_to(f)
-    shutil.copy(tests / "icar_options.nml", work / "icar_options.nml")
+    (work / "icar_options.nml").write_text(_icar_options((tests / "icar_options.nml").read_text()))
     return [str(binary), "icar_options.nml"]
 
 

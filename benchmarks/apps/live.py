@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from apps import APPS, BuildError, on_bed
+from apps import APPS, App, BuildError, on_bed
 
-from commtune.mpi import installation_of
+from commtune.mpi import Installation, installation_of
 from commtune.testbed import Cluster
 
 
@@ -42,6 +42,11 @@ def main() -> int:
     p.add_argument("--max-runs", type=int, default=30)
     p.add_argument("--out", type=Path)
     p.add_argument("--bed", type=int, help="inside a test bed of this many nodes (root)")
+    p.add_argument(
+        "--strategies",
+        default="tpe",
+        help="one study per strategy, e.g. tpe,dqn,auto (AITuning's case: dqn)",
+    )
     args = p.parse_args()
     with Cluster(args.bed, 1) if args.bed else contextlib.nullcontext() as bed:
         rows = _studies(args, bed)
@@ -68,48 +73,60 @@ def _studies(args: argparse.Namespace, bed: Cluster | None) -> list[dict]:
                 continue
             runner, site, ranks = on_bed(bed, inst)
             env = {**os.environ, **site}
-            with tempfile.TemporaryDirectory() as tmp:
-                work = Path(tmp)
-                command = app.command(inst, binary, work, ranks=ranks)
-                argv = [*runner, sys.executable, "-m", "commtune", "tune", "--mpi", inst.prefix,
-                        "--metric", app.metric, "--max-runs", str(args.max_runs),
-                        "--storage", f"sqlite:///{work / 's.db'}", "--json", "--",
-                        *command]  # fmt: skip
-                t0 = time.perf_counter()
-                done = subprocess.run(argv, cwd=work, capture_output=True, text=True,
-                                      check=False, env=env)  # fmt: skip
-                seconds = time.perf_counter() - t0
-            if done.returncode != 0:
-                rows.append({**row, "error": done.stderr.strip().splitlines()[-1:]})
-                print(f"{name} {spec}: failed: {done.stderr[-400:]}", file=sys.stderr)
-                continue
-            data = json.loads(done.stdout.strip().splitlines()[-1])
-            space = [c["knob"] for c in data.get("space_from_profile", [])]
-            rows.append({**row, "space": space,
-                         "reasons": [c["reason"] for c in data.get("space_from_profile", [])],
-                         "accepted": data.get("accepted"), "speedup": data.get("speedup"),
-                         "interval": data.get("speedup_ci"), "risk": data.get("risk"),
-                         "runs": data.get("runs"), "seconds": round(seconds),
-                         "said": data.get("said") or data.get("reason")})  # fmt: skip
-            print(json.dumps(rows[-1]), file=sys.stderr)
+            for strategy in args.strategies.split(","):
+                rows.append(_study(args, app, inst, binary, runner, env, ranks, strategy, row))
     return rows
+
+
+def _study(args: argparse.Namespace, app: App, inst: Installation, binary: Path,
+           runner: list[str], env: dict[str, str], ranks: int | None, strategy: str,
+           row: dict) -> dict:  # fmt: skip
+    row = {**row, "strategy": strategy}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        command = app.command(inst, binary, work, ranks=ranks)
+        argv = [*runner, sys.executable, "-m", "commtune", "tune", "--mpi", inst.prefix,
+                "--metric", app.metric, "--max-runs", str(args.max_runs),
+                "--strategy", strategy,
+                "--storage", f"sqlite:///{work / 's.db'}", "--json", "--",
+                *command]  # fmt: skip
+        t0 = time.perf_counter()
+        done = subprocess.run(argv, cwd=work, capture_output=True, text=True,
+                              check=False, env=env)  # fmt: skip
+        seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        print(f"{app.name} {inst.name}: failed: {done.stderr[-400:]}", file=sys.stderr)
+        return {**row, "error": done.stderr.strip().splitlines()[-1:]}
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    space = [c["knob"] for c in data.get("space_from_profile", [])]
+    out = {**row, "space": space,
+           "reasons": [c["reason"] for c in data.get("space_from_profile", [])],
+           "accepted": data.get("accepted"), "speedup": data.get("speedup"),
+           "interval": data.get("speedup_ci"), "risk": data.get("risk"),
+           "runs": data.get("runs"), "seconds": round(seconds),
+           "said": data.get("said"), "reason": data.get("reason")}  # fmt: skip
+    print(json.dumps(out), file=sys.stderr)
+    return out
 
 
 def _table(rows: list[dict]) -> str:
     lines = [
-        "| program | MPI | space the profile chose (first: highest share) | verdict | "
+        "| program | MPI | strategy | space the profile chose (first: highest share) | verdict | "
         "expected speedup (90 % interval) | runs | time |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['app']} | {r['mpi']} | not run: {r['error']} | | | | |")
+            lines.append(
+                f"| {r['app']} | {r['mpi']} | {r.get('strategy', '')} | not run: "
+                f"{r['error']} | | | | |"
+            )
             continue
         lo, hi = r["interval"] or (None, None)
         gain = f"{r['speedup']:.3f}x ({lo:.3f}-{hi:.3f})" if r["speedup"] and lo else "-"
         verdict = "accepted" if r["accepted"] else "defaults kept"
         lines.append(
-            f"| {r['app']} | {r['mpi']} | {', '.join(r['space']) or '-'} | "
+            f"| {r['app']} | {r['mpi']} | {r['strategy']} | {', '.join(r['space']) or '-'} | "
             f"{verdict} | {gain} | {r['runs']} | {r['seconds']} s |"
         )
     return "\n".join(lines) + "\n"

@@ -591,6 +591,7 @@ CT_EXPORT void mpi_barrier_(MPI_Fint *f_comm, MPI_Fint *ierr) {
     uint64_t t1 = ct_now();
     uint64_t bytes = 0;
     ct_leave(CT_OP_MPI_Barrier, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Bcast_fn(void *f_buffer, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -614,6 +615,7 @@ CT_EXPORT void mpi_bcast_(void *f_buffer, MPI_Fint *f_count, MPI_Fint *f_datatyp
         bytes = (uint64_t)(ct_bytes(count, datatype));
     }
     ct_leave(CT_OP_MPI_Bcast, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Reduce_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -637,6 +639,7 @@ CT_EXPORT void mpi_reduce_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_c
         bytes = (uint64_t)(ct_bytes(count, datatype));
     }
     ct_leave(CT_OP_MPI_Reduce, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Allreduce_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -660,6 +663,7 @@ CT_EXPORT void mpi_allreduce_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *
         bytes = (uint64_t)(ct_bytes(count, datatype));
     }
     ct_leave(CT_OP_MPI_Allreduce, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Reduce_scatter_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -684,6 +688,7 @@ CT_EXPORT void mpi_reduce_scatter_(const void *f_sendbuf, void *f_recvbuf, MPI_F
         bytes = (uint64_t)(ct_vbytes(recvcounts, datatype, comm));
     }
     ct_leave(CT_OP_MPI_Reduce_scatter, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Reduce_scatter_block_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -708,6 +713,7 @@ CT_EXPORT void mpi_reduce_scatter_block_(const void *f_sendbuf, void *f_recvbuf,
         bytes = (uint64_t)(ct_bytes(recvcount, datatype) * ct_size(comm));
     }
     ct_leave(CT_OP_MPI_Reduce_scatter_block, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Scan_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -731,6 +737,7 @@ CT_EXPORT void mpi_scan_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_cou
         bytes = (uint64_t)(ct_bytes(count, datatype));
     }
     ct_leave(CT_OP_MPI_Scan, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Exscan_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -754,6 +761,7 @@ CT_EXPORT void mpi_exscan_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_c
         bytes = (uint64_t)(ct_bytes(count, datatype));
     }
     ct_leave(CT_OP_MPI_Exscan, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Gather_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -780,6 +788,7 @@ CT_EXPORT void mpi_gather_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fin
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype));
     }
     ct_leave(CT_OP_MPI_Gather, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Gatherv_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_displs, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -807,6 +816,7 @@ CT_EXPORT void mpi_gatherv_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fi
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcounts[ct_rank(comm)], recvtype) : ct_bytes(sendcount, sendtype));
     }
     ct_leave(CT_OP_MPI_Gatherv, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Scatter_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -834,6 +844,7 @@ CT_EXPORT void mpi_scatter_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fi
         bytes = (uint64_t)(ct_is_root(root, comm) ? ct_bytes(sendcount, sendtype) * ct_size(comm) : ct_bytes(recvcount, recvtype));
     }
     ct_leave(CT_OP_MPI_Scatter, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Scatterv_fn(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_displs, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -861,6 +872,7 @@ CT_EXPORT void mpi_scatterv_(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_
         bytes = (uint64_t)(ct_is_root(root, comm) ? ct_vbytes(sendcounts, sendtype, comm) : ct_bytes(recvcount, recvtype));
     }
     ct_leave(CT_OP_MPI_Scatterv, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Allgather_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -887,6 +899,7 @@ CT_EXPORT void mpi_allgather_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype));
     }
     ct_leave(CT_OP_MPI_Allgather, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Allgatherv_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_displs, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -914,6 +927,7 @@ CT_EXPORT void mpi_allgatherv_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcounts[ct_rank(comm)], recvtype) : ct_bytes(sendcount, sendtype));
     }
     ct_leave(CT_OP_MPI_Allgatherv, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Alltoall_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -941,6 +955,7 @@ CT_EXPORT void mpi_alltoall_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_F
         bytes = (uint64_t)((CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) * ct_size(comm));
     }
     ct_leave(CT_OP_MPI_Alltoall, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Alltoallv_fn(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_sdispls, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_rdispls, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -968,6 +983,7 @@ CT_EXPORT void mpi_alltoallv_(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_vbytes(recvcounts, recvtype, comm) : ct_vbytes(sendcounts, sendtype, comm));
     }
     ct_leave(CT_OP_MPI_Alltoallv, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Alltoallw_fn(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_sdispls, MPI_Fint *f_sendtypes, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_rdispls, MPI_Fint *f_recvtypes, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -993,6 +1009,7 @@ CT_EXPORT void mpi_alltoallw_(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_wbytes_f(recvcounts, f_recvtypes, comm) : ct_wbytes_f(sendcounts, f_sendtypes, comm));
     }
     ct_leave(CT_OP_MPI_Alltoallw, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Ibarrier_fn(MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1011,6 +1028,7 @@ CT_EXPORT void mpi_ibarrier_(MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ie
     uint64_t t1 = ct_now();
     uint64_t bytes = 0;
     ct_leave(CT_OP_MPI_Ibarrier, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Ibcast_fn(void *f_buffer, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1034,6 +1052,7 @@ CT_EXPORT void mpi_ibcast_(void *f_buffer, MPI_Fint *f_count, MPI_Fint *f_dataty
         bytes = (uint64_t)(ct_bytes(count, datatype));
     }
     ct_leave(CT_OP_MPI_Ibcast, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Ireduce_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1057,6 +1076,7 @@ CT_EXPORT void mpi_ireduce_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_
         bytes = (uint64_t)(ct_bytes(count, datatype));
     }
     ct_leave(CT_OP_MPI_Ireduce, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Iallreduce_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_count, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1080,6 +1100,7 @@ CT_EXPORT void mpi_iallreduce_(const void *f_sendbuf, void *f_recvbuf, MPI_Fint 
         bytes = (uint64_t)(ct_bytes(count, datatype));
     }
     ct_leave(CT_OP_MPI_Iallreduce, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Ireduce_scatter_block_fn(const void *f_sendbuf, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_datatype, MPI_Fint *f_op, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1104,6 +1125,7 @@ CT_EXPORT void mpi_ireduce_scatter_block_(const void *f_sendbuf, void *f_recvbuf
         bytes = (uint64_t)(ct_bytes(recvcount, datatype) * ct_size(comm));
     }
     ct_leave(CT_OP_MPI_Ireduce_scatter_block, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Igather_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1130,6 +1152,7 @@ CT_EXPORT void mpi_igather_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fi
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype));
     }
     ct_leave(CT_OP_MPI_Igather, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Iscatter_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_root, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1157,6 +1180,7 @@ CT_EXPORT void mpi_iscatter_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_F
         bytes = (uint64_t)(ct_is_root(root, comm) ? ct_bytes(sendcount, sendtype) * ct_size(comm) : ct_bytes(recvcount, recvtype));
     }
     ct_leave(CT_OP_MPI_Iscatter, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Iallgather_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1183,6 +1207,7 @@ CT_EXPORT void mpi_iallgather_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype));
     }
     ct_leave(CT_OP_MPI_Iallgather, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Iallgatherv_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_displs, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1210,6 +1235,7 @@ CT_EXPORT void mpi_iallgatherv_(const void *f_sendbuf, MPI_Fint *f_sendcount, MP
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_bytes(recvcounts[ct_rank(comm)], recvtype) : ct_bytes(sendcount, sendtype));
     }
     ct_leave(CT_OP_MPI_Iallgatherv, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Ialltoall_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1237,6 +1263,7 @@ CT_EXPORT void mpi_ialltoall_(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_
         bytes = (uint64_t)((CT_IN_PLACE(sendbuf) ? ct_bytes(recvcount, recvtype) : ct_bytes(sendcount, sendtype)) * ct_size(comm));
     }
     ct_leave(CT_OP_MPI_Ialltoall, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Ialltoallv_fn(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_sdispls, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_rdispls, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *f_request, MPI_Fint *ierr);
@@ -1264,6 +1291,7 @@ CT_EXPORT void mpi_ialltoallv_(const void *f_sendbuf, MPI_Fint *f_sendcounts, MP
         bytes = (uint64_t)(CT_IN_PLACE(sendbuf) ? ct_vbytes(recvcounts, recvtype, comm) : ct_vbytes(sendcounts, sendtype, comm));
     }
     ct_leave(CT_OP_MPI_Ialltoallv, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Neighbor_allgather_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -1288,6 +1316,7 @@ CT_EXPORT void mpi_neighbor_allgather_(const void *f_sendbuf, MPI_Fint *f_sendco
         bytes = (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm));
     }
     ct_leave(CT_OP_MPI_Neighbor_allgather, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Neighbor_allgatherv_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_displs, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -1312,6 +1341,7 @@ CT_EXPORT void mpi_neighbor_allgatherv_(const void *f_sendbuf, MPI_Fint *f_sendc
         bytes = (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm));
     }
     ct_leave(CT_OP_MPI_Neighbor_allgatherv, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Neighbor_alltoall_fn(const void *f_sendbuf, MPI_Fint *f_sendcount, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcount, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -1336,6 +1366,7 @@ CT_EXPORT void mpi_neighbor_alltoall_(const void *f_sendbuf, MPI_Fint *f_sendcou
         bytes = (uint64_t)(ct_bytes(sendcount, sendtype) * ct_out_degree(comm));
     }
     ct_leave(CT_OP_MPI_Neighbor_alltoall, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Neighbor_alltoallv_fn(const void *f_sendbuf, MPI_Fint *f_sendcounts, MPI_Fint *f_sdispls, MPI_Fint *f_sendtype, void *f_recvbuf, MPI_Fint *f_recvcounts, MPI_Fint *f_rdispls, MPI_Fint *f_recvtype, MPI_Fint *f_comm, MPI_Fint *ierr);
@@ -1360,6 +1391,7 @@ CT_EXPORT void mpi_neighbor_alltoallv_(const void *f_sendbuf, MPI_Fint *f_sendco
         bytes = (uint64_t)(ct_nbytes(sendcounts, sendtype, comm));
     }
     ct_leave(CT_OP_MPI_Neighbor_alltoallv, bytes, t0, t1);
+    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));
 }
 
 typedef void ct_f_MPI_Put_fn(const void *f_origin_addr, MPI_Fint *f_origin_count, MPI_Fint *f_origin_datatype, MPI_Fint *f_target_rank, MPI_Aint *f_target_disp, MPI_Fint *f_target_count, MPI_Fint *f_target_datatype, MPI_Fint *f_win, MPI_Fint *ierr);

@@ -252,7 +252,12 @@ def fortran_wrapper(call: Call) -> str:
             f"        bytes = (uint64_t)({call.fortran_expression});",
             "    }",
         ]
-    lines += [f"    ct_leave({call.op}, bytes, t0, t1);", "}", ""]
+    lines += [f"    ct_leave({call.op}, bytes, t0, t1);"]
+    # Fortran collectives are safe points too (SNAP's are all Fortran): the library's own
+    # C entry point under this one, if it calls MPI_ rather than PMPI_, is nested and is not.
+    if call.klass == "coll" and any(p.name == "comm" for p in params):
+        lines += ["    if (CT_UNLIKELY(ct_policy_on)) ct_policy_safe_point(MPI_Comm_f2c(*f_comm));"]
+    lines += ["}", ""]
     return "\n".join(line for line in lines if line) + "\n"
 
 
