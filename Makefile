@@ -73,7 +73,7 @@ typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck $(MPIS_STAMP)
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra --durations=20 --durations-min=10
 
 # Under a minute: the tests that launch no MPI job, need no root and are not marked slow.
 test-fast: $(TEST_STAMP)
