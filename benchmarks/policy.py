@@ -134,16 +134,16 @@ def bench(mpi: str, rounds: int, recommend: bool) -> dict[str, object]:
             "condition": {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.mean_bytes",
                           "operator": ">", "rightoperand": 4096},
             "result": {"leftoperand": CVAR[mpi], "operator": "=",
-                       "rightoperand": _mpit(inst, knob, best["large"])},
+                       "rightoperand": mpit(inst, knob, best["large"])},
             "else": {"leftoperand": CVAR[mpi], "operator": "=",
-                     "rightoperand": _mpit(inst, knob, best["small"])}}}]}  # fmt: skip
+                     "rightoperand": mpit(inst, knob, best["small"])}}}]}  # fmt: skip
         rule_path = Path(tmp) / "switch.json"
         rule_path.write_text(json.dumps(rule))
         never = {"rules": [{"name": "never", "when": "periodic", "operation": {
             "condition": {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.calls",
                           "operator": "<", "rightoperand": 0},
             "result": {"leftoperand": CVAR[mpi], "operator": "=",
-                       "rightoperand": _mpit(inst, knob, best["small"])}}}]}  # fmt: skip
+                       "rightoperand": mpit(inst, knob, best["small"])}}}]}  # fmt: skip
         never_path = Path(tmp) / "never.json"
         never_path.write_text(json.dumps(never))
         runs = {
@@ -193,7 +193,8 @@ def bench(mpi: str, rounds: int, recommend: bool) -> dict[str, object]:
     return row
 
 
-def _mpit(inst, knob, value: str) -> str:  # type: ignore[no-untyped-def]
+def mpit(inst, knob, value: str) -> str:  # type: ignore[no-untyped-def]
+    """``value`` of ``knob`` as MPI_T takes it (MPICH: an algorithm's position)."""
     from commtune.knobs import enumerators
 
     return str(inst.impl.mpit_value(value, tuple(enumerators(inst).get(knob.name, ())), True))

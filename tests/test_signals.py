@@ -131,16 +131,18 @@ def test_a_run_takes_its_orphans_and_leaves_the_callers_other_children(tmp_path:
 
     from commtune.trial._process import run_process
 
-    theirs = tmp_path / "theirs.pid"
+    theirs, started = tmp_path / "theirs.pid", tmp_path / "started"
 
     def start_a_daemon() -> None:  # detached: its parent (sh) exits at once
         subprocess.run(["sh", "-c", f"sleep 30 & echo $! > {theirs}"], check=True)
+        started.touch()  # the run ends only now: the daemon is surely new during it
 
     env = {"PATH": "/usr/bin:/bin"}
-    late = threading.Timer(0.3, start_a_daemon)
-    late.start()
-    result = run_process(["sh", "-c", "sleep 30 & echo $!; sleep 1"], env, timeout=30)
-    late.join()
+    during = threading.Thread(target=start_a_daemon)
+    during.start()
+    wait = f"sleep 30 & echo $!; while [ ! -e {started} ]; do sleep 0.05; done"
+    result = run_process(["sh", "-c", wait], env, timeout=30)
+    during.join()
     orphan, daemon = int(result.stdout.split()[0]), int(theirs.read_text())
     try:
         assert result.returncode == 0

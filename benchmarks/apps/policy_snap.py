@@ -33,11 +33,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/policy.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from apps import APPS, on_bed
+from policy import mpit
 
 from commtune import native, stats
-from commtune.knobs import enumerators, installed_knobs
+from commtune.knobs import installed_knobs
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
 from commtune.testbed import Cluster
@@ -70,11 +72,6 @@ def main() -> int:
     knob = installed_knobs(inst)[ALGORITHM[args.mpi]].knob
     skip = {"ignore", "auto", "nb", "ring"} if args.mpi == "mpich" else {"ignore"}
     algorithms = [a for a in knob.domain() if a not in skip]
-    listed = tuple(enumerators(inst).get(knob.name, ()))
-
-    def mpit(value: str) -> str:
-        return str(inst.impl.mpit_value(value, listed, True))
-
     bed = Cluster(args.bed, 1, [args.rate]) if args.bed > 1 else None
     with bed if bed else contextlib.nullcontext(), tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -85,9 +82,10 @@ def main() -> int:
         rule = {"rules": [{"name": "snap-switch", "when": "periodic", "operation": {
             "condition": {"stmt": "if", "leftoperand": "ct:MPI_Allreduce.mean_bytes",
                           "operator": ">", "rightoperand": 64},
-            "result": {"leftoperand": cvar, "operator": "=", "rightoperand": mpit(large)},
+            "result": {"leftoperand": cvar, "operator": "=",
+                       "rightoperand": mpit(inst, knob, large)},
             "else": {"leftoperand": cvar, "operator": "=",
-                     "rightoperand": mpit(small)}}}]}  # fmt: skip
+                     "rightoperand": mpit(inst, knob, small)}}}]}  # fmt: skip
         (work / "switch.json").write_text(json.dumps(rule))
         forced = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"} if args.mpi == "openmpi" else {}
         arms: dict[str, dict[str, str]] = {"default": {}}

@@ -68,16 +68,20 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _proc_file(pid: int, name: str) -> bytes | None:
+    """The contents of /proc/PID/NAME, None where it cannot be read (gone, another user's)."""
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def _proc_files(name: str) -> Iterator[tuple[int, bytes]]:
     """(pid, contents of /proc/PID/NAME) of every process that can be read."""
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/{name}", "rb") as f:
-                yield int(entry.name), f.read()
-        except OSError:
-            continue
+        if entry.name.isdigit() and (data := _proc_file(int(entry.name), name)) is not None:
+            yield int(entry.name), data
 
 
 def _parents() -> dict[int, int]:
@@ -112,23 +116,30 @@ def tuner_mark() -> str:
     return f"{os.getpid()}:{start_time(os.getpid())}"
 
 
+def _tuner_of(environ: bytes) -> str | None:
+    """The ``COMMTUNE_TUNER`` value in a process's environment block, None without one."""
+    marker = f"{TUNER_VARIABLE}=".encode()
+    for item in environ.split(b"\0"):
+        if item.startswith(marker):
+            return item[len(marker) :].decode(errors="replace")
+    return None
+
+
 def kill_leftovers() -> list[int]:
     """Kill the processes that a tuner no longer alive left behind (see the module
     docstring); returns their pids."""
     mine = tuner_mark()
-    marker = f"{TUNER_VARIABLE}=".encode()
     left = []
     me = os.geteuid()
     for proc, environ in _proc_files("environ"):
         if proc == os.getpid() or _owner(proc) != me:  # another user's are theirs, root too
             continue
-        for item in environ.split(b"\0"):
-            if item.startswith(marker):
-                owner = item[len(marker) :].decode(errors="replace")
-                pid, _, started = owner.partition(":")
-                if owner != mine and (not pid.isdigit() or start_time(int(pid)) != started):
-                    left.append(proc)
-                break
+        owner = _tuner_of(environ)
+        if owner is None or owner == mine:
+            continue
+        pid, _, started = owner.partition(":")
+        if not pid.isdigit() or start_time(int(pid)) != started:
+            left.append(proc)
     _signal_all(left, signal.SIGKILL)
     return left
 
@@ -151,11 +162,13 @@ def _reap_strays(keep: set[int]) -> None:
     carry this tuner's mark. Another descendant is left alone: a server the caller started
     (a test's PostgreSQL, whose postmaster this subreaper adopted, forks a backend per
     connection; killing one mid-recovery shuts the server down)."""
-    mark = f"{TUNER_VARIABLE}={tuner_mark()}".encode()
     killed: set[int] = set()
+
+    def ours(pid: int) -> bool:
+        return pid in killed or _tuner_of(_proc_file(pid, "environ") or b"") == tuner_mark()
+
     for _ in range(20):
-        strays = [p for p in descendants(os.getpid())
-                  if p not in keep and (p in killed or _carries(p, mark))]  # fmt: skip
+        strays = [p for p in descendants(os.getpid()) if p not in keep and ours(p)]
         if not strays:
             return
         _signal_all(strays, signal.SIGKILL)
@@ -164,15 +177,6 @@ def _reap_strays(keep: set[int]) -> None:
             with contextlib.suppress(ChildProcessError):  # not our child: its parent reaps it
                 os.waitpid(pid, os.WNOHANG)
         time.sleep(0.05)
-
-
-def _carries(pid: int, mark: bytes) -> bool:
-    """Whether process ``pid``'s environment holds ``mark`` (``NAME=VALUE``)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return mark in f.read().split(b"\0")
-    except OSError:
-        return False
 
 
 def _mapped_shm() -> set[str]:
