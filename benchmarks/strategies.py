@@ -60,6 +60,9 @@ class Options:
 
     truth: str = "median"  # a replayed table's truth (--truth)
     confirm: int = DEFAULTS.confirm  # the tuner's first confirmation rounds (--confirm)
+    risk: float = DEFAULTS.risk  # the tuner's --risk (--risk)
+    min_gain: float = DEFAULTS.min_gain  # the tuner's --min-gain (--min-gain, a fraction)
+    explore: float = DEFAULTS.explore  # the share of the runs the tuner's search may spend
 
 
 OPTIONS = Options()
@@ -262,7 +265,9 @@ def ours(args: tuple[str, int, int, tuple[dict, ...], float, str]) -> RaceRun:
     return race_one(OURS, surface(name), 0.0, seed, DEFAULTS.trials, design="raced",
                     repeats=default_repeats(max_runs, DEFAULTS.trials),
                     confirm_rounds=OPTIONS.confirm,
-                    max_runs=max_runs, hints=hints, drift=drift, gate=gate)  # fmt: skip
+                    max_runs=max_runs, hints=hints, drift=drift, gate=gate,
+                    risk=OPTIONS.risk, min_gain=OPTIONS.min_gain,
+                    explore=OPTIONS.explore)  # fmt: skip
 
 
 def plain(args: tuple[str, str, int, int, float]) -> RaceRun:
@@ -306,10 +311,12 @@ def cell(runs: list[RaceRun], share: Callable[[RaceRun], float], best: float) ->
     what was handed back, where something was)."""
     shares = [share(r) for r in runs]
     delivered = [best * x for x in shares]
+    # where nothing beats the defaults there is no gain to capture: its figure is absent
+    # (the table is reported apart, by its tail and its runs), never a 1.0 of a tie
     handed = [(r.estimate, d) for r, d in zip(runs, delivered, strict=True)
               if r.estimate is not None and r.changed]  # fmt: skip
     return {
-        "gain": (float(np.mean(delivered)) - 1.0) / (best - 1.0) if best > 1.0 else 1.0,
+        "gain": (float(np.mean(delivered)) - 1.0) / (best - 1.0) if has_gain(best) else None,
         "tail": sum(d * TOLERANCE < 1.0 for d in delivered),
         "share": float(np.median(shares)),
         "worst": float(min(shares)),
@@ -323,6 +330,15 @@ def cell(runs: list[RaceRun], share: Callable[[RaceRun], float], best: float) ->
         ),
         "handed": len(handed),
     }
+
+
+NO_GAIN = DEFAULTS.min_gain  # a table whose best is not this much faster has no gain to capture
+
+
+def has_gain(best: float) -> bool:
+    """Whether a table's best configuration beats the defaults by more than ``NO_GAIN``
+    (the tuner's default --min-gain: a smaller gain is one it is told not to propose)."""
+    return best > 1.0 + NO_GAIN
 
 
 def total(run: RaceRun) -> int:
@@ -367,6 +383,83 @@ def table_race(names: list[str], seeds: int, jobs: int, phases: bool = False) ->
         row["hinted"] = sum(bool(h) for n, _, _, h, _, _ in known_jobs if n == name)
         out.append(row)
     return out
+
+
+def risk_curve(names: list[str], seeds: int, jobs: int, risks: list[float]) -> list[dict]:
+    """The tuner's design at each ``--risk`` (the rest of its settings its defaults), TPE
+    and random at the runs it spent, same seeds, in one race: per risk the summary of
+    ``summary`` (gain captured on the median table with a gain, per group; the tail over
+    every table)."""
+    out = []
+    saved = OPTIONS.risk
+    try:
+        for risk in risks:
+            OPTIONS.risk = risk
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                studies = [(n, s) for n in names for s in range(seeds)]
+                full = list(pool.map(ours, [(n, s, TABLE_RUNS, (), 1.0, "risk")
+                                            for n, s in studies]))  # fmt: skip
+                base_jobs = [(b, r.surface, r.seed, max(2, total(r)), 1.0)
+                             for r in full for b in ("tpe", "random")]  # fmt: skip
+                bases = list(pool.map(plain, base_jobs))
+            rows = []
+            for name in names:
+                best = surface(name).default_regret + 1.0
+                mine = surface(name).name
+                row: dict = {"table": name, "optimum_speedup": best}
+                row["ours"] = cell([r for r in full if r.surface == mine],
+                                   RaceRun.confirmed_share, best)  # fmt: skip
+                for b in ("tpe", "random"):
+                    row[b] = cell([r for r in bases if r.surface == mine and r.strategy == b],
+                                  lambda r: r.share_after(len(r.regret)), best)  # fmt: skip
+                rows.append(row)
+            out.append({"risk": risk, "summary": summary(rows, ("ours", "tpe", "random")),
+                        "rows": rows})  # fmt: skip
+    finally:
+        OPTIONS.risk = saved
+    return out
+
+
+def curve_table(curve: list[dict]) -> str:
+    """One line per --risk: the gain captured on the median table with a gain (every table,
+    the project's programs, real programs), TPE's and random's at the same runs, and the
+    tail over every table."""
+    groups = [g for g in curve[0]["summary"] if g not in ("no gain", "tail_all", "studies_all")]
+    head = " | ".join(f"gain, {g}: tuner / TPE / random" for g in groups)
+    lines = [f"| --risk | {head} | tail, every table: tuner / TPE / random | wins |",
+             "|---|" + "---|" * len(groups) + "---|---|"]  # fmt: skip
+    for point in curve:
+        f = point["summary"]
+        gains = " | ".join(" / ".join(f"{100 * f[g]['gain'][k]:.0f} %" for k in
+                                      ("ours", "tpe", "random")) for g in groups)  # fmt: skip
+        tail = " / ".join(f"{f['tail_all'][k]}" for k in ("ours", "tpe", "random"))
+        wins = f"{f['all']['wins']}/{f['all']['tables']}" if "all" in f else "-"
+        lines.append(f"| {point['risk']:g} | {gains} | {tail} of {f['studies_all']['ours']} "
+                     f"| {wins} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def curve_plot(curve: list[dict], path: Path) -> None:
+    """Gain captured (median table with a gain) and tail against --risk, TPE's and
+    random's beside as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    risks = [p["risk"] for p in curve]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
+    for k, style in (("ours", "o-"), ("tpe", "--"), ("random", ":")):
+        a.plot(risks, [100 * p["summary"]["all"]["gain"][k] for p in curve], style, label=k)
+        b.plot(risks, [100 * p["summary"]["tail_all"][k] / p["summary"]["studies_all"][k]
+                       for p in curve], style, label=k)  # fmt: skip
+    a.set(xscale="log", xlabel="--risk", ylabel="gain captured, median table (%)")
+    b.set(xscale="log", xlabel="--risk", ylabel="studies > 2 % slower (%)")
+    b.axhline(1.0, color="grey", lw=0.5)
+    a.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
 
 
 DQN_BUDGET = 30  # below the tables' sizes (42-60): a space the budget covers is raced whole
@@ -483,7 +576,8 @@ def tables_table(rows: list[dict]) -> str:
     ]
 
     def c(d: dict) -> str:
-        return (f"{100 * d['gain']:.0f} % (tail {d['tail']}/{d['seeds']}; share "
+        gain = "no gain" if d["gain"] is None else f"{100 * d['gain']:.0f} %"
+        return (f"{gain} (tail {d['tail']}/{d['seeds']}; share "
                 f"{100 * d['share']:.1f} %; {d['runs']:g} runs; kept {d['kept']})")  # fmt: skip
 
     for r in rows:
@@ -492,31 +586,77 @@ def tables_table(rows: list[dict]) -> str:
         said = f"{bias:.3f} ({r['ours']['handed']})" if bias is not None else "-"
         name = Path(r["table"]).stem.removeprefix("table-")
         lines.append(f"| {name} | {r['optimum_speedup']:.2f}x | {cells} | {said} |")
-    groups = {"project's programs": [r for r in rows if not _real(r)],
-              "real programs": [r for r in rows if _real(r)]}  # fmt: skip
-    # every table, then each group where both have tables
-    parts = [("", rows), *groups.items()] if all(groups.values()) else [("", rows)]
-    for label, members in parts:
-        med = {k: float(np.median([r[k]["gain"] for r in members])) for k in KEYS}
-        tail = {k: sum(r[k]["tail"] for r in members) for k in KEYS}
-        seeds = {k: sum(r[k]["seeds"] for r in members) for k in KEYS}
-        share = {k: float(np.median([r[k]["share"] for r in members])) for k in KEYS}
-        total = " | ".join(f"**{100 * med[k]:.0f} %** (tail {tail[k]}/{seeds[k]}; share "
-                           f"{100 * share[k]:.1f} %)" for k in KEYS)  # fmt: skip
-        name = f"median table{', ' + label if label else ''} ({len(members)})"
+    lines += summary_lines(rows)
+    return "\n".join(lines)
+
+
+def groups_of(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    """Every table with a gain, then each group (the project's programs, real programs)
+    where both have tables; the tables where nothing beats the defaults apart."""
+    gain = [r for r in rows if has_gain(r["optimum_speedup"])]
+    groups = {"project's programs": [r for r in gain if not _real(r)],
+              "real programs": [r for r in gain if _real(r)]}  # fmt: skip
+    parts = [("", gain), *groups.items()] if all(groups.values()) else [("", gain)]
+    return [(label, members) for label, members in parts if members]
+
+
+def summary(rows: list[dict], keys: tuple[str, ...] = KEYS) -> dict:
+    """The race's figures per group (``groups_of``) and column: the median table's gain
+    captured, the tail and the studies, the tables where the tuner's gain is at least
+    TPE's and random's; and the tables where nothing beats the defaults, apart (their
+    tail and runs: no gain to capture, no win to count)."""
+    out: dict = {}
+    for label, members in groups_of(rows):
+        out[label or "all"] = {
+            "tables": len(members),
+            "gain": {k: float(np.median([r[k]["gain"] for r in members])) for k in keys},
+            "tail": {k: sum(r[k]["tail"] for r in members) for k in keys},
+            "studies": {k: sum(r[k]["seeds"] for r in members) for k in keys},
+            "share": {k: float(np.median([r[k]["share"] for r in members])) for k in keys},
+            "wins": sum(
+                r["ours"]["gain"] >= max(r["tpe"]["gain"], r["random"]["gain"]) for r in members
+            ),
+        }
+    null = [r for r in rows if not has_gain(r["optimum_speedup"])]
+    out["no gain"] = {
+        "tables": [Path(r["table"]).stem for r in null],
+        "tail": {k: sum(r[k]["tail"] for r in null) for k in keys},
+        "studies": {k: sum(r[k]["seeds"] for r in null) for k in keys},
+        "runs": {k: float(np.median([r[k]["runs"] for r in null])) if null else None for k in keys},
+    }
+    out["tail_all"] = {k: sum(r[k]["tail"] for r in rows) for k in keys}
+    out["studies_all"] = {k: sum(r[k]["seeds"] for r in rows) for k in keys}
+    return out
+
+
+def summary_lines(rows: list[dict]) -> list[str]:
+    figures = summary(rows)
+    lines = []
+    for label, members in groups_of(rows):
+        f = figures[label or "all"]
+        total = " | ".join(f"**{100 * f['gain'][k]:.0f} %** (tail {f['tail'][k]}/"
+                           f"{f['studies'][k]}; share {100 * f['share'][k]:.1f} %)"
+                           for k in KEYS)  # fmt: skip
+        name = f"median table with a gain{', ' + label if label else ''} ({len(members)})"
         lines.append(f"| **{name}** | | {total} | |")
+    null = figures["no gain"]
+    if null["tables"]:
+        cells = " | ".join(f"tail {null['tail'][k]}/{null['studies'][k]}; "
+                           f"{null['runs'][k]:g} runs" for k in KEYS)  # fmt: skip
+        lines.append(f"| **no gain to capture ({len(null['tables'])}: nothing beats the "
+                     f"defaults by {100 * NO_GAIN:g} %)** | | {cells} | |")  # fmt: skip
+    every = " | ".join(f"tail {figures['tail_all'][k]}/{figures['studies_all'][k]}"
+                       for k in KEYS)  # fmt: skip
+    lines.append(f"| **every table ({len(rows)})** | | {every} | |")
     bias = [r["ours"]["bias"] for r in rows if r["ours"]["bias"] is not None]
     if bias:
         lines.append(f"\nthe tuner's estimate over the truth of what it handed back: "
                      f"{min(bias):.3f}-{max(bias):.3f} over the tables")  # fmt: skip
-    for label, members in parts:
-        wins = sum(r["ours"]["gain"] >= max(r["tpe"]["gain"], r["random"]["gain"]) - 1e-9
-                   for r in members)  # fmt: skip
+    for label, members in groups_of(rows):
         said = f" ({label})" if label else ""
-        lines.append(
-            f"\ntuner's gain >= TPE's and random's on {wins} of {len(members)} tables{said}"
-        )
-    return "\n".join(lines)
+        lines.append(f"\ntuner's gain >= TPE's and random's on {figures[label or 'all']['wins']}"
+                     f" of {len(members)} tables with a gain{said}")  # fmt: skip
+    return lines
 
 
 def _real(row: dict) -> bool:
@@ -554,14 +694,39 @@ def main() -> int:
     parser.add_argument("--confirm", type=int, default=DEFAULTS.confirm,
                         help="with --tables: the tuner's first confirmation rounds (the "
                         "search gets the runs they leave)")  # fmt: skip
+    parser.add_argument("--risk", type=float, default=DEFAULTS.risk,
+                        help="with --tables: the tuner's --risk")  # fmt: skip
+    parser.add_argument("--min-gain", type=float, default=100 * DEFAULTS.min_gain,
+                        help="with --tables: the tuner's --min-gain, in percent")  # fmt: skip
+    parser.add_argument("--risks", type=lambda t: [float(x) for x in t.split(",")],
+                        help="with --tables: the gain-against-tail curve of the tuner's "
+                        "--risk at these values (e.g. 0.01,0.05,0.5), TPE and random at "
+                        "the same runs; a table and --png's plot")  # fmt: skip
+    parser.add_argument("--explore", type=float, default=DEFAULTS.explore,
+                        help="with --tables: the share of the runs the tuner's search may "
+                        "spend")  # fmt: skip
     args = parser.parse_args()
+    OPTIONS.explore = args.explore
     OPTIONS.truth, OPTIONS.confirm = args.truth, args.confirm
+    OPTIONS.risk, OPTIONS.min_gain = args.risk, args.min_gain / 100
     if args.tables is not None:
         start = time.perf_counter()
         names = args.tables or (args.surfaces.split(",") if args.surfaces else tables())
         for name in names:
             if not table_path(name).is_file():
                 parser.error(f"no table {name} ({table_path(name)})")
+        if args.risks:
+            curve = risk_curve(names, args.seeds or 20, args.jobs, args.risks)
+            if args.json:
+                print(json.dumps({"curve": [{k: p[k] for k in ("risk", "summary")}
+                                            for p in curve],
+                                  "seconds": round(time.perf_counter() - start)}))  # fmt: skip
+            else:
+                png = args.png.with_name("risk_curve.png")
+                curve_plot(curve, png)
+                print(curve_table(curve))
+                print(f"\nplot: {png}")
+            return 0
         rows = [] if args.dqn_only else table_race(names, args.seeds or 20, args.jobs, args.phases)
         dqn = [] if args.no_dqn else dqn_race(names, args.seeds or 20, args.jobs)
         if args.json:

@@ -20,6 +20,7 @@ the prior is then the mixture alone, half its mass at no effect.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,11 @@ class Posterior:
     def expected(self) -> float:
         """The posterior mean of the speedup."""
         return float(self.weights @ self.speedups)
+
+    def median(self) -> float:
+        """The posterior median of the speedup: as likely above as below."""
+        cdf = np.cumsum(self.weights[::-1])  # ascending speedup
+        return float(self.speedups[::-1][min(int(np.searchsorted(cdf, 0.5)), len(GRID) - 1)])
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         """The central ``level`` interval of the speedup."""
@@ -99,22 +105,29 @@ class Posterior:
         }
 
 
+EXPECTED_VALUE = 0.5  # a risk from which the rule is the expected speedup alone
+
+
 def acceptable(
     post: Posterior,
     risk: float,
     tolerance: float,
     slow_share: float = 0.0,
+    min_gain: float = 0.0,
     sure: float | None = None,
 ) -> bool:
-    """The risk gate's rule: expected speedup above 1, faster than the defaults with
-    probability at least ``sure`` (``1 - risk`` unless told), and more than ``tolerance``
-    slower with probability below ``risk`` (at least ``slow_share``: the share of runs in a
-    slow cluster)."""
-    return (
-        post.expected() > 1.0
-        and post.gain(0.0) >= (1 - risk if sure is None else sure)
-        and max(post.risk(tolerance), slow_share) < risk
-    )
+    """The risk gate's rule: the expected speedup (the posterior's mean, shrunk for the
+    winner's curse) clears ``1 + min_gain``; and, below a risk of one half, faster than the
+    defaults with probability at least ``1 - risk`` and more than ``tolerance`` slower
+    with probability below ``risk`` (at least ``slow_share``: the share of runs in a slow
+    cluster). At a risk of one half the user asked for the expected-value decision: what is
+    expected to be faster is handed back."""
+    if post.expected() <= 1.0 + min_gain:
+        return False
+    if risk >= EXPECTED_VALUE:
+        return True
+    wanted = 1 - risk if sure is None else sure
+    return post.gain(min_gain) >= wanted and max(post.risk(tolerance), slow_share) < risk
 
 
 @dataclass(frozen=True)
@@ -177,20 +190,43 @@ _KERNEL = np.exp(-0.5 * (np.arange(-40, 41) * STEP / SMOOTH) ** 2)
 SMOOTHING = _KERNEL / _KERNEL.sum()
 
 
+def _blurred(lik: np.ndarray, sd: float) -> np.ndarray:
+    """A likelihood over ``GRID`` convolved with a normal of ``sd``: the evidence when
+    every run shares one unknown offset of that spread."""
+    if sd < STEP:
+        return lik
+    half = min(len(GRID) // 2, int(4 * sd / STEP))
+    kernel = np.exp(-0.5 * (np.arange(-half, half + 1) * STEP / sd) ** 2)
+    out = np.convolve(lik, kernel / kernel.sum(), mode="same")
+    return out / out.max()
+
+
 def fit(
     groups: Mapping[Hashable, Sequence[float]],
     scale: float | None = None,
     slow: SlowMode | None = None,
+    shared: Mapping[Hashable, int] | None = None,
 ) -> dict[Hashable, Posterior]:
     """Every configuration's posterior from its log ratios (``groups``: key -> the logs of
-    its runs over their controls), the prior estimated from all of them."""
+    its runs over their controls), the prior estimated from all of them. ``shared``: key ->
+    the runs of the defaults its runs were divided by; their mean's error is common to
+    all the configuration's runs (it does not average out over them), a normal of
+    ``scale / sqrt(runs)``."""
     keys = [k for k, v in groups.items() if len(v)]
     if not keys:
         return {}
     s = scale if scale is not None else noise_scale(groups)
     loglik = np.array([_t_loglik(np.asarray(groups[k], dtype=float), s, slow) for k in keys])
     lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
+    if shared:
+        lik = np.array(
+            [
+                _blurred(row, s / math.sqrt(shared[k])) if shared.get(k) else row
+                for k, row in zip(keys, lik, strict=True)
+            ]
+        )
     prior = np.full(len(GRID), 1.0 / len(GRID))
+    joint = lik * prior
     for _ in range(EM_STEPS):
         joint = lik * prior
         joint /= joint.sum(axis=1, keepdims=True)
@@ -199,15 +235,27 @@ def fit(
             prior = new
             break
         prior = new
-    # the NPMLE's prior is a few atoms; smoothed, a posterior is not narrower than the
-    # runs allow
-    prior = np.convolve(prior, SMOOTHING, mode="same")
-    prior = (1 - BROAD_WEIGHT) * prior / prior.sum() + BROAD_WEIGHT * BROAD_PRIOR
     out: dict[Hashable, Posterior] = {}
-    for k, row in zip(keys, lik, strict=True):
-        post = row * prior
+    n = len(keys)
+    for i, (k, row) in enumerate(zip(keys, lik, strict=True)):
+        # the prior of the others: a configuration's own runs do not make its prior (else
+        # a well-measured lucky one gets an atom of its own and is not pulled back at all);
+        # the EM's fixed point less its own share, which is the prior one step from the
+        # others' NPMLE
+        own = np.maximum(n * prior - joint[i], 0.0) if n > 1 else np.zeros_like(prior)
+        post = row * _smoothed(own)
         out[k] = Posterior(post / post.sum(), len(groups[k]))
     return out
+
+
+def _smoothed(atoms: np.ndarray) -> np.ndarray:
+    """The NPMLE's prior is a few atoms; smoothed, a posterior is not narrower than the runs
+    allow; mixed with the broad prior, no effect is ruled out."""
+    total = atoms.sum()
+    if total <= 0:
+        return BROAD_PRIOR
+    smooth = np.convolve(atoms / total, SMOOTHING, mode="same")
+    return (1 - BROAD_WEIGHT) * smooth / smooth.sum() + BROAD_WEIGHT * BROAD_PRIOR
 
 
 def pair_posterior(

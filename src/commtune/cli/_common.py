@@ -64,6 +64,17 @@ def probability(text: str) -> float:
     return value
 
 
+def percentage(text: str) -> float:
+    """A percentage from 0 to below 100 (``1`` or ``1%``), as a fraction (0.01)."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
+    if not 0 <= value < 100:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage from 0 to below 100")
+    return value / 100
+
+
 def nonnegative_int(text: str) -> int:
     try:
         value = int(text)

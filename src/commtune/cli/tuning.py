@@ -16,6 +16,7 @@ from commtune.cli._common import (
     add_storage,
     default_storage,
     nonnegative_int,
+    percentage,
     positive,
     print_json,
     probability,
@@ -113,7 +114,17 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         type=probability,
         default=DEFAULTS.risk,
         help=f"--gate risk: the largest accepted probability of being more than --tolerance "
-        f"slower than the defaults (default {DEFAULTS.risk:g})",
+        f"slower than the defaults (default {DEFAULTS.risk:g}); from 0.5 the verdict hands "
+        "back the highest expected speedup",
+    )
+    p.add_argument(
+        "--min-gain",
+        type=percentage,
+        default=DEFAULTS.min_gain,
+        metavar="PERCENT",
+        help=f"--gate risk: the smallest gain worth a change, in percent: the expected "
+        f"speedup, corrected for the winner's curse, must clear it (default "
+        f"{100 * DEFAULTS.min_gain:g})",
     )
     p.add_argument(
         "--tolerance",
@@ -257,6 +268,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         max_runs=args.max_runs,
         gate=args.gate,
         risk=args.risk,
+        min_gain=args.min_gain,
         tolerance=args.tolerance,
         seed=args.seed,
         racing=not args.fixed_repeats,

@@ -28,7 +28,7 @@ import numpy as np
 from commtune.knobs import Value
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.study import Plan, StudyView
+from commtune.study import DEFAULTS, Plan, StudyView
 from commtune.tune import Context, Target, open_study, run_reference, search
 from commtune.tune import verdict as decide_study
 
@@ -122,6 +122,9 @@ def race_one(
     max_runs: int | None = None,
     hints: Sequence[Mapping[str, Value]] = (),
     gate: str = "strict",
+    risk: float = DEFAULTS.risk,
+    min_gain: float = DEFAULTS.min_gain,
+    explore: float = DEFAULTS.explore,
 ) -> RaceRun:
     """One study of ``budget`` trials (reference included); see the module docstring.
     ``confirm_rounds``: then the confirmation, of the best 3 (raced) or the best alone
@@ -144,6 +147,9 @@ def race_one(
         max_runs=max_runs,
         top=3 if design == "raced" else 1,  # fixed: the best alone, as before top-k
         gate=gate,
+        risk=risk,
+        min_gain=min_gain,
+        explore=explore,
     )
     target = Target.of("race", ["race", surface.name], surface.space, plan)
     storage = optuna.storages.InMemoryStorage()

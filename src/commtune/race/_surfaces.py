@@ -238,7 +238,9 @@ def replayed(path: Path, truth: str = "median") -> Surface:
     the mean, what a user's node-hours follow) of its recorded runs (a table of one run
     each: that run), infinite where most of its runs failed; each run of a replayed study
     draws one of the recorded runs (``tune --record`` tables) or cycles through them (older
-    tables)."""
+    tables). A configuration with every knob at its library default *is* the defaults: its
+    runs and the defaults' are pooled into one truth for both (two truths of one
+    configuration would call its noise a gain)."""
     from commtune.knobs import space_from_json
 
     data = json.loads(path.read_text())
@@ -249,8 +251,18 @@ def replayed(path: Path, truth: str = "median") -> Surface:
         measured = [float(v) for v in values if v is not None]
         return summary(measured) if majority_median(values) is not None else None
 
-    table = {ReplayExecutor.key(t["params"]): of(t["values"]) for t in data["trials"]}
-    default = of(data["default"])
+    itself = ReplayExecutor.key(dict(space.defaults()))
+    pooled = list(data["default"])
+    for t in data["trials"]:
+        if ReplayExecutor.key(t["params"]) == itself:
+            pooled += t["values"]
+    default = of(pooled)
+    table = {
+        ReplayExecutor.key(t["params"]): default
+        if ReplayExecutor.key(t["params"]) == itself
+        else of(t["values"])
+        for t in data["trials"]
+    }
 
     def f(c: Config) -> float:
         value = table[ReplayExecutor.key(c)]

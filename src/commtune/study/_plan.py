@@ -34,11 +34,13 @@ class Plan:
     racing: bool = True
     control_every: int = 6  # trial runs between two control runs (tune/_schedule.py)
     # The verdict (tune/_decide.py): ``risk`` accepts a configuration whose expected speedup
-    # is above 1 and whose probability of being more than ``tolerance`` slower than the
-    # defaults is below ``risk``; ``strict`` is the signed-rank gate of the top ``top``
+    # clears 1 + ``min_gain``, faster than the defaults with probability 1 - ``risk`` and
+    # more than ``tolerance`` slower with probability below ``risk`` (from a risk of 0.5:
+    # the expected speedup alone); ``strict`` is the signed-rank gate of the top ``top``
     # confirmed in ``confirm`` rounds (tune/_confirm.py).
     gate: str = "risk"
     risk: float = 0.05
+    min_gain: float = 0.01
     tolerance: float = 0.02
     explore: float = 0.6  # --gate risk: the share of --max-runs the search may spend
     # -- what is tuned and measured
