@@ -39,13 +39,18 @@ def demo(mpi: str, fixed: bool, storage: Path, nodes: str | None = None) -> dict
 def result_cells(d: dict) -> str:
     """A tuner's ``--json`` result as table cells: verdict, speedup [CI], accepted
     configuration, runs, noise, drift, wall time (also ``cluster_collectives.py``'s)."""
-    ci = d["speedup_ci"] or [0.0, 0.0]
     verdict = "accepted" if d["accepted"] else "default stays"
     if d.get("risk") is not None:  # --gate risk: the risk of a > 2 % slowdown beside it
         verdict += f" (risk {100 * d['risk']:.1f} %)"
     best = " ".join(f"{k}={v}" for k, v in d["accepted_params"].items()) or "-"
+    # what was not measured is absent: no speedup is said of the defaults kept
+    figure = "-"
+    if d.get("speedup") is not None:
+        figure = f"{d['speedup']:.3f}x"
+        if d.get("speedup_ci"):
+            figure += " [{:.3f}, {:.3f}]".format(*d["speedup_ci"])
     return (
-        f"{verdict} | {d['speedup']:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}] | {best} | {d['runs']} | "
+        f"{verdict} | {figure} | {best} | {d['runs']} | "
         f"{100 * d['noise']['cv']:.1f} % | {d['noise']['drift']:.2f}x | {d['seconds']:.0f} s |"
     )
 

@@ -140,25 +140,6 @@ def processes_running(name: str) -> list[str]:
     return [line for line in out.stdout.splitlines() if "pgrep" not in line and "bash" not in line]
 
 
-def processes_of_tuner(pid: int) -> list[int]:
-    """The live processes a tuner with this pid started (every run carries its mark,
-    ``COMMTUNE_TUNER=PID:START``, in the environment it passes down): nothing else on the
-    machine, whatever its name."""
-    mark = f"COMMTUNE_TUNER={pid}:".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:  # gone, or not ours to read
-            continue
-        if state != "Z" and any(v.startswith(mark) for v in environ.split(b"\0")):
-            found.append(int(entry.name))
-    return found
-
-
 def processes_named(name: str) -> list[int]:
     out = subprocess.run(["pgrep", "-x", name], capture_output=True, text=True, check=False).stdout
     return [int(p) for p in out.split()]

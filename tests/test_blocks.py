@@ -381,7 +381,19 @@ def test_a_verdict_without_a_comparison_stores_no_figures_as_measured() -> None:
     assert acc.extra["search_speedup"] == pytest.approx(0.5)
     data = result.to_json()
     assert data["speedup_ci"] is None and data["p_value"] is None
-    assert data["speedup"] == pytest.approx(0.5)
+    # nothing handed back: no speedup said; the search's is under its own name
+    assert data["speedup"] is None and data["search_speedup"] == pytest.approx(0.5)
+
+
+def test_json_says_what_was_measured_and_null_for_what_was_not() -> None:
+    """``--json``'s ``default_value`` is the defaults' measured statistic (it was a constant
+    1.0); with no configuration measured, no best and no speedup are said."""
+    from commtune.tune import TuneResult
+
+    data = TuneResult("s", 1, 0, 2.5, None, None).to_json()
+    assert data["default_value"] == data["default_raw"] == 2.5
+    assert data["best_value"] is None and data["best_raw"] is None
+    assert data["speedup"] is None and data["search_speedup"] is None
 
 
 class FailsAfterItsFirstRun(Table):

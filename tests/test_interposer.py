@@ -473,7 +473,7 @@ def test_tune_on_a_profile_field_stores_every_profile(
     )
     args = ["tune", "--strategy", "grid", "--knob", knob, "--trials", "3", "--repeats", "2"]
     args += ["--confirm", "0", "--metric", "profile:operations.MPI_Allreduce.time.max"]
-    args += ["--study", "p", "--storage", storage, "--json", "--"]
+    args += ["--study", "p", "--storage", storage, "--timeout", "120", "--json", "--"]
     code, out, err = run_cli([*args, *_command(vendor, built[vendor, "counts"])], capsys)
     assert code == 0, err
     result = last_json(out)

@@ -238,6 +238,7 @@ def test_communication_and_io_knobs_in_one_study(
     args = ["tune", "--mpi", vendor.value, "--strategy", "grid", "--trials", "2"]
     args += [a for k in JOINT[vendor] for a in ("--knob", k)]
     args += ["--repeats", "1", "--confirm", "0", "--storage", storage, "--json", "--study", "j"]
+    args += ["--timeout", "120"]  # room a user would give: failures are asserted, not speed
     code, out, err = run_cli([*args, "--", *launcher_for(installation).command(2, kernel)], capsys)
     assert code == 0, err
     result = last_json(out)

@@ -183,7 +183,7 @@ def _grid_study_of(
     again on the same study, it adds nothing (``values`` None: not checked again)."""
     args = ["demo", "--mpi", spec, "--knob", knob, "--strategy", "grid", "--trials", "3",
             "--repeats", "1", "--confirm", "0", "--study", study, "--storage", storage,
-            "--json"]  # fmt: skip
+            "--timeout", "120", "--json"]  # fmt: skip
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     code, show, _ = run_cli(["show", study, "--storage", storage, "--json"], capsys)

@@ -20,7 +20,7 @@ from commtune.profile import Profile
 from commtune.progress import Silent
 from commtune.store import Store
 from commtune.store._storage import models_table
-from commtune.study import Role, StudySpec, TrialRecord
+from commtune.study import Role, StudySpec, TrialRecord, acceptance_of
 
 from .conftest import VENDORS, demo_command, last_json, needs_mpich, run_cli
 
@@ -132,10 +132,28 @@ def test_train_then_predict_the_demo(
     space = Predictor.load(store, find_installation(vendor), False, Silent()).space
     assert set(result["params"]) == set(report["selected"])
     assert space.validate(result["params"]) == result["params"]
-    code, out, _ = run_cli(
-        ["export", result["study"], "--storage", storage, "--format", "json"], capsys
-    )
-    assert code == 0 and json.loads(out)["params"] == result["params"]
+    # a prediction no run has measured is a proposal, never "accepted" (issue 47): listed
+    # as such, not exported, and measured against the defaults by check before any use
+    code, out, _ = run_cli(["studies", "--storage", storage, "--json"], capsys)
+    (row,) = [r for r in last_json(out)["studies"] if r["study"] == result["study"]]
+    assert row["accepted"] is False and row["proposal"] is True
+    export = ["export", result["study"], "--storage", storage, "--format", "json"]
+    code, _, err = run_cli(export, capsys)
+    assert code == 2 and "proposal" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run_cli(["check", result["study"], "--storage", storage, "--json", "--",
+                              *command], capsys)  # fmt: skip
+    assert code == 0, err
+    checked = last_json(out)
+    assert checked["runs"] >= 2 and checked["verdict"] in ("still faster", "no longer faster")
+    verdict = acceptance_of(optuna.load_study(study_name=result["study"], storage=store.optuna))
+    assert verdict is not None and not verdict.proposal
+    assert verdict.reason.startswith("proposed, then checked against the defaults")
+    assert verdict.accepted is checked["use_configuration"]
+    code, out, _ = run_cli(export, capsys)
+    if verdict.accepted:
+        assert code == 0 and json.loads(out)["params"] == result["params"]
+    else:
+        assert code == 2
 
     # --metric: the program's own timer, as tune takes it (the demo prints "time X s")
     metric = r"regex:time ([0-9.eE+-]+) s"

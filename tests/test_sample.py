@@ -33,7 +33,7 @@ from commtune.sample._sampler import sizes_for
 from commtune.store import Store
 from commtune.study import Role, TrialRecord
 
-from .conftest import VENDORS, demo_command, last_json, run_cli
+from .conftest import VENDORS, demo_command, last_json, needs_intel, run_cli
 
 SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -162,26 +162,27 @@ def test_a_sampled_threshold_slower_than_the_library_s_is_vetoed(tmp_path: Path)
     assert again is not None and again.config() == {} and again.vetoed == vetoed
 
 
-def test_across_nodes_the_network_protocol_limit_is_sampled() -> None:
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_across_nodes_the_network_protocol_limit_is_sampled(vendor: Vendor) -> None:
     """Between nodes there is no memory to share: no single-copy family, and the protocol
     family sets the TCP transport's eager limit (Open MPI) or UCX's (MPICH over UCX)."""
     from commtune.sample._families import PROTOCOL, SINGLE_COPY, VECTOR, families
 
-    expected = {Vendor.OPENMPI: "btl_tcp_eager_limit", Vendor.MPICH: "UCX_RNDV_THRESH"}
-    for vendor, knob in expected.items():
-        try:
-            inst = find_installation(vendor)
-        except Exception:  # a family not installed here
-            continue
-        fams = {f.name: f for f in families(inst, {}, ("pingpong", VECTOR), across_nodes=True)}
-        assert fams[PROTOCOL].knob.name == knob
-        assert (SINGLE_COPY in fams) == (vendor is Vendor.MPICH)  # UCX's rendezvous scheme
-        assert fams[PROTOCOL].methods["eager"] != fams[PROTOCOL].methods["rendezvous"]
-        assert ("pack_or_iov" in fams) == (vendor is Vendor.MPICH)
-    try:  # Intel MPI: no eager limit of libfabric's tcp to set; its send coalescing
-        intel = find_installation(Vendor.INTEL)
-    except Exception:  # not installed here
-        return
+    knob = {Vendor.OPENMPI: "btl_tcp_eager_limit", Vendor.MPICH: "UCX_RNDV_THRESH"}[vendor]
+    inst = find_installation(vendor)
+    fams = {f.name: f for f in families(inst, {}, ("pingpong", VECTOR), across_nodes=True)}
+    assert fams[PROTOCOL].knob.name == knob
+    assert (SINGLE_COPY in fams) == (vendor is Vendor.MPICH)  # UCX's rendezvous scheme
+    assert fams[PROTOCOL].methods["eager"] != fams[PROTOCOL].methods["rendezvous"]
+    assert ("pack_or_iov" in fams) == (vendor is Vendor.MPICH)
+
+
+@needs_intel
+def test_across_nodes_intel_mpi_samples_send_coalescing() -> None:
+    """Intel MPI: no eager limit of libfabric's tcp to set; its send coalescing."""
+    from commtune.sample._families import families
+
+    intel = find_installation(Vendor.INTEL)
     ops = ("pingpong", "burst")
     (agg,) = families(intel, {}, ops, across_nodes=True)
     assert (agg.op, agg.knob.name) == ("burst", "FI_TCP_STAGING_SBUF_SIZE")

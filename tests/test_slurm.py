@@ -69,6 +69,14 @@ def _hanging_args(storage: str, name: str, timeout: str) -> list[str]:
             "--json", "--", "bash", "-c", script]  # fmt: skip
 
 
+def _settled(slurm: dict[str, str], name: str, within: float = 30.0) -> None:
+    """Wait (up to ``within`` s) until the queue is empty and no process of the job is left:
+    the state the caller then asserts, reached at the machine's own pace."""
+    deadline = time.time() + within
+    while (_queue(slurm) or _named(name)) and time.time() < deadline:
+        time.sleep(0.2)
+
+
 def test_a_timeout_cancels_the_job(slurm: dict[str, str], tmp_path: Path) -> None:
     name = f"cthang{uuid.uuid4().hex[:8]}"
     storage = f"sqlite:///{tmp_path / 's.db'}"
@@ -82,7 +90,7 @@ def test_a_timeout_cancels_the_job(slurm: dict[str, str], tmp_path: Path) -> Non
     assert len(failed) == 1 and TrialRecord.of(failed[0]).runs[0].failure.startswith(
         "timeout after 5"
     )
-    time.sleep(1)
+    _settled(slurm, name)
     assert _queue(slurm) == [] and _named(name) == []  # the job was cancelled
 
 
@@ -98,7 +106,7 @@ def test_a_stopped_tuner_cancels_its_job(slurm: dict[str, str], tmp_path: Path) 
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
-    time.sleep(1)
+    _settled(slurm, name)
     assert _queue(slurm) == [] and _named(name) == []
     study = optuna.load_study(study_name="h", storage=storage)
     assert [t.state.name for t in study.get_trials()][-1] == "FAIL"

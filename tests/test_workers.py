@@ -20,7 +20,9 @@ from pathlib import Path
 import optuna
 import pytest
 
-from commtune.mpi import Vendor
+from commtune import native
+from commtune.launch import launcher_for
+from commtune.mpi import Vendor, find_installation
 from commtune.store import Claim, Claims, MemoryClaims, Store, StoreClaims
 from commtune.study import INTERRUPTED, Role, TrialRecord, TrialWriter, config_key
 
@@ -110,12 +112,35 @@ def test_claims_are_one_holder_each_and_within_the_limit(
     )
 
 
-def _tune_args(url: str, study: str, trials: int, iterations: int = 300) -> list[str]:
-    command = demo_command(Vendor.OPENMPI, iterations)
+GATED_RUNS = 8  # the victim's runs before its next one waits (a search trial done by then)
+
+
+def _tune_args(
+    url: str, study: str, trials: int, iterations: int = 300, gate: Path | None = None
+) -> list[str]:
+    """``gate``: a file naming a tuner's pid; that tuner's runs after its first
+    ``GATED_RUNS`` wait (rank 0 counts and waits; the other rank waits for it in MPI), so
+    that tuner can never finish its study; other tuners' runs go on. A run's own timeout
+    is then 300 s: a gated run is not a hung one."""
+    installation = find_installation(Vendor.OPENMPI)
+    program = [str(native.build(installation, "demo/ct_demo.c")), str(iterations)]
+    if gate is not None:
+        count = gate.with_suffix(".count")
+        count.write_text("0")
+        wait = (
+            f'if [ "$OMPI_COMM_WORLD_RANK" = 0 ] && [ -s {gate} ] && '
+            f'[ "${{COMMTUNE_TUNER%%:*}}" = "$(cat {gate})" ]; then '
+            f"n=$(flock {count} sh -c 'n=$(($(cat {count}) + 1)); echo $n > {count}; echo $n');"
+            f" [ $n -gt {GATED_RUNS} ] && sleep 600; fi; "
+            'exec "$0" "$@"'
+        )
+        program = ["sh", "-c", wait, *program]
+    command = launcher_for(installation).command(2, program)
+    timeout = ["--timeout", "300"] if gate is not None else []
     return ["tune", "--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K,16K,32K",
             "--knob", "btl_vader_single_copy_mechanism", "--strategy", "random", "--trials",
             str(trials), "--repeats", "2", "--confirm", "2", "--study", study, "--storage", url,
-            "--json", "--", *command]  # fmt: skip
+            *timeout, "--json", "--", *command]  # fmt: skip
 
 
 def _measured(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
@@ -214,8 +239,10 @@ def test_a_worker_killed_with_kill_9_loses_nothing(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     url = _url(kind, tmp_path, request)
-    args = _tune_args(url, "k", 10, iterations=600)
+    gate = tmp_path / "gate"
+    args = _tune_args(url, "k", 10, iterations=600, gate=gate)
     victim = commtune_subprocess(args)
+    gate.write_text(str(victim.pid))  # its runs from the 9th on wait: it cannot finish
     time.sleep(0.3)
     survivor = commtune_subprocess(args)
     store = Store(url)
@@ -246,11 +273,7 @@ def test_a_worker_killed_with_kill_9_loses_nothing(
         victim.send_signal(signal.SIGCONT)
     looks.shutdown()
     _, victim_err = victim.communicate(timeout=60)
-    if not finished:
-        survivor.kill()
-        survivor.communicate(timeout=60)
-        assert victim.returncode == 0, victim_err  # it ended, but not by failing
-        pytest.skip("the victim worker finished before it could be killed mid-trial")
+    assert finished, f"the victim was never seen mid-trial: {victim_err[-2000:]}"
     _, err = survivor.communicate(timeout=300)
     assert survivor.returncode == 0, err
     study = optuna.load_study(study_name="k", storage=store.optuna)

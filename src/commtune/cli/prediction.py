@@ -131,7 +131,14 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.predict import Predictor, features_of, model_store
     from commtune.report import UI, prediction_table
     from commtune.service import default_study_name, profiling
-    from commtune.study import DEFAULTS, Acceptance, Source, StudySpec, save_result_study
+    from commtune.study import (
+        DEFAULTS,
+        PROPOSAL,
+        Acceptance,
+        Source,
+        StudySpec,
+        save_result_study,
+    )
     from commtune.trial import LocalExecutor, Objective
     from commtune.tune import judge_pairs
 
@@ -167,12 +174,14 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         "params": config,
         "metric": args.metric,
     }
+    # a proposal until a run against the defaults has measured it (--verify here, or
+    # `commtune check`, which `commtune run --study` makes first)
     verdict = Acceptance(
         Source.PREDICT,
         dict(config),
-        True,
-        "predicted from one profiled run (not verified)",
-        extra={"features": features},
+        False,
+        "predicted from one profiled run: a proposal, not measured against the defaults",
+        extra={"features": features, PROPOSAL: True},
     )
     if args.verify:
         default_times: list[float] = []
@@ -189,6 +198,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         # the tuner's rule (--gate risk) on the interleaved pairs
         cmp, _ = judge_pairs(default_times, predicted_times, DEFAULTS.risk, DEFAULTS.tolerance)
         verdict.accepted = cmp.faster
+        verdict.extra[PROPOSAL] = False
         verdict.speedup, verdict.ci = cmp.speedup, (cmp.ci_low, cmp.ci_high)
         verdict.default_values, verdict.best_values = default_times, predicted_times
         verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance)
@@ -210,7 +220,11 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         )
     spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), args.metric, 1)
     save_result_study(store.optuna, name, spec, verdict, platform=Fingerprint.of(inst).key)
-    ui.info(f"stored as study {name}: `commtune run --study {name} -- ...` applies it")
+    if verdict.accepted or not args.verify:
+        then = "applies it" if verdict.accepted else "checks it against the defaults first"
+        ui.info(f"stored as study {name}: `commtune run --study {name} -- ...` {then}")
+    else:
+        ui.info(f"stored as study {name}: the defaults stay")
     if args.json:
         print_json(out)
     return 0

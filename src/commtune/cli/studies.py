@@ -124,6 +124,11 @@ def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
         chosen: tuple[dict[str, Any], dict[str, str]] | None = (dict(trials[0].config), {})
     else:
         chosen = _chosen(study, args.best)
+    if chosen is None and _proposed(study) is not None:
+        raise UsageError(
+            f"study {args.study!r} holds a proposal no run has measured against the "
+            f"defaults: `commtune check {args.study} -- CMD` measures it first"
+        )
     if chosen is None:
         raise UsageError(
             f"study {args.study!r} has no accepted configuration (the default stays); "
@@ -150,15 +155,25 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
     library, knobs = study_knobs(study)
     inst = resolve_command(command, library)
     chosen = _chosen(study, best=False)
-    if chosen is None:
+    proposed = _proposed(study)
+    if chosen is None and proposed is None:
         print(
             f"commtune: study {args.study} accepted no configuration; running with the "
             "library defaults",
             file=sys.stderr,
         )
-    config, extra = chosen or ({}, {})
+    config, extra = chosen or proposed or ({}, {})
     _check_knobs_exist(config, inst, args.study)
-    if config and not args.no_check:
+    if proposed is not None:
+        # a proposal no run has measured: checked against the defaults here first, always
+        print(f"commtune: study {args.study} holds a proposal no run has measured against "
+              "the defaults; checking it first", file=sys.stderr)  # fmt: skip
+        check = _check_proposal(store, study, inst, command, knobs, config, extra,
+                                args.timeout, UI(json_mode=True))  # fmt: skip
+        print(f"commtune: study {args.study}: {check.line()}", file=sys.stderr)
+        if not check.use_configuration:
+            config, extra = {}, {}
+    elif config and not args.no_check:
         # messages go to stderr: the command's own output is the user's
         check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
                              UI(json_mode=True), stored=True)  # fmt: skip
@@ -188,6 +203,16 @@ def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
     inst = resolve_command(command, library)
     ui = UI(json_mode=args.json)
     chosen = _chosen(study, best=False)
+    proposed = _proposed(study)
+    if proposed is not None:
+        config, extra = proposed
+        _check_knobs_exist(config, inst, args.study)
+        check = _check_proposal(store, study, inst, command, knobs, config, extra,
+                                args.timeout, ui)  # fmt: skip
+        ui.info(f"{inst.describe()}: the proposal {check.line()}")
+        if args.json:
+            print_json({"study": args.study, **check.to_json()})
+        return 0
     if chosen is None:
         ui.info(
             f"study {args.study} accepted no configuration: the defaults stay, nothing to check"
@@ -284,6 +309,47 @@ def _stale_check(
     return check
 
 
+def _proposed(study: optuna.Study) -> tuple[dict[str, Value], dict[str, str]] | None:
+    """A proposal no run has measured (an unverified prediction) and its variables."""
+    from commtune.study import acceptance_of
+
+    verdict = acceptance_of(study)
+    if verdict is None or not verdict.proposal:
+        return None
+    return dict(verdict.params), dict(verdict.env)
+
+
+def _check_proposal(
+    store: Store,
+    study: optuna.Study,
+    inst: Installation,
+    command: list[str],
+    knobs: list[Knob],
+    config: Mapping[str, Value],
+    extra: Mapping[str, str],
+    timeout: float,
+    ui: UI,
+) -> StaleCheck:
+    """A proposal measured against the defaults here (the check's interleaved pairs, by
+    the tuner's rule at its default risk); the study's verdict becomes what the runs said:
+    accepted with its figures, or the defaults kept."""
+    from commtune.study import DEFAULTS, PROPOSAL, acceptance_of, set_acceptance
+
+    verdict = acceptance_of(study)
+    assert verdict is not None
+    verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance)
+    set_acceptance(study, verdict)  # the rule the check applies (tune._stale.judge_pairs)
+    check = _stale_check(store, study, inst, command, knobs, config, extra, timeout, ui,
+                         stored=False, force=True)  # fmt: skip
+    verdict.accepted = check.use_configuration
+    verdict.speedup, verdict.ci = check.speedup, check.ci
+    verdict.extra[PROPOSAL] = False
+    undecided = "" if check.decided else f" (undecided after {check.rounds} rounds)"
+    verdict.reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
+    set_acceptance(study, verdict)
+    return check
+
+
 def _check_knobs_exist(config: Mapping[str, Any], inst: Installation, study: str) -> None:
     """A configuration runs on another installation only if it has every knob set."""
     from commtune.knobs import installed_knobs
@@ -321,6 +387,8 @@ def cmd_studies(args: argparse.Namespace, command: list[str] | None) -> int:
                 "command": " ".join(spec.get("command", [])),
                 "speedup": verdict.get("speedup"),
                 "accepted": bool(verdict.get("accepted")),
+                "proposal": not verdict.get("accepted")
+                and bool((verdict.get("extra") or {}).get("proposal")),
                 "source": verdict.get("source"),
             }
         )

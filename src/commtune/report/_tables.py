@@ -241,7 +241,8 @@ def studies_table(rows: list[dict[str, Any]], title: str) -> Table:
     table.add_column("command", overflow="fold")
     for r in rows:
         speedup = "" if r["speedup"] is None else f"{r['speedup']:.2f}x"
-        accepted = "yes" if r["accepted"] else "no"
+        accepted = "yes" if r["accepted"] else "proposal, not measured" if r.get("proposal") \
+            else "no"  # fmt: skip
         if r["source"] not in (None, "search"):
             accepted += f" ({r['source']})"
         mpi = r["mpi"] or "-"  # a study of Optuna's, not commtune's, in the same storage

@@ -250,24 +250,6 @@ class PlatformProfile:
         """Collective -> its chosen algorithm per size range."""
         return {f.op: f.segments(self.vendor) for f in self.families if f.name == ALGORITHM}
 
-    def predict_time(self, op: str, size: float, method: str | None = None) -> float:
-        """Predicted time (ns) of ``op`` on ``size`` bytes with ``method`` (default: the chosen
-        one at that size), by log-log interpolation between the samples."""
-        fams = [f for f in self.families if f.op == op]
-        if not fams:
-            raise UsageError(f"no samples of {op!r} on this platform")
-        if method is None:
-            fam = next((f for f in fams if f.name in (PROTOCOL, ALGORITHM)), fams[0])
-            segs = fam.segments(self.vendor)
-            if not segs:
-                raise UsageError(f"no usable samples of {op!r} on this platform")
-            return fam.curves[method_at(segs, size)].predict(size)
-        for fam in fams:
-            if method in fam.curves:
-                return fam.curves[method].predict(size)
-        known = sorted(m for f in fams for m in f.curves)
-        raise UsageError(f"no method {method!r} sampled for {op} (known: {', '.join(known)})")
-
     def predictions(self, size: float) -> list[dict[str, Any]]:
         """Per family at ``size``: the chosen method, its predicted time, every method's."""
         rows = []

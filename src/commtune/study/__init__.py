@@ -5,6 +5,7 @@ study with its queries (:class:`StudyView`), the study's attributes and its verd
 from commtune.study._acceptance import (
     ACCEPTANCE,
     FORMAT,
+    PROPOSAL,
     Acceptance,
     Source,
     acceptance_of,
@@ -48,6 +49,7 @@ __all__ = [
     "FORMAT",
     "GATES",
     "INTERRUPTED",
+    "PROPOSAL",
     "Acceptance",
     "Attr",
     "Failure",

@@ -34,6 +34,9 @@ class Source(enum.Enum):
     PREDICT = "predict"  # commtune predict: one profiled run and the model
 
 
+PROPOSAL = "proposal"  # extra: a configuration no run has measured against the defaults yet
+
+
 @dataclass
 class Acceptance:
     """``params`` is accepted (``accepted``) or not, for ``reason``. A search's verdict names
@@ -54,6 +57,12 @@ class Acceptance:
     best_values: list[float] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def proposal(self) -> bool:
+        """A configuration proposed (a prediction) that no run has measured against the
+        defaults: not accepted; ``commtune check`` or ``run --study`` measures it first."""
+        return not self.accepted and bool(self.extra.get(PROPOSAL))
 
     def runs(self) -> int:
         """The confirmation's runs: the default's and every candidate's."""

@@ -7,6 +7,7 @@ from commtune.trial._process import (
     ProcessResult,
     clean_shm,
     kill_leftovers,
+    processes_of_tuner,
     run_process,
     stderr_summary,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "clean_shm",
     "kill_leftovers",
     "probe_space",
+    "processes_of_tuner",
     "run_process",
     "stderr_summary",
 ]

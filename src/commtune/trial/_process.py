@@ -125,6 +125,20 @@ def _tuner_of(environ: bytes) -> str | None:
     return None
 
 
+def processes_of_tuner(pid: int) -> list[int]:
+    """The live processes (not zombies) carrying the mark of the tuner whose pid is ``pid``:
+    what it started, whatever their names; nothing else on the machine."""
+    found = []
+    for proc, environ in _proc_files("environ"):
+        owner = _tuner_of(environ)
+        if owner is None or owner.partition(":")[0] != str(pid):
+            continue
+        stat = _proc_file(proc, "stat")
+        if stat is not None and stat[stat.rfind(b")") + 2 :].split()[:1] != [b"Z"]:
+            found.append(proc)
+    return found
+
+
 def kill_leftovers() -> list[int]:
     """Kill the processes that a tuner no longer alive left behind (see the module
     docstring); returns their pids."""

@@ -46,11 +46,14 @@ class TuneResult:
 
     def to_json(self) -> dict[str, Any]:
         acc = self.acceptance
-        speedup = self.best.speedup if self.best else 1.0  # the search's, when unconfirmed
         best_params = self.best.config if self.best else {}
         if acc is not None and acc.speedup is not None:
             # the figures and the configuration they are of go together
-            speedup, best_params = acc.speedup, dict(acc.params)
+            best_params = dict(acc.params)
+        accepted = bool(acc and acc.accepted)
+        # a speedup is said only of what is handed back; the search's own best, measured
+        # but not confirmed, is under its name (``search_speedup``); what nothing measured
+        # is null, never 1.0
         # --gate risk's figures (None under the strict gate)
         risky = acc.extra if acc is not None and acc.extra.get("gate") == "risk" else {}
         return {
@@ -59,13 +62,14 @@ class TuneResult:
             "failed_trials": self.failed_trials,
             "objective": self.statistic,
             "best_params": best_params,
-            "best_value": self.best.value if self.best else 1.0,
-            "best_raw": self.best.raw if self.best else self.default_value,
-            "default_value": 1.0,
+            "best_value": self.best.value if self.best else None,  # relative: defaults = 1
+            "best_raw": self.best.raw if self.best else None,
+            "default_value": self.default_value,  # the reference's statistic, as measured
             "default_raw": self.default_value,
-            "speedup": speedup,
-            "speedup_ci": list(acc.ci) if acc and acc.ci else None,
-            "accepted": bool(acc and acc.accepted),
+            "speedup": acc.speedup if accepted and acc is not None else None,
+            "speedup_ci": list(acc.ci) if accepted and acc is not None and acc.ci else None,
+            "search_speedup": self.best.speedup if self.best else None,
+            "accepted": accepted,
             "p_value": acc.p_value if acc else None,
             "reason": acc.reason if acc else "no configuration to confirm",
             "accepted_params": acc.params if acc and acc.accepted else {},
