@@ -22,6 +22,7 @@ from commtune.cli import main
 from commtune.errors import UsageError
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
+from commtune.testbed import slurm_conf
 
 # The MPI installations `make mpis` puts in prefixes of their own (as the Makefile exports it).
 _MPIS = Path(__file__).resolve().parent.parent / ".mpis"
@@ -145,7 +146,6 @@ def processes_named(name: str) -> list[int]:
     return [int(p) for p in out.split()]
 
 
-requires_pgrep = pytest.mark.skipif(shutil.which("pgrep") is None, reason="needs pgrep")
 os.environ.setdefault("COLUMNS", "160")
 
 
@@ -222,34 +222,6 @@ def postgres() -> Iterator[str]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-_SLURM_CONF = """ClusterName=commtune-test
-SlurmctldHost={host}
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort={ctld_port}
-SlurmdPort={d_port}
-AuthType=auth/munge
-AuthInfo=socket={base}/munge.sock
-CredType=cred/munge
-StateSaveLocation={base}/state
-SlurmdSpoolDir={base}/spool
-SlurmctldPidFile={base}/slurmctld.pid
-SlurmdPidFile={base}/slurmd.pid
-SlurmctldLogFile={base}/slurmctld.log
-SlurmdLogFile={base}/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-MpiDefault=none
-ReturnToService=2
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-NodeName={host} CPUs={cpus} Feature=commtune State=UNKNOWN
-PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
-"""
-
-
 @pytest.fixture(scope="session")
 def slurm() -> Iterator[dict[str, str]]:
     """A one-node Slurm cluster from this machine's packages (Debian: slurmctld, slurmd,
@@ -265,7 +237,6 @@ def slurm() -> Iterator[dict[str, str]]:
             pytest.skip(f"no {tool} here (Debian: apt-get install slurmctld slurmd munge)")
     base = Path(tempfile.mkdtemp(prefix="commtune-slurm-"))
     (base / "state").mkdir()
-    (base / "spool").mkdir()
     ports = []
     for _ in range(2):
         with socket.socket() as s:
@@ -273,8 +244,10 @@ def slurm() -> Iterator[dict[str, str]]:
             ports.append(s.getsockname()[1])
     host = socket.gethostname().split(".")[0]
     conf = base / "slurm.conf"
-    conf.write_text(_SLURM_CONF.format(host=host, ctld_port=ports[0], d_port=ports[1],
-                                       base=base, cpus=os.cpu_count() or 1))  # fmt: skip
+    conf.write_text(slurm_conf(base, [(host, None)], os.cpu_count() or 1,
+                               cluster="commtune-test", feature="commtune",
+                               ctld_port=ports[0], d_port=ports[1]))  # fmt: skip
+    (base / f"spool-{host}").mkdir()
     env = {**os.environ, "SLURM_CONF": str(conf)}
     for name in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NODELIST"):
         env.pop(name, None)
@@ -286,7 +259,7 @@ def slurm() -> Iterator[dict[str, str]]:
 
     def stop() -> None:
         run("scancel", "--quiet", "--user", "root")
-        for pid_file in ("slurmd.pid", "slurmctld.pid", "munged.pid"):
+        for pid_file in (f"slurmd-{host}.pid", "slurmctld.pid", "munged.pid"):
             with contextlib.suppress(OSError, ValueError):
                 os.kill(int((base / pid_file).read_text().split()[0]), signal.SIGTERM)
         time.sleep(0.5)
@@ -314,8 +287,8 @@ def slurm() -> Iterator[dict[str, str]]:
             break
         time.sleep(0.5)
     if state != "idle":
-        log = (base / "slurmd.log").read_text().strip().splitlines()[-1:] if (
-            base / "slurmd.log").exists() else []  # fmt: skip
+        slurmd_log = base / f"slurmd-{host}.log"
+        log = slurmd_log.read_text().strip().splitlines()[-1:] if slurmd_log.exists() else []
         stop()
         pytest.skip(f"Slurm did not come up (node {state or 'unknown'}): {' '.join(log)}")
     try:

@@ -54,7 +54,7 @@ def test_a_check_whose_runs_fail_concludes_nothing_and_stores_nothing(
                               *command], capsys)  # fmt: skip
     assert code == 3, err
     lines = [line for line in err.splitlines() if line.startswith("commtune: error:")]
-    assert len(lines) == 1 and "could not run here (run 1 of the check)" in lines[0], err
+    assert len(lines) == 1 and "could not run here (round 1 of the comparison)" in lines[0], err
     assert reason in lines[0]
     assert "no longer faster" not in err + out and "undecided" not in err + out
     answer = last_json(out)

@@ -5,12 +5,29 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 
 import pytest
 
-from commtune.rails import Link, bandwidth_weighted, finish_time, split
+from commtune.rails import Link, finish_time, split
 
 from .conftest import last_json, run_cli
+
+
+def bandwidth_weighted(
+    total: int, latencies: Sequence[float], bandwidths: Sequence[float], releases: Sequence[float]
+) -> list[float]:
+    """The closed form for linear links (fractional bytes): the test's oracle for ``split``."""
+    used = list(range(len(bandwidths)))
+    while True:
+        end = (total + sum(bandwidths[i] * (releases[i] + latencies[i]) for i in used)) / sum(
+            bandwidths[i] for i in used
+        )
+        chunks = {i: bandwidths[i] * (end - releases[i] - latencies[i]) for i in used}
+        negative = [i for i, x in chunks.items() if x < 0]
+        if not negative:
+            return [chunks.get(i, 0.0) for i in range(len(bandwidths))]
+        used = [i for i in used if i not in negative]
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from commtune.errors import UsageError
 from commtune.store import Store
 from commtune.strategies import STRATEGIES
 from commtune.study import Role, TrialRecord, config_key
@@ -193,7 +194,9 @@ def _next_steps(err: str) -> list[list[str]]:
     """The commands the tuner prints after ``next:``, as argument lists without ``commtune``."""
     lines = err.splitlines()
     steps = lines[lines.index("next:") + 1 :]
-    return [shlex.split(line.split("(")[0])[1:] for line in steps if line.startswith("  commtune")]
+    # every line as printed (a paste into a shell): commands, and '#' comments between them
+    assert all(line.startswith(("  commtune", "  #")) for line in steps if line.strip()), steps
+    return [shlex.split(line)[1:] for line in steps if line.startswith("  commtune")]
 
 
 def test_the_next_steps_printed_work_as_printed(
@@ -294,11 +297,11 @@ def test_the_run_step_repeats_the_tuned_command() -> None:
     accepted = SimpleNamespace(study="app", acceptance=SimpleNamespace(accepted=True))
     command = ["mpirun", "-np", "4", "./app", "in put.nml"]
     steps = next_steps(accepted, "openmpi", None, command)  # type: ignore[arg-type]
-    assert steps[1] == "  commtune run --study app -- mpirun -np 4 ./app 'in put.nml'   " \
-        "(runs with these settings)"  # fmt: skip
+    assert steps[1].startswith("  #")  # the explanation is a comment line of its own
+    assert steps[2] == "  commtune run --study app -- mpirun -np 4 ./app 'in put.nml'"
     sized = next_steps(accepted, "mpich", None, ["mpiexec", "-n", "{size}", "./app"])  # type: ignore[arg-type]
-    assert sized[1].startswith("  commtune run --study app -- mpiexec ...")
-    assert "--format env --output tuned.env" in sized[2]
+    assert sized[2].startswith("  commtune run --study app -- mpiexec ...")
+    assert "--format env --output tuned.env" in sized[3]
 
 
 def test_knobs_that_measured_nothing_are_left_out_of_the_accepted_configuration(
@@ -390,3 +393,38 @@ def test_held_phases_answer_runs_close_in_time_from_one_round(tmp_path: Path) ->
     draws = [(independent.run(None, 1.0).value, independent.run({"k": 1}, 1.0).value)
              for _ in range(50)]  # fmt: skip
     assert any(b != 10 * a for a, b in draws if a is not None and b is not None)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ({"trials": []}, "no field 'default'"),
+        ({"default": [1.0], "trials": [{"values": [1.0]}]}, "trials[0] has no field 'params'"),
+        ({"default": [1.0], "trials": [{"params": {}}]}, "trials[0] has no field 'values'"),
+        ({"default": "x", "trials": []}, "field 'default' is not a list of run values"),
+        ("[", "not JSON"),
+    ],
+)
+def test_one_reader_of_replay_tables_one_error(tmp_path: Path, content: object, said: str) -> None:
+    """Issue 48: the replay executor, the race's surfaces and the dqn's warm start read a
+    table through one reader (study.read_table); a bad one is the same one-line error from
+    each (one raised a bare KeyError), naming the file and the field."""
+    from commtune.race import replayed
+    from commtune.strategies._dqn import _table_program
+    from commtune.trial import ReplayExecutor
+
+    path = tmp_path / "bad.json"
+    if isinstance(content, dict):  # what a race surface needs beyond the runs
+        content = {"library": "openmpi", "space": [], **content}
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    readers = [
+        lambda: ReplayExecutor(path),
+        lambda: replayed(path),
+        lambda: _table_program(str(path), None),  # type: ignore[arg-type]
+    ]
+    for read in readers:
+        with pytest.raises(UsageError) as caught:
+            read()
+        message = str(caught.value)
+        assert message.startswith(f"replay table {path}: ") and said in message
+        assert "\n" not in message

@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -439,3 +440,49 @@ def test_connections_the_server_drops_during_a_trial_are_reopened(
     assert tuner.returncode == 0, err
     assert json.loads(out.strip().splitlines()[-1])["trials"] == 4
     assert len(drops) >= 4 and all(n >= 1 for n in drops), drops  # each run's connections
+
+
+class _FlakyBeats(MemoryClaims):
+    """Claims in memory whose heartbeat fails while ``down`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = threading.Event()
+        self.tries = 0
+
+    def beat(self, worker: str) -> None:
+        self.tries += 1
+        if self.down.is_set():
+            raise OSError("database is locked")
+        super().beat(worker)
+
+
+def test_a_heartbeat_that_keeps_failing_says_so_and_claims_nothing_new(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 48: every heartbeat error was swallowed, so a worker whose beats never reached
+    the storage went on claiming trials that workers on other hosts would fail as a dead
+    one's. Three failed beats in a row: one line, and a new trial waits until a beat
+    succeeds (said too); a claim that is no new trial does not wait."""
+    from commtune.tune._workers import MISSED, Workers
+
+    claims = _FlakyBeats()
+    workers = Workers(claims, "s")
+    claims.down.set()
+    with workers.heartbeat(every=0.01):
+        deadline = time.time() + 10
+        while workers.beating.is_set() and time.time() < deadline:
+            time.sleep(0.01)
+        assert not workers.beating.is_set() and claims.tries >= MISSED
+        said = capsys.readouterr().err
+        assert said.count("heartbeats in a row did not reach the storage") == 1, said
+        assert "database is locked" in said and len(said.strip().splitlines()) == 1
+        assert workers.claim("reference") is not None  # not a new trial: no wait
+        waiting = concurrent.futures.ThreadPoolExecutor(1)
+        claimed = waiting.submit(workers.claim, "config:x", counted=True, limit=5)
+        time.sleep(0.2)
+        assert not claimed.done()  # held back while the beats fail
+        claims.down.clear()
+        assert claimed.result(timeout=10) is not None  # the next beat lets it go
+        waiting.shutdown()
+    assert "reaches the storage again" in capsys.readouterr().err

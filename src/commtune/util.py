@@ -121,7 +121,13 @@ def process_alive(worker: str) -> bool | None:
     host, pid, started = _split_worker(worker)
     if host != socket.gethostname():
         return None
-    return pid is not None and start_time(pid) == started
+    return pid is not None and same_process(pid, started)
+
+
+def same_process(pid: int, started: str) -> bool:
+    """Whether process ``pid`` runs and is the one that started at ``started`` (its
+    ``start_time``: a pid reused later has another)."""
+    return start_time(pid) == started
 
 
 def _split_worker(worker: str) -> tuple[str, int | None, str]:

@@ -125,6 +125,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.errors import RunFailed
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
     from commtune.platform import Fingerprint
@@ -140,7 +141,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         save_result_study,
     )
     from commtune.trial import LocalExecutor, Objective
-    from commtune.tune import judge_pairs
+    from commtune.tune import judge_pairs, run_pair
 
     command = need_command(command)
     objective = Objective.parse(args.metric)
@@ -187,14 +188,13 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         default_times: list[float] = []
         predicted_times: list[float] = []
         with ui.progress("verify: default and predicted, interleaved", 2 * args.pairs) as bar:
-            for _ in range(args.pairs):
-                for config_or_none, times in ((None, default_times), (config, predicted_times)):
-                    r = executor.run(config_or_none, args.timeout)
-                    if r.failure is not None or r.value is None:
-                        said = r.failure or f"no {args.metric} in its output"
-                        raise UsageError(f"a verification run failed ({said})")
-                    times.append(r.value)
-                    bar.advance()
+            for i in range(args.pairs):  # the check's loop: the order alternates by round
+                try:
+                    d, c = run_pair(i, executor, config, args.timeout, bar)
+                except RunFailed as exc:
+                    raise UsageError(f"a verification run failed: {exc}") from None
+                default_times.append(d)
+                predicted_times.append(c)
         # the tuner's rule (--gate risk) on the interleaved pairs
         cmp, _ = judge_pairs(default_times, predicted_times, DEFAULTS.risk, DEFAULTS.tolerance)
         verdict.accepted = cmp.faster

@@ -5,7 +5,7 @@ final rules on a run's profile; ``_check``: a rule set against the installed lib
 
 from pathlib import Path
 
-from commtune.policy._check import check_rules, rank_consistent, wrapped_operations
+from commtune.policy._check import check_rules, wrapped_operations
 from commtune.policy._evaluate import Action, evaluate, value_in
 from commtune.policy._language import (
     PolicyError,
@@ -43,7 +43,6 @@ __all__ = [
     "check_rules",
     "evaluate",
     "load_rules",
-    "rank_consistent",
     "value_in",
     "wrapped_operations",
 ]

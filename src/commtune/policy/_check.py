@@ -64,9 +64,3 @@ def check_rules(rules: RuleSet, installation: Installation) -> None:
                     knob.parse(str(result.value))
                 except UsageError as exc:  # the knob's own message: outside its domain
                     raise PolicyError(f"{at}.value: {exc}") from None
-
-
-def rank_consistent(installation: Installation, cvar: str) -> bool:
-    """Whether every rank must hold the same value of ``cvar`` (MPI_T scope all_eq/group_eq)."""
-    info = next((v for v in list_mpit(installation) if v["name"] == cvar), None)
-    return info is not None and str(info.get("scope", "")).endswith("_eq")

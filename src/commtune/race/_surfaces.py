@@ -10,7 +10,6 @@ executor; their recorded values are their truth.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -242,9 +241,10 @@ def replayed(path: Path, truth: str = "median") -> Surface:
     runs and the defaults' are pooled into one truth for both (two truths of one
     configuration would call its noise a gain)."""
     from commtune.knobs import space_from_json
+    from commtune.study import read_table
 
-    data = json.loads(path.read_text())
-    space = space_from_json(data["library"], data["space"])
+    recorded = read_table(path, needs_space=True)
+    space = space_from_json(str(recorded.library), recorded.space)
     summary = stats.statistic(truth)
 
     def of(values: list[float | None]) -> float | None:
@@ -252,16 +252,14 @@ def replayed(path: Path, truth: str = "median") -> Surface:
         return summary(measured) if majority_median(values) is not None else None
 
     itself = ReplayExecutor.key(dict(space.defaults()))
-    pooled = list(data["default"])
-    for t in data["trials"]:
-        if ReplayExecutor.key(t["params"]) == itself:
-            pooled += t["values"]
+    pooled = list(recorded.default)
+    for params, values in recorded.trials:
+        if ReplayExecutor.key(params) == itself:
+            pooled += values
     default = of(pooled)
     table = {
-        ReplayExecutor.key(t["params"]): default
-        if ReplayExecutor.key(t["params"]) == itself
-        else of(t["values"])
-        for t in data["trials"]
+        ReplayExecutor.key(params): default if ReplayExecutor.key(params) == itself else of(values)
+        for params, values in recorded.trials
     }
 
     def f(c: Config) -> float:
@@ -269,8 +267,8 @@ def replayed(path: Path, truth: str = "median") -> Surface:
         return math.inf if value is None else float(value)
 
     name = path.stem
-    return Surface(name, space, f, data.get("description", name), table, path, default,
-                   bool(data.get("balanced")))  # fmt: skip
+    return Surface(name, space, f, recorded.description, table, path, default,
+                   recorded.balanced)  # fmt: skip
 
 
 SYNTHETIC: dict[str, Callable[[], Surface]] = {

@@ -2,13 +2,12 @@
 
 from commtune.rails._bench import Strategy, bench, summarize
 from commtune.rails._mpi import Transfer, even_shares, pingpong, planned_shares, rail_curves
-from commtune.rails._plan import Link, bandwidth_weighted, finish_time, split
+from commtune.rails._plan import Link, finish_time, split
 
 __all__ = [
     "Link",
     "Strategy",
     "Transfer",
-    "bandwidth_weighted",
     "bench",
     "even_shares",
     "finish_time",

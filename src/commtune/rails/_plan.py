@@ -93,22 +93,6 @@ def split(total: int, links: Sequence[Link]) -> list[int]:
     return chunks
 
 
-def bandwidth_weighted(
-    total: int, latencies: Sequence[float], bandwidths: Sequence[float], releases: Sequence[float]
-) -> list[float]:
-    """The closed form for linear links (fractional bytes)."""
-    used = list(range(len(bandwidths)))
-    while True:
-        end = (total + sum(bandwidths[i] * (releases[i] + latencies[i]) for i in used)) / sum(
-            bandwidths[i] for i in used
-        )
-        chunks = {i: bandwidths[i] * (end - releases[i] - latencies[i]) for i in used}
-        negative = [i for i, x in chunks.items() if x < 0]
-        if not negative:
-            return [chunks.get(i, 0.0) for i in range(len(bandwidths))]
-        used = [i for i in used if i not in negative]
-
-
 def finish_time(chunks: Sequence[int], links: Sequence[Link]) -> float:
     """When the last chunk arrives (predicted); unused links do not count."""
     ends = [link.release + link.time(x) for x, link in zip(chunks, links, strict=True) if x > 0]

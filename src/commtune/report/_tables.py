@@ -304,7 +304,8 @@ def next_steps(
     command: Sequence[str] | None = None,
     bed: tuple[str, int] | None = None,
 ) -> list[str]:
-    """What to type next: run with the accepted settings (the tuned ``command`` itself where
+    """What to type next, every line as it runs when pasted into a shell (explanations are
+    ``#`` comment lines): run with the accepted settings (the tuned ``command`` itself where
     it is not a template), write them out, see the report; ``storage``: the ``--storage``
     to repeat (None: the default one). ``bed``: the test bed (name, nodes) the study ran
     across, gone now: the run goes through ``commtune bed exec`` on one brought up again
@@ -328,7 +329,8 @@ def next_steps(
             steps.append(f"  {me} bed up --nodes {bed[1]} --name {bed[0]}")
             run = f"{me} bed exec {bed[0]} -- {run}"
         steps += [
-            f"  {run}   (runs with these settings)",
+            "  # the program with these settings:",
+            f"  {run}",
             f"  {me} export {study}{given} --format {fmt} --output {name}",
         ]
         if bed is not None:

@@ -41,6 +41,7 @@ from commtune.knobs import Space, Value
 from commtune.stats import majority_median
 from commtune.strategies._base import Option
 from commtune.strategies._history import History, HistoryStrategy, Point
+from commtune.study import read_table
 
 PRIOR_FORMAT = "commtune-dqn-prior"
 Transition = tuple[np.ndarray, int, float, np.ndarray, bool]  # (s, a, r, s', done)
@@ -276,17 +277,15 @@ def program_history(
     return history, failed
 
 
-def _table_program(path: str, data: Mapping[str, Any], space: Space) -> tuple[History, set[Point]]:
-    """A table ``tune --record`` wrote (``data``, read from ``path``): each configuration's
-    median (None where most of its runs failed), relative to the defaults' median."""
-    try:
-        measured = [(t["params"], majority_median(t["values"])) for t in data["trials"]]
-        default = majority_median(data["default"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"malformed table {path}: {exc}") from None
+def _table_program(path: str, space: Space) -> tuple[History, set[Point]]:
+    """A table ``tune --record`` wrote (read from ``path``): each configuration's median
+    (None where most of its runs failed), relative to the defaults' median."""
+    recorded = read_table(path)
+    measured = [(params, majority_median(values)) for params, values in recorded.trials]
+    default = majority_median(recorded.default)
     if default is None:
-        raise UsageError(f"table {path}: no run of the defaults")
-    return program_history(space, data.get("features") or {}, default, measured)
+        raise UsageError(f"replay table {path}: no run of the defaults in field 'default'")
+    return program_history(space, recorded.features, default, measured)
 
 
 _PRIORS: dict[tuple[Any, ...], Prior | None] = {}
@@ -304,7 +303,7 @@ def prior_from(
         if len(paths) == 1 and files[paths[0]].get("format") == PRIOR_FORMAT:
             prior: Prior | None = Prior.from_json(files[paths[0]])
         else:
-            tables = [_table_program(p, data, space) for p, data in files.items()]
+            tables = [_table_program(p, space) for p in files]
             tables = [t for t in tables if t[0].points]
             prior = pretrain(tables, strides, hidden) if tables else None
         if prior is not None and not (
@@ -335,6 +334,8 @@ def _check_warm(path: str) -> None:
         Prior.from_json(data)
     elif not isinstance(data.get("trials"), list) or not isinstance(data.get("default"), list):
         raise UsageError(f"warm={path}: neither a pre-trained Q-network nor a recorded table")
+    else:
+        read_table(path)  # a recorded table: every field of it checked now
 
 
 def _fit(

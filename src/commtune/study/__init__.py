@@ -32,6 +32,7 @@ from commtune.study._record import (
     spec_of,
 )
 from commtune.study._scale import Scale, magnitude
+from commtune.study._table import RecordedTable, read_table
 from commtune.study._view import (
     Failure,
     FailureKind,
@@ -56,6 +57,7 @@ __all__ = [
     "FailureKind",
     "Noise",
     "Plan",
+    "RecordedTable",
     "Role",
     "Scale",
     "Source",
@@ -76,6 +78,7 @@ __all__ = [
     "platform_of",
     "raw_acceptance",
     "raw_spec",
+    "read_table",
     "save_result_study",
     "set_acceptance",
     "set_installation",

@@ -22,7 +22,8 @@ from commtune.testbed._bed import (
     running,
     teardown,
 )
-from commtune.testbed._slurm import SlurmBed, slurm_available
+from commtune.testbed._slurm import SlurmBed, slurm_available, slurm_conf
 
 __all__ = ["BED_PREFIX", "Cluster", "Node", "SlurmBed", "available", "beds", "cleanup_stale",
-           "reap", "rerun_inside", "running", "slurm_available", "teardown"]  # fmt: skip
+           "reap", "rerun_inside", "running", "slurm_available", "slurm_conf",
+           "teardown"]  # fmt: skip

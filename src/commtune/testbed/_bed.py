@@ -37,7 +37,7 @@ from pathlib import Path
 
 from commtune.errors import UsageError
 from commtune.mpi import Installation
-from commtune.util import TESTBED_ENV
+from commtune.util import TESTBED_ENV, same_process, start_time
 
 BED_PREFIX = "ctb"
 STATE_ROOT = Path("/run/commtune-testbed")
@@ -80,14 +80,6 @@ def _run(argv: Sequence[str], check: bool = False) -> subprocess.CompletedProces
     if check and done.returncode != 0:
         raise UsageError(f"test bed: {' '.join(argv)}: {done.stderr.strip() or 'failed'}")
     return done
-
-
-def _start_time(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]  # field 22: start time in clock ticks
 
 
 @dataclass
@@ -135,7 +127,7 @@ class Cluster:
         if self.state.exists():
             raise UsageError(f"test bed {self.name} is up already (its owner is alive)")
         self.state.mkdir(parents=True)
-        owner = KEEP if keep else f"{os.getpid()} {_start_time(os.getpid())}"
+        owner = KEEP if keep else f"{os.getpid()} {start_time(os.getpid())}"
         (self.state / "owner").write_text(owner + "\n")
         try:
             self._build()
@@ -169,7 +161,7 @@ class Cluster:
         status, or 128 + the signal that ended it."""
         reap(self.name)
         record = self.state / f"exec.{os.getpid()}"
-        record.write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+        record.write_text(f"{os.getpid()} {start_time(os.getpid())}\n")
         try:
             child = subprocess.Popen(self.command(self.hostnames[0], argv), env=env,
                                      start_new_session=True)  # fmt: skip
@@ -381,7 +373,7 @@ def _alive(record: Path) -> bool:
         if text == KEEP:
             return True
         pid_text, start = text.split()
-        return _start_time(int(pid_text)) == start
+        return same_process(int(pid_text), start)
     except (OSError, ValueError):
         return False
 

@@ -25,8 +25,8 @@ from commtune.testbed._bed import Cluster
 TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "sinfo", "sbatch", "srun", "scancel")
 CTLD_PORT, SLURMD_PORT = 6917, 6918
 
-_CONF = """ClusterName=commtune-bed
-SlurmctldHost={ctld}({ctld_addr})
+_CONF = """ClusterName={cluster}
+SlurmctldHost={ctld}
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort={ctld_port}
@@ -49,8 +49,36 @@ ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 {nodes}
-PartitionName=bed Nodes={names} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+PartitionName={partition} Nodes={names} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 """
+
+
+def slurm_conf(
+    base: Path,
+    nodes: Sequence[tuple[str, str | None]],
+    cpus: int,
+    *,
+    cluster: str,
+    feature: str,
+    ctld_port: int = CTLD_PORT,
+    d_port: int = SLURMD_PORT,
+) -> str:
+    """A slurm.conf for a cluster of ``nodes`` ((name, address or None: the name
+    resolves), the first one the controller too), ``cpus`` each, every node with
+    ``feature``, one partition named as the cluster; state, spool, pid and log files under
+    ``base`` (a slurmd's carry its node's name). The test bed's and the tests' one-node
+    cluster both."""
+    head, address = nodes[0]
+    lines = "\n".join(
+        f"NodeName={name}{f' NodeAddr={addr}' if addr else ''} CPUs={cpus} "
+        f"Feature={feature} State=UNKNOWN"
+        for name, addr in nodes
+    )
+    return _CONF.format(
+        cluster=cluster, ctld=f"{head}({address})" if address else head, ctld_port=ctld_port,
+        d_port=d_port, base=base, nodes=lines, names=",".join(name for name, _ in nodes),
+        partition=cluster.removeprefix("commtune-"),
+    )  # fmt: skip
 
 
 def slurm_available() -> tuple[bool, str]:
@@ -95,12 +123,9 @@ class SlurmBed:
             raise UsageError(why)
         (self.base / "state").mkdir(parents=True)
         members = self.bed.members
-        nodes = "\n".join(f"NodeName={n.name} NodeAddr={n.address} CPUs={self.cpus} "
-                          "Feature=commtune-bed State=UNKNOWN" for n in members)  # fmt: skip
-        self.conf.write_text(_CONF.format(
-            ctld=self.head, ctld_addr=members[0].address, ctld_port=CTLD_PORT,
-            d_port=SLURMD_PORT, base=self.base, nodes=nodes,
-            names=",".join(n.name for n in members)))  # fmt: skip
+        self.conf.write_text(slurm_conf(self.base, [(n.name, n.address) for n in members],
+                                        self.cpus, cluster="commtune-bed",
+                                        feature="commtune-bed"))  # fmt: skip
         key = self.base / "munge.key"
         self._step(["mungekey", "--create", "--keyfile", str(key), "--force"])
         munged = ["munged", "--force", f"--socket={self.base}/munge.sock", f"--key-file={key}",

@@ -19,6 +19,7 @@ from commtune.errors import UsageError
 from commtune.knobs import Applied, Knob, Value, apply
 from commtune.launch import Launcher
 from commtune.profile import Profile, Profiling, not_applied
+from commtune.study import read_table
 from commtune.trial._objective import Objective
 from commtune.trial._process import ProcessResult, run_process
 
@@ -223,14 +224,9 @@ class ReplayExecutor(Executor):
         self.round = 0
         self.left = 0  # runs left in the current round's stretch
         self.in_round: dict[str, int] = {}  # runs of each configuration in this stretch
-        try:
-            data = json.loads(Path(path).read_text())
-            self.default = list(data["default"])
-            self.table = {
-                self.key(entry["params"]): list(entry["values"]) for entry in data["trials"]
-            }
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"replay file {path}: {exc}") from None
+        recorded = read_table(path)
+        self.default: list[float | None] = recorded.default
+        self.table = {self.key(params): values for params, values in recorded.trials}
         self.counts: dict[str, int] = {}
         self.calls = 0
 

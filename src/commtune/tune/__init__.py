@@ -24,6 +24,7 @@ from commtune.tune._stale import (
     differences,
     judge_pairs,
     recheck,
+    run_pair,
 )
 from commtune.tune._summary import Row, TuneResult, summarize
 from commtune.tune._target import Context, Observer, Target
@@ -56,6 +57,7 @@ __all__ = [
     "open_study",
     "recheck",
     "record",
+    "run_pair",
     "run_reference",
     "search",
     "summarize",

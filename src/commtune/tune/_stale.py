@@ -34,7 +34,7 @@ from commtune.errors import RunFailed
 from commtune.knobs import Value
 from commtune.mpi import Installation
 from commtune.platform import Fingerprint
-from commtune.progress import Progress
+from commtune.progress import Bar, Progress
 from commtune.study import DEFAULTS
 from commtune.trial import Executor
 
@@ -174,6 +174,37 @@ def judge_pairs(
     ) < risk
 
 
+def run_pair(
+    i: int,
+    executor: Executor,
+    config: Mapping[str, Value],
+    timeout: float,
+    bar: Bar,
+    configured: Executor | None = None,
+) -> tuple[float, float]:
+    """Round ``i`` of an interleaved comparison: the defaults and the configuration beside
+    each other, the defaults first in even rounds and second in odd ones (neither always
+    gets the warmer machine); (the defaults' value, the configuration's). A run that fails
+    raises :class:`RunFailed`: nothing is concluded from it. The one loop of ``check``,
+    ``run --study``'s check and ``predict --verify``."""
+    pair: dict[bool, float] = {}
+    for is_config in (False, True) if i % 2 == 0 else (True, False):
+        if is_config:
+            run = (configured or executor).run(dict(config), timeout)
+        else:
+            run = executor.run(None, timeout)
+        bar.advance()
+        if run.value is None:  # no measurement: nothing is concluded from it
+            which = "the configuration" if is_config else "the defaults"
+            raise RunFailed(
+                f"{which} could not run here (round {i + 1} of the comparison): "
+                f"{run.failure or 'no value of the metric in its output'}; nothing is "
+                "concluded, nothing stored"
+            )
+        pair[is_config] = run.value
+    return pair[False], pair[True]
+
+
 def recheck(
     executor: Executor,
     config: Mapping[str, Value],
@@ -202,24 +233,10 @@ def recheck(
     with ui.progress("checking the configuration against the defaults", 2 * min_rounds) as bar:
         for i in range(max_rounds):
             rounds = i + 1
-            pair: dict[bool, float | None] = {}
-            for is_config in (False, True) if i % 2 == 0 else (True, False):
-                if is_config:
-                    run = (configured or executor).run(dict(config), timeout)
-                else:
-                    run = executor.run(None, timeout)
-                runs += 1
-                bar.advance()
-                pair[is_config] = run.value
-                if run.value is None:  # no measurement: nothing is concluded from it
-                    which = "the configuration" if is_config else "the defaults"
-                    raise RunFailed(
-                        f"{which} could not run here (run {runs} of the check): {run.failure}"
-                        "; nothing is concluded, nothing stored"
-                    )
-            if (d := pair[False]) is not None and (c := pair[True]) is not None:
-                default.append(d)
-                chosen.append(c)
+            d, c = run_pair(i, executor, config, timeout, bar, configured)
+            runs += 2
+            default.append(d)
+            chosen.append(c)
             if len(default) >= min_rounds:
                 if rule is None:
                     cmp = stats.compare_paired(default, chosen, level=level, stat=statistic)

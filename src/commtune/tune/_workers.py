@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -53,6 +54,7 @@ GRACE = 120.0  # a worker on another host silent this long is dead
 # were named, or one asked by a tuner killed before it stamped it, is unnamed for ever).
 UNNAMED = 60.0
 POLL = 1.0  # seconds between two looks at a study another worker is working on
+MISSED = 3  # heartbeats failed in a row after which this worker says so and claims nothing
 
 
 def config_claim(config: Mapping[str, Value] | None) -> str:
@@ -66,6 +68,12 @@ class Workers:
         self.claims = claims
         self.study = study
         self.me = worker_id()
+        # set while the heartbeat reaches the storage; cleared after MISSED failed beats in
+        # a row (workers on other hosts will soon take this one for dead and fail its
+        # running trials: it claims no new trial until a beat succeeds again)
+        self.beating = threading.Event()
+        self.beating.set()
+        self.missed = 0
 
     @classmethod
     def solo(cls, study: str) -> Workers:
@@ -82,7 +90,10 @@ class Workers:
         self, key: str, *, trial: int | None = None, counted: bool = False, limit: int | None = None
     ) -> Claim | None:
         """The holder of ``key`` (this worker if it was free); None if ``counted`` and the
-        study's ``limit`` trials are claimed."""
+        study's ``limit`` trials are claimed. A new trial (``counted``) waits while the
+        heartbeat fails (``beat``)."""
+        if counted:
+            self.beating.wait()
         return self.claims.claim(key, self.me, trial=trial, counted=counted, limit=limit)
 
     def mine(self, claim: Claim | None, trial: int | None = None) -> bool:
@@ -129,26 +140,47 @@ class Workers:
             return young and look.others_alive()
         return look.alive(worker)
 
+    def beat(self) -> bool:
+        """One heartbeat. A failure is said (one line on stderr) when ``MISSED`` come in a
+        row, and this worker claims no new trial until a beat succeeds again, which is said
+        too; whether this one reached the storage."""
+        try:
+            self.claims.beat(self.me)
+        except Exception as exc:
+            self.missed += 1
+            if self.missed == MISSED:
+                self.beating.clear()
+                said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                print(f"commtune: {MISSED} heartbeats in a row did not reach the storage "
+                      f"({said}); other workers may take this one for dead: no new trial "
+                      "is claimed until a beat succeeds", file=sys.stderr)  # fmt: skip
+            return False
+        if self.missed >= MISSED:
+            print(f"commtune: the heartbeat reaches the storage again after {self.missed} "
+                  "missed beats; claiming trials again", file=sys.stderr)  # fmt: skip
+        self.missed = 0
+        self.beating.set()
+        return True
+
     @contextlib.contextmanager
-    def heartbeat(self) -> Iterator[None]:
-        """Beat while the block runs, for workers on other hosts to see this one alive."""
-        claims = self.claims
+    def heartbeat(self, every: float = BEAT) -> Iterator[None]:
+        """Beat every ``every`` seconds while the block runs, for workers on other hosts to
+        see this one alive (``beat``)."""
         stop = threading.Event()
 
-        def beat() -> None:
-            while not stop.wait(BEAT):
-                with contextlib.suppress(Exception):  # a missed beat is not an error
-                    claims.beat(self.me)
+        def beats() -> None:
+            while not stop.wait(every):
+                self.beat()
 
-        with contextlib.suppress(Exception):  # the first beat before any trial is asked
-            claims.beat(self.me)
-        thread = threading.Thread(target=beat, name="commtune-heartbeat", daemon=True)
+        self.beat()  # the first beat before any trial is asked
+        thread = threading.Thread(target=beats, name="commtune-heartbeat", daemon=True)
         thread.start()
         try:
             yield
         finally:
             stop.set()
             thread.join(timeout=5)
+            self.beating.set()  # nothing waits on a heartbeat that has stopped
 
     def recover(self, study: optuna.Study) -> int:
         """Trials left RUNNING by dead workers become failed (interrupted) and their claims
