@@ -6,12 +6,14 @@ Nothing here knows about MPI, knobs or studies.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from commtune.errors import UsageError
 
@@ -133,3 +135,14 @@ def same_process(pid: int, started: str) -> bool:
 def _split_worker(worker: str) -> tuple[str, int | None, str]:
     host, pid, started = [*worker.rsplit(":", 2), "", ""][:3]
     return host, int(pid) if pid.isdigit() else None, started
+
+
+def read_json(path: str | Path, label: str) -> Any:
+    """The JSON in ``path``; a file that cannot be read or is not JSON is one UsageError,
+    ``label`` first (what the file is to the user, e.g. ``replay table FILE``)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot read it ({exc.strerror})") from None
+    except ValueError as exc:
+        raise UsageError(f"{label}: not JSON ({exc})") from None

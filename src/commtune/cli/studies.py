@@ -168,8 +168,8 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
         # a proposal no run has measured: checked against the defaults here first, always
         print(f"commtune: study {args.study} holds a proposal no run has measured against "
               "the defaults; checking it first", file=sys.stderr)  # fmt: skip
-        check = _check_proposal(store, study, inst, command, knobs, config, extra,
-                                args.timeout, UI(json_mode=True))  # fmt: skip
+        check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
+                             UI(json_mode=True), stored=False, proposal=True)  # fmt: skip
         print(f"commtune: study {args.study}: {check.line()}", file=sys.stderr)
         if not check.use_configuration:
             config, extra = {}, {}
@@ -207,8 +207,8 @@ def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
     if proposed is not None:
         config, extra = proposed
         _check_knobs_exist(config, inst, args.study)
-        check = _check_proposal(store, study, inst, command, knobs, config, extra,
-                                args.timeout, ui)  # fmt: skip
+        check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
+                             ui, stored=False, proposal=True)  # fmt: skip
         ui.info(f"{inst.describe()}: the proposal {check.line()}")
         if args.json:
             print_json({"study": args.study, **check.to_json()})
@@ -245,20 +245,27 @@ def _stale_check(
     *,
     stored: bool,
     force: bool = False,
+    proposal: bool = False,
 ) -> StaleCheck:
     """What differs from the study's installation and platform, and, where something does
     (or ``force``), the configuration checked against the defaults here, stored on the
-    study. ``stored``: a check stored for this installation and platform answers instead."""
+    study. ``stored``: a check stored for this installation and platform answers instead.
+    ``proposal``: the study holds a proposal no run has measured (a prediction): it is
+    checked in any case, by the tuner's rule at its default risk, and the study's verdict
+    becomes what the runs said (accepted with its figures, or the defaults kept)."""
     from commtune.knobs import enumerators
     from commtune.launch import launcher_for
     from commtune.platform import Fingerprint
     from commtune.service import profiling
     from commtune.study import (
+        DEFAULTS,
+        PROPOSAL,
         acceptance_of,
         add_check,
         checks_of,
         installation_of,
         platform_of,
+        set_acceptance,
         spec_of,
     )
     from commtune.trial import LocalExecutor, Objective
@@ -269,7 +276,7 @@ def _stale_check(
     now = Fingerprint.of(inst)
     diffs = differences(then, installation_of(study), now, inst)
     here = inst.to_json()
-    if not diffs and not force:
+    if not diffs and not force and not proposal:
         return StaleCheck(UNCHANGED, [], here, now.key)
     if stored:
         for data in reversed(checks_of(study)):
@@ -283,9 +290,14 @@ def _stale_check(
                              enumerators=names)  # fmt: skip
     configured = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
                                enumerators=names, variables=extra)  # fmt: skip
+    why = (
+        "checking the proposal against the defaults" if proposal else "checking as asked (--force)"
+    )
     ui.info(f"{inst.describe()} differs from study {study.study_name}'s: "
-            + "; ".join(map(str, diffs)) if diffs else "checking as asked (--force)")  # fmt: skip
+            + "; ".join(map(str, diffs)) if diffs else why)  # fmt: skip
     accepted = acceptance_of(study)
+    if proposal and accepted is not None:  # the rule the check applies (judge_pairs)
+        accepted.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance)
     said: dict[str, Any] = dict(accepted.extra) if accepted is not None else {}
     # the rule of the verdict checked: --gate risk's, or the strict gate's test
     rule = (float(said["risk_limit"]), float(said["tolerance"])) if said.get("gate") == "risk" \
@@ -306,6 +318,13 @@ def _stale_check(
         decided,
     )
     add_check(study, check.to_json())
+    if proposal and accepted is not None:
+        accepted.accepted = check.use_configuration
+        accepted.speedup, accepted.ci = check.speedup, check.ci
+        accepted.extra[PROPOSAL] = False
+        undecided = "" if check.decided else f" (undecided after {check.rounds} rounds)"
+        accepted.reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
+        set_acceptance(study, accepted)
     return check
 
 
@@ -317,37 +336,6 @@ def _proposed(study: optuna.Study) -> tuple[dict[str, Value], dict[str, str]] | 
     if verdict is None or not verdict.proposal:
         return None
     return dict(verdict.params), dict(verdict.env)
-
-
-def _check_proposal(
-    store: Store,
-    study: optuna.Study,
-    inst: Installation,
-    command: list[str],
-    knobs: list[Knob],
-    config: Mapping[str, Value],
-    extra: Mapping[str, str],
-    timeout: float,
-    ui: UI,
-) -> StaleCheck:
-    """A proposal measured against the defaults here (the check's interleaved pairs, by
-    the tuner's rule at its default risk); the study's verdict becomes what the runs said:
-    accepted with its figures, or the defaults kept."""
-    from commtune.study import DEFAULTS, PROPOSAL, acceptance_of, set_acceptance
-
-    verdict = acceptance_of(study)
-    assert verdict is not None
-    verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance)
-    set_acceptance(study, verdict)  # the rule the check applies (tune._stale.judge_pairs)
-    check = _stale_check(store, study, inst, command, knobs, config, extra, timeout, ui,
-                         stored=False, force=True)  # fmt: skip
-    verdict.accepted = check.use_configuration
-    verdict.speedup, verdict.ci = check.speedup, check.ci
-    verdict.extra[PROPOSAL] = False
-    undecided = "" if check.decided else f" (undecided after {check.rounds} rounds)"
-    verdict.reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
-    set_acceptance(study, verdict)
-    return check
 
 
 def _check_knobs_exist(config: Mapping[str, Any], inst: Installation, study: str) -> None:

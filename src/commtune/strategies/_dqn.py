@@ -31,7 +31,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,6 +41,7 @@ from commtune.stats import majority_median
 from commtune.strategies._base import Option
 from commtune.strategies._history import History, HistoryStrategy, Point
 from commtune.study import read_table
+from commtune.util import read_json
 
 PRIOR_FORMAT = "commtune-dqn-prior"
 Transition = tuple[np.ndarray, int, float, np.ndarray, bool]  # (s, a, r, s', done)
@@ -316,12 +316,7 @@ def prior_from(
 
 def _warm_file(path: str) -> dict[str, Any]:
     """The JSON object of a ``warm`` file (UsageError naming it if it cannot be one)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"warm={path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise UsageError(f"warm={path}: not JSON ({exc})") from None
+    data = read_json(path, f"warm={path}")
     if not isinstance(data, dict):
         raise UsageError(f"warm={path}: neither a pre-trained Q-network nor a recorded table")
     return data

@@ -4,13 +4,13 @@ line naming the file and the field."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from commtune.errors import UsageError
+from commtune.util import read_json
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,7 @@ def read_table(path: str | Path, *, needs_space: bool = False) -> RecordedTable:
     (a race surface is made of them). A file that cannot be read, is not JSON or lacks a
     field is one UsageError naming both."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"replay table {path}: cannot read it ({exc.strerror})") from None
-    except ValueError as exc:
-        raise UsageError(f"replay table {path}: not JSON ({exc})") from None
+    data = read_json(path, f"replay table {path}")
     if not isinstance(data, Mapping):
         raise UsageError(f"replay table {path}: not a recorded table (a JSON object)")
     for name in ("default", "trials", *(("library", "space") if needs_space else ())):
