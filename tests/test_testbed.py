@@ -341,6 +341,9 @@ def _sample_inside(bed: Cluster, mpi: str, ranks: int, ops: str, tmp_path: Path)
 
 
 @pytest.mark.openmpi
+# the suite's 300 s is too short for the bed's work on a loaded machine (both cores busy:
+# 300 s and more); its own runs are bounded at 600 s each
+@pytest.mark.timeout(1500)
 def test_sampling_across_nodes_samples_the_network_and_verifies_its_files(
     tmp_path: Path,
 ) -> None:
@@ -402,6 +405,9 @@ def test_the_pack_or_iovec_choice_is_sampled_across_nodes(tmp_path: Path) -> Non
 
 
 @pytest.mark.openmpi
+# the suite's 300 s is too short for the bed's work on a loaded machine (both cores busy:
+# 300 s and more); its own runs are bounded at 600 s each
+@pytest.mark.timeout(1500)
 def test_the_demo_runs_across_the_test_bed_and_its_next_steps_run_as_printed(
     tmp_path: Path,
 ) -> None:
