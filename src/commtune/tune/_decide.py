@@ -311,7 +311,7 @@ def _pick(
     ``1 - TOP_TWO`` of the rounds, the one a further draw calls best instead."""
     leader = contenders[0]
     if not any(judge(a, levels, plan, _looks(contenders)).accepted for a in contenders):
-        if champion is None or champion.failure or champion not in contenders:
+        if champion is None or champion.failure or all(a is not champion for a in contenders):
             return leader
         ahead = leader.posterior.expected() > champion.posterior.expected() * (  # type: ignore[union-attr]
             1 + plan.tolerance
