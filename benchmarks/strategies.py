@@ -346,6 +346,24 @@ def total(run: RaceRun) -> int:
     return run.runs + run.confirm_runs
 
 
+def with_bases(pool: ProcessPoolExecutor, full: list[RaceRun], d: float) -> list[RaceRun]:
+    """TPE and random search on each study's table and seed, given the runs it spent."""
+    jobs = [(b, r.surface, r.seed, max(2, total(r)), d) for r in full for b in ("tpe", "random")]
+    return list(pool.map(plain, jobs))
+
+
+def base_row(name: str, full: list[RaceRun], bases: list[RaceRun]) -> dict:
+    """A table's row with the tuner's, TPE's and random's cells."""
+    best = surface(name).default_regret + 1.0
+    mine = surface(name).name
+    row: dict = {"table": name, "optimum_speedup": best}
+    row["ours"] = cell([r for r in full if r.surface == mine], RaceRun.confirmed_share, best)
+    for b in ("tpe", "random"):
+        row[b] = cell([r for r in bases if r.surface == mine and r.strategy == b],
+                      lambda r: r.share_after(len(r.regret)), best)  # fmt: skip
+    return row
+
+
 def table_race(names: list[str], seeds: int, jobs: int, phases: bool = False) -> list[dict]:
     """Per table and seed: the tuner's whole design bounded at TABLE_RUNS (search,
     controls, confirmation), TPE and random search given the runs it spent (one run per
@@ -359,24 +377,15 @@ def table_race(names: list[str], seeds: int, jobs: int, phases: bool = False) ->
         full = list(pool.map(ours, [(n, s, TABLE_RUNS, (), d, "risk") for n, s in studies]))
         strict = list(pool.map(ours, [(n, s, TABLE_RUNS, (), d, "strict") for n, s in studies]))
         found = {(r.surface, r.seed): r for r in full}
-        base_jobs = [
-            (b, r.surface, r.seed, max(2, total(r)), d) for r in full for b in ("tpe", "random")
-        ]
-        bases = list(pool.map(plain, base_jobs))
+        bases = with_bases(pool, full, d)
         known_jobs = [(n, s, KNOWN_RUNS, known_hints(n, s, found), d, "risk") for n in names
                       for s in range(seeds)]  # fmt: skip
         known = list(pool.map(ours, known_jobs))
         cold = list(pool.map(ours, [(n, s, KNOWN_RUNS, (), d, "risk") for n, s in studies]))
     out = []
     for name in names:
-        row: dict = {"table": name, "optimum_speedup": surface(name).default_regret + 1.0}
-        best = row["optimum_speedup"]
-        confirmed = RaceRun.confirmed_share
-        mine = surface(name).name
-        row["ours"] = cell([r for r in full if r.surface == mine], confirmed, best)
-        for b in ("tpe", "random"):
-            row[b] = cell([r for r in bases if r.surface == mine and r.strategy == b],
-                          lambda r: r.share_after(len(r.regret)), best)  # fmt: skip
+        row = base_row(name, full, bases)
+        best, confirmed, mine = row["optimum_speedup"], RaceRun.confirmed_share, surface(name).name
         row["strict"] = cell([r for r in strict if r.surface == mine], confirmed, best)
         row["known"] = cell([r for r in known if r.surface == mine], confirmed, best)
         row["cold15"] = cell([r for r in cold if r.surface == mine], confirmed, best)
@@ -399,20 +408,8 @@ def risk_curve(names: list[str], seeds: int, jobs: int, risks: list[float]) -> l
                 studies = [(n, s) for n in names for s in range(seeds)]
                 full = list(pool.map(ours, [(n, s, TABLE_RUNS, (), 1.0, "risk")
                                             for n, s in studies]))  # fmt: skip
-                base_jobs = [(b, r.surface, r.seed, max(2, total(r)), 1.0)
-                             for r in full for b in ("tpe", "random")]  # fmt: skip
-                bases = list(pool.map(plain, base_jobs))
-            rows = []
-            for name in names:
-                best = surface(name).default_regret + 1.0
-                mine = surface(name).name
-                row: dict = {"table": name, "optimum_speedup": best}
-                row["ours"] = cell([r for r in full if r.surface == mine],
-                                   RaceRun.confirmed_share, best)  # fmt: skip
-                for b in ("tpe", "random"):
-                    row[b] = cell([r for r in bases if r.surface == mine and r.strategy == b],
-                                  lambda r: r.share_after(len(r.regret)), best)  # fmt: skip
-                rows.append(row)
+                bases = with_bases(pool, full, 1.0)
+            rows = [base_row(name, full, bases) for name in names]
             out.append({"risk": risk, "summary": summary(rows, ("ours", "tpe", "random")),
                         "rows": rows})  # fmt: skip
     finally:

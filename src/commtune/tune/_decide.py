@@ -273,15 +273,14 @@ def _fit(arms: Sequence[Arm], levels: Levels, scale: float) -> None:
         a.posterior = posts.get(i)
 
 
-def _open(contenders: Sequence[Arm], levels: Levels, plan: Plan, looks: int) -> bool:
-    """Whether the decision is still open: ``contenders`` best first by expected speedup;
-    ``looks`` the arms the duel measured (``_looks`` of every arm, as the verdict counts)."""
+def _open(contenders: Sequence[Arm], passing: Sequence[Arm], plan: Plan) -> bool:
+    """Whether the decision is still open: ``contenders`` best first by expected speedup,
+    ``passing`` those of them the rule accepts now."""
     if not contenders:
         return False
     margin = max(plan.tolerance, plan.min_gain)
     if all(a.posterior.gain(margin) < FUTILE for a in contenders):  # type: ignore[union-attr]
         return False  # nothing is likely to be worth setting
-    passing = [a for a in contenders if judge(a, levels, plan, looks).accepted]
     if not passing:
         return True
     best = passing[0]
@@ -301,18 +300,17 @@ def _looks(arms: Sequence[Arm]) -> int:
 
 def _pick(
     contenders: Sequence[Arm],
+    passing: Sequence[Arm],
     champion: Arm | None,
-    levels: Levels,
     plan: Plan,
     rng: np.random.Generator,
-    looks: int,
 ) -> Arm:
     """The arm of the next round. Until one passes the rule: the champion (kept while no
     contender is expected to be faster than it by more than the tolerance, else the
     leader). Then top-two Thompson sampling: the arm a posterior draw calls best, or, in
     ``1 - TOP_TWO`` of the rounds, the one a further draw calls best instead."""
     leader = contenders[0]
-    if not any(judge(a, levels, plan, looks).accepted for a in contenders):
+    if not passing:
         if champion is None or champion.failure or all(a is not champion for a in contenders):
             return leader
         ahead = leader.posterior.expected() > champion.posterior.expected() * (  # type: ignore[union-attr]
@@ -378,9 +376,11 @@ def decide(
                 (a for a in arms if not a.failure),
                 key=lambda a: -a.posterior.expected(),  # type: ignore[union-attr]
             )[:CONTENDERS]
-            if not _open(contenders, levels, plan, _looks(arms)):
+            looks = _looks(arms)  # the rule judged once a round, as the verdict judges
+            passing = [a for a in contenders if judge(a, levels, plan, looks).accepted]
+            if not _open(contenders, passing, plan):
                 break
-            arm = champion = _pick(contenders, champion, levels, plan, rng, _looks(arms))
+            arm = champion = _pick(contenders, passing, champion, plan, rng)
             pair: list[Arm | None] = [arm]
             if i % PAIR_EVERY == 0 and left >= 2:  # the defaults beside it, order alternating
                 pair = [None, arm] if (i // PAIR_EVERY) % 2 == 0 else [arm, None]
