@@ -88,6 +88,8 @@ class Launcher(abc.ABC):
         # the installation's own variables (Intel MPI's I_MPI_ROOT, ...) over the inherited
         # ones: the installation was chosen; the configuration's win over both
         env = {**env, **self.installation.environment(), **variables}
+        impl = self.installation.impl
+        env = {k: v for k, v in env.items() if not impl.configured_by_args(k)}
         argv = list(command)
         launched = bool(argv) and is_launcher(argv[0])
         srun = bool(argv) and os.path.basename(argv[0]) == "srun"
@@ -108,6 +110,8 @@ class Launcher(abc.ABC):
                 env["LD_PRELOAD"] = preload
         if launched and to_ranks:
             argv[1:1] = self.rank_args(to_ranks)
+        if launched:
+            argv[1:1] = impl.run_args()
         if options:
             if not launched:
                 raise UsageError(

@@ -23,7 +23,16 @@ from commtune.mpi._install import (
 )
 from commtune.mpi._ompi_rules import COLL_IDS, format_rules, parse_rules
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, linked_library
+from commtune.mpi._simgrid import (
+    TOPOLOGIES,
+    Cluster,
+    Launch,
+    launch_files,
+    read_platform,
+    write_cluster,
+)
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
+from commtune.mpi.smpi import simulated_time
 
 VENDOR_NAMES = tuple(v.value for v in Vendor)
 # Variables of every library in a user's environment (a study records them), and the files
@@ -37,9 +46,12 @@ __all__ = [
     "LAUNCHER_NAMES",
     "SEARCHED",
     "SHM_PATTERNS",
+    "TOPOLOGIES",
     "VENDOR_NAMES",
     "Builtin",
+    "Cluster",
     "Installation",
+    "Launch",
     "MPISpec",
     "MPIVendor",
     "RulesError",
@@ -53,8 +65,12 @@ __all__ = [
     "format_rules",
     "installation_of",
     "is_launcher",
+    "launch_files",
     "launcher_vendor",
     "linked_library",
     "parse_rules",
+    "read_platform",
     "resolve_command",
+    "simulated_time",
+    "write_cluster",
 ]

@@ -50,6 +50,7 @@ class Vendor(enum.Enum):
     OPENMPI = "openmpi"
     MPICH = "mpich"
     INTEL = "intel"
+    SMPI = "smpi"
 
     @property
     def impl(self) -> MPIVendor:
@@ -146,6 +147,11 @@ class MPIVendor(abc.ABC):
     hdf5_package: ClassVar[str]  # pkg-config name of its parallel HDF5 (Debian's)
     # libfabric's ``fi_info`` under the installation's ``bin/``, first found is run
     fabric_info: ClassVar[tuple[str, ...]] = ("fi_info",)
+    # A simulated cluster (SimGrid's SMPI): the run's value is simulated time, its wall time
+    # the cost; no preloaded library reaches its program.
+    simulated: ClassVar[bool] = False
+    # Its categorical values are tried once each before a study (``ct_probe``, MPI_T).
+    probes_values: ClassVar[bool] = True
 
     # -- names ----------------------------------------------------------------------------
     def mpit_name(self, env_name: str) -> str | None:
@@ -223,6 +229,15 @@ class MPIVendor(abc.ABC):
     def rank_args(self, variables: Mapping[str, str]) -> list[str]:
         """Launcher options that set ``variables`` in every rank."""
         return [a for name, value in variables.items() for a in ("-genv", name, value)]
+
+    def configured_by_args(self, name: str) -> bool:
+        """Whether ``name`` is set by a launcher argument only, never in the environment
+        (SMPI's configuration); :meth:`rank_args` gives it."""
+        return False
+
+    def run_args(self) -> list[str]:
+        """Launcher options every run gets (SMPI: print the simulated time)."""
+        return []
 
     def launch_args(self, options: Mapping[str, str]) -> list[str]:
         """Launcher options for ``options`` (name -> value: ``bind-to`` -> ``core``), as its

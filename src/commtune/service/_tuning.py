@@ -37,7 +37,7 @@ from commtune.knobs import (
     space_from_json,
 )
 from commtune.launch import launcher_for
-from commtune.mpi import Installation, MPISpec, resolve_command
+from commtune.mpi import Installation, MPISpec, launch_files, resolve_command
 from commtune.platform import on_testbed, slurm_node_type
 from commtune.predict import Predictor, features_of, model_store
 from commtune.profile import Choice, guided, one_sided
@@ -47,8 +47,9 @@ from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
 from commtune.service._observer import StudyObserver
 from commtune.store import Store, backend, normalize_url, shown_url
 from commtune.strategies import get_strategy
-from commtune.study import Plan, Scale, spec_of
+from commtune.study import DEFAULTS, Plan, Scale, spec_of
 from commtune.trial import (
+    SIMULATED,
     Executor,
     LocalExecutor,
     Objective,
@@ -156,6 +157,9 @@ class Tuning:
         if scale is not None:
             command = scale.command()
         inst = resolve_command(command, plan.mpi)
+        simulated = launch_files(command) if inst.impl.simulated else None
+        if simulated is not None:
+            plan = self._simulated(plan)
         statuses = installed_knobs(inst)
         space = build_space(statuses, inst.vendor.value, plan.knobs, plan.presets,
                             discover(inst), inst.impl.env_name,
@@ -179,8 +183,13 @@ class Tuning:
                                   secondary=self.secondary)  # fmt: skip
             space, guide, look = self._guided_space(plan, inst, statuses, first, space)
         # Everything is valid: from here on, the storage is written.
-        store, platform = open_store(plan.storage, inst, _slurm_nodes(plan, command))
-        space = probe(space, launcher, store, platform, ui)
+        nodes = simulated.describe() if simulated else _slurm_nodes(plan, command)
+        store, platform = open_store(plan.storage, inst, nodes)
+        if simulated is not None:
+            ui.info(f"{simulated.describe()}: the value of a run is its simulated time, its "
+                    "wall time the simulation's cost")  # fmt: skip
+        if inst.impl.probes_values:
+            space = probe(space, launcher, store, platform, ui)
         ui.info(f"{inst.describe()}; tuning {space.size()} configurations of "
                 f"{', '.join(space.names)}")  # fmt: skip
         knobs = [d.knob for d in space.dimensions]
@@ -233,6 +242,21 @@ class Tuning:
         return Outcome(self._study(store, target, executor, observer), space, library)
 
     # -- the steps ----------------------------------------------------------------------------
+    def _simulated(self, plan: Plan) -> Plan:
+        """The plan of a study of a simulated cluster (SMPI): no preloaded library reaches
+        its program, and its value is the simulated time unless the user named another."""
+        if plan.interposer:
+            self.ui.info("SMPI: no preloaded library reaches a simulated program; running "
+                         "without the interposer")  # fmt: skip
+        metrics = plan.metrics
+        if metrics == DEFAULTS.metrics:
+            metrics = (SIMULATED, "wall")
+        plan = replace(plan, interposer=False, metrics=metrics)
+        self.plan = plan
+        self.objective = Objective.parse(plan.metric)
+        self.secondary = tuple(Objective.parse(m) for m in plan.objectives)
+        return plan
+
     def _study(
         self, store: Store, target: Target, executor: Executor, observer: StudyObserver
     ) -> TuneResult:

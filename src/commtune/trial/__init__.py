@@ -1,7 +1,7 @@
 """Trials: run a configuration, time it, classify failures, kill what a run leaves behind."""
 
 from commtune.trial._executor import Executor, LocalExecutor, Primed, ReplayExecutor, RunRecord
-from commtune.trial._objective import Objective
+from commtune.trial._objective import SIMULATED, Objective
 from commtune.trial._probe import probe_space
 from commtune.trial._process import (
     ProcessResult,
@@ -14,6 +14,7 @@ from commtune.trial._process import (
 from commtune.trial._slurm import SlurmJobs
 
 __all__ = [
+    "SIMULATED",
     "Executor",
     "LocalExecutor",
     "Objective",

@@ -164,7 +164,7 @@ class LocalExecutor(Executor):
         failure = _failure(result.returncode, result.timed_out, timeout)
         value = None
         if failure is None:
-            value = self.objective.extract(result.wall, result.stdout, profile)
+            value = self.objective.extract(result.wall, result.stdout, profile, result.stderr_tail)
             if value is None and self.objective.needs_profile and profile is None:
                 failure = "no profile written (did every rank call MPI_Finalize?)"
             elif value is None:
@@ -174,7 +174,9 @@ class LocalExecutor(Executor):
         bindings = applied.bindings if config else {}
         missing = not_applied(profile, checks, hints, bindings) if profile is not None else {}
         others = {
-            o.spec: o.extract(result.wall, result.stdout, profile) if failure is None else None
+            o.spec: o.extract(result.wall, result.stdout, profile, result.stderr_tail)
+            if failure is None
+            else None
             for o in self.secondary
         }
         return RunRecord(

@@ -1,4 +1,5 @@
-"""The objective of a run: its wall time, a number the application prints, or a profile field."""
+"""The objective of a run: its wall time, a number the application prints, a profile field, or
+a simulated cluster's simulated time."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from commtune.errors import UsageError
+from commtune.mpi import simulated_time
 
 if TYPE_CHECKING:
     from commtune.profile import Profile
+
+
+SIMULATED = "simulated"
 
 
 @dataclass(frozen=True)
@@ -30,7 +35,7 @@ class Objective:
 
     @classmethod
     def parse(cls, spec: str) -> Objective:
-        if spec == "wall":
+        if spec in ("wall", SIMULATED):
             return cls(spec)
         if spec.startswith("regex:"):
             try:
@@ -50,11 +55,15 @@ class Objective:
                 )
             return cls(spec, field=path)
         raise UsageError(
-            f"--metric: {spec!r} is neither 'wall', 'regex:PATTERN' nor 'profile:FIELD'"
+            f"--metric: {spec!r} is none of 'wall', '{SIMULATED}', 'regex:PATTERN', 'profile:FIELD'"
         )
 
-    def extract(self, wall: float, stdout: str, profile: Profile | None = None) -> float | None:
+    def extract(
+        self, wall: float, stdout: str, profile: Profile | None = None, stderr: str = ""
+    ) -> float | None:
         """The objective value of one run, or None if the output does not contain it."""
+        if self.spec == SIMULATED:
+            return simulated_time(stderr)
         if self.field is not None:
             if profile is None:
                 return None

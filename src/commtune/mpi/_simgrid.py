@@ -1,0 +1,278 @@
+"""SimGrid's simulated clusters: the platform files SMPI runs on, written and read.
+
+A user names a cluster in a few words (nodes, cores a node, topology, link bandwidth and
+latency) and :func:`write_cluster` writes the SimGrid platform file and the hostfile
+``smpirun`` takes (one line a core, nodes in order: ranks fill a node before the next). A
+platform the user wrote is read by :func:`read_platform` (its hosts and a digest: the study's
+platform fingerprint is the simulated cluster's). :func:`launch_files` finds the platform,
+the hostfile and the rank count in an ``smpirun`` line and refuses, in one line each, what
+would make every run fail: no platform, a platform that does not parse, more ranks than the
+hostfile has lines, a host the platform does not have, a program built with a real MPI's
+compiler.
+
+The topologies are SimGrid's own cluster kinds (``<cluster topology=...>``): a two-level fat
+tree (``fat-tree``; ``taper`` divides the leaf switches' uplinks: 1 is full bisection), a
+3-D torus (``torus``), a dragonfly (``dragonfly``) and a flat cluster whose nodes share one
+backbone (``flat``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from commtune.errors import UsageError
+
+TOPOLOGIES = ("fat-tree", "torus", "dragonfly", "flat")
+HOST_PREFIX = "node-"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A simulated cluster as a user describes it."""
+
+    nodes: int
+    cores: int = 1
+    topology: str = "fat-tree"
+    bandwidth: str = "12.5GBps"  # a node's link (100 Gb/s)
+    latency: str = "1us"
+    speed: str = "100Gf"  # a core's compute speed (what SMPI scales compute bursts to)
+    taper: int = 1  # fat tree: the leaf switches' uplinks divided by this
+
+    def check(self) -> None:
+        if self.nodes < 1 or self.cores < 1:
+            raise UsageError("a cluster needs at least one node of at least one core")
+        if self.topology not in TOPOLOGIES:
+            raise UsageError(f"--topology {self.topology}: one of {', '.join(TOPOLOGIES)}")
+        if self.taper < 1:
+            raise UsageError("--taper: at least 1 (1 is full bisection)")
+        for what, text, unit in (("--bandwidth", self.bandwidth, "Bps"),
+                                 ("--latency", self.latency, "s"),
+                                 ("--speed", self.speed, "f")):  # fmt: skip
+            if not re.fullmatch(r"[0-9]+(\.[0-9]+)?([kKMGTPEmunp]i?)?(" + unit + r"|bps)?", text):
+                raise UsageError(
+                    f"{what} {text}: expected a number with a unit, e.g. {_EXAMPLES[what]}"
+                )
+
+    def topology_parameters(self) -> tuple[str | None, str | None]:
+        """(SimGrid's ``topology``, its ``topo_parameters``) of this cluster."""
+        n = self.nodes
+        if self.topology == "flat":
+            return None, None
+        if self.topology == "torus":
+            return "TORUS", ",".join(map(str, _factors(n, 3)))
+        if self.topology == "dragonfly":
+            groups, chassis, routers, per_router = _factors(n, 4)
+            return "DRAGONFLY", f"{groups},1;{chassis},1;{routers},1;{per_router}"
+        leaf = _divisor_near_root(n)
+        tops = max(1, leaf // self.taper)
+        return "FAT_TREE", f"2;{leaf},{n // leaf};1,{tops};1,1"
+
+    def platform_xml(self) -> str:
+        topology, parameters = self.topology_parameters()
+        shape = (
+            f' topology="{topology}" topo_parameters="{parameters}"'
+            if topology
+            else (f' bb_bw="{self.bandwidth}" bb_lat="{self.latency}"')
+        )
+        return (
+            "<?xml version='1.0'?>\n"
+            '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+            f"<!-- written by commtune: {self.describe()} -->\n"
+            '<platform version="4.1">\n'
+            f'  <cluster id="cluster" prefix="{HOST_PREFIX}" suffix="" '
+            f'radical="0-{self.nodes - 1}" speed="{self.speed}" core="{self.cores}" '
+            f'bw="{self.bandwidth}" lat="{self.latency}" sharing_policy="SPLITDUPLEX" '
+            f'loopback_bw="{self.bandwidth}" loopback_lat="{self.latency}"{shape}/>\n'
+            "</platform>\n"
+        )
+
+    def hostfile(self) -> str:
+        return "".join(f"{HOST_PREFIX}{i}\n" for i in range(self.nodes) for _ in range(self.cores))
+
+    def describe(self) -> str:
+        shape = self.topology + (f" (taper {self.taper}:1)" if self.taper > 1 else "")
+        cores = f"{self.cores} core" + ("s" if self.cores > 1 else "")
+        return f"{self.nodes} nodes x {cores}, {shape}, links {self.bandwidth} {self.latency}"
+
+
+_EXAMPLES = {"--bandwidth": "12.5GBps or 100Gbps", "--latency": "1us", "--speed": "100Gf"}
+
+
+def _divisor_near_root(n: int) -> int:
+    """The largest divisor of ``n`` not above its square root (a fat tree's leaf radix)."""
+    return max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+
+
+def _factors(n: int, k: int) -> list[int]:
+    """``n`` as ``k`` factors as near each other as its divisors allow (largest first)."""
+    out = []
+    for left in range(k, 1, -1):
+        root = round(n ** (1 / left))
+        d = next((d for d in range(max(1, root), 0, -1) if n % d == 0), 1)
+        out.append(d)
+        n //= d
+    out.append(n)
+    return sorted(out, reverse=True)
+
+
+def write_cluster(cluster: Cluster, directory: str) -> tuple[str, str]:
+    """Write ``platform.xml`` and ``hosts`` for ``cluster`` into ``directory``; their paths."""
+    from commtune.util import write_atomic
+
+    cluster.check()
+    os.makedirs(directory, exist_ok=True)
+    platform = os.path.join(directory, "platform.xml")
+    hosts = os.path.join(directory, "hosts")
+    write_atomic(platform, cluster.platform_xml())
+    write_atomic(hosts, cluster.hostfile())
+    return platform, hosts
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A platform file as SMPI would read it: its hosts and a digest of its text."""
+
+    path: str
+    hosts: frozenset[str]
+    digest: str
+    comment: str  # what commtune wrote into it, or the file's name
+
+
+def _radical(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        out.extend(range(int(low), int(high or low) + 1))
+    return out
+
+
+def read_platform(path: str) -> Platform:
+    """The platform file at ``path``; UsageError if it is missing or does not parse."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise UsageError(f"platform {path}: {exc.strerror or exc}") from None
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise UsageError(f"platform {path} does not parse: {exc}") from None
+    if root.tag != "platform":
+        raise UsageError(f"platform {path}: not a SimGrid platform (its root is <{root.tag}>)")
+    hosts: set[str] = set()
+    try:
+        for el in root.iter():
+            if el.tag == "host" and "id" in el.attrib:
+                hosts.add(el.attrib["id"])
+            elif el.tag == "cluster":
+                prefix, suffix = el.get("prefix", ""), el.get("suffix", "")
+                hosts.update(f"{prefix}{i}{suffix}" for i in _radical(el.get("radical", "")))
+    except ValueError:
+        raise UsageError(
+            f"platform {path}: a cluster's radical is not a range of numbers"
+        ) from None
+    match = re.search(rb"<!-- written by commtune: (.*?) -->", data)
+    comment = match.group(1).decode() if match else os.path.basename(path)
+    return Platform(path, frozenset(hosts), hashlib.sha256(data).hexdigest()[:12], comment)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What an ``smpirun`` line runs: ranks, platform, hostfile, program."""
+
+    ranks: int | None
+    platform: Platform
+    hostfile: str | None
+    program: str | None
+
+    def describe(self) -> str:
+        ranks = f"{self.ranks} ranks" if self.ranks else "ranks from the hostfile"
+        return f"simulated: {ranks} on {self.platform.comment} (platform {self.platform.digest})"
+
+
+_WITH_VALUE = {"-np", "-n", "-platform", "-hostfile", "-machinefile", "-bandwidth", "-latency",
+               "-replay", "-trace-comment", "-trace-comment-file", "-trace-file", "-wrapper",
+               "-ext", "-speed"}  # fmt: skip
+
+
+def launch_files(command: Sequence[str]) -> Launch:
+    """The platform, hostfile, ranks and program of the ``smpirun`` line ``command``, each
+    checked (see the module docstring); UsageError naming the first problem."""
+    args = list(command[1:])
+    found: dict[str, str] = {}
+    program = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in _WITH_VALUE and i + 1 < len(args):
+            found[a] = args[i + 1]
+            i += 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        program = a
+        break
+    if "-platform" not in found:
+        raise UsageError("smpirun needs a simulated cluster: add -platform FILE "
+                         "(write one with: commtune cluster --nodes N --out DIR)")  # fmt: skip
+    platform = read_platform(found["-platform"])
+    ranks = None
+    text = found.get("-np", found.get("-n"))
+    if text is not None:
+        if not text.isdigit() or int(text) < 1:
+            raise UsageError(f"smpirun -np {text}: expected a number of ranks")
+        ranks = int(text)
+    hostfile = found.get("-hostfile", found.get("-machinefile"))
+    if hostfile is not None:
+        slots = _hostfile_slots(hostfile)
+        missing = sorted(set(slots) - platform.hosts)
+        if missing:
+            raise UsageError(f"hostfile {hostfile} names {missing[0]}, which platform "
+                             f"{platform.path} has not")  # fmt: skip
+        if ranks is not None and ranks > len(slots):
+            raise UsageError(f"smpirun -np {ranks}: more ranks than hostfile {hostfile} "
+                             f"allows ({len(slots)} lines)")  # fmt: skip
+    if program is not None:
+        _check_program(program)
+    return Launch(ranks, platform, hostfile, program)
+
+
+def _hostfile_slots(path: str) -> list[str]:
+    try:
+        with open(path) as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError as exc:
+        raise UsageError(f"hostfile {path}: {exc.strerror or exc}") from None
+    slots = []
+    for line in lines:
+        name, _, count = line.partition(":")
+        slots.extend([name] * (int(count) if count.isdigit() else 1))
+    return slots
+
+
+def _check_program(program: str) -> None:
+    """A program built for SMPI links SimGrid; one built by a real MPI's compiler links
+    ``libmpi``: SMPI would start it as one plain MPI process a rank and fail."""
+    from shutil import which
+
+    path = program if os.sep in program else which(program)
+    if not path or not os.path.isfile(path):
+        return  # a script or a name the shell resolves: smpirun says what it finds
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            if head != b"\x7fELF":
+                return
+            data = f.read()
+    except OSError:
+        return
+    if b"libsimgrid" not in data and re.search(rb"libmpi(ch)?(_\w+)?\.so", data):
+        raise UsageError(f"{program} was built with a real MPI's compiler: rebuild it with "
+                         "smpicc (or smpicxx, smpif90) to run it under SMPI")  # fmt: skip

@@ -1,0 +1,197 @@
+"""SimGrid's SMPI: an MPI program, rebuilt with ``smpicc``, run by ``smpirun`` on a simulated
+cluster (all ranks in one process). A configuration reaches it as ``--cfg=NAME:VALUE``
+arguments of ``smpirun`` (its variables are SimGrid's configuration, not the environment);
+it has no MPI_T, so the installed values are read by asking it: each collective's
+algorithms are those it lists when given one it has not (its own error message), and the
+selectors are the names every collective lists. The run's value is SMPI's simulated time
+(``smpi/display-timing``), its wall time the simulation's cost. Platform files and
+``smpirun`` lines: ``_simgrid.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from commtune.mpi._selection import Builtin, RulesError, Segment, Selection
+from commtune.mpi._simgrid import Cluster
+from commtune.mpi._vendor import MPIVendor, Variable, Vendor
+
+if TYPE_CHECKING:
+    from commtune.mpi._install import Installation
+
+# The collectives SMPI lets a user choose the algorithm of (``smpi/<name>``).
+COLLECTIVES = ("allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "barrier",
+               "bcast", "gather", "reduce", "reduce_scatter", "scatter")  # fmt: skip
+SELECTOR = "smpi/coll-selector"
+# A collective's value that sets nothing: the selector's choice stands.
+FOLLOW_SELECTOR = "selector"
+# Selector names every collective lists beside its algorithms; "automatic" times every
+# algorithm at every call (a benchmark, not a setting) and is left out.
+SELECTORS = ("default", "ompi", "mpich", "mvapich2", "impi")
+NOT_SETTINGS = ("automatic",)
+# Options commtune adds to every run: the simulated time printed at the end.
+TIMING_ARGS = ("--cfg=smpi/display-timing:yes", "--log=smpi_utils.thres:info")
+SIMULATED_TIME = re.compile(r"Simulated time: ([0-9.eE+-]+) seconds")
+# The cluster commtune's own programs run on (probes, demo): one core a node, a fat tree.
+LOCAL_NODES = 1024
+
+_PROBE_SOURCE = (
+    "#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); }\n"
+)
+_LISTED = re.compile(r"Collective '(\w+)' has no algorithm '[^']*'! Valid algorithms: ([^.]*)\.")
+
+
+class SMPI(MPIVendor):
+    vendor = Vendor.SMPI
+    title = "SimGrid SMPI"
+    env_prefix = "smpi/"  # its configuration's names; given as --cfg=, never in the environment
+    env_prefixes = ("smpi/", "SMPI_")
+    launcher_names = ("smpirun",)
+    compiler_names = ("smpicc",)
+    export_formats = ("cfg",)
+    settings_file = ("cfg", "smpi.cfg")
+    launcher_word = "smpirun"
+    p2p_knobs = (("smpi/async-small-thresh", "smpi/send-is-detached-thresh"),)
+    selection_file_name = "smpi-collectives.cfg"
+    forced_overrides_file = True
+    default_algorithm_named = False
+    keeps_unlisted_choices = False  # it lists exactly what it has
+    training_ranks = (16,)
+    hdf5_package = ""
+    simulated = True
+    probes_values = False  # every name is read from the installation; no MPI_T to probe with
+
+    def mpit_name(self, env_name: str) -> str | None:
+        return None  # SMPI has no MPI_T
+
+    def _mpit_name(self, env_name: str) -> str:
+        return env_name
+
+    def env_name(self, variable: str) -> str:
+        return variable
+
+    def algorithm_knob(self, op: str) -> str:
+        return f"smpi/{op}"
+
+    def selection_env(self, path: str) -> dict[str, str]:
+        raise RulesError("SMPI reads no collective selection file: its algorithms are knobs")
+
+    def write_selection(
+        self,
+        segs: Mapping[str, Sequence[Segment]],
+        algorithms: Mapping[str, Mapping[str, int]],
+        ranks: int,
+        header: str,
+        builtin: Builtin | None,
+    ) -> Selection:
+        raise RulesError("SMPI reads no collective selection file: its algorithms are knobs")
+
+    def recognise(self, launcher: str, version_text: str) -> tuple[str, str] | None:
+        match = re.search(r"SimGrid version (\S+)", version_text)
+        return (match.group(1), "smpi") if match else None
+
+    def is_compiler(self, show_text: str) -> bool:
+        return "smpi" in show_text and "simgrid" in show_text
+
+    def device_label(self, device: str) -> str:
+        return "simulated cluster"
+
+    # -- the launcher: --cfg= arguments --------------------------------------------------------
+    def configured_by_args(self, name: str) -> bool:
+        return name.startswith(self.env_prefix)
+
+    def rank_args(self, variables: Mapping[str, str]) -> list[str]:
+        # every rank is a thread of the one process: the environment reaches them all; its
+        # configuration is an argument
+        return [f"--cfg={name}:{value}" for name, value in variables.items()
+                if self.configured_by_args(name) and value != FOLLOW_SELECTOR]  # fmt: skip
+
+    def run_args(self) -> list[str]:
+        return list(TIMING_ARGS)
+
+    def local_options(self) -> list[str]:
+        platform, hosts = local_cluster()
+        return ["-platform", platform, "-hostfile", hosts, *TIMING_ARGS]
+
+    # -- discovery ----------------------------------------------------------------------------
+    def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:
+        return discover_smpi(installation)
+
+    # -- export -------------------------------------------------------------------------------
+    def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
+        if fmt != "cfg":
+            return super().render(fmt, env, header)
+        args = self.rank_args(env)
+        lines = [f"# {header}: SimGrid configuration; smpirun $(grep -v '^#' smpi.cfg) ..."]
+        return "\n".join(lines + args) + "\n"
+
+
+def local_cluster() -> tuple[str, str]:
+    """The platform and hostfile of commtune's own SMPI runs (written once per user)."""
+    from commtune.mpi._simgrid import write_cluster
+
+    directory = os.path.join(tempfile.gettempdir(), f"commtune-smpi-{os.getuid()}")
+    platform, hosts = (os.path.join(directory, n) for n in ("platform.xml", "hosts"))
+    if not (os.path.exists(platform) and os.path.exists(hosts)):
+        write_cluster(Cluster(LOCAL_NODES), directory)
+    return platform, hosts
+
+
+def parse_listed(text: str) -> dict[str, tuple[str, ...]]:
+    """collective -> the algorithms SMPI listed in ``text`` (its refusal of a bad name)."""
+    return {
+        m.group(1): tuple(a.strip() for a in m.group(2).split(",")) for m in _LISTED.finditer(text)
+    }
+
+
+def discover_smpi(installation: Installation) -> dict[str, Variable]:
+    """The installation's collective variables, each with the algorithms it lists, and the
+    selector with the names every collective lists; thresholds at their documented
+    defaults (SimGrid prints no list of them)."""
+    listed: dict[str, tuple[str, ...]] = {}
+    with tempfile.TemporaryDirectory(prefix="commtune-smpi-") as tmp:
+        source = os.path.join(tmp, "probe.c")
+        program = os.path.join(tmp, "probe")
+        with open(source, "w") as f:
+            f.write(_PROBE_SOURCE)
+        subprocess.run([installation.mpicc, "-o", program, source], capture_output=True,
+                       check=False, timeout=120)  # fmt: skip
+        platform, hosts = local_cluster()
+        for op in COLLECTIVES:
+            argv = [installation.launcher, "-np", "1", "-platform", platform, "-hostfile", hosts,
+                    f"--cfg=smpi/{op}:commtune-no-such-algorithm",
+                    "--log=root.thres:critical", program]  # fmt: skip
+            done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120,
+                                  stdin=subprocess.DEVNULL, cwd=tmp)  # fmt: skip
+            listed.update(parse_listed(done.stdout + done.stderr))
+    out: dict[str, Variable] = {}
+    for op, names in listed.items():
+        algorithms = tuple(n for n in names if n not in NOT_SETTINGS)
+        out[f"smpi/{op}"] = Variable(f"smpi/{op}", FOLLOW_SELECTOR, (FOLLOW_SELECTOR, *algorithms),
+                                     f"Algorithm of MPI_{op.title()} (SMPI)", "string")  # fmt: skip
+    if listed:
+        common = [s for s in SELECTORS if all(s in names for names in listed.values())]
+        out[SELECTOR] = Variable(SELECTOR, "default", tuple(common),
+                                 "The decision logic choosing every collective's algorithm",
+                                 "string")  # fmt: skip
+    out["smpi/send-is-detached-thresh"] = Variable(
+        "smpi/send-is-detached-thresh", "65536", (), "Messages below it are sent detached "
+        "(eager)", "int")  # fmt: skip
+    out["smpi/async-small-thresh"] = Variable(
+        "smpi/async-small-thresh", "0", (), "Messages below it are sent asynchronously, "
+        "without waiting for the receiver", "int")  # fmt: skip
+    return out
+
+
+def simulated_time(stderr: str) -> float | None:
+    """SMPI's simulated time of a run, from its log (the last one printed)."""
+    found = SIMULATED_TIME.findall(stderr)
+    try:
+        return float(found[-1]) if found else None
+    except ValueError:
+        return None
