@@ -38,6 +38,16 @@ def spread(values: Sequence[float]) -> float:
     return float((arr.max() - arr.min()) / mid) if mid > 0 and len(arr) > 1 else 0.0
 
 
+# Runs whose values differ by less than this share are the same measurement: a simulation
+# that does not time its compute bursts (SMPI) gives one value a configuration.
+EXACT = 1e-9
+
+
+def exact(values: Sequence[float]) -> bool:
+    """Whether at least two runs were made and all gave the same value (:data:`EXACT`)."""
+    return len(values) >= 2 and max(values) <= min(values) * (1 + EXACT)
+
+
 def cv(values: Sequence[float]) -> float:
     """Coefficient of variation (sample standard deviation over the mean)."""
     arr = np.asarray(values, dtype=float)

@@ -82,6 +82,8 @@ def acceptance_lines(result: TuneResult) -> list[str]:
         return ["no configuration to confirm: the default stays"]
     if acc.extra.get("gate") == "risk":
         return _risk_lines(acc)
+    if acc.extra.get("gate") == "exact":
+        return _exact_lines(acc)
     if not acc.default_values:
         return [f"not accepted ({acc.reason}): the default stays"]
     stat = acc.extra.get("statistic", "median")
@@ -124,6 +126,16 @@ def acceptance_lines(result: TuneResult) -> list[str]:
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
+
+
+def _exact_lines(acc: Acceptance) -> list[str]:
+    """The verdict of a study whose runs do not differ (a deterministic simulation)."""
+    said = acc.extra.get("said") or acc.reason
+    lines = [f"verdict from deterministic runs ({acc.extra.get('arms', 0)} configurations "
+             f"measured once, the fastest once more): {said}"]  # fmt: skip
+    if acc.accepted:
+        return [*lines, f"[green]accepted[/green]: trial {acc.trial}"]
+    return [*lines, "[yellow]not accepted[/yellow]: the default stays"]
 
 
 def _risk_lines(acc: Acceptance) -> list[str]:

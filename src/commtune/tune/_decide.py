@@ -42,7 +42,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -359,6 +359,14 @@ def decide(
     arms = _arms(view, defaults)
     if not arms:
         return None
+    if stats.exact(ref.values()):
+        exact = _exact(view, arms, executor, timeout, plan)
+        if exact is not None:
+            exact = without_defaults(exact, view)
+            set_acceptance(study, exact)
+            return exact
+        ui.warn("the best configuration gave another value when run again: the runs are not "
+                "deterministic after all; deciding on their noise")  # fmt: skip
     levels = Levels(_stream(view))
     default: dict[int, float] = {}  # duel round -> the defaults' run
     default_others: dict[int, dict[str, float | None]] = {}  # and its further objectives
@@ -408,6 +416,38 @@ def decide(
     acc = without_defaults(acc, view)
     set_acceptance(study, acc)
     return acc
+
+
+def _exact(
+    view: StudyView, arms: list[Arm], executor: Executor, timeout: float, plan: Plan
+) -> Acceptance | None:
+    """The verdict of a study whose runs of the defaults gave one value (a deterministic
+    simulation): the fastest configuration measured is run once more; if it gives its value
+    again, its speedup is that of its runs, with no noise to weigh, and it is handed back if
+    it clears ``1 + min_gain``. None if the second run differs (the study is not exact)."""
+    ref = view.reference()
+    assert ref is not None
+    base = stats.median(ref.values())
+    best = min(arms, key=lambda a: min(v for _, v in a.search))
+    value = min(v for _, v in best.search)
+    speedup = base / value
+    extra: dict[str, Any] = {"gate": "exact", "min_gain": plan.min_gain, "arms": len(arms),
+                             "statistic": plan.statistic}  # fmt: skip
+    kept = Acceptance(Source.SEARCH, dict(best.config), False, trial=best.trial,
+                      measured_trials=len(view.ran()), extra=extra)  # fmt: skip
+    if speedup < 1 + plan.min_gain:
+        said = (f"no configuration is faster than the defaults by {plan.min_gain:.0%} (the "
+                f"fastest: {speedup:.4g}x, deterministic runs)")  # fmt: skip
+        return replace(kept, reason=said)
+    run = executor.run(best.config, timeout)
+    if run.value is None:
+        return replace(kept, reason=f"trial {best.trial} failed when run again: {run.failure}")
+    if not stats.exact([value, run.value]):
+        return None
+    extra["said"] = (f"every run of the defaults gave {base:.6g}, trial {best.trial} gave "
+                     f"{value:.6g} in both of its runs: {speedup:.4g}x, deterministic")  # fmt: skip
+    return replace(kept, accepted=True, speedup=speedup, ci=(speedup, speedup),
+                   best_values=[run.value])  # fmt: skip
 
 
 def _verdict(

@@ -35,6 +35,7 @@ from commtune.strategies import distributions, get_strategy
 from commtune.study import (
     INTERRUPTED,
     Acceptance,
+    Plan,
     Role,
     Source,
     StudyView,
@@ -414,6 +415,16 @@ def tidy_leftovers(ui: Progress) -> None:
         ui.info(f"removed {len(stale)} stale MPI shared-memory segment(s) from /dev/shm")
 
 
+def exact_plan(plan: Plan) -> Plan:
+    """The plan of a study whose runs do not differ (``stats.exact``): every configuration
+    runs once, no control beside it (nothing drifts), and the search takes every run but
+    the one the verdict makes of the best (``tune._decide``)."""
+    explore = plan.explore
+    if plan.max_runs is not None:
+        explore = max(plan.explore, (plan.max_runs - 1) / plan.max_runs)
+    return replace(plan, controls=False, repeats=1, explore=explore, gate="risk")
+
+
 def tune(
     target: Target,
     storage: Any,
@@ -442,6 +453,11 @@ def tune(
             f"{len(ref.values())}); run timeout {timeout:.1f} s"
         )
         ctx = replace(ctx, timeout=timeout, hints=tuple(ctx.observer.hints(ref)))
+        if stats.exact(ref.values()):
+            plan = exact_plan(plan)
+            ctx = replace(ctx, target=replace(target, plan=plan))
+            ui.info("the defaults' runs gave one value: a deterministic program (a simulation); "
+                    "one run a configuration, no controls, the best run once more")  # fmt: skip
         if target.spec.trains():
 
             def run_training() -> bool:
