@@ -1,5 +1,6 @@
 """``commtune sample`` and ``commtune rails bench``: the platform measured once (NewMadeleine):
-thresholds, collective selection files, plots; the multi-rail split planner proven."""
+thresholds, collective selection files, plots; the multi-rail split planner proven.
+``commtune cluster``: a simulated cluster for SMPI, written from a few words."""
 
 from __future__ import annotations
 
@@ -150,6 +151,51 @@ def cmd_rails(args: argparse.Namespace, command: list[str] | None) -> int:
     return 0
 
 
+def _add_cluster(p: argparse.ArgumentParser) -> None:
+    from commtune.mpi import TOPOLOGIES, Cluster
+
+    d = Cluster(1)
+    p.add_argument("--nodes", type=positive(int), required=True, help="nodes of the cluster")
+    p.add_argument(
+        "--cores", type=positive(int), default=d.cores, help="cores a node (ranks a node)"
+    )
+    p.add_argument("--topology", choices=TOPOLOGIES, default=d.topology,
+                   help="how the nodes are connected (default: %(default)s)")  # fmt: skip
+    p.add_argument("--bandwidth", default=d.bandwidth,
+                   help="a node's link, SimGrid's units (default: %(default)s)")  # fmt: skip
+    p.add_argument("--latency", default=d.latency, help="a link's latency (default: %(default)s)")
+    p.add_argument("--speed", default=d.speed, help="a core's speed (default: %(default)s)")
+    p.add_argument("--taper", type=positive(int), default=d.taper,
+                   help="fat tree: the leaf switches' uplinks divided by this (1: full "
+                   "bisection)")  # fmt: skip
+    p.add_argument("--out", required=True, help="directory for platform.xml and hosts")
+    add_json(p)
+
+
+def cmd_cluster(args: argparse.Namespace, command: list[str] | None) -> int:
+    import shlex
+
+    from commtune.mpi import Cluster, write_cluster
+    from commtune.report import UI
+
+    cluster = Cluster(args.nodes, args.cores, args.topology, args.bandwidth, args.latency,
+                      args.speed, args.taper)  # fmt: skip
+    cluster.check()
+    platform, hosts = write_cluster(cluster, args.out)
+    ranks = args.nodes * args.cores
+    run = ["smpirun", "-np", str(ranks), "-platform", platform, "-hostfile", hosts]
+    ui = UI(json_mode=args.json)
+    ui.info(f"{cluster.describe()} -> {platform}, {hosts}")
+    ui.info("next: build the program with smpicc (smpicxx, smpif90), then")
+    ui.command(f"  commtune tune -- {shlex.join(run)} ./app")
+    if args.json:
+        topology, parameters = cluster.topology_parameters()
+        print_json({"platform": platform, "hostfile": hosts, "ranks": ranks,
+                    "describe": cluster.describe(), "topology": topology,
+                    "topo_parameters": parameters})  # fmt: skip
+    return 0
+
+
 COMMANDS = [
     Command(
         "sample",
@@ -158,4 +204,10 @@ COMMANDS = [
         cmd_sample,
     ),
     Command("rails", "multi-rail split planner on shaped veth links (root)", _add_rails, cmd_rails),
+    Command(
+        "cluster",
+        "write a simulated cluster (SimGrid platform and hostfile) for smpirun",
+        _add_cluster,
+        cmd_cluster,
+    ),
 ]
