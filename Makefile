@@ -9,7 +9,7 @@ BIN = $(CURDIR)/$(VENV)/bin
 DEMO_APT = openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential pkg-config procps \
 	iproute2 python3-venv python3-pip
 TEST_APT = gfortran libhdf5-openmpi-dev libhdf5-mpich-dev clang-format postgresql \
-	slurmctld slurmd slurm-client munge chromium ucx-utils
+	slurmctld slurmd slurm-client munge chromium ucx-utils libsimgrid-dev
 STAMP = $(VENV)/.installed
 TEST_STAMP = $(VENV)/.installed-test
 # MPI installations from the Python package index, each in a prefix of its own beside

@@ -163,7 +163,8 @@ def test_no_mpi_found(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "commtune: error: no MPI found: none of Open MPI, MPICH, Intel MPI is installed "
+        "commtune: error: no MPI found: none of Open MPI, MPICH, Intel MPI, SimGrid SMPI is "
+        "installed "
         "(no mpirun/mpiexec)"
     )
     assert not (tmp_path / "s.db").exists()

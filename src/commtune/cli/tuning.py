@@ -87,6 +87,13 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         help="give every configuration all --repeats runs (no racing)",
     )
     p.add_argument(
+        "--assume-noise",
+        action="store_true",
+        help="weigh noise even when the defaults' runs all give one value (a program that "
+        "prints its time rounded); by default such runs are deterministic (a simulation): "
+        "one run a configuration, no controls",
+    )
+    p.add_argument(
         "--objective",
         choices=OBJECTIVES,
         default=DEFAULTS.statistic,
@@ -272,6 +279,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         tolerance=args.tolerance,
         seed=args.seed,
         racing=not args.fixed_repeats,
+        exact=not args.assume_noise,
         mpi=args.mpi,
         knobs=tuple(args.knob),
         presets=tuple(args.preset),

@@ -33,6 +33,9 @@ class Plan:
     controls: bool = True
     racing: bool = True
     control_every: int = 6  # trial runs between two control runs (tune/_schedule.py)
+    # Runs of the defaults that all give one value make a deterministic study (a
+    # simulation): one run a configuration, no controls (tune._loop.exact_plan).
+    exact: bool = True
     # The verdict (tune/_decide.py): ``risk`` accepts a configuration whose expected speedup
     # clears 1 + ``min_gain``, faster than the defaults with probability 1 - ``risk`` and
     # more than ``tolerance`` slower with probability below ``risk`` (from a risk of 0.5:

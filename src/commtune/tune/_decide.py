@@ -359,7 +359,7 @@ def decide(
     arms = _arms(view, defaults)
     if not arms:
         return None
-    if stats.exact(ref.values()):
+    if plan.exact and stats.exact(ref.values()):
         exact = _exact(view, arms, executor, timeout, plan)
         if exact is not None:
             exact = without_defaults(exact, view)

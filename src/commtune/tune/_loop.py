@@ -453,7 +453,7 @@ def tune(
             f"{len(ref.values())}); run timeout {timeout:.1f} s"
         )
         ctx = replace(ctx, timeout=timeout, hints=tuple(ctx.observer.hints(ref)))
-        if stats.exact(ref.values()):
+        if plan.exact and stats.exact(ref.values()):
             plan = exact_plan(plan)
             ctx = replace(ctx, target=replace(target, plan=plan))
             ui.info("the defaults' runs gave one value: a deterministic program (a simulation); "

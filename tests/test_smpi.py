@@ -1,0 +1,228 @@
+"""SimGrid's SMPI as an installation: simulated clusters written and read, smpirun lines
+checked, configurations as --cfg= arguments, simulated time as the value, and a
+deterministic study spending one run a configuration. The end-to-end tests build
+commtune's demo with smpicc and tune it at 16 simulated ranks."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import subprocess
+from pathlib import Path
+
+import optuna
+import pytest
+
+from commtune import native, stats
+from commtune.errors import UsageError
+from commtune.launch import LocalLauncher
+from commtune.mpi import Cluster, Installation, Vendor, launch_files, read_platform, write_cluster
+from commtune.mpi.smpi import FOLLOW_SELECTOR, parse_listed, simulated_time
+from commtune.progress import Silent
+from commtune.study import Plan, StudyView
+from commtune.tune import open_study, tune
+
+from .conftest import last_json, run_cli
+from .test_blocks import COST, Table, _settings
+
+FAKE = Installation(Vendor.SMPI, "3.32", "smpi", "/x/smpirun", "/x/smpicc")
+needs_smpi = pytest.mark.smpi
+
+
+# -- the cluster ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("cluster", "parameters"),
+    [
+        (Cluster(256), "2;16,16;1,16;1,1"),  # full bisection: as many top switches as leaf ports
+        (Cluster(256, taper=4), "2;16,16;1,4;1,1"),
+        (Cluster(1024, topology="torus"), None),
+        (Cluster(64, topology="dragonfly"), None),
+    ],
+)
+def test_a_cluster_has_the_nodes_it_was_asked_for(
+    cluster: Cluster, parameters: str | None, tmp_path: Path
+) -> None:
+    topology, params = cluster.topology_parameters()
+    assert params is not None
+    if parameters is not None:
+        assert params == parameters
+    # every shape holds exactly the nodes asked for
+    if topology == "TORUS":
+        assert math.prod(int(x) for x in params.split(",")) == cluster.nodes
+    if topology == "DRAGONFLY":
+        groups = [int(part.split(",")[0]) for part in params.split(";")]
+        assert math.prod(groups) == cluster.nodes
+    platform, hosts = write_cluster(dataclasses.replace(cluster, cores=2), str(tmp_path))
+    read = read_platform(platform)
+    assert len(read.hosts) == cluster.nodes
+    lines = Path(hosts).read_text().split()
+    assert len(lines) == 2 * cluster.nodes and lines[:2] == ["node-0", "node-0"]
+
+
+def test_a_bad_cluster_or_smpirun_line_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--latency fast: expected a number with a unit"):
+        Cluster(4, latency="fast").check()
+    platform, hosts = write_cluster(Cluster(4), str(tmp_path / "c"))
+    ok = launch_files(["smpirun", "-np", "4", "-platform", platform, "-hostfile", hosts, "./a"])
+    assert ok.ranks == 4 and ok.program == "./a" and "4 nodes" in ok.describe()
+    with pytest.raises(UsageError, match="needs a simulated cluster: add -platform"):
+        launch_files(["smpirun", "-np", "4", "-hostfile", hosts, "./a"])
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<platform")
+    with pytest.raises(UsageError, match="does not parse"):
+        launch_files(["smpirun", "-platform", str(bad), "./a"])
+    with pytest.raises(UsageError, match=r"more ranks than hostfile .* allows .4 lines"):
+        launch_files(["smpirun", "-np", "5", "-platform", platform, "-hostfile", hosts, "./a"])
+    other = tmp_path / "hosts"
+    other.write_text("node-9\n")
+    with pytest.raises(UsageError, match="names node-9, which platform"):
+        launch_files(["smpirun", "-platform", platform, "-hostfile", str(other), "./a"])
+
+
+# -- the launcher and the value ------------------------------------------------------------------
+def test_a_configuration_reaches_smpi_as_cfg_arguments_only() -> None:
+    launcher = LocalLauncher(FAKE)
+    user = ["smpirun", "-np", "4", "-platform", "p.xml", "./app", "x"]
+    variables = {"smpi/allreduce": "rab_rdb", "smpi/bcast": FOLLOW_SELECTOR, "COMMTUNE_X": "1"}
+    plan = launcher.plan(user, variables, base_env={"PATH": "/usr/bin"})
+    assert plan.argv[0] == "smpirun" and plan.argv[-5:] == user[2:]
+    assert "--cfg=smpi/allreduce:rab_rdb" in plan.argv
+    # "selector" sets nothing: the selector's choice stands
+    assert not any(a.startswith("--cfg=smpi/bcast") for a in plan.argv)
+    assert "--cfg=smpi/display-timing:yes" in plan.argv  # the simulated time is printed
+    # SimGrid's configuration is never in the environment; other variables are (one process)
+    assert not any(k.startswith("smpi/") for k in plan.env) and plan.env["COMMTUNE_X"] == "1"
+
+
+def test_the_simulated_time_and_the_listed_algorithms_are_read_from_smpi() -> None:
+    log = ("[0.1] [smpi_utils/INFO] Simulated time: 0.0989894 seconds. \n"
+           "The simulation took 3.2 seconds\n")  # fmt: skip
+    assert simulated_time(log) == pytest.approx(0.0989894)
+    assert simulated_time("no timing here") is None
+    said = ("[root/CRITICAL] Collective 'allreduce' has no algorithm 'x'! Valid algorithms: "
+            "default, lr, rab_rdb, automatic.")  # fmt: skip
+    assert parse_listed(said) == {"allreduce": ("default", "lr", "rab_rdb", "automatic")}
+
+
+# -- a deterministic study ---------------------------------------------------------------------
+def test_a_deterministic_study_runs_each_configuration_once_without_controls() -> None:
+    """The defaults' runs give one value: every configuration is run once, no control beside
+    it, and the fastest once more; its speedup is its runs'. The design of noisy runs
+    (exact=False) spends controls and repeats on the same table."""
+    COST.update(c=0.8, d=0.9)
+    try:
+        settings = _settings(2, 7, ("a", "b", "c", "d", "fast", "slow"), confirm=5, max_runs=12,
+                             gate="risk", exact=True)  # fmt: skip
+        executor = Table()
+        study = open_study(optuna.storages.InMemoryStorage(), settings)
+        result = tune(settings, study._storage, executor, Silent())
+        acc = StudyView(study).verdict()
+        assert acc is not None and acc.accepted and acc.params == {"algo": "fast"}
+        assert acc.speedup == acc.ci[0] == 2.0 and acc.extra["gate"] == "exact"
+        # 2 runs of the reference, each of the 6 configurations (one is the defaults' value
+        # under another name) once, the fastest once more; no other run of the defaults
+        assert executor.calls.count(None) == 2
+        assert sorted(c for c in executor.calls if c) == sorted(
+            ["a", "b", "c", "d", "fast", "slow", "fast"]
+        )
+        assert result.runs == len(executor.calls) == 9
+        noisy = Table()
+        other = dataclasses.replace(settings, plan=dataclasses.replace(settings.plan, exact=False))
+        study = open_study(optuna.storages.InMemoryStorage(), other)
+        tune(other, study._storage, noisy, Silent())
+        assert noisy.calls.count(None) > 2  # controls and duel pairs
+    finally:
+        for name in ("c", "d"):
+            COST.pop(name)
+
+
+def test_exact_means_equal_runs_only() -> None:
+    assert stats.exact([0.5, 0.5]) and stats.exact([1.0, 1.0 + 1e-12])
+    assert not stats.exact([0.5]) and not stats.exact([0.5, 0.5001])
+    assert Plan().exact  # on by default; --assume-noise turns it off
+
+
+# -- end to end, on SimGrid --------------------------------------------------------------------
+@pytest.fixture
+def cluster(tmp_path: Path) -> tuple[str, str]:
+    return write_cluster(Cluster(16, topology="fat-tree"), str(tmp_path / "cluster"))
+
+
+def _smpi() -> Installation:
+    from commtune.mpi import find_installation
+
+    return find_installation(Vendor.SMPI)
+
+
+@needs_smpi
+def test_knobs_of_smpi_are_read_from_the_installation(
+    cluster: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(["knobs", "--mpi", "smpi", "--json"], capsys)
+    assert code == 0
+    knobs = {k["name"]: k for k in last_json(out)["knobs"]}
+    assert knobs["smpi/coll-selector"]["domain"] == ["default", "ompi", "mpich", "mvapich2", "impi"]
+    allreduce = knobs["smpi/allreduce"]["domain"]
+    assert allreduce[0] == FOLLOW_SELECTOR and {"rab_rdb", "rdb", "lr"} <= set(allreduce)
+    assert "automatic" not in allreduce  # a benchmark at every call, not a setting
+    assert knobs["smpi/send-is-detached-thresh"]["default"] == 65536
+    platform = cluster[0]
+    code, _, err = run_cli(["tune", "--mpi", "smpi", "--knob", "smpi/allreduce=bogus", "--",
+                            "smpirun", "-platform", platform, "./a"], capsys)  # fmt: skip
+    assert code == 2 and "value 'bogus' is outside its domain" in err
+
+
+@needs_smpi
+def test_tune_a_simulated_cluster_end_to_end(
+    cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo built with smpicc at 16 simulated ranks: the value is the simulated time (the
+    program's own timer agrees), runs are deterministic, so 14 runs measure 11 configurations
+    and the verdict's run; what is handed back is faster in simulated time."""
+    inst = _smpi()
+    program = native.build(inst, "demo/ct_demo.c")
+    platform, hosts = cluster
+    command = ["smpirun", "-np", "16", "-platform", platform, "-hostfile", hosts, str(program),
+               "5"]  # fmt: skip
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--json", "--max-runs", "14", "--seed", "3", "--storage", storage,
+            "--knob", "smpi/allreduce=selector,lr,rab_rdb,rdb",
+            "--knob", "smpi/bcast=selector,flattree,binomial_tree",
+            "--knob", "smpi/coll-selector", "--"]  # fmt: skip
+    code, out, err = run_cli([*args, *command], capsys)
+    assert code == 0, err
+    data = last_json(out)
+    assert "deterministic" in err and "simulated: 16 ranks on 16 nodes" in err
+    assert data["runs"] == 14
+    ref = data["default_value"]
+    # the simulated time, not the wall time: SMPI's own, the program's MPI_Wtime (between
+    # two barriers, within the run) within 1 % of it
+    timed = subprocess.run(command, capture_output=True, text=True, check=True)
+    own = float(timed.stdout.split("time ")[-1].split()[0])
+    assert own <= ref <= own * 1.01
+    assert data["accepted"] or "faster than the defaults by 1%" in data["reason"]
+    if data["accepted"]:
+        assert data["speedup"] > 1.01 and data["speedup_ci"][0] == data["speedup"]
+        # run it with the handed-back settings: as fast as the study said
+        args = [
+            f"--cfg={k}:{v}" for k, v in data["accepted_params"].items() if v != FOLLOW_SELECTOR
+        ]
+        again = subprocess.run([command[0], *args, *command[1:]], capture_output=True, text=True,
+                               check=True)  # fmt: skip
+        mine = float(again.stdout.split("time ")[-1].split()[0])
+        assert own / mine == pytest.approx(data["speedup"], rel=0.02)
+
+
+@needs_smpi
+def test_a_program_built_by_a_real_mpi_is_refused(
+    cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from commtune.mpi import default_installation
+
+    real = native.build(default_installation(), "demo/ct_demo.c")
+    platform, hosts = cluster
+    code, _, err = run_cli(["tune", "--storage", f"sqlite:///{tmp_path / 's.db'}", "--",
+                            "smpirun", "-np", "4", "-platform", platform, "-hostfile", hosts,
+                            str(real)], capsys)  # fmt: skip
+    assert code == 2 and "built with a real MPI's compiler: rebuild it with smpicc" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s.db").exists()
