@@ -107,11 +107,12 @@ def test_the_simulated_time_and_the_listed_algorithms_are_read_from_smpi() -> No
 # -- a deterministic study ---------------------------------------------------------------------
 def test_a_deterministic_study_runs_each_configuration_once_without_controls() -> None:
     """The defaults' runs give one value: every configuration is run once, no control beside
-    it, and the fastest once more; its speedup is its runs'. The design of noisy runs
+    it, and the fastest once more; its speedup is its runs'. The runs bound the study, not
+    --trials (3 here): the 12 runs measure all six configurations. The design of noisy runs
     (exact=False) spends controls and repeats on the same table."""
     COST.update(c=0.8, d=0.9)
     try:
-        settings = _settings(2, 7, ("a", "b", "c", "d", "fast", "slow"), confirm=5, max_runs=12,
+        settings = _settings(2, 3, ("a", "b", "c", "d", "fast", "slow"), confirm=5, max_runs=12,
                              gate="risk", exact=True)  # fmt: skip
         executor = Table()
         study = open_study(optuna.storages.InMemoryStorage(), settings)

@@ -418,11 +418,13 @@ def tidy_leftovers(ui: Progress) -> None:
 def exact_plan(plan: Plan) -> Plan:
     """The plan of a study whose runs do not differ (``stats.exact``): every configuration
     runs once, no control beside it (nothing drifts), and the search takes every run but
-    the one the verdict makes of the best (``tune._decide``)."""
-    explore = plan.explore
+    the one the verdict makes of the best (``tune._decide``): ``--max-runs 30`` buys as
+    many configurations as it has runs left after the reference."""
+    explore, trials = plan.explore, plan.trials
     if plan.max_runs is not None:
         explore = max(plan.explore, (plan.max_runs - 1) / plan.max_runs)
-    return replace(plan, controls=False, repeats=1, explore=explore, gate="risk")
+        trials = max(trials, plan.max_runs)  # the runs bound the study, not the trials
+    return replace(plan, controls=False, repeats=1, explore=explore, gate="risk", trials=trials)
 
 
 def tune(
