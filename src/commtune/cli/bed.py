@@ -95,7 +95,9 @@ def _exec(args: argparse.Namespace, command: list[str] | None) -> int:
         raise UsageError(why)
     bed = Cluster.load(args.name)
     installations = (
-        [installation_of(spec) for spec in args.mpi] if args.mpi else find_installations()
+        [installation_of(spec) for spec in args.mpi]
+        if args.mpi
+        else [i for i in find_installations() if not i.impl.simulated]  # no nodes to spread to
     )
     env = dict(os.environ)
     if os.geteuid() == 0:  # the bed needs root: a plain 'mpirun' of Open MPI then too
