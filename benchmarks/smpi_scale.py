@@ -115,8 +115,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="smpi-scale-") as tmp:
         for name in args.cases.split(","):
             rows.append(case(name, args.max_runs, args.comd, Path(tmp)))
-    print("| case | cluster | defaults (s) | ompi sel. | mpich sel. | tuned (s) | vs defaults "
-          "| vs ompi | vs mpich | runs | wall | random: vs defaults |")
+    print(
+        "| case | cluster | defaults (s) | ompi sel. | mpich sel. | tuned (s) | vs defaults "
+        "| vs ompi | vs mpich | runs | wall | random: vs defaults |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         sel = r["selectors"]

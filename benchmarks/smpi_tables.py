@@ -1,0 +1,108 @@
+"""Replay tables at cluster scale, from SimGrid's SMPI: real programs built with smpicc, every
+configuration of a space run once on a simulated cluster (the simulation is deterministic:
+one run is the value; the defaults run twice to show it), written as ``tune --record``
+writes them into ``benchmarks/data/table-smpi-*.json`` for the race
+(``benchmarks/strategies.py --tables``).
+
+    python benchmarks/smpi_tables.py --cases comd-256-fat,minife-256-taper \\
+        --source comd=DIR --source minife=DIR
+
+The space: the decision logic (``smpi/coll-selector``: SMPI's own, Open MPI's, MPICH's,
+MVAPICH2's, Intel MPI's), the allreduce's algorithm (every program here reduces: selector,
+recursive doubling, ring, Rabenseifner) and the eager limit (``send-is-detached-thresh`` 64
+KiB, the default, or 1 MiB): 40 configurations. Computation is not simulated
+(``smpi/simulate-computation:no``): the tables are the communication's. Each table also
+records SMPI's Open MPI and MPICH selectors alone: the libraries' own decision logic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
+
+from apps import APPS
+
+from commtune import native
+from commtune.mpi import Cluster, find_installation, write_cluster
+from commtune.mpi._vendor import Vendor
+
+DATA = Path(__file__).resolve().parent / "data"
+CLUSTERS = {"fat": Cluster(256, 4), "taper": Cluster(256, 4, taper=4)}
+NO_COMPUTE = "--cfg=smpi/simulate-computation:no"
+SPACE = ["--knob", "smpi/coll-selector",
+         "--knob", "smpi/allreduce=selector,rdb,lr,rab_rdb",
+         "--knob", "smpi/send-is-detached-thresh=65536,1048576"]  # fmt: skip
+# (program's metric, its arguments at 256 and 1,024 ranks); None: the simulated time
+PROGRAMS = {
+    "demo": (None, {256: ["10"], 1024: ["10"]}),
+    "comd": (APPS["comd"].metric,
+             {r: ["-i", str(i), "-j", str(j), "-k", str(k), "-x", str(4 * i), "-y", str(4 * j),
+                  "-z", str(4 * k), "-N", "20", "-n", "10"]
+              for r, (i, j, k) in {256: (8, 8, 4), 1024: (16, 8, 8)}.items()}),
+    "minife": (None, {256: ["-nx", "32", "-ny", "32", "-nz", "32"],
+                      1024: ["-nx", "48", "-ny", "48", "-nz", "48"]}),
+    "amg": (APPS["amg"].metric, {256: ["-problem", "1", "-n", "4", "4", "4", "-P", "8", "8", "4"],
+                                 1024: ["-problem", "1", "-n", "4", "4", "4", "-P", "16", "8",
+                                        "8"]}),
+}  # fmt: skip
+
+
+def binary(name: str, sources: dict[str, Path]) -> str:
+    inst = find_installation(Vendor.SMPI)
+    if name == "demo":
+        return str(native.build(inst, "demo/ct_demo.c"))
+    if name not in sources:
+        raise SystemExit(f"smpi_tables.py: {name} needs --source {name}=DIR (a snapshot of "
+                         f"{APPS[name].repo})")  # fmt: skip
+    return str(APPS[name].build(sources[name], inst))
+
+
+def record(case: str, sources: dict[str, Path], work: Path) -> Path:
+    name, ranks_text, where = case.split("-")
+    ranks = int(ranks_text)
+    metric, args = PROGRAMS[name]
+    platform, hosts = write_cluster(CLUSTERS[where], str(work / where))
+    command = ["smpirun", "-np", str(ranks), "-platform", platform, "-hostfile", hosts,
+               NO_COMPUTE, binary(name, sources), *args[ranks]]  # fmt: skip
+    out = DATA / f"table-smpi-{case}.json"
+    argv = [sys.executable, "-m", "commtune", "tune", "--record", str(out), "--repeats", "1",
+            *SPACE, "--storage", f"sqlite:///{work / 'record.db'}"]  # fmt: skip
+    if metric:
+        argv += ["--metric", metric]
+    t0 = time.perf_counter()
+    subprocess.run([*argv, "--", *command], cwd=work, check=True)
+    wall = time.perf_counter() - t0
+    data = json.loads(out.read_text())
+    repo = APPS[name].repo if name in APPS else "commtune's demo"
+    data["description"] = (
+        f"program: {name} ({repo}), built with smpicc; simulated: {ranks} ranks on "
+        f"{CLUSTERS[where].describe()} (SimGrid SMPI 3.32, computation not simulated); "
+        f"command: {' '.join(command[:1] + command[7:])}; space: selector x allreduce x eager "
+        f"limit; recorded in {wall:.0f} s of wall time"
+    )
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"{case}: {len(data['trials'])} configurations in {wall:.0f} s -> {out}", file=sys.stderr)
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", required=True, help="PROGRAM-RANKS-CLUSTER,... (fat, taper)")
+    p.add_argument("--source", action="append", default=[], help="PROGRAM=DIR")
+    args = p.parse_args()
+    sources = {k: Path(v) for k, _, v in (s.partition("=") for s in args.source)}
+    with tempfile.TemporaryDirectory(prefix="smpi-tables-") as tmp:
+        for case in args.cases.split(","):
+            record(case, sources, Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
