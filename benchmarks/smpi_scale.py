@@ -78,8 +78,9 @@ def case(name: str, max_runs: int, comd: Path | None, work: Path) -> dict[str, o
     studies = {}
     for strategy in ("tpe", "random"):
         storage = f"sqlite:///{work / f'{name}-{strategy}.db'}"
-        argv = [sys.executable, "-m", "commtune", "tune", "--json", "--max-runs", str(max_runs),
-                "--seed", "1", "--strategy", strategy, "--storage", storage, "--", *command]  # fmt: skip
+        argv = [sys.executable, "-m", "commtune", "tune", "--json", "--max-runs",
+                str(max_runs), "--seed", "1", "--strategy", strategy, "--storage", storage,
+                "--", *command]  # fmt: skip
         t0 = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False)
         wall = time.perf_counter() - t0
