@@ -168,6 +168,7 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
     p.add_argument("--taper", type=positive(int), default=d.taper,
                    help="fat tree: the leaf switches' uplinks divided by this (1: full "
                    "bisection)")  # fmt: skip
+    p.add_argument("--backbone", help="flat: the switch's bandwidth (default: a link's)")
     p.add_argument("--out", required=True, help="directory for platform.xml and hosts")
     add_json(p)
 
@@ -179,7 +180,7 @@ def cmd_cluster(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import UI
 
     cluster = Cluster(args.nodes, args.cores, args.topology, args.bandwidth, args.latency,
-                      args.speed, args.taper)  # fmt: skip
+                      args.speed, args.taper, args.backbone)  # fmt: skip
     cluster.check()
     platform, hosts = write_cluster(cluster, args.out)
     ranks = args.nodes * args.cores

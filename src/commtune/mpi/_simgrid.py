@@ -12,8 +12,8 @@ compiler.
 
 The topologies are SimGrid's own cluster kinds (``<cluster topology=...>``): a two-level fat
 tree (``fat-tree``; ``taper`` divides the leaf switches' uplinks: 1 is full bisection), a
-3-D torus (``torus``), a dragonfly (``dragonfly``) and a flat cluster whose nodes share one
-backbone (``flat``).
+3-D torus (``torus``), a dragonfly (``dragonfly``) and a flat cluster whose nodes' links
+meet at one backbone (``flat``: a switch, ``backbone`` its bandwidth; a test bed's bridge).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class Cluster:
     latency: str = "1us"
     speed: str = "100Gf"  # a core's compute speed (what SMPI scales compute bursts to)
     taper: int = 1  # fat tree: the leaf switches' uplinks divided by this
+    backbone: str | None = None  # flat: the switch all links meet at (None: a link's)
 
     def check(self) -> None:
         if self.nodes < 1 or self.cores < 1:
@@ -52,6 +53,7 @@ class Cluster:
         if self.taper < 1:
             raise UsageError("--taper: at least 1 (1 is full bisection)")
         for what, text, unit in (("--bandwidth", self.bandwidth, "Bps"),
+                                 ("--backbone", self.backbone or "1Bps", "Bps"),
                                  ("--latency", self.latency, "s"),
                                  ("--speed", self.speed, "f")):  # fmt: skip
             if not re.fullmatch(r"[0-9]+(\.[0-9]+)?([kKMGTPEmunp]i?)?(" + unit + r"|bps)?", text):
@@ -78,7 +80,7 @@ class Cluster:
         shape = (
             f' topology="{topology}" topo_parameters="{parameters}"'
             if topology
-            else (f' bb_bw="{self.bandwidth}" bb_lat="{self.latency}"')
+            else f' bb_bw="{self.backbone or self.bandwidth}" bb_lat="0us"'
         )
         return (
             "<?xml version='1.0'?>\n"
@@ -101,7 +103,12 @@ class Cluster:
         return f"{self.nodes} nodes x {cores}, {shape}, links {self.bandwidth} {self.latency}"
 
 
-_EXAMPLES = {"--bandwidth": "12.5GBps or 100Gbps", "--latency": "1us", "--speed": "100Gf"}
+_EXAMPLES = {
+    "--bandwidth": "12.5GBps or 100Gbps",
+    "--backbone": "100Gbps",
+    "--latency": "1us",
+    "--speed": "100Gf",
+}
 
 
 def _divisor_near_root(n: int) -> int:
