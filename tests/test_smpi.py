@@ -227,3 +227,31 @@ def test_a_program_built_by_a_real_mpi_is_refused(
                             str(real)], capsys)  # fmt: skip
     assert code == 2 and "built with a real MPI's compiler: rebuild it with smpicc" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s.db").exists()
+
+
+@needs_smpi
+def test_with_no_knob_named_the_trace_of_a_simulated_run_chooses_the_space(
+    cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No preloaded library reaches an SMPI program: SimGrid's trace of the first run is its
+    profile (the demo spends most of its MPI time in allreduces, then in its halo exchange),
+    and the guide picks the allreduce's algorithm and the eager limit from it."""
+    from commtune.profile import from_paje, trace_args
+
+    program = str(native.build(_smpi(), "demo/ct_demo.c"))
+    platform, hosts = cluster
+    trace = tmp_path / "t.paje"
+    subprocess.run(["smpirun", *trace_args(trace), "-np", "16", "-platform", platform,
+                    "-hostfile", hosts, program, "3"], capture_output=True, check=True)  # fmt: skip
+    profile = from_paje(trace)
+    ops = profile.operations
+    assert profile.ranks == 16 and ops["MPI_Allreduce"]["class"] == "coll"
+    assert ops["MPI_Allreduce"]["calls"]["mean"] == 9  # 3 iterations x 3 sizes
+    assert ops["MPI_Isend"]["class"] == "send" and ops["MPI_Isend"]["sizes"][0]["max"] == 384 << 10
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    code, out, err = run_cli(["tune", "--json", "--max-runs", "14", "--storage", storage, "--",
+                              "smpirun", "-np", "16", "-platform", platform, "-hostfile", hosts,
+                              program, "3"], capsys)  # fmt: skip
+    assert code == 0, err
+    chosen = [c["knob"] for c in last_json(out)["space_from_profile"]]
+    assert chosen[0] == "smpi/allreduce" and "smpi/send-is-detached-thresh" in chosen

@@ -13,9 +13,11 @@ replay of a recorded table). What it tells the user goes to the ``Progress`` it 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,6 +31,7 @@ from commtune.knobs import (
     Knob,
     KnobStatus,
     Space,
+    Value,
     build_space,
     catalog_statuses,
     discover,
@@ -40,7 +43,7 @@ from commtune.launch import launcher_for
 from commtune.mpi import Installation, MPISpec, launch_files, resolve_command
 from commtune.platform import on_testbed, slurm_node_type
 from commtune.predict import Predictor, features_of, model_store
-from commtune.profile import Choice, guided, one_sided
+from commtune.profile import Choice, ProfileError, from_paje, guided, one_sided, trace_args
 from commtune.report import UI, guided_table
 from commtune.service._common import default_study_name, load_study, open_store, probe, profiling
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
@@ -182,6 +185,12 @@ class Tuning:
                                   profiling=profiling(inst, shared=jobs_dir),
                                   secondary=self.secondary)  # fmt: skip
             space, guide, look = self._guided_space(plan, inst, statuses, first, space)
+        elif not (plan.knobs or plan.presets or plan.record) and simulated and scale is None:
+            name = plan.study or default_study_name(command, inst.vendor.value, space)
+            plan = replace(plan, study=name)
+            traced = Traced(LocalExecutor(launcher, command, [], self.objective, runner=runner,
+                                          secondary=self.secondary))  # fmt: skip
+            space, guide, look = self._guided_space(plan, inst, statuses, traced, space)
         # Everything is valid: from here on, the storage is written.
         nodes = simulated.describe() if simulated else _slurm_nodes(plan, command)
         store, platform = open_store(plan.storage, inst, nodes)
@@ -327,6 +336,27 @@ class Tuning:
                      f"defaults ({len(done.order)} runs, {len(failed)} failed) -> "
                      f"{plan.record}")  # fmt: skip
         return Recorded(plan.record, len(done.order), len(failed), len(done.values))
+
+
+class Traced(Executor):
+    """Runs a simulated program once with SimGrid's trace written (``smpirun -trace``) and
+    gives the run the profile read from it (:func:`commtune.profile.from_paje`): the
+    guide's view of a program no preloaded library reaches."""
+
+    def __init__(self, inner: LocalExecutor) -> None:
+        self.inner = inner
+
+    def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
+        with tempfile.TemporaryDirectory(prefix="commtune-trace-") as tmp:
+            path = os.path.join(tmp, "trace.paje")
+            command = self.inner.command
+            run = self.inner.at([command[0], *trace_args(path), *command[1:]]).run(config, timeout)
+            if run.value is None:
+                return run
+            try:
+                return dataclasses.replace(run, profile=from_paje(path))
+            except ProfileError:
+                return run
 
 
 def _slurm_nodes(plan: Plan, command: Sequence[str]) -> str | None:

@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     import optuna
 
 MIN_TIMEOUT = 5.0
+TIMEOUT_FACTOR = 5  # a run's timeout: this many times the reference's median wall time
+EXACT_TIMEOUT = 4  # and this many times more in a deterministic study (a simulation)
 
 
 class ReferenceFailed(UsageError):
@@ -449,13 +451,17 @@ def tune(
         if interrupted:
             ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
         ref = run_reference(ctx)
-        timeout = plan.timeout or max(MIN_TIMEOUT, 5 * stats.median(ref.walls()))
+        exact = plan.exact and stats.exact(ref.values())
+        # a simulation's cost differs by far more between configurations than a run's time
+        # (a linear algorithm at 1,024 ranks): its runs are given EXACT_TIMEOUT times more
+        factor = TIMEOUT_FACTOR * (EXACT_TIMEOUT if exact else 1)
+        timeout = plan.timeout or max(MIN_TIMEOUT, factor * stats.median(ref.walls()))
         ui.info(
             f"reference: {stats.median(ref.values()):.4g} (median of "
             f"{len(ref.values())}); run timeout {timeout:.1f} s"
         )
         ctx = replace(ctx, timeout=timeout, hints=tuple(ctx.observer.hints(ref)))
-        if plan.exact and stats.exact(ref.values()):
+        if exact:
             plan = exact_plan(plan)
             ctx = replace(ctx, target=replace(target, plan=plan))
             ui.info("the defaults' runs gave one value: a deterministic program (a simulation); "
