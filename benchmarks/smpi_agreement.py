@@ -48,7 +48,7 @@ def build(cc: str, out: Path) -> str:
 
 
 def value(text: str) -> float:
-    return float(text.split("time ")[-1].split()[0])
+    return float(text.rsplit("time ", maxsplit=1)[-1].split(maxsplit=1)[0])
 
 
 def real(bed: Bed, program: str, op: str, algorithm: str | None, size: int, reps: int) -> float:

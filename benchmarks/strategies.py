@@ -588,12 +588,15 @@ def tables_table(rows: list[dict]) -> str:
 
 
 def groups_of(rows: list[dict]) -> list[tuple[str, list[dict]]]:
-    """Every table with a gain, then each group (the project's programs, real programs)
-    where both have tables; the tables where nothing beats the defaults apart."""
+    """Every table with a gain, then each group (the project's programs, real programs,
+    simulated at scale) where two or more have tables; the tables where nothing beats the
+    defaults apart."""
     gain = [r for r in rows if has_gain(r["optimum_speedup"])]
-    groups = {"project's programs": [r for r in gain if not _real(r)],
-              "real programs": [r for r in gain if _real(r)]}  # fmt: skip
-    parts = [("", gain), *groups.items()] if all(groups.values()) else [("", gain)]
+    groups = {"project's programs": [r for r in gain if not _real(r) and not _simulated(r)],
+              "real programs": [r for r in gain if _real(r)],
+              "simulated at scale": [r for r in gain if _simulated(r)]}  # fmt: skip
+    several = sum(bool(members) for members in groups.values()) >= 2
+    parts = [("", gain), *groups.items()] if several else [("", gain)]
     return [(label, members) for label, members in parts if members]
 
 
@@ -654,6 +657,11 @@ def summary_lines(rows: list[dict]) -> list[str]:
         lines.append(f"\ntuner's gain >= TPE's and random's on {figures[label or 'all']['wins']}"
                      f" of {len(members)} tables with a gain{said}")  # fmt: skip
     return lines
+
+
+def _simulated(row: dict) -> bool:
+    """A table recorded on SimGrid's SMPI at scale (``benchmarks/smpi_tables.py``)."""
+    return Path(row["table"]).stem.startswith("table-smpi-")
 
 
 def _real(row: dict) -> bool:

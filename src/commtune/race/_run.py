@@ -29,7 +29,7 @@ from commtune.knobs import Value
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
 from commtune.study import DEFAULTS, Plan, StudyView
-from commtune.tune import Context, Target, open_study, run_reference, search
+from commtune.tune import Context, Target, open_study, run_reference, search, settled
 from commtune.tune import verdict as decide_study
 
 REACHED = 0.02
@@ -159,11 +159,11 @@ def race_one(
         warnings.simplefilter("ignore")
         study = open_study(storage, target)
         ctx = Context.solo(study, target, executor, ui, 60.0, tuple(hints))
-        run_reference(ctx)
+        ctx = settled(ctx, run_reference(ctx))
         search(ctx)
         verdict = None
         if confirm_rounds:
-            verdict = decide_study(study, executor, 60.0, ui, plan)
+            verdict = decide_study(study, executor, 60.0, ui, ctx.plan)
     confirmed = None
     accepted = None
     if confirm_rounds:  # the verdict's configuration; the default's when nothing is accepted

@@ -11,6 +11,7 @@ from commtune.tune._loop import (
     open_study,
     run_reference,
     search,
+    settled,
     tune,
 )
 from commtune.tune._record import Recording, configurations, record
@@ -60,6 +61,7 @@ __all__ = [
     "run_pair",
     "run_reference",
     "search",
+    "settled",
     "summarize",
     "tune",
     "verdict",

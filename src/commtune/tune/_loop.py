@@ -429,6 +429,14 @@ def exact_plan(plan: Plan) -> Plan:
     return replace(plan, controls=False, repeats=1, explore=explore, gate="risk", trials=trials)
 
 
+def settled(ctx: Context, ref: TrialRecord) -> Context:
+    """The context of the rest of the study once its reference is known: the plan of a
+    deterministic study (:func:`exact_plan`) where the reference's runs gave one value."""
+    if ctx.plan.exact and stats.exact(ref.values()):
+        return replace(ctx, target=replace(ctx.target, plan=exact_plan(ctx.plan)))
+    return ctx
+
+
 def tune(
     target: Target,
     storage: Any,
@@ -462,8 +470,8 @@ def tune(
         )
         ctx = replace(ctx, timeout=timeout, hints=tuple(ctx.observer.hints(ref)))
         if exact:
-            plan = exact_plan(plan)
-            ctx = replace(ctx, target=replace(target, plan=plan))
+            ctx = settled(ctx, ref)
+            plan = ctx.plan
             ui.info("the defaults' runs gave one value: a deterministic program (a simulation); "
                     "one run a configuration, no controls, the best run once more")  # fmt: skip
         if target.spec.trains():
