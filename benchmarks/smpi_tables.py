@@ -51,7 +51,23 @@ PROGRAMS = {
     "amg": (APPS["amg"].metric, {256: ["-problem", "1", "-n", "4", "4", "4", "-P", "8", "8", "4"],
                                  1024: ["-problem", "1", "-n", "4", "4", "4", "-P", "16", "8",
                                         "8"]}),
+    "snap": (APPS["snap"].metric, {256: (16, 16), 1024: (32, 32)}),  # npey x npez
 }  # fmt: skip
+
+
+def snap_input(work: Path, ranks: int) -> list[str]:
+    """SNAP's input for ``ranks`` ranks (npey x npez), 32 cells in y and z, 4 groups, 5
+    outer iterations: its sweeps' pipelines across the ranks, at a cost that runs here."""
+    from apps import SNAP_INPUT
+
+    npey, npez = PROGRAMS["snap"][1][ranks]
+    text = SNAP_INPUT.format(ranks=npey).replace("npez=1", f"npez={npez}")
+    for old, new in (("ny=24", "ny=32"), ("nz=24", "nz=32"), ("ng=16", "ng=4"),
+                     ("oitm=30", "oitm=5")):  # fmt: skip
+        text = text.replace(old, new)
+    path = work / f"snap-{ranks}.inp"
+    path.write_text(text)
+    return [str(path), "/dev/stdout"]
 
 
 def binary(name: str, sources: dict[str, Path]) -> str:
@@ -69,8 +85,9 @@ def record(case: str, sources: dict[str, Path], work: Path) -> Path:
     ranks = int(ranks_text)
     metric, args = PROGRAMS[name]
     platform, hosts = write_cluster(CLUSTERS[where], str(work / where))
+    given = snap_input(work, ranks) if name == "snap" else args[ranks]
     command = ["smpirun", "-np", str(ranks), "-platform", platform, "-hostfile", hosts,
-               NO_COMPUTE, binary(name, sources), *args[ranks]]  # fmt: skip
+               NO_COMPUTE, binary(name, sources), *given]  # fmt: skip
     out = DATA / f"table-smpi-{case}.json"
     argv = [sys.executable, "-m", "commtune", "tune", "--record", str(out), "--repeats", "1",
             *SPACE, "--storage", f"sqlite:///{work / 'record.db'}"]  # fmt: skip
