@@ -6,6 +6,7 @@ commtune's demo with smpicc and tune it at 16 simulated ranks."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import subprocess
 from pathlib import Path
@@ -255,3 +256,26 @@ def test_with_no_knob_named_the_trace_of_a_simulated_run_chooses_the_space(
     assert code == 0, err
     chosen = [c["knob"] for c in last_json(out)["space_from_profile"]]
     assert chosen[0] == "smpi/allreduce" and "smpi/send-is-detached-thresh" in chosen
+
+
+def test_the_race_replays_a_simulated_table_with_the_deterministic_design() -> None:
+    """A table recorded on SMPI (one run a configuration, benchmarks/smpi_tables.py): the
+    race's tuner sees the reference's runs agree and spends its runs on configurations, one
+    each, and hands back the best it measured at the speedup the table holds for it."""
+    from commtune.race import race_one, replayed
+    from commtune.study import DEFAULTS, default_repeats
+
+    table = Path("benchmarks/data/table-smpi-comd-256-fat.json")
+    surface = replayed(table)
+    recorded = json.loads(table.read_text())
+    base = recorded["default"][0]
+    truth = {json.dumps(t["params"], sort_keys=True): base / t["values"][0]
+             for t in recorded["trials"]}  # fmt: skip
+    run = race_one("tpe", surface, 0.0, 1, DEFAULTS.trials, design="raced",
+                   repeats=default_repeats(30, DEFAULTS.trials), confirm_rounds=DEFAULTS.confirm,
+                   max_runs=30, gate="risk")  # fmt: skip
+    # the search's 29 (2 of the reference, 27 configurations), the verdict's one: the best
+    assert run.runs == 29 and run.confirm_runs == 1
+    assert run.changed and run.accepted is not None
+    whole = {**surface.space.defaults(), **run.accepted}
+    assert run.estimate == pytest.approx(truth[json.dumps(whole, sort_keys=True)])
