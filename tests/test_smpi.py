@@ -276,6 +276,6 @@ def test_the_race_replays_a_simulated_table_with_the_deterministic_design() -> N
                    max_runs=30, gate="risk")  # fmt: skip
     # the search's 29 (2 of the reference, 27 configurations), the verdict's one: the best
     assert run.runs == 29 and run.confirm_runs == 1
-    assert run.changed and run.accepted is not None
-    whole = {**surface.space.defaults(), **run.accepted}
+    assert run.changed and run.answer is not None
+    whole = {**surface.space.defaults(), **run.answer}
     assert run.estimate == pytest.approx(truth[json.dumps(whole, sort_keys=True)])
