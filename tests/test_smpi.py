@@ -196,6 +196,9 @@ def test_tune_a_simulated_cluster_end_to_end(
     data = last_json(out)
     assert "deterministic" in err and "simulated: 16 ranks on 16 nodes" in err
     assert data["runs"] == 14
+    # the cost: the simulations' wall time, apart from their simulated values
+    cost = data["simulation"]
+    assert cost["runs"] == 13 and cost["wall_s"] > 0 and "16 nodes" in cost["cluster"]
     ref = data["default_value"]
     # the simulated time, not the wall time: SMPI's own, the program's MPI_Wtime (between
     # two barriers, within the run) within 1 % of it

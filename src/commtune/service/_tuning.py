@@ -25,6 +25,7 @@ from typing import Any
 
 import optuna
 
+from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import (
     Dimension,
@@ -50,7 +51,7 @@ from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
 from commtune.service._observer import StudyObserver
 from commtune.store import Store, backend, normalize_url, shown_url
 from commtune.strategies import get_strategy
-from commtune.study import DEFAULTS, Plan, Scale, spec_of
+from commtune.study import DEFAULTS, Plan, Scale, StudyView, spec_of
 from commtune.trial import (
     SIMULATED,
     Executor,
@@ -228,8 +229,23 @@ class Tuning:
         observer = StudyObserver(store, ui, name, space, profiles=plan.interposer,
                                  sources=sources)  # fmt: skip
         result = self._study(store, target, executor, observer)
-        extra = {"space_from_profile": [c.to_json() for c in guide]} if guide else {}
+        extra: dict[str, Any] = (
+            {"space_from_profile": [c.to_json() for c in guide]} if guide else {}
+        )
+        if simulated is not None:
+            extra["simulation"] = self._cost(store, name, simulated.describe())
         return Outcome(result, space, inst.vendor.value, command, extra)
+
+    def _cost(self, store: Store, name: str, cluster: str) -> dict[str, Any]:
+        """What the study of a simulated cluster cost: the wall time of its simulations
+        (its values are simulated time), said and returned for ``--json``."""
+        view = StudyView(optuna.load_study(study_name=name, storage=store.optuna))
+        walls = [w for r in view.records for w in r.walls()]
+        total = sum(walls)
+        middle = stats.median(walls) if walls else 0.0
+        self.ui.info(f"{cluster}: {len(walls)} simulations took {total:.0f} s of wall time "
+                     f"(median {middle:.1f} s each); the values are simulated seconds")  # fmt: skip
+        return {"cluster": cluster, "runs": len(walls), "wall_s": total, "wall_median_s": middle}
 
     def replay(self) -> Outcome:
         """Tuning against recorded measurements (``--replay FILE``): strategies without MPI."""
