@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
 MIN_TIMEOUT = 5.0
 TIMEOUT_FACTOR = 5  # a run's timeout: this many times the reference's median wall time
-EXACT_TIMEOUT = 4  # and this many times more in a deterministic study (a simulation)
+EXACT_TIMEOUT = 2  # and this many times more in a deterministic study (a simulation)
 
 
 class ReferenceFailed(UsageError):
