@@ -110,11 +110,42 @@ def record(case: str, sources: dict[str, Path], work: Path) -> Path:
     return out
 
 
+def summary() -> str:
+    """Per recorded table: the defaults (SMPI's own selector), the Open MPI and MPICH
+    selectors alone (the libraries' own decision logic), the best configuration and its
+    speedup over each."""
+    lines = ["| table | defaults | ompi selector | mpich selector | best configuration | "
+             "best vs defaults | vs ompi | vs mpich | failed |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for path in sorted(DATA.glob("table-smpi-*.json")):
+        data = json.loads(path.read_text())
+        base = data["default"][0]
+        done = [t for t in data["trials"] if t["values"] and t["values"][0] is not None]
+        alone = {t["params"]["smpi/coll-selector"]: t["values"][0] for t in done
+                 if t["params"].get("smpi/allreduce") == "selector"
+                 and t["params"].get("smpi/send-is-detached-thresh") == 65536}  # fmt: skip
+        best = min(done, key=lambda t: t["values"][0])
+        value = best["values"][0]
+        shown = ", ".join(f"{k.removeprefix('smpi/')}={v}" for k, v in best["params"].items())
+        ompi, mpich = alone.get("ompi"), alone.get("mpich")
+        lines.append(
+            f"| {path.stem.removeprefix('table-smpi-')} | {base:.4g} | {ompi or float('nan'):.4g} "
+            f"| {mpich or float('nan'):.4g} | {shown} | {base / value:.2f}x | "
+            f"{(ompi or float('nan')) / value:.2f}x | {(mpich or float('nan')) / value:.2f}x | "
+            f"{len(data['trials']) - len(done)} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", required=True, help="PROGRAM-RANKS-CLUSTER,... (fat, taper)")
+    p.add_argument("--cases", help="PROGRAM-RANKS-CLUSTER,... (fat, taper)")
     p.add_argument("--source", action="append", default=[], help="PROGRAM=DIR")
+    p.add_argument("--summary", action="store_true", help="the recorded tables' figures")
     args = p.parse_args()
+    if args.summary or not args.cases:
+        print(summary())
+        return 0
     sources = {k: Path(v) for k, _, v in (s.partition("=") for s in args.source)}
     with tempfile.TemporaryDirectory(prefix="smpi-tables-") as tmp:
         for case in args.cases.split(","):
