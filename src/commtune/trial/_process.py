@@ -177,6 +177,7 @@ def _reap_strays(keep: set[int]) -> None:
     (a test's PostgreSQL, whose postmaster this subreaper adopted, forks a backend per
     connection; killing one mid-recovery shuts the server down)."""
     killed: set[int] = set()
+    _reap_zombies(keep)
 
     def ours(pid: int) -> bool:
         return pid in killed or _tuner_of(_proc_file(pid, "environ") or b"") == tuner_mark()
@@ -191,6 +192,18 @@ def _reap_strays(keep: set[int]) -> None:
             with contextlib.suppress(ChildProcessError):  # not our child: its parent reaps it
                 os.waitpid(pid, os.WNOHANG)
         time.sleep(0.05)
+
+
+def _reap_zombies(keep: set[int]) -> None:
+    """Reap the run's processes that ended after their parent did and were adopted by this
+    subreaper (SMPI's ``smpimain`` outlives the ``smpirun`` script that started it): a zombie
+    has no environment to carry the tuner's mark, and would stay one a run otherwise."""
+    me = os.getpid()
+    for pid, stat in _proc_files("stat"):
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if pid not in keep and fields[0] == b"Z" and int(fields[1]) == me:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
 
 
 def _mapped_shm() -> set[str]:
