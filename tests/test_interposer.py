@@ -23,7 +23,7 @@ from commtune.profile import Profile, not_applied
 from commtune.store import Store
 from commtune.study import Role, TrialRecord
 
-from .conftest import INSTALLATIONS, VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
+from .conftest import HAVE, INSTALLATIONS, VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
 PROGRAMS = Path(__file__).parent / "programs"
 RANKS = {Vendor.OPENMPI: 4, Vendor.MPICH: 2, Vendor.INTEL: 2}  # hydra's spin: one per core
@@ -431,7 +431,11 @@ def test_debug_prints_every_setting_of_the_table(
 @needs_mpich
 def test_lib_is_built_once_per_installation(capsys: pytest.CaptureFixture[str]) -> None:
     paths = []
-    for vendor in [v for v in Vendor if shutil.which(find_installation(v).mpicc)]:
+    for vendor in [v for v in Vendor if HAVE[v] and shutil.which(find_installation(v).mpicc)]:
+        if vendor.impl.simulated:  # no preloaded library reaches a simulated program
+            code, _, err = run_cli(["lib", "--mpi", vendor.value], capsys)
+            assert code == 2 and "no preloaded library reaches its program" in err
+            continue
         code, out, _ = run_cli(["lib", "--mpi", vendor.value], capsys)
         assert code == 0
         again = run_cli(["lib", "--mpi", vendor.value], capsys)[1]

@@ -107,6 +107,11 @@ def interposer_dir() -> Path:
 
 def build_interposer(installation: Installation) -> Path:
     """Path of ``libcommtune.so`` for this installation (LD_PRELOAD it into every rank)."""
+    if installation.impl.simulated:
+        raise UsageError(
+            f"{installation.impl.title} runs every rank in one process and no preloaded "
+            "library reaches its program: its profile is SimGrid's trace (tune does it)"
+        )
     folder = interposer_dir()
     sources = sorted(folder.glob("ct_*.c"))
     headers = sorted(folder.glob("*.h")) + _shared_headers()
