@@ -282,3 +282,25 @@ def test_the_race_replays_a_simulated_table_with_the_deterministic_design() -> N
     assert run.changed and run.answer is not None
     whole = {**surface.space.defaults(), **run.answer}
     assert run.estimate == pytest.approx(truth[json.dumps(whole, sort_keys=True)])
+
+
+@needs_smpi
+def test_a_simulation_that_deadlocks_is_a_failed_run_not_a_fast_one(
+    cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SMPI ends a simulation whose ranks wait forever (Open MPI's two-process barrier at 16
+    ranks) early, with exit status 0 and a tiny simulated time: a failed trial, never the
+    study's fastest configuration."""
+    program = str(native.build(_smpi(), "demo/ct_demo.c"))
+    platform, hosts = cluster
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    code, out, err = run_cli(["tune", "--json", "--max-runs", "14", "--storage", storage,
+                              "--knob", "smpi/barrier=selector,ompi_two_procs", "--",
+                              "smpirun", "-np", "16", "-platform", platform, "-hostfile", hosts,
+                              program, "3"], capsys)  # fmt: skip
+    assert code == 0, err
+    data = last_json(out)
+    assert not data["accepted"] and not data["accepted_params"]
+    code, out, _ = run_cli(["show", data["study"], "--storage", storage, "--json"], capsys)
+    failed = [t for t in last_json(out)["trials"] if t["state"] == "FAIL"]
+    assert len(failed) == 1 and "SMPI detected a deadlock" in failed[0]["note"]

@@ -235,6 +235,11 @@ class MPIVendor(abc.ABC):
         (SMPI's configuration); :meth:`rank_args` gives it."""
         return False
 
+    def run_failure(self, stderr: str) -> str | None:
+        """Why a run that exited 0 failed all the same, from its standard error (SMPI: a
+        deadlock it detected ends the simulation early, exit status 0); None: it did not."""
+        return None
+
     def run_args(self) -> list[str]:
         """Launcher options every run gets (SMPI: print the simulated time)."""
         return []

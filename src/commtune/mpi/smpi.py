@@ -36,6 +36,9 @@ SELECTORS = ("default", "ompi", "mpich", "mvapich2", "impi")
 NOT_SETTINGS = ("automatic",)
 # Options commtune adds to every run: the simulated time printed at the end.
 TIMING_ARGS = ("--cfg=smpi/display-timing:yes", "--log=smpi_utils.thres:info")
+# SimGrid's words when ranks wait forever: it ends the simulation there, lists every rank
+# (the first line may leave a run's tail at 1,024 ranks, the last stays), and exits 0
+DEADLOCK = ("Deadlock detected", "Stalling SMPI instance")
 SIMULATED_TIME = re.compile(r"Simulated time: ([0-9.eE+-]+) seconds")
 # The cluster commtune's own programs run on (probes, demo): one core a node, a fat tree.
 LOCAL_NODES = 1024
@@ -110,6 +113,13 @@ class SMPI(MPIVendor):
         # configuration is an argument
         return [f"--cfg={name}:{value}" for name, value in variables.items()
                 if self.configured_by_args(name) and value != FOLLOW_SELECTOR]  # fmt: skip
+
+    def run_failure(self, stderr: str) -> str | None:
+        if any(word in stderr for word in DEADLOCK):
+            at = simulated_time(stderr)
+            when = f" at {at:.6g} s simulated" if at is not None else ""
+            return f"SMPI detected a deadlock{when}: the simulation stopped there (exit 0)"
+        return None
 
     def run_args(self) -> list[str]:
         return list(TIMING_ARGS)

@@ -162,6 +162,8 @@ class LocalExecutor(Executor):
         result = self.runner(plan.argv, plan.env, timeout)
         profile = Profiling.read(profile_path) if profile_path is not None else None
         failure = _failure(result.returncode, result.timed_out, timeout)
+        if failure is None:
+            failure = self.launcher.installation.impl.run_failure(result.stderr_tail)
         value = None
         if failure is None:
             value = self.objective.extract(result.wall, result.stdout, profile, result.stderr_tail)
