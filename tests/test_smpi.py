@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import subprocess
 from pathlib import Path
 
@@ -304,3 +305,92 @@ def test_a_simulation_that_deadlocks_is_a_failed_run_not_a_fast_one(
     code, out, _ = run_cli(["show", data["study"], "--storage", storage, "--json"], capsys)
     failed = [t for t in last_json(out)["trials"] if t["state"] == "FAIL"]
     assert len(failed) == 1 and "SMPI detected a deadlock" in failed[0]["note"]
+
+
+# -- sampling a simulated cluster for a real library (issue 50) ---------------------------------
+def test_every_port_names_an_algorithm_of_smpi_and_of_the_real_library() -> None:
+    """SMPI's name and the library's name of every ported algorithm exist in the installed
+    SMPI and in Debian's Open MPI 4.1 and MPICH 4.0 (their own lists, from MPI_T)."""
+    from commtune.knobs import enumerators, load_catalog
+    from commtune.mpi import find_installation
+    from commtune.sample._simulated import PORTS, smpi_algorithms
+
+    listed = smpi_algorithms(_smpi())
+    for vendor, ops in PORTS.items():
+        target = find_installation(Vendor(vendor))
+        names = enumerators(target)
+        catalog = load_catalog(vendor)
+        for op, ports in ops.items():
+            assert set(ports) <= set(listed[op]), (vendor, op)
+            own = names[catalog[target.impl.algorithm_knob(op)].name]
+            assert set(ports.values()) <= set(own), (vendor, op)
+
+
+@needs_smpi
+def test_sampling_a_simulated_cluster_writes_files_the_real_libraries_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """4 and 8 simulated ranks: an Open MPI rules file with both communicator sizes and an
+    MPICH selection file that MPICH 4.0 itself loads (a 2-rank run; the same file naming an
+    algorithm MPICH lacks aborts it); at no sampled size does the written choice lose more
+    than a tie to the library's own decision; a second sample reuses every simulation."""
+    from commtune.mpi import find_installation, parse_rules
+    from commtune.sample._curves import TIE
+
+    platform, hosts = write_cluster(Cluster(2, cores=4), str(tmp_path / "c"))
+    out_dir = tmp_path / "out"
+    args = ["sample", "--mpi", "smpi", "--platform", platform, "--hostfile", hosts, "--np",
+            "4,8", "--ops", "allreduce,bcast,alltoall", "-o", str(out_dir), "--json"]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    data = last_json(out)
+    assert data["ranks"] == [4, 8] and not data["failed"]
+    assert set(data["files"]) == {"openmpi", "mpich"}
+    rules = parse_rules(Path(data["files"]["openmpi"]).read_text())
+    assert rules and all(set(comms) == {4, 8} for comms in rules.values())
+    savings = data["savings"]
+    assert {(s["ranks"], s["op"]) for s in savings if s["target"] == "mpich"} == {
+        (n, op) for n in (4, 8) for op in ("allreduce", "bcast", "alltoall")
+    }
+    assert all(s["saved"] >= -TIE for s in savings)
+    assert any(s["saved"] > TIE for s in savings)  # SMPI's defaults are not the best here
+    # MPICH reads its file at MPI_Init and aborts on one it cannot take
+    mpich = find_installation(Vendor.MPICH)
+    program = native.build(mpich, "bench/ct_simcoll.c")
+    path = data["files"]["mpich"]
+
+    def run(selection: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, **data["env"]["mpich"],
+               "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": selection}  # fmt: skip
+        return subprocess.run([mpich.launcher, "-n", "2", str(program), "-s", "8,65536",
+                               "allreduce"], env=env, capture_output=True, text=True,
+                              timeout=120, check=False)  # fmt: skip
+
+    assert run(path).returncode == 0
+    broken = tmp_path / "broken.json"
+    text = Path(path).read_text()
+    assert "MPIR_Allreduce_intra_" in text
+    broken.write_text(text.replace("MPIR_Allreduce_intra_", "MPIR_Allreduce_intra_no_such_"))
+    assert run(str(broken)).returncode != 0
+    # the simulations are kept: asked again, none runs
+    code, out, err = run_cli(args, capsys)
+    assert code == 0 and last_json(out)["reused"] == last_json(out)["simulations"]
+
+
+@needs_smpi
+def test_sampling_a_simulated_cluster_needs_its_platform(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    platform, hosts = write_cluster(Cluster(2, cores=2), str(tmp_path / "c"))
+    for extra, said in (
+        ([], "needs --platform FILE and --hostfile FILE"),
+        (["--platform", platform, "--hostfile", hosts, "--np", "8"], "more ranks than hostfile"),
+        (
+            ["--platform", platform, "--hostfile", hosts, "--np", "4", "--ops", "scan"],
+            "unknown operation 'scan'",
+        ),
+    ):
+        code, _, err = run_cli(["sample", "--mpi", "smpi", "-o", str(tmp_path / "o"), *extra],
+                               capsys)  # fmt: skip
+        assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()

@@ -25,7 +25,9 @@ from commtune.mpi import installation_of
 def _add_sample(p: argparse.ArgumentParser) -> None:
     add_mpi(p)
     add_storage(p)
-    p.add_argument("--np", type=positive(int), default=2, help="ranks (default 2)")
+    p.add_argument("--np", default="2",
+                   help="ranks (default 2); on a simulated cluster a comma list, e.g. "
+                   "64,256,1024")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (< 60 s)")
     p.add_argument("--refresh", action="store_true", help="sample again even if stored")
     p.add_argument(
@@ -39,6 +41,12 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
         "-o", "--output-dir", default="commtune-platform", help="where files and plots go"
     )
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    sim = p.add_argument_group("a simulated cluster (--mpi smpi)")
+    sim.add_argument("--platform", help="SimGrid platform file (commtune cluster writes one)")
+    sim.add_argument("--hostfile", help="its hostfile")
+    sim.add_argument("--for", dest="targets", default="openmpi,mpich",
+                     help="the real libraries whose selection files to write (comma list of "
+                     "--mpi specs; default: openmpi,mpich, those found)")  # fmt: skip
     p.add_argument(
         "--verify",
         action="store_true",
@@ -81,13 +89,21 @@ def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
 
     inst = installation_of(args.mpi)
     ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
+    counts = _rank_counts(args.np)
+    if inst.impl.simulated:
+        return _sample_simulated(args, inst, counts, ops)
+    if args.platform or args.hostfile:
+        raise UsageError(f"--platform and --hostfile describe a simulated cluster; "
+                         f"{inst.describe()} runs on this machine (--mpi smpi)")  # fmt: skip
+    if len(counts) > 1:
+        raise UsageError(f"--np {args.np}: one rank count on a real MPI")
     store = Store(args.storage)
     ui = UI(json_mode=args.json)
     result = sample_platform(
         inst,
         store,
         ui,
-        ranks=args.np,
+        ranks=counts[0],
         quick=args.quick,
         refresh=args.refresh,
         output_dir=Path(args.output_dir),
@@ -120,6 +136,57 @@ def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
             out["files"] = result.outputs.files
     if args.json:
         print_json(out)
+    return 0
+
+
+def _rank_counts(text: str) -> list[int]:
+    try:
+        counts = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise UsageError(f"--np {text!r}: expected a number of ranks (or a comma list of them)")
+    return sorted(set(counts))
+
+
+def _sample_simulated(
+    args: argparse.Namespace, smpi: Any, counts: list[int], ops: list[str] | None
+) -> int:
+    from commtune.mpi import Vendor, find_installations
+    from commtune.report import UI, simulated_sample_tables
+    from commtune.sample import DEFAULT_SIM_OPS, sample_simulated
+
+    if not args.platform or not args.hostfile:
+        raise UsageError("sampling a simulated cluster needs --platform FILE and --hostfile FILE "
+                         "(commtune cluster --nodes N --out DIR writes both)")  # fmt: skip
+    if args.verify or args.predict is not None:
+        raise UsageError(
+            "--verify and --predict time a real MPI; on a simulated cluster, "
+            "check the written selection with commtune check on the real machine"
+        )
+    targets = []
+    for spec in (s.strip() for s in args.targets.split(",") if s.strip()):
+        try:
+            targets.append(installation_of(spec))
+        except UsageError:
+            if args.targets != "openmpi,mpich":  # named by the user: it must be there
+                raise
+    real = {i.vendor for i in find_installations()} - {Vendor.SMPI}
+    ui = UI(json_mode=args.json)
+    if not real:
+        ui.warn("no real MPI found: the selection files cannot be written")
+    sample = sample_simulated(smpi, args.platform, args.hostfile, counts, targets, ui,
+                              ops=ops or DEFAULT_SIM_OPS, output_dir=Path(args.output_dir),
+                              refresh=args.refresh)  # fmt: skip
+    for table in simulated_sample_tables(sample):
+        ui.print(table)
+    for warning in sample.warnings:
+        ui.warn(warning)
+    for vendor, path in sample.files.items():
+        ui.info(f"{vendor}: {path}")
+        ui.command("  " + " ".join(f"{k}={v}" for k, v in sample.env[vendor].items()))
+    if args.json:
+        print_json(sample.to_json())
     return 0
 
 

@@ -29,6 +29,9 @@ SIZE_KEY = {
     "allgather": "total_msg_size",
     "alltoall": "avg_msg_size",  # per peer: total / ranks
 }
+# A range whose method is the library's own decision (the algorithm variables' "auto"): the
+# built-in tree's subtree for it.
+OWN = "auto"
 _KEY = re.compile(r"^[a-z_]+(=|<=|<|>=|>)[A-Za-z0-9_]+$")
 _PARAM = re.compile(r"^[a-z_]+=[A-Za-z0-9_-]+$")
 
@@ -97,6 +100,15 @@ def intra_subtree(base: Builtin, op: str, ranges: Sequence[Segment], ranks: int)
     scale = 1.0 / ranks if op == "alltoall" else 1.0
     subtree: dict[str, Any] = {}
     for seg in ranges:
+        if seg.method == OWN:  # the library's own decision over this range: its subtree
+            own = copy.deepcopy(base.tree.get(f"collective={op}", {}).get("comm_type=intra"))
+            if own is None:
+                raise RulesError(f"{op}: MPICH's own tree has no intra-communicator subtree")
+            if key is None:
+                return dict(own)
+            subtree[f"{key}=any" if seg.high is None else
+                    f"{key}<={max(0, math.ceil(seg.high * scale) - 1)}"] = own  # fmt: skip
+            continue
         name = csel_name(op, seg.method, base.known)
         if name is None:
             raise RulesError(f"{op}: MPICH has no selection name for {seg.method!r}")

@@ -33,6 +33,7 @@ _WHERE = {
     "checks_table": "_sample_tables",
     "predict_table": "_sample_tables",
     "sample_tables": "_sample_tables",
+    "simulated_sample_tables": "_sample_tables",
     "thresholds_table": "_sample_tables",
     "family_figure": "_sample_plots",
     "sample_plots": "_sample_plots",
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
         checks_table,
         predict_table,
         sample_tables,
+        simulated_sample_tables,
         thresholds_table,
     )
     from commtune.report._study_data import collect
@@ -142,6 +144,7 @@ __all__ = [
     "sample_plots",
     "sample_tables",
     "show_actions",
+    "simulated_sample_tables",
     "studies_table",
     "summary_table",
     "thresholds_table",

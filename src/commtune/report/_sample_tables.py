@@ -10,7 +10,7 @@ from rich.table import Table
 from commtune.util import format_size
 
 if TYPE_CHECKING:
-    from commtune.sample import Check, SampleResult, ThresholdCheck
+    from commtune.sample import Check, SampleResult, SimSample, ThresholdCheck
 
 
 def _time(ns: float) -> str:
@@ -121,3 +121,35 @@ def thresholds_table(checks: Sequence[ThresholdCheck]) -> Table:
         )
         shown = title
     return table
+
+
+def simulated_sample_tables(sample: SimSample) -> list[Table]:
+    """Per real library: its chosen algorithm per size range at each rank count, and the
+    collective time saved against its own decision (SMPI's port of it), per size."""
+    tables = []
+    saved: dict[tuple[str, int, str, int], Any] = {
+        (s.target, s.ranks, s.op, s.size): s for s in sample.savings
+    }
+    for vendor, per_ranks in sample.choices.items():
+        table = Table(title=f"{vendor}'s algorithms on {sample.cluster}: the best per size, "
+                      "and the time saved against its own decision (simulated)")  # fmt: skip
+        for column in ("ranks", "collective", "from", "to", "algorithm", "saved (per size)"):
+            table.add_column(column)
+        for ranks, by_op in per_ranks.items():
+            for op, segs in by_op.items():
+                for seg in segs:
+                    sizes = sorted(
+                        size
+                        for (v, n, o, size) in saved
+                        if (v, n, o) == (vendor, ranks, op)
+                        and seg.low <= size
+                        and (seg.high is None or size < seg.high)
+                    )
+                    shown = ", ".join(
+                        f"{format_size(z)} {saved[(vendor, ranks, op, z)].saved:+.0%}"
+                        for z in sizes
+                    )  # fmt: skip
+                    table.add_row(str(ranks), op, format_size(seg.low), format_size(seg.high),
+                                  seg.method, shown)  # fmt: skip
+        tables.append(table)
+    return tables

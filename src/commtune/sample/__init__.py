@@ -22,8 +22,10 @@ from commtune.sample._curves import Crossing, Curve, Segment, crossings, segment
 from commtune.sample._families import OPERATIONS
 from commtune.sample._profile import FamilyCurves, PlatformProfile
 from commtune.sample._sampler import parse_output
+from commtune.sample._simulated import DEFAULT_SIM_OPS, SimSample, sample_simulated
 
 __all__ = [
+    "DEFAULT_SIM_OPS",
     "OPERATIONS",
     "Check",
     "Crossing",
@@ -32,12 +34,14 @@ __all__ = [
     "PlatformProfile",
     "SampleResult",
     "Segment",
+    "SimSample",
     "ThresholdCheck",
     "crossings",
     "fingerprint_for",
     "load_profile",
     "parse_output",
     "sample_platform",
+    "sample_simulated",
     "segments",
     "verify",
     "verify_thresholds",

@@ -1,0 +1,467 @@
+"""Sampling a cluster that is not here (NewMadeleine's sampling, ACCLAiM's question): each
+collective's algorithms over message sizes on a simulated cluster (SimGrid's SMPI), at the
+rank counts a user names, the best per size, written as the real library's selection file for
+that cluster, and the collective time saved against the library's own decision.
+
+SMPI carries ports of Open MPI's and MPICH's collective algorithms and of their decision logic
+(its ``ompi`` and ``mpich`` selectors). Only the algorithms its selectors run for one of the
+library's own (:data:`PORTS`) are sampled for that library, so every choice written names an
+algorithm the library has; the rest of SMPI's algorithms are named as left out. The
+simulation leaves computation out (``smpi/simulate-computation:no``): a call takes the same
+simulated time each time and one call per size is the measurement (``bench/ct_simcoll.c``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from commtune import native
+from commtune.errors import UsageError
+from commtune.knobs import enumerators, load_catalog, selection_file_env
+from commtune.mpi import (
+    Installation,
+    RulesError,
+    Segment,
+    Vendor,
+    format_rules,
+    launch_files,
+    parse_rules,
+)
+from commtune.progress import Progress
+from commtune.sample._curves import Curve, method_at, segments
+from commtune.sample._outputs import builtin_selection
+from commtune.util import write_atomic
+
+SIM_OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall", "gather", "scatter",
+           "barrier")  # fmt: skip
+DEFAULT_SIM_OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
+# 8 B to 1 MiB, a factor of 8 apart: one call each, so the sizes are the cost
+SIM_SIZES = (8, 64, 512, 4096, 32768, 262144, 1048576)
+NO_COMPUTE = "--cfg=smpi/simulate-computation:no"
+FIXED_BARRIER = "--cfg=smpi/barrier:ompi_bruck"
+SELECTOR = "selector:"  # a run under one of SMPI's selectors: the library's own decision
+# The library's own decision logic as SMPI ports it: the selector per target library.
+SELECTORS = {"openmpi": "ompi", "mpich": "mpich"}
+
+# SMPI's algorithm -> the library's name for it, from SMPI 3.32's selectors
+# (src/smpi/colls/smpi_openmpi_selector.cpp: the array of functions each collective's decision
+# indexes with Open MPI's algorithm number; smpi_mpich_selector.cpp: the function it calls for
+# each of MPICH's choices). Where a selector runs one function for two of the library's
+# algorithms, the one it is a port of is kept; the two-process algorithms (valid at 2 ranks
+# only) are left out.
+PORTS: dict[str, dict[str, dict[str, str]]] = {
+    "openmpi": {
+        "allreduce": {"redbcast": "basic_linear", "rdb": "recursive_doubling", "lr": "ring",
+                      "ompi_ring_segmented": "segmented_ring", "rab_rdb": "rabenseifner"},
+        "bcast": {"NTSL": "basic_linear", "ompi_pipeline": "pipeline",
+                  "ompi_split_bintree": "split_binary_tree", "NTSB": "binary_tree",
+                  "binomial_tree": "binomial", "mvapich2_knomial_intra_node": "knomial",
+                  "scatter_rdb_allgather": "scatter_allgather",
+                  "scatter_LR_allgather": "scatter_allgather_ring"},
+        "reduce": {"ompi_basic_linear": "linear", "ompi_chain": "chain",
+                   "ompi_pipeline": "pipeline", "ompi_binary": "binary",
+                   "ompi_binomial": "binomial", "ompi_in_order_binary": "in-order_binary"},
+        "allgather": {"NTSLR_NB": "linear", "bruck": "bruck", "rdb": "recursive_doubling",
+                      "ring": "ring", "ompi_neighborexchange": "neighbor"},
+        "alltoall": {"basic_linear": "linear", "pair": "pairwise", "bruck": "modified_bruck"},
+        "gather": {"ompi_basic_linear": "basic_linear", "ompi_binomial": "binomial",
+                   "ompi_linear_sync": "linear_sync"},
+        "scatter": {"ompi_basic_linear": "basic_linear", "ompi_binomial": "binomial",
+                    "ompi_linear_nb": "linear_nb"},
+        "barrier": {"ompi_basic_linear": "linear", "ompi_recursivedoubling": "recursive_doubling",
+                    "ompi_bruck": "bruck", "ompi_tree": "tree"},
+    },
+    "mpich": {
+        "allreduce": {"rdb": "recursive_doubling", "rab_rdb": "reduce_scatter_allgather"},
+        "bcast": {"binomial_tree": "binomial",
+                  "scatter_rdb_allgather": "scatter_recursive_doubling_allgather",
+                  "scatter_LR_allgather": "scatter_ring_allgather"},
+        "reduce": {"binomial": "binomial", "scatter_gather": "reduce_scatter_gather"},
+        "allgather": {"rdb": "recursive_doubling", "bruck": "brucks", "ring": "ring"},
+        "alltoall": {"bruck": "brucks", "mvapich2_scatter_dest": "scattered", "pair": "pairwise"},
+        "gather": {"ompi_binomial": "binomial"},
+        "scatter": {"ompi_binomial": "binomial"},
+    },
+}  # fmt: skip
+
+
+@dataclass
+class SimRun:
+    """One simulation: a collective at every size under one algorithm (or a selector)."""
+
+    ranks: int
+    op: str
+    method: str  # SMPI's algorithm, or "selector:<name>"
+    times: dict[int, float] = field(default_factory=dict)  # size -> simulated seconds
+    error: str | None = None
+    wall: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ranks": self.ranks, "op": self.op, "method": self.method,
+                "times": {str(s): t for s, t in self.times.items()}, "error": self.error,
+                "wall": round(self.wall, 3)}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SimRun:
+        return cls(data["ranks"], data["op"], data["method"],
+                   {int(s): float(t) for s, t in data["times"].items()}, data.get("error"),
+                   float(data.get("wall", 0.0)))  # fmt: skip
+
+
+@dataclass
+class Saving:
+    """At one rank count and size: the library's own decision against the sampled choice."""
+
+    target: str
+    ranks: int
+    op: str
+    size: int
+    default: float  # seconds, SMPI's port of the library's decision
+    chosen: float  # seconds, the sampled best among the library's algorithms
+    algorithm: str  # the library's name of the chosen one
+
+    @property
+    def saved(self) -> float:
+        return 1.0 - self.chosen / self.default
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "ranks": self.ranks, "op": self.op, "size": self.size,
+                "default_s": self.default, "chosen_s": self.chosen, "algorithm": self.algorithm,
+                "saved": self.saved}  # fmt: skip
+
+
+@dataclass
+class SimSample:
+    cluster: str
+    ranks: list[int]
+    runs: list[SimRun]
+    files: dict[str, str] = field(default_factory=dict)  # target -> selection file
+    env: dict[str, dict[str, str]] = field(default_factory=dict)  # target -> its variables
+    choices: dict[str, dict[int, dict[str, list[Segment]]]] = field(default_factory=dict)
+    savings: list[Saving] = field(default_factory=list)
+    left_out: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # target -> op -> algs
+    warnings: list[str] = field(default_factory=list)
+    reused: int = 0  # runs taken from an earlier sample of the same cluster
+
+    @property
+    def wall(self) -> float:
+        return sum(r.wall for r in self.runs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "ranks": self.ranks,
+            "simulations": len(self.runs),
+            "reused": self.reused,
+            "wall_s": round(self.wall, 1),
+            "failed": [r.to_json() for r in self.runs if r.error],
+            "files": self.files,
+            "env": self.env,
+            "choices": {t: {str(n): {op: [s.to_json() for s in segs] for op, segs in by.items()}
+                            for n, by in per.items()} for t, per in self.choices.items()},
+            "savings": [s.to_json() for s in self.savings],
+            "left_out": self.left_out,
+            "warnings": self.warnings,
+        }  # fmt: skip
+
+
+def _targets_for(targets: Sequence[Installation]) -> list[Installation]:
+    for t in targets:
+        if t.vendor.value not in PORTS:
+            raise UsageError(f"--for {t.describe()}: SMPI ports the collectives of "
+                             f"{' and '.join(sorted(PORTS))} only")  # fmt: skip
+    return list(targets)
+
+
+def _methods(op: str, vendors: Sequence[str], available: Mapping[str, Sequence[str]]) -> list[str]:
+    """The simulations one collective needs: every ported algorithm this SMPI has, for any of
+    ``vendors``, and each vendor's selector."""
+    algs = sorted({a for v in vendors for a in PORTS[v].get(op, {}) if a in available.get(op, ())})
+    return [*algs, *(SELECTOR + SELECTORS[v] for v in vendors)]
+
+
+def _command(smpi: Installation, platform: str, hostfile: str, ranks: int, op: str,
+             method: str, binary: Path, sizes: Sequence[int]) -> list[str]:  # fmt: skip
+    cfg = (f"--cfg=smpi/coll-selector:{method.removeprefix(SELECTOR)}"
+           if method.startswith(SELECTOR) else f"--cfg=smpi/{op}:{method}")  # fmt: skip
+    # One barrier algorithm before every call of every run: its exit skew is part of the time
+    # measured, so under a selector's own barrier the same call would measure differently.
+    fixed = [] if op == "barrier" else [FIXED_BARRIER]
+    return [smpi.launcher, "-np", str(ranks), "-platform", platform, "-hostfile", hostfile,
+            NO_COMPUTE, cfg, *fixed, "--cfg=smpi/display-timing:no", str(binary),
+            "-s", ",".join(str(s) for s in sizes), op]  # fmt: skip
+
+
+def _simulate(command: list[str], run: SimRun, sizes: Sequence[int], timeout: float) -> None:
+    from commtune.trial._process import run_process, stderr_summary
+
+    result = run_process(command, dict(os.environ), timeout)
+    run.wall = result.wall
+    failure = Vendor.SMPI.impl.run_failure(result.stderr_tail)
+    if result.timed_out:
+        run.error = f"killed after {timeout:.0f} s"
+    elif result.returncode != 0 or failure:
+        run.error = failure or f"exit {result.returncode}: {stderr_summary(result.stderr_tail)}"
+    else:
+        for line in result.stdout.splitlines():
+            if line.startswith("{"):
+                data = json.loads(line)
+                run.times[int(data["size"])] = float(data["seconds"])
+        if sorted(run.times) != sorted(sizes):
+            run.error = "the program did not report every size"
+
+
+def _cache_key(platform_digest: str, hostfile: str, version: str, sizes: Sequence[int]) -> str:
+    text = "\n".join([platform_digest, Path(hostfile).read_text(), version,
+                      ",".join(map(str, sizes))])  # fmt: skip
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def simulate_all(
+    smpi: Installation,
+    platform: str,
+    hostfile: str,
+    ranks: Sequence[int],
+    ops: Sequence[str],
+    vendors: Sequence[str],
+    ui: Progress,
+    *,
+    sizes: Sequence[int] = SIM_SIZES,
+    cache: Path | None = None,
+    timeout: float = 3600.0,
+) -> tuple[str, list[SimRun], int]:
+    """Every simulation the sample needs (reusing those ``cache`` holds for the same cluster,
+    SMPI and sizes): (the cluster's description, the runs, how many were reused)."""
+    unknown = sorted(set(ops) - set(SIM_OPS))
+    if unknown:
+        raise UsageError(f"unknown operation {unknown[0]!r} on a simulated cluster "
+                         f"(known: {', '.join(SIM_OPS)})")  # fmt: skip
+    launch = launch_files([smpi.launcher, "-np", str(max(ranks)), "-platform", platform,
+                           "-hostfile", hostfile])  # fmt: skip
+    available = smpi_algorithms(smpi)
+    binary = native.build(smpi, "bench/ct_simcoll.c")
+    key = _cache_key(launch.platform.digest, hostfile, smpi.version, sizes)
+    stored: dict[tuple[int, str, str], SimRun] = {}
+    if cache is not None and cache.exists():
+        data = json.loads(cache.read_text())
+        if data.get("key") == key:
+            for r in map(SimRun.from_json, data["runs"]):
+                stored[(r.ranks, r.op, r.method)] = r
+    if cache is not None:  # the input checked: now the directory may be made
+        cache.parent.mkdir(parents=True, exist_ok=True)
+    plan = [(n, op, m) for n in sorted(ranks) for op in ops
+            for m in _methods(op, vendors, available)]  # fmt: skip
+    runs: list[SimRun] = []
+    reused = 0
+    with ui.progress("simulating", total=len(plan)) as bar:
+        for n, op, method in plan:
+            op_sizes = (1,) if op == "barrier" else tuple(sizes)
+            if (n, op, method) in stored:
+                runs.append(stored[(n, op, method)])
+                reused += 1
+            else:
+                run = SimRun(n, op, method)
+                _simulate(_command(smpi, platform, hostfile, n, op, method, binary, op_sizes),
+                          run, op_sizes, timeout)  # fmt: skip
+                runs.append(run)
+                if cache is not None:  # every finished simulation kept at once
+                    merged = {**stored, **{(r.ranks, r.op, r.method): r for r in runs}}
+                    write_atomic(
+                        cache,
+                        json.dumps(
+                            {"key": key, "runs": [r.to_json() for r in merged.values()]}, indent=1
+                        ),
+                    )
+            bar.advance(1, f"{n} ranks {op} {method}")
+    return launch.describe(), runs, reused
+
+
+def smpi_algorithms(smpi: Installation) -> dict[str, tuple[str, ...]]:
+    """collective -> the algorithms this SMPI has (read from the installation)."""
+    from commtune.mpi.smpi import discover_smpi
+
+    return {name.removeprefix("smpi/"): var.enumerators
+            for name, var in discover_smpi(smpi).items()}  # fmt: skip
+
+
+def _algorithm_numbers(target: Installation, ops: Sequence[str]) -> dict[str, dict[str, int]]:
+    """op -> the library's algorithm name -> its number (what its selection file writes)."""
+    catalog = load_catalog(target.vendor.value)
+    names = enumerators(target)
+    out: dict[str, dict[str, int]] = {}
+    for op in ops:
+        knob = catalog.get(target.impl.algorithm_knob(op))
+        listed = names.get(knob.name, ()) if knob else ()
+        if listed:
+            out[op] = {n: i for i, n in enumerate(listed)}
+    return out
+
+
+def _merge_mpich(per_ranks: Mapping[int, dict[str, Any]], ops: Sequence[str]) -> dict[str, Any]:
+    """One CSEL tree from trees written each for one rank count: each collective's intra
+    subtree chooses by communicator size first (the largest count takes any size)."""
+    counts = sorted(per_ranks)
+    tree = dict(per_ranks[counts[-1]])
+    for op in ops:
+        key = f"collective={op}"
+        subs = [(n, per_ranks[n].get(key, {}).get("comm_type=intra")) for n in counts]
+        if len(counts) == 1 or any(s is None for _, s in subs):
+            continue
+        by_size: dict[str, Any] = {}
+        for i, (n, sub) in enumerate(subs):
+            by_size["comm_size=any" if i == len(subs) - 1 else
+                    f"comm_size<={(n + counts[i + 1]) // 2}"] = sub  # fmt: skip
+        tree[key] = {**tree[key], "comm_type=intra": by_size}
+    return tree
+
+
+def write_selections(
+    sample: SimSample,
+    targets: Sequence[Installation],
+    ops: Sequence[str],
+    output_dir: Path,
+    available: Mapping[str, Sequence[str]],
+) -> None:
+    """Per target: the best of its algorithms per size at each rank count (its own decision
+    among them, preferred on ties), its selection file (validated by commtune's reader of the
+    library's format before it is moved into place), the savings and what was left out."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    by_key = {(r.ranks, r.op, r.method): r for r in sample.runs}
+    for target in targets:
+        vendor = target.vendor.value
+        ports = PORTS[vendor]
+        numbers = _algorithm_numbers(target, ops)
+        selector = SELECTOR + SELECTORS[vendor]
+        builtin = builtin_selection(target)
+        texts: dict[int, str] = {}
+        choices: dict[int, dict[str, list[Segment]]] = {}
+        for n in sample.ranks:
+            segs: dict[str, list[Segment]] = {}
+            for op in ops:
+                own = by_key.get((n, op, selector))
+                curves = []
+                # the library's own decision, under the name its selection file gives it
+                # (Open MPI's "ignore": the fixed rules; MPICH's "auto": its built-in subtree)
+                own_name = next(iter(numbers.get(op, {})), None)
+                if own is not None and not own.error and own_name is not None:
+                    sizes = tuple(sorted(own.times))
+                    times = tuple(own.times[s] * 1e9 for s in sizes)
+                    curves.append(Curve(own_name, sizes, times))
+                for alg, name in ports.get(op, {}).items():
+                    run = by_key.get((n, op, alg))
+                    if run is None or run.error or name not in numbers.get(op, {}):
+                        continue
+                    sizes = tuple(sorted(run.times))
+                    curves.append(Curve(name, sizes, tuple(run.times[s] * 1e9 for s in sizes)))
+                if len(curves) < 2:
+                    continue
+                ranges = segments(curves, prefer=own_name)
+                by_name = {c.method: c for c in curves}
+                own_times = own.times if own is not None and not own.error else {}
+                for size in sorted(own_times):
+                    method = method_at(ranges, size)  # what the file chooses at this size
+                    chosen = by_name[method].at(size)
+                    if chosen is not None:
+                        sample.savings.append(Saving(vendor, n, op, size, own_times[size],
+                                                     chosen / 1e9, method))  # fmt: skip
+                # kept where the library's own decision wins everywhere too: Open MPI takes
+                # the rules of the largest communicator size not above its own, so every
+                # size sampled says what it wants
+                segs[op] = ranges
+            if not segs:
+                continue
+            header = (f"commtune sample of a simulated cluster: {sample.cluster}\n"
+                      f"{n} ranks; SMPI's ports of {target.describe()}'s algorithms")  # fmt: skip
+            try:
+                selection = target.impl.write_selection(
+                    segs, {op: numbers[op] for op in segs}, n, header, builtin
+                )
+            except RulesError as exc:
+                sample.warnings.append(f"{vendor}, {n} ranks: {exc}")
+                continue
+            sample.warnings += [f"{vendor}, {n} ranks: {w}" for w in selection.warnings]
+            texts[n] = selection.text
+            choices[n] = segs
+        sample.choices[vendor] = choices
+        sample.left_out[vendor] = _left_out(available, ports, ops)
+        if all(
+            seg.method == next(iter(numbers.get(op, {"": 0})))
+            for by_op in choices.values()
+            for op, ranges in by_op.items()
+            for seg in ranges
+        ):
+            sample.warnings.append(f"{vendor}: its own decision is the fastest at every size "
+                                   "sampled; no selection file written")  # fmt: skip
+            continue
+        path = output_dir / f"{vendor}-{target.version}-{target.impl.selection_file_name}"
+        write_atomic(path, _combined(vendor, texts, ops, builtin))
+        sample.files[vendor] = str(path.resolve())
+        sample.env[vendor] = selection_file_env(target.impl, str(path.resolve()))
+
+
+def _combined(vendor: str, texts: Mapping[int, str], ops: Sequence[str], builtin: Any) -> str:
+    """One file for every rank count sampled."""
+    if vendor == "openmpi":
+        rules: dict[int, dict[int, list[tuple[int, int, int, int]]]] = {}
+        header = [ln[2:] for ln in next(iter(texts.values())).splitlines() if ln.startswith("#")]
+        for text in texts.values():
+            for coll, comms in parse_rules(text).items():
+                rules.setdefault(coll, {}).update(comms)
+        return format_rules(
+            {c: dict(sorted(v.items())) for c, v in rules.items()},
+            "\n".join([*header[:1], f"ranks: {', '.join(map(str, texts))}"]),
+        )
+    from commtune.mpi._mpich_csel import validate
+
+    tree = _merge_mpich({n: json.loads(t) for n, t in texts.items()}, ops)
+    text = json.dumps(tree, indent=1) + "\n"
+    if builtin is not None:
+        validate(text, builtin)
+    return text
+
+
+def _left_out(available: Mapping[str, Sequence[str]], ports: Mapping[str, Mapping[str, str]],
+              ops: Sequence[str]) -> dict[str, list[str]]:  # fmt: skip
+    """Per collective, SMPI's algorithms that are no port of one of the library's."""
+    return {op: sorted(set(available.get(op, ())) - set(ports.get(op, {}))) for op in ops}
+
+
+def sample_simulated(
+    smpi: Installation,
+    platform: str,
+    hostfile: str,
+    ranks: Sequence[int],
+    targets: Sequence[Installation],
+    ui: Progress,
+    *,
+    ops: Sequence[str] = DEFAULT_SIM_OPS,
+    sizes: Sequence[int] = SIM_SIZES,
+    output_dir: Path = Path("commtune-platform"),
+    refresh: bool = False,
+) -> SimSample:
+    """``commtune sample --mpi smpi``: see the module docstring."""
+    targets = _targets_for(targets)
+    if not targets:
+        raise UsageError("sampling a simulated cluster writes a real library's selection: "
+                         "name it with --for openmpi or --for mpich (none found)")  # fmt: skip
+    cache = output_dir / "smpi-sample.json"
+    if refresh and cache.exists():
+        cache.unlink()
+    vendors = sorted({t.vendor.value for t in targets})
+    cluster, runs, reused = simulate_all(smpi, platform, hostfile, ranks, ops, vendors, ui,
+                                         sizes=sizes, cache=cache)  # fmt: skip
+    sample = SimSample(cluster, sorted(ranks), runs, reused=reused)
+    sample.warnings += [f"{r.ranks} ranks, {r.op} {r.method}: failed ({r.error})"
+                        for r in runs if r.error]  # fmt: skip
+    write_selections(sample, targets, ops, output_dir, smpi_algorithms(smpi))
+    ui.info(
+        f"{len(runs)} simulations ({reused} of them from {cache}) took {sample.wall:.0f} s "
+        "of wall time"
+    )
+    return sample
