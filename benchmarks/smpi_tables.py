@@ -53,6 +53,8 @@ PROGRAMS = {
                                  1024: ["-problem", "1", "-n", "4", "4", "4", "-P", "16", "8",
                                         "8"]}),
     "snap": (APPS["snap"].metric, {256: (16, 16), 1024: (32, 32)}),  # npey x npez
+    # LULESH takes a cube of ranks only: 216 and 1,000, the cubes nearest 256 and 1,024
+    "lulesh": (None, {r: ["-s", "8", "-i", "50"] for r in (216, 1000)}),
 }  # fmt: skip
 
 

@@ -337,6 +337,20 @@ def _amg_args(binary: Path, work: Path, ranks: int) -> list[str]:
     return [str(binary), "-problem", "1", "-n", "64", "64", "64", "-P", str(ranks), "1", "1"]
 
 
+# -- LULESH (LLNL/LULESH): Lagrangian hydrodynamics, 26-neighbour halo exchanges ------------
+def _lulesh_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) -> Path:
+    sources = [str(src / f"lulesh{part}.cc") for part in ("", "-comm", "-init", "-util", "-viz")]
+    _run([wrapper(inst, "c++"), "-O2", "-DUSE_MPI=1", "-DUSE_OMP=0", f"-I{src}", *sources,
+          "-o", str(dest / "lulesh2.0")], dest, env)  # fmt: skip
+    return dest / "lulesh2.0"
+
+
+def _lulesh_args(binary: Path, work: Path, ranks: int) -> list[str]:
+    # a cube of ranks (8, 27, 64, 216, 1000: LULESH refuses any other count), 8^3 elements a
+    # rank, 50 steps
+    return [str(binary), "-s", "8", "-i", "50"]
+
+
 # -- IMB-MPI1 (Intel MPI Benchmarks, in Intel MPI's package): all-to-all-v ------------------
 def _imb_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) -> Path:
     binary = Path(inst.prefix) / "bin" / "IMB-MPI1"
@@ -423,6 +437,17 @@ APPS = {
             _amg_build,
             _amg_args,
             r"regex:PCG Solve:\s*\n\s*wall clock time = ([0-9.]+)",
+        ),
+        App(
+            "lulesh",
+            "LLNL/LULESH",
+            "3e01c40b3281aadb7f996525cdd4a3354f6d3801",
+            ("c++",),
+            _lulesh_build,
+            _lulesh_args,
+            r"regex:Elapsed time\s+=\s+([0-9.]+)",
+            ranks=8,
+            note="cube rank counts only (LULESH refuses others)",
         ),
         App(
             "imb-alltoallv",

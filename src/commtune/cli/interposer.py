@@ -115,23 +115,35 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
         variables_table,
     )
     from commtune.service import profiling
-    from commtune.trial import LocalExecutor, Objective, stderr_summary
+    from commtune.trial import Executor, LocalExecutor, Objective, stderr_summary
     from commtune.util import write_atomic
 
     command = need_command(command, "to profile")
     inst = resolve_command(command, args.mpi)
     knobs, config = _profile_config(inst, args.knob)
-    lib = profiling(inst, args.pvar_interval)
-    executor = LocalExecutor(
-        launcher_for(inst),
-        command,
-        knobs,
-        Objective.parse("wall"),
-        profiling=lib,
-        enumerators=knob_enumerators(inst),
-    )
     ui = UI(json_mode=args.json)
-    ui.info(f"{inst.describe()}; profiling with {lib.library}")
+    executor: Executor
+    if inst.impl.simulated:
+        # no preloaded library reaches a simulated program: SimGrid's trace of the run
+        from commtune.mpi import launch_files
+        from commtune.service import Traced
+
+        simulated = launch_files(command)
+        executor = Traced(LocalExecutor(launcher_for(inst), command, knobs,
+                                        Objective.parse("simulated"),
+                                        enumerators=knob_enumerators(inst)))  # fmt: skip
+        ui.info(f"{inst.describe()}; {simulated.describe()}; profiling from SimGrid's trace")
+    else:
+        lib = profiling(inst, args.pvar_interval)
+        executor = LocalExecutor(
+            launcher_for(inst),
+            command,
+            knobs,
+            Objective.parse("wall"),
+            profiling=lib,
+            enumerators=knob_enumerators(inst),
+        )
+        ui.info(f"{inst.describe()}; profiling with {lib.library}")
     run = executor.run(config or None, args.timeout)
     if run.failure is not None:
         said = stderr_summary(run.stderr_tail)

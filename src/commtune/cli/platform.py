@@ -44,6 +44,9 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
     sim = p.add_argument_group("a simulated cluster (--mpi smpi)")
     sim.add_argument("--platform", help="SimGrid platform file (commtune cluster writes one)")
     sim.add_argument("--hostfile", help="its hostfile")
+    sim.add_argument("--timeout", type=positive(float), default=3600.0,
+                     help="a simulation's wall time at most, seconds (default 3600): one past "
+                     "it is a failed sample of that algorithm")  # fmt: skip
     sim.add_argument("--for", dest="targets", default="openmpi,mpich",
                      help="the real libraries whose selection files to write (comma list of "
                      "--mpi specs; default: openmpi,mpich, those found)")  # fmt: skip
@@ -177,7 +180,7 @@ def _sample_simulated(
         ui.warn("no real MPI found: the selection files cannot be written")
     sample = sample_simulated(smpi, args.platform, args.hostfile, counts, targets, ui,
                               ops=ops or DEFAULT_SIM_OPS, output_dir=Path(args.output_dir),
-                              refresh=args.refresh)  # fmt: skip
+                              refresh=args.refresh, timeout=args.timeout)  # fmt: skip
     for table in simulated_sample_tables(sample):
         ui.print(table)
     for warning in sample.warnings:

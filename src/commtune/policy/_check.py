@@ -25,8 +25,12 @@ def wrapped_operations() -> frozenset[str]:
 
 def check_rules(rules: RuleSet, installation: Installation) -> None:
     """PolicyError (file, JSON path, what) for the first thing the library does not have."""
-    cvars = {v["name"]: v for v in list_mpit(installation)}
-    pvars = {str(v["name"]) for v in list_mpit(installation, performance=True)}
+    # a simulated cluster (SMPI) has no MPI_T: a rule there may recommend, never read or write
+    # a variable (the check below names the first that does)
+    simulated = installation.impl.simulated
+    cvars = {} if simulated else {v["name"]: v for v in list_mpit(installation)}
+    performance = [] if simulated else list_mpit(installation, performance=True)
+    pvars = {str(v["name"]) for v in performance}
     catalog = load_catalog(installation.vendor.value)
     title = installation.describe()
     ops = wrapped_operations()

@@ -42,16 +42,37 @@ def call_classes() -> dict[str, str]:
     return out
 
 
+def _stats(values: list[float]) -> dict[str, float]:
+    return {"mean": sum(values) / len(values), "min": min(values), "max": max(values),
+            "sum": sum(values)}  # fmt: skip
+
+
+def _buckets(seen: list[int]) -> list[dict[str, int]]:
+    """Sizes as libcommtune bins them: powers of two, [2^k, 2^(k+1) - 1] (0 alone)."""
+    counts: dict[int, int] = defaultdict(int)
+    for size in seen:
+        counts[size.bit_length()] += 1
+    return [{"min": 0 if k == 0 else 1 << (k - 1), "max": 0 if k == 0 else (1 << k) - 1,
+             "calls": c} for k, c in sorted(counts.items())]  # fmt: skip
+
+
+P2P = ("send", "recv", "wait")
+COMM = (*P2P, "coll", "rma")
+
+
 def from_paje(path: str | Path, classes: Mapping[str, str] | None = None) -> Profile:
     """The profile of the run traced in ``path``; ProfileError if it is not a trace."""
     classes = call_classes() if classes is None else classes
     codes: dict[str, str] = {}  # Paje event name -> its number in this file
     names: dict[str, str] = {}  # state value -> MPI call
-    ranks: set[str] = set()
+    ranks: list[str] = []
     open_calls: dict[str, list[tuple[str, float, int | None]]] = defaultdict(list)
-    time: dict[str, float] = defaultdict(float)
-    calls: dict[str, int] = defaultdict(int)
+    # per rank, per call: time, calls, bytes (or elements: what SMPI traces)
+    time: dict[tuple[str, str], float] = defaultdict(float)
+    calls: dict[tuple[str, str], int] = defaultdict(int)
+    volume: dict[tuple[str, str], int] = defaultdict(int)
     sizes: dict[str, list[int]] = defaultdict(list)
+    end: dict[str, float] = defaultdict(float)  # each rank's last event: its simulated wall
     try:
         lines = Path(path).read_text(errors="replace").splitlines()
     except OSError as exc:
@@ -68,29 +89,59 @@ def from_paje(path: str | Path, classes: Mapping[str, str] | None = None) -> Pro
         if event == "PajeDefineEntityValue" and len(parts) >= 4:
             names[parts[1]] = parts[3].strip('"').replace("PMPI_", "MPI_", 1)
         elif event == "PajeCreateContainer" and len(parts) >= 6 and parts[5].startswith('"rank'):
-            ranks.add(parts[2])
+            ranks.append(parts[2])
         elif event == "PajePushState" and len(parts) >= 5:
             size = int(parts[5]) if len(parts) > 5 and parts[5].isdigit() else None
             open_calls[parts[3]].append((names.get(parts[4], parts[4]), float(parts[1]), size))
         elif event == "PajePopState" and len(parts) >= 4 and open_calls[parts[3]]:
-            name, start, size = open_calls[parts[3]].pop()
-            time[name] += float(parts[1]) - start
-            calls[name] += 1
+            rank = parts[3]
+            name, start, size = open_calls[rank].pop()
+            stop = float(parts[1])
+            time[(rank, name)] += stop - start
+            calls[(rank, name)] += 1
+            end[rank] = max(end[rank], stop)
             if size is not None:
                 sizes[name].append(size)
+                volume[(rank, name)] += size
     if not ranks or not calls:
         raise ProfileError(f"{path}: no SMPI trace of MPI calls")
     n = len(ranks)
     operations: dict[str, Any] = {}
-    for name, count in calls.items():
-        seen = sizes.get(name) or []
+    for name in sorted({op for _, op in calls}):
         operations[name] = {
             "class": classes.get(name, "other"),
-            "time": {"mean": time[name] / n},
-            "calls": {"mean": count / n},
-            "sizes": [{"min": min(seen), "max": max(seen), "calls": len(seen)}] if seen else [],
+            "calls": _stats([float(calls[(r, name)]) for r in ranks]),
+            "bytes": _stats([float(volume[(r, name)]) for r in ranks]),
+            "time": _stats([time[(r, name)] for r in ranks]),
+            "sizes": _buckets(sizes.get(name, [])),
         }
-    total = sum(v["time"]["mean"] for v in operations.values())
-    data = {"format": FORMAT, "ranks": n, "features": {"mpi_time": total},
-            "operations": operations, "cvars": [], "source": "SMPI trace"}  # fmt: skip
+
+    def per_rank(kinds: tuple[str, ...] | None) -> list[float]:
+        def counted(op: str) -> bool:
+            return kinds is None or classes.get(op, "other") in kinds
+
+        return [sum(t for (rank, op), t in time.items() if rank == r and counted(op))
+                for r in ranks]  # fmt: skip
+
+    mpi, comm = per_rank(None), per_rank(COMM)
+    p2p, coll = sum(per_rank(P2P)), sum(per_rank(("coll",)))
+    walls = [end[r] for r in ranks]
+    p2p_bytes = sum(v for (_, op), v in volume.items() if classes.get(op) == "send")
+    coll_bytes = sum(v for (_, op), v in volume.items() if classes.get(op) == "coll")
+    total_comm, total_wall = sum(comm), sum(walls)
+    data = {
+        "format": FORMAT, "version": 1, "vendor": "smpi", "library": "SimGrid SMPI (trace)",
+        "ranks": n, "source": "SMPI trace",
+        "wall_time": _stats(walls), "mpi_time": _stats(mpi), "comm_time": _stats(comm),
+        "features": {
+            "p2p_time_share": p2p / total_comm if total_comm else 0.0,
+            "p2p_bytes": p2p_bytes / n,
+            "coll_time_share": coll / total_comm if total_comm else 0.0,
+            "coll_bytes": coll_bytes / n,
+            "comm_size": n,
+            "comm_time_share": total_comm / total_wall if total_wall else 0.0,
+            "mpi_time": sum(mpi) / n,
+        },
+        "operations": operations, "cvars": [], "hints": [], "user": [], "pvars": [],
+    }  # fmt: skip
     return Profile.from_json(data)

@@ -444,6 +444,7 @@ def sample_simulated(
     sizes: Sequence[int] = SIM_SIZES,
     output_dir: Path = Path("commtune-platform"),
     refresh: bool = False,
+    timeout: float = 3600.0,
 ) -> SimSample:
     """``commtune sample --mpi smpi``: see the module docstring."""
     targets = _targets_for(targets)
@@ -455,7 +456,7 @@ def sample_simulated(
         cache.unlink()
     vendors = sorted({t.vendor.value for t in targets})
     cluster, runs, reused = simulate_all(smpi, platform, hostfile, ranks, ops, vendors, ui,
-                                         sizes=sizes, cache=cache)  # fmt: skip
+                                         sizes=sizes, cache=cache, timeout=timeout)  # fmt: skip
     sample = SimSample(cluster, sorted(ranks), runs, reused=reused)
     sample.warnings += [f"{r.ranks} ranks, {r.op} {r.method}: failed ({r.error})"
                         for r in runs if r.error]  # fmt: skip
