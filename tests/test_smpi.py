@@ -342,8 +342,10 @@ def test_sampling_a_simulated_cluster_writes_files_the_real_libraries_load(
 
     platform, hosts = write_cluster(Cluster(2, cores=4), str(tmp_path / "c"))
     out_dir = tmp_path / "out"
+    storage = f"sqlite:///{tmp_path / 's.db'}"
     args = ["sample", "--mpi", "smpi", "--platform", platform, "--hostfile", hosts, "--np",
-            "4,8", "--ops", "allreduce,bcast,alltoall", "-o", str(out_dir), "--json"]  # fmt: skip
+            "4,8", "--ops", "allreduce,bcast,alltoall", "-o", str(out_dir), "--storage", storage,
+            "--json"]  # fmt: skip
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     data = last_json(out)
@@ -378,6 +380,19 @@ def test_sampling_a_simulated_cluster_writes_files_the_real_libraries_load(
     # the simulations are kept: asked again, none runs
     code, out, err = run_cli(args, capsys)
     assert code == 0 and last_json(out)["reused"] == last_json(out)["simulations"]
+    # a proposal for the real machine, not an accepted configuration: commtune check runs it
+    # there against the library's defaults (here Open MPI 4.1, 2 ranks of the demo)
+    study = data["studies"]["openmpi"]
+    code, out, err = run_cli(["studies", "--storage", storage, "--json"], capsys)
+    shown = next(s for s in json.loads(out.splitlines()[0])["studies"] if s["study"] == study)
+    assert code == 0 and not shown["accepted"] and shown["proposal"], shown
+    ompi = find_installation(Vendor.OPENMPI)
+    demo = native.build(ompi, "demo/ct_demo.c")
+    code, out, err = run_cli(["check", study, "--storage", storage, "--json", "--",
+                              ompi.launcher, *ompi.impl.local_options(), "-np", "2", str(demo),
+                              "2"], capsys)  # fmt: skip
+    checked = last_json(out)
+    assert code == 0 and checked["runs"] >= 2 and checked["speedup"] > 0, err
 
 
 @needs_smpi

@@ -158,6 +158,7 @@ def _sample_simulated(
     from commtune.mpi import Vendor, find_installations
     from commtune.report import UI, simulated_sample_tables
     from commtune.sample import DEFAULT_SIM_OPS, sample_simulated
+    from commtune.store import Store
 
     if not args.platform or not args.hostfile:
         raise UsageError("sampling a simulated cluster needs --platform FILE and --hostfile FILE "
@@ -180,7 +181,8 @@ def _sample_simulated(
         ui.warn("no real MPI found: the selection files cannot be written")
     sample = sample_simulated(smpi, args.platform, args.hostfile, counts, targets, ui,
                               ops=ops or DEFAULT_SIM_OPS, output_dir=Path(args.output_dir),
-                              refresh=args.refresh, timeout=args.timeout)  # fmt: skip
+                              refresh=args.refresh, timeout=args.timeout,
+                              store=Store(args.storage))  # fmt: skip
     for table in simulated_sample_tables(sample):
         ui.print(table)
     for warning in sample.warnings:
@@ -188,6 +190,13 @@ def _sample_simulated(
     for vendor, path in sample.files.items():
         ui.info(f"{vendor}: {path}")
         ui.command("  " + " ".join(f"{k}={v}" for k, v in sample.env[vendor].items()))
+        if vendor in sample.studies:
+            ui.info(
+                "a proposal until measured on the real machine: check it against the "
+                "library's defaults there with"
+            )
+            ui.command(f"  commtune check {sample.studies[vendor]} --storage {args.storage} "
+                       f"-- mpirun -np N ./app")  # fmt: skip
     if args.json:
         print_json(sample.to_json())
     return 0

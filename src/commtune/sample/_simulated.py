@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commtune import native
 from commtune.errors import UsageError
@@ -37,6 +37,9 @@ from commtune.progress import Progress
 from commtune.sample._curves import Curve, method_at, segments
 from commtune.sample._outputs import builtin_selection
 from commtune.util import write_atomic
+
+if TYPE_CHECKING:
+    from commtune.store import Store
 
 SIM_OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall", "gather", "scatter",
            "barrier")  # fmt: skip
@@ -138,7 +141,7 @@ class Saving:
 
 @dataclass
 class SimSample:
-    cluster: str
+    cluster: str  # the simulated cluster's description (with its platform's digest)
     ranks: list[int]
     runs: list[SimRun]
     files: dict[str, str] = field(default_factory=dict)  # target -> selection file
@@ -148,6 +151,7 @@ class SimSample:
     left_out: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # target -> op -> algs
     warnings: list[str] = field(default_factory=list)
     reused: int = 0  # runs taken from an earlier sample of the same cluster
+    studies: dict[str, str] = field(default_factory=dict)  # target -> its proposal's study
 
     @property
     def wall(self) -> float:
@@ -168,6 +172,7 @@ class SimSample:
             "savings": [s.to_json() for s in self.savings],
             "left_out": self.left_out,
             "warnings": self.warnings,
+            "studies": self.studies,
         }  # fmt: skip
 
 
@@ -432,6 +437,30 @@ def _left_out(available: Mapping[str, Sequence[str]], ports: Mapping[str, Mappin
     return {op: sorted(set(available.get(op, ())) - set(ports.get(op, {}))) for op in ops}
 
 
+def save_proposals(store: Store, sample: SimSample, targets: Sequence[Installation]) -> None:
+    """Per real library with a file: a study holding it as a proposal (not accepted: no run
+    on the real machine has measured it), so ``commtune check STUDY -- mpirun ...`` runs it
+    against the library's defaults there and ``commtune export`` hands out its variables."""
+    from commtune.study import PROPOSAL, Acceptance, Source, StudySpec, save_result_study
+
+    digest = hashlib.sha256(sample.cluster.encode()).hexdigest()[:8]
+    for target in targets:
+        vendor = target.vendor.value
+        if vendor not in sample.files:
+            continue
+        name = f"simulated-{vendor}-{digest}"
+        spec = StudySpec(["commtune", "sample", "--mpi", "smpi"], vendor, [],
+                         "wall", 0)  # checked on the real machine by its wall time  # fmt: skip
+        verdict = Acceptance(
+            Source.SAMPLE, {}, False,
+            f"sampled on a simulated cluster ({sample.cluster}), not measured on this machine",
+            env=dict(sample.env[vendor]),
+            extra={PROPOSAL: True, "ranks": sample.ranks, "file": sample.files[vendor]},
+        )  # fmt: skip
+        save_result_study(store.optuna, name, spec, verdict)
+        sample.studies[vendor] = name
+
+
 def sample_simulated(
     smpi: Installation,
     platform: str,
@@ -445,6 +474,7 @@ def sample_simulated(
     output_dir: Path = Path("commtune-platform"),
     refresh: bool = False,
     timeout: float = 3600.0,
+    store: Store | None = None,
 ) -> SimSample:
     """``commtune sample --mpi smpi``: see the module docstring."""
     targets = _targets_for(targets)
@@ -461,6 +491,8 @@ def sample_simulated(
     sample.warnings += [f"{r.ranks} ranks, {r.op} {r.method}: failed ({r.error})"
                         for r in runs if r.error]  # fmt: skip
     write_selections(sample, targets, ops, output_dir, smpi_algorithms(smpi))
+    if store is not None:
+        save_proposals(store, sample, targets)
     ui.info(
         f"{len(runs)} simulations ({reused} of them from {cache}) took {sample.wall:.0f} s "
         "of wall time"
