@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commtune.mpi import Cluster, find_installation, installation_of, write_cluster
+from commtune.mpi import Cluster, Installation, find_installation, installation_of, write_cluster
 from commtune.mpi._vendor import Vendor
 from commtune.testbed import Cluster as Bed
 
@@ -51,17 +51,27 @@ def value(text: str) -> float:
     return float(text.rsplit("time ", maxsplit=1)[-1].split(maxsplit=1)[0])
 
 
-def real(bed: Bed, program: str, op: str, algorithm: str | None, size: int, reps: int) -> float:
-    inst = installation_of("openmpi")
-    env = {**os.environ, **inst.tool_env(), **bed.network_env(inst)}
-    if algorithm is not None:
-        env.update(OMPI_MCA_coll_tuned_use_dynamic_rules="1")
-        env[f"OMPI_MCA_coll_tuned_{op}_algorithm"] = algorithm
+def real_run(bed: Bed, inst: Installation, program: str, op: str, size: int, reps: int,
+             extra: dict[str, str]) -> str:  # fmt: skip
+    """coll_time across the bed's nodes with ``inst`` and ``extra`` variables: its output."""
+    env = {**os.environ, **inst.tool_env(), **bed.network_env(inst), **extra}
     done = bed.run(bed.hostnames[0], bed.launch(inst, [program, op, str(size), str(reps)]),
                    timeout=600, env=env)  # fmt: skip
     if done.returncode != 0:
-        raise RuntimeError(f"{op} {algorithm} {size}: {done.stderr.strip()[-300:]}")
-    return value(done.stdout)
+        raise RuntimeError(f"{op} {extra} {size}: {done.stderr.strip()[-300:]}")
+    return done.stdout
+
+
+def real(bed: Bed, program: str, op: str, algorithm: str | None, size: int, reps: int) -> float:
+    extra = (
+        {}
+        if algorithm is None
+        else {
+            "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+            f"OMPI_MCA_coll_tuned_{op}_algorithm": algorithm,
+        }
+    )
+    return value(real_run(bed, installation_of("openmpi"), program, op, size, reps, extra))
 
 
 def simulated(program: str, platform: str, hosts: str, nodes: int, op: str,

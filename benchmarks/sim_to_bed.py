@@ -1,0 +1,139 @@
+"""From a simulated answer to the real machine, at the scale that runs here (issue 50): the
+test bed's nodes (links shaped by ``tc tbf``, one rank a node) simulated on a platform of the
+same figures (``smpi_agreement.calibrated``), ``commtune sample --mpi smpi`` on it, and the
+selection files it writes for Open MPI and MPICH timed on the bed against each library's own
+decision (root).
+
+    python benchmarks/sim_to_bed.py --nodes 4 --rate 1000 --rounds 5 \\
+        --json benchmarks/out/sim_to_bed.json
+
+Per library, collective and size (``benchmarks/csrc/coll_time.c``: the median of REPS calls,
+the slowest rank's time): the library with its defaults and with the simulated selection
+file, interleaved, ``--rounds`` launches each; the median of each. Reported: where the
+simulation chose other than the library's own decision, how often the file is also faster on
+the real links, and the real gain or loss (defaults over file); where the simulation kept
+the library's decision, what the file costs (it should be nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from smpi_agreement import build, calibrated, real_run, value
+
+from commtune.mpi import find_installation, installation_of, write_cluster
+from commtune.mpi._vendor import Vendor
+from commtune.sample._curves import TIE
+from commtune.testbed import Cluster as Bed
+
+OPS = ("allreduce", "bcast", "alltoall")
+SIZES = (8, 512, 32768, 262144, 1 << 20)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=4)
+    p.add_argument("--rate", type=float, default=1000, help="Mbit/s of every node's link")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--libraries", default="openmpi,mpich")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    libraries = [installation_of(n) for n in args.libraries.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="sim-to-bed-") as tmp:
+        work = Path(tmp)
+        sim_prog = build(find_installation(Vendor.SMPI).mpicc, work / "coll_sim")
+        programs = {i.vendor.value: build(i.mpicc, work / f"coll_{i.vendor.value}")
+                    for i in libraries}  # fmt: skip
+        with Bed(args.nodes, 1, [args.rate]) as bed:
+            ompi = installation_of("openmpi")
+            one_way = value(real_run(bed, ompi, programs.get("openmpi") or
+                                     build(ompi.mpicc, work / "coll_ompi"),
+                                     "pingpong", 1, 50, {}))  # fmt: skip
+            cluster = calibrated(sim_prog, work, args.nodes, args.rate, one_way)
+            platform, hosts = write_cluster(cluster, str(work / "bed"))
+            print(f"{args.nodes} nodes: one-way {one_way * 1e6:.1f} us real; "
+                  f"{cluster.describe()}", file=sys.stderr)  # fmt: skip
+            out_dir = work / "sample"
+            sampled = subprocess.run(
+                [sys.executable, "-m", "commtune", "sample", "--mpi", "smpi", "--platform",
+                 platform, "--hostfile", hosts, "--np", str(args.nodes), "--ops", ",".join(OPS),
+                 "--for", args.libraries, "-o", str(out_dir), "--storage",
+                 f"sqlite:///{work / 's.db'}", "--json"],
+                capture_output=True, text=True, check=True)  # fmt: skip
+            sample = json.loads(sampled.stdout.strip().splitlines()[-1])
+            simulated = {(s["target"], s["op"], s["size"]): s for s in sample["savings"]}
+            for inst in libraries:
+                vendor = inst.vendor.value
+                env_file = sample["env"].get(vendor)
+                if env_file is None:
+                    print(f"{vendor}: no file written (its own decision everywhere)",
+                          file=sys.stderr)  # fmt: skip
+                    continue
+                for op in OPS:
+                    for size in SIZES:
+                        times: dict[str, list[float]] = {"defaults": [], "file": []}
+                        for k in range(args.rounds):  # interleaved, the order alternating
+                            arms = ("defaults", "file") if k % 2 == 0 else ("file", "defaults")
+                            for arm in arms:
+                                extra = env_file if arm == "file" else {}
+                                times[arm].append(
+                                    value(
+                                        real_run(
+                                            bed, inst, programs[vendor], op, size, args.reps, extra
+                                        )
+                                    )
+                                )
+                        sim = simulated.get((vendor, op, size))
+                        d, f = (statistics.median(times[a]) for a in ("defaults", "file"))
+                        row = {"library": vendor, "op": op, "size": size,
+                               "defaults_s": d, "file_s": f, "real_gain": d / f,
+                               "spread": {a: (max(t) - min(t)) / statistics.median(t)
+                                          for a, t in times.items()},
+                               "sim_saved": sim["saved"] if sim else None,
+                               "sim_algorithm": sim["algorithm"] if sim else None}  # fmt: skip
+                        print(json.dumps(row), file=sys.stderr)
+                        rows.append(row)
+    print(
+        "| library | collective | size | simulated choice (saved in simulation) "
+        "| real: defaults / file (median of rounds) | real gain |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        saved = r["sim_saved"]
+        said = f"{r['sim_algorithm']} ({100 * saved:+.0f} %)" if saved is not None else "-"
+        print(f"| {r['library']} | {r['op']} | {r['size']} | {said} | "
+              f"{r['defaults_s'] * 1e6:.0f} / {r['file_s'] * 1e6:.0f} us | "
+              f"{r['real_gain']:.2f}x |")  # fmt: skip
+    changed = [r for r in rows if r["sim_saved"] is not None and r["sim_saved"] > TIE]
+    kept = [r for r in rows if r["sim_saved"] is not None and r["sim_saved"] <= TIE]
+    agree = sum(r["real_gain"] > 1.0 for r in changed)
+    if changed:
+        gains = [r["real_gain"] for r in changed]
+        print(
+            f"\nwhere the simulation changed the library's decision ({len(changed)}): the "
+            f"file is faster on the bed in {agree}; real gain median "
+            f"{statistics.median(gains):.2f}x (range {min(gains):.2f}-{max(gains):.2f})"
+        )
+    if kept:
+        gains = [r["real_gain"] for r in kept]
+        print(
+            f"where it kept the decision ({len(kept)}): real gain median "
+            f"{statistics.median(gains):.2f}x (range {min(gains):.2f}-{max(gains):.2f}): "
+            "the noise of a file that changes nothing"
+        )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"rows": rows, "sample": sample}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
