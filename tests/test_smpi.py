@@ -447,3 +447,13 @@ def test_a_simulated_run_is_profiled_from_its_trace_and_the_final_rules_run_on_i
         "rightoperand": 1}, "result": {"recommend": "x"}}}]}))  # fmt: skip
     code, _, err = run_cli(["policy", "check", "--mpi", "smpi", str(rules)], capsys)
     assert code == 2 and "has no performance variable" in err and len(err.strip().splitlines()) == 1
+
+
+@needs_smpi
+def test_wangs_model_is_refused_on_a_simulated_cluster_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    code, _, err = run_cli(["train", "--mpi", "smpi", "--quick", "--storage", storage], capsys)
+    assert code == 2 and "commtune train runs on a real MPI" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s.db").exists()

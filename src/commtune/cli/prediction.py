@@ -70,6 +70,18 @@ def _add_predict(p: argparse.ArgumentParser) -> None:
     add_json(p)
 
 
+def _not_simulated(inst: Any, what: str) -> None:
+    """Wang's model needs libcommtune's profile of every training run, which no preloaded
+    library gives on SMPI (measured: its training benchmark at 16 simulated ranks ran past
+    the 60 s a training run is given, 9 runs in 10 minutes): refused before anything is
+    written."""
+    if inst.impl.simulated:
+        raise UsageError(
+            f"commtune {what} runs on a real MPI; on a simulated cluster "
+            f"({inst.describe()}) tune the program: commtune tune -- smpirun ..."
+        )
+
+
 def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.knobs import build_space, installed_knobs
     from commtune.launch import launcher_for
@@ -81,6 +93,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.strategies import design_configs
 
     inst = installation_of(args.mpi)
+    _not_simulated(inst, "train")
     default_np = ",".join(map(str, inst.impl.training_ranks))
     try:
         ranks = [int(r) for r in (args.np or default_np).split(",") if r.strip()]
@@ -146,6 +159,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     command = need_command(command)
     objective = Objective.parse(args.metric)
     inst = resolve_command(command, args.mpi)
+    _not_simulated(inst, "predict")
     ui = UI(json_mode=args.json)
     store = model_store(args.storage, inst)
     predictor = Predictor.load(store, inst, args.force, ui)

@@ -43,7 +43,11 @@ def open_store(url: str, installation: Installation, nodes: str | None = None) -
 
 
 def probe(space: Space, launcher: Launcher, store: Store, platform: str, ui: Progress) -> Space:
-    """The space without the values that abort the library here (tested once per platform)."""
+    """The space without the values that abort the library here (tested once per platform);
+    as it is where the installation has no MPI_T to probe with (SMPI: its names are read from
+    the installation itself)."""
+    if not launcher.installation.impl.probes_values:
+        return space
     with ui.progress("checking knob values", 0) as bar:
         space, bad = probe_space(space, launcher, store, platform, progress=bar.status)
     for name, values in bad.items():
