@@ -316,14 +316,17 @@ def test_every_port_names_an_algorithm_of_smpi_and_of_the_real_library() -> None
     SMPI and in Debian's Open MPI 4.1 and MPICH 4.0 (their own lists, from MPI_T)."""
     from commtune.knobs import enumerators, load_catalog
     from commtune.mpi import find_installation
-    from commtune.sample._simulated import PORTS, smpi_algorithms
+    from commtune.sample._simulated import smpi_algorithms
 
     listed = smpi_algorithms(_smpi())
-    for vendor, ops in PORTS.items():
-        target = find_installation(Vendor(vendor))
+    ported = [v for v in Vendor if v.impl.smpi_selector is not None]
+    assert {v.value for v in ported} == {"openmpi", "mpich"}
+    for vendor in ported:
+        target = find_installation(vendor)
         names = enumerators(target)
-        catalog = load_catalog(vendor)
-        for op, ports in ops.items():
+        catalog = load_catalog(vendor.value)
+        assert target.impl.smpi_selector in listed["coll-selector"]
+        for op, ports in target.impl.smpi_ports.items():
             assert set(ports) <= set(listed[op]), (vendor, op)
             own = names[catalog[target.impl.algorithm_knob(op)].name]
             assert set(ports.values()) <= set(own), (vendor, op)

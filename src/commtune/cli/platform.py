@@ -47,9 +47,10 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
     sim.add_argument("--timeout", type=positive(float), default=3600.0,
                      help="a simulation's wall time at most, seconds (default 3600): one past "
                      "it is a failed sample of that algorithm")  # fmt: skip
-    sim.add_argument("--for", dest="targets", default="openmpi,mpich",
+    sim.add_argument("--for", dest="targets",
                      help="the real libraries whose selection files to write (comma list of "
-                     "--mpi specs; default: openmpi,mpich, those found)")  # fmt: skip
+                     "--mpi specs; default: each installed library SMPI carries ports "
+                     "of)")  # fmt: skip
     p.add_argument(
         "--verify",
         action="store_true",
@@ -155,7 +156,7 @@ def _rank_counts(text: str) -> list[int]:
 def _sample_simulated(
     args: argparse.Namespace, smpi: Any, counts: list[int], ops: list[str] | None
 ) -> int:
-    from commtune.mpi import Vendor, find_installations
+    from commtune.mpi import Vendor, find_installation
     from commtune.report import UI, simulated_sample_tables
     from commtune.sample import DEFAULT_SIM_OPS, sample_simulated
     from commtune.store import Store
@@ -168,17 +169,16 @@ def _sample_simulated(
             "--verify and --predict time a real MPI; on a simulated cluster, "
             "check the written selection with commtune check on the real machine"
         )
-    targets = []
-    for spec in (s.strip() for s in args.targets.split(",") if s.strip()):
-        try:
-            targets.append(installation_of(spec))
-        except UsageError:
-            if args.targets != "openmpi,mpich":  # named by the user: it must be there
-                raise
-    real = {i.vendor for i in find_installations()} - {Vendor.SMPI}
+    if args.targets:
+        targets = [installation_of(s.strip()) for s in args.targets.split(",") if s.strip()]
+    else:  # each library SMPI has ports of, its usual installation (as --mpi NAME picks)
+        targets = []
+        for vendor in (v for v in Vendor if v.impl.smpi_selector is not None):
+            try:
+                targets.append(find_installation(vendor))
+            except UsageError:
+                continue  # not installed here
     ui = UI(json_mode=args.json)
-    if not real:
-        ui.warn("no real MPI found: the selection files cannot be written")
     sample = sample_simulated(smpi, args.platform, args.hostfile, counts, targets, ui,
                               ops=ops or DEFAULT_SIM_OPS, output_dir=Path(args.output_dir),
                               refresh=args.refresh, timeout=args.timeout,
@@ -187,15 +187,15 @@ def _sample_simulated(
         ui.print(table)
     for warning in sample.warnings:
         ui.warn(warning)
-    for vendor, path in sample.files.items():
-        ui.info(f"{vendor}: {path}")
-        ui.command("  " + " ".join(f"{k}={v}" for k, v in sample.env[vendor].items()))
-        if vendor in sample.studies:
+    for library, path in sample.files.items():
+        ui.info(f"{library}: {path}")
+        ui.command("  " + " ".join(f"{k}={v}" for k, v in sample.env[library].items()))
+        if library in sample.studies:
             ui.info(
                 "a proposal until measured on the real machine: check it against the "
                 "library's defaults there with"
             )
-            ui.command(f"  commtune check {sample.studies[vendor]} --storage {args.storage} "
+            ui.command(f"  commtune check {sample.studies[library]} --storage {args.storage} "
                        f"-- mpirun -np N ./app")  # fmt: skip
     if args.json:
         print_json(sample.to_json())

@@ -145,6 +145,24 @@ def parameters(base: Builtin, op: str, algorithm: str) -> dict[str, Any]:
     return out
 
 
+def by_comm_size(trees: Mapping[int, dict[str, Any]]) -> dict[str, Any]:
+    """One tree from trees written each for one communicator size (ranks -> tree): each
+    collective's intra subtree chooses by ``comm_size`` first (the boundaries midway between
+    the sizes, the largest taking any larger), where the trees differ."""
+    counts = sorted(trees)
+    tree = copy.deepcopy(dict(trees[counts[-1]]))
+    for key in tree:
+        subs = [trees[n].get(key, {}).get("comm_type=intra") for n in counts]
+        if len(counts) == 1 or any(s is None for s in subs) or all(s == subs[0] for s in subs):
+            continue
+        by_size: dict[str, Any] = {}
+        for i, (n, sub) in enumerate(zip(counts, subs, strict=True)):
+            last = i == len(counts) - 1
+            by_size["comm_size=any" if last else f"comm_size<={(n + counts[i + 1]) // 2}"] = sub
+        tree[key] = {**tree[key], "comm_type=intra": by_size}
+    return tree
+
+
 def with_subtrees(base: Builtin, subtrees: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     """The built-in tree with each collective's intra-communicator subtree replaced."""
     tree = copy.deepcopy(dict(base.tree))

@@ -147,6 +147,11 @@ class MPIVendor(abc.ABC):
     hdf5_package: ClassVar[str]  # pkg-config name of its parallel HDF5 (Debian's)
     # libfabric's ``fi_info`` under the installation's ``bin/``, first found is run
     fabric_info: ClassVar[tuple[str, ...]] = ("fi_info",)
+    # SimGrid's SMPI carries ports of this library's collectives: the name of its port of the
+    # library's decision logic (``smpi/coll-selector``; None: no ports), and per collective
+    # SMPI's algorithm -> the library's name of it (``commtune sample --mpi smpi``).
+    smpi_selector: ClassVar[str | None] = None
+    smpi_ports: ClassVar[Mapping[str, Mapping[str, str]]] = {}
     # A simulated cluster (SimGrid's SMPI): the run's value is simulated time, its wall time
     # the cost; no preloaded library reaches its program.
     simulated: ClassVar[bool] = False
@@ -194,6 +199,13 @@ class MPIVendor(abc.ABC):
         ``algorithms``: collective -> name -> the library's number), read back by a parser
         that follows the library's rules; a collective that cannot be expressed is left to
         the library with a warning. RulesError if the text would not load."""
+
+    def merge_selections(self, texts: Mapping[int, str], builtin: Builtin | None) -> str:
+        """One selection file from files written each for one communicator size (``texts``:
+        ranks -> text), read back as the library would; RulesError if it cannot say that."""
+        from commtune.mpi._selection import RulesError
+
+        raise RulesError(f"{self.title} has no selection file by communicator size")
 
     def builtin_selection(self, library: Path, variables: Mapping[str, Variable]) -> Builtin | None:
         """The library's own selection, read from its shared library ``library`` (only when

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from commtune.mpi import _mpich_csel
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, in_library_terms
@@ -35,6 +35,20 @@ class MPICH(MPIVendor):
     # receives by iovec only from UCX 1.16: MPICH 5's own UCX, not Debian's 1.13)
     iov_knob = "MPIR_CVAR_CH4_IOV_DENSITY_MIN"
     selection_file_name = "coll-selection.json"
+    # SMPI 3.32's mpich selector (src/smpi/colls/smpi_mpich_selector.cpp): the SMPI function
+    # it calls for each of MPICH's choices, by the name MPICH gives that choice.
+    smpi_selector = "mpich"
+    smpi_ports: ClassVar[Mapping[str, Mapping[str, str]]] = {
+        "allreduce": {"rdb": "recursive_doubling", "rab_rdb": "reduce_scatter_allgather"},
+        "bcast": {"binomial_tree": "binomial",
+                  "scatter_rdb_allgather": "scatter_recursive_doubling_allgather",
+                  "scatter_LR_allgather": "scatter_ring_allgather"},
+        "reduce": {"binomial": "binomial", "scatter_gather": "reduce_scatter_gather"},
+        "allgather": {"rdb": "recursive_doubling", "bruck": "brucks", "ring": "ring"},
+        "alltoall": {"bruck": "brucks", "mvapich2_scatter_dest": "scattered", "pair": "pairwise"},
+        "gather": {"ompi_binomial": "binomial"},
+        "scatter": {"ompi_binomial": "binomial"},
+    }  # fmt: skip
     forced_overrides_file = True
     default_algorithm_named = False  # "auto" has no name in a CSEL file
     # "smp" needs a node hierarchy, "ccl" (MPICH 5) an accelerator collective library:
@@ -82,6 +96,14 @@ class MPICH(MPIVendor):
         text = json.dumps(_mpich_csel.with_subtrees(builtin, subtrees), indent=1) + "\n"
         _mpich_csel.validate(text, builtin)
         return Selection(text, tuple(warnings))
+
+    def merge_selections(self, texts: Mapping[int, str], builtin: Builtin | None) -> str:
+        if builtin is None:
+            raise RulesError("MPICH's selection file needs the library's own tree to extend")
+        trees = {n: json.loads(t) for n, t in texts.items()}
+        text = json.dumps(_mpich_csel.by_comm_size(trees), indent=1) + "\n"
+        _mpich_csel.validate(text, builtin)
+        return text
 
     def builtin_selection(self, library: Path, variables: Mapping[str, Variable]) -> Builtin | None:
         values = {name: v.value for name, v in variables.items() if v.value is not None}

@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from commtune.errors import UsageError
 from commtune.mpi._ompi_rules import (
@@ -18,6 +18,8 @@ from commtune.mpi._ompi_rules import (
     USE_ENV,
     choices_of,
     forced_collectives,
+    format_rules,
+    parse_rules,
     sampled_rules,
     validate_sampled,
     without_forced,
@@ -56,6 +58,32 @@ class OpenMPI(MPIVendor):
     # Forced algorithms are bound at communicator creation and only with dynamic rules on.
     algorithm_env = DYNAMIC_RULES
     selection_file_name = "coll-rules.conf"
+    # SMPI 3.32's ompi selector (src/smpi/colls/smpi_openmpi_selector.cpp) indexes an array of
+    # SMPI functions with Open MPI's algorithm number: each function below is what SMPI runs
+    # for that algorithm. Where two numbers share one function, the one it ports is kept; the
+    # two-process algorithms (2 ranks only) are left out.
+    smpi_selector = "ompi"
+    smpi_ports: ClassVar[Mapping[str, Mapping[str, str]]] = {
+        "allreduce": {"redbcast": "basic_linear", "rdb": "recursive_doubling", "lr": "ring",
+                      "ompi_ring_segmented": "segmented_ring", "rab_rdb": "rabenseifner"},
+        "bcast": {"NTSL": "basic_linear", "ompi_pipeline": "pipeline",
+                  "ompi_split_bintree": "split_binary_tree", "NTSB": "binary_tree",
+                  "binomial_tree": "binomial", "mvapich2_knomial_intra_node": "knomial",
+                  "scatter_rdb_allgather": "scatter_allgather",
+                  "scatter_LR_allgather": "scatter_allgather_ring"},
+        "reduce": {"ompi_basic_linear": "linear", "ompi_chain": "chain",
+                   "ompi_pipeline": "pipeline", "ompi_binary": "binary",
+                   "ompi_binomial": "binomial", "ompi_in_order_binary": "in-order_binary"},
+        "allgather": {"NTSLR_NB": "linear", "bruck": "bruck", "rdb": "recursive_doubling",
+                      "ring": "ring", "ompi_neighborexchange": "neighbor"},
+        "alltoall": {"basic_linear": "linear", "pair": "pairwise", "bruck": "modified_bruck"},
+        "gather": {"ompi_basic_linear": "basic_linear", "ompi_binomial": "binomial",
+                   "ompi_linear_sync": "linear_sync"},
+        "scatter": {"ompi_basic_linear": "basic_linear", "ompi_binomial": "binomial",
+                    "ompi_linear_nb": "linear_nb"},
+        "barrier": {"ompi_basic_linear": "linear", "ompi_recursivedoubling": "recursive_doubling",
+                    "ompi_bruck": "bruck", "ompi_tree": "tree"},
+    }  # fmt: skip
     forced_overrides_file = False  # 4.1 consults the rules file first
     default_algorithm_named = True  # 0: "the fixed decision"
     keeps_unlisted_choices = False  # ompi_info lists exactly what this build has
@@ -86,6 +114,18 @@ class OpenMPI(MPIVendor):
         text = sampled_rules(choices_of(written, algorithms), ranks, header)
         validate_sampled(text, {op: len(algorithms[op]) for op in written})
         return Selection(text, tuple(warnings))
+
+    def merge_selections(self, texts: Mapping[int, str], builtin: Builtin | None) -> str:
+        # one rule list per communicator size: coll_tuned takes the largest not above its own
+        rules: dict[int, dict[int, list[tuple[int, int, int, int]]]] = {}
+        for text in texts.values():
+            for coll, comms in parse_rules(text).items():
+                rules.setdefault(coll, {}).update(comms)
+        first = next(iter(texts.values()), "").splitlines()
+        header = [line[2:] for line in first if line.startswith("# ")][:1]
+        header.append(f"communicator sizes: {', '.join(map(str, sorted(texts)))}")
+        merged = {c: dict(sorted(v.items())) for c, v in rules.items()}
+        return format_rules(merged, "\n".join(header))
 
     def reconcile(self, env: Mapping[str, str], directory: Path) -> dict[str, str]:
         return without_forced(env, directory)

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 COLLECTIVES = ("allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "barrier",
                "bcast", "gather", "reduce", "reduce_scatter", "scatter")  # fmt: skip
 SELECTOR = "smpi/coll-selector"
+# The barrier before every call a sample times (its exit skew is part of the time measured,
+# so every simulation gets the same one): a dissemination barrier
+SAMPLING_BARRIER = "--cfg=smpi/barrier:ompi_bruck"
 # A collective's value that sets nothing: the selector's choice stands.
 FOLLOW_SELECTOR = "selector"
 # Selector names every collective lists beside its algorithms; "automatic" times every

@@ -3,10 +3,10 @@ collective's algorithms over message sizes on a simulated cluster (SimGrid's SMP
 rank counts a user names, the best per size, written as the real library's selection file for
 that cluster, and the collective time saved against the library's own decision.
 
-SMPI carries ports of Open MPI's and MPICH's collective algorithms and of their decision logic
-(its ``ompi`` and ``mpich`` selectors). Only the algorithms its selectors run for one of the
-library's own (:data:`PORTS`) are sampled for that library, so every choice written names an
-algorithm the library has; the rest of SMPI's algorithms are named as left out. The
+SMPI carries ports of real libraries' collective algorithms and of their decision logic (its
+selectors; ``MPIVendor.smpi_selector``). Only the algorithms its selector runs for one of the
+library's own (``MPIVendor.smpi_ports``) are sampled for that library, so every choice written
+names an algorithm the library has; the rest of SMPI's algorithms are named as left out. The
 simulation leaves computation out (``smpi/simulate-computation:no``): a call takes the same
 simulated time each time and one call per size is the measurement (``bench/ct_simcoll.c``).
 """
@@ -24,15 +24,8 @@ from typing import TYPE_CHECKING, Any
 from commtune import native
 from commtune.errors import UsageError
 from commtune.knobs import enumerators, load_catalog, selection_file_env
-from commtune.mpi import (
-    Installation,
-    RulesError,
-    Segment,
-    Vendor,
-    format_rules,
-    launch_files,
-    parse_rules,
-)
+from commtune.mpi import Installation, RulesError, Segment, launch_files
+from commtune.mpi.smpi import SAMPLING_BARRIER
 from commtune.progress import Progress
 from commtune.sample._curves import Curve, method_at, segments
 from commtune.sample._outputs import builtin_selection
@@ -47,51 +40,7 @@ DEFAULT_SIM_OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
 # 8 B to 1 MiB, a factor of 8 apart: one call each, so the sizes are the cost
 SIM_SIZES = (8, 64, 512, 4096, 32768, 262144, 1048576)
 NO_COMPUTE = "--cfg=smpi/simulate-computation:no"
-FIXED_BARRIER = "--cfg=smpi/barrier:ompi_bruck"
 SELECTOR = "selector:"  # a run under one of SMPI's selectors: the library's own decision
-# The library's own decision logic as SMPI ports it: the selector per target library.
-SELECTORS = {"openmpi": "ompi", "mpich": "mpich"}
-
-# SMPI's algorithm -> the library's name for it, from SMPI 3.32's selectors
-# (src/smpi/colls/smpi_openmpi_selector.cpp: the array of functions each collective's decision
-# indexes with Open MPI's algorithm number; smpi_mpich_selector.cpp: the function it calls for
-# each of MPICH's choices). Where a selector runs one function for two of the library's
-# algorithms, the one it is a port of is kept; the two-process algorithms (valid at 2 ranks
-# only) are left out.
-PORTS: dict[str, dict[str, dict[str, str]]] = {
-    "openmpi": {
-        "allreduce": {"redbcast": "basic_linear", "rdb": "recursive_doubling", "lr": "ring",
-                      "ompi_ring_segmented": "segmented_ring", "rab_rdb": "rabenseifner"},
-        "bcast": {"NTSL": "basic_linear", "ompi_pipeline": "pipeline",
-                  "ompi_split_bintree": "split_binary_tree", "NTSB": "binary_tree",
-                  "binomial_tree": "binomial", "mvapich2_knomial_intra_node": "knomial",
-                  "scatter_rdb_allgather": "scatter_allgather",
-                  "scatter_LR_allgather": "scatter_allgather_ring"},
-        "reduce": {"ompi_basic_linear": "linear", "ompi_chain": "chain",
-                   "ompi_pipeline": "pipeline", "ompi_binary": "binary",
-                   "ompi_binomial": "binomial", "ompi_in_order_binary": "in-order_binary"},
-        "allgather": {"NTSLR_NB": "linear", "bruck": "bruck", "rdb": "recursive_doubling",
-                      "ring": "ring", "ompi_neighborexchange": "neighbor"},
-        "alltoall": {"basic_linear": "linear", "pair": "pairwise", "bruck": "modified_bruck"},
-        "gather": {"ompi_basic_linear": "basic_linear", "ompi_binomial": "binomial",
-                   "ompi_linear_sync": "linear_sync"},
-        "scatter": {"ompi_basic_linear": "basic_linear", "ompi_binomial": "binomial",
-                    "ompi_linear_nb": "linear_nb"},
-        "barrier": {"ompi_basic_linear": "linear", "ompi_recursivedoubling": "recursive_doubling",
-                    "ompi_bruck": "bruck", "ompi_tree": "tree"},
-    },
-    "mpich": {
-        "allreduce": {"rdb": "recursive_doubling", "rab_rdb": "reduce_scatter_allgather"},
-        "bcast": {"binomial_tree": "binomial",
-                  "scatter_rdb_allgather": "scatter_recursive_doubling_allgather",
-                  "scatter_LR_allgather": "scatter_ring_allgather"},
-        "reduce": {"binomial": "binomial", "scatter_gather": "reduce_scatter_gather"},
-        "allgather": {"rdb": "recursive_doubling", "bruck": "brucks", "ring": "ring"},
-        "alltoall": {"bruck": "brucks", "mvapich2_scatter_dest": "scattered", "pair": "pairwise"},
-        "gather": {"ompi_binomial": "binomial"},
-        "scatter": {"ompi_binomial": "binomial"},
-    },
-}  # fmt: skip
 
 
 @dataclass
@@ -178,17 +127,19 @@ class SimSample:
 
 def _targets_for(targets: Sequence[Installation]) -> list[Installation]:
     for t in targets:
-        if t.vendor.value not in PORTS:
-            raise UsageError(f"--for {t.describe()}: SMPI ports the collectives of "
-                             f"{' and '.join(sorted(PORTS))} only")  # fmt: skip
+        if t.impl.smpi_selector is None:
+            raise UsageError(f"--for {t.describe()}: SMPI carries no port of its collectives")
     return list(targets)
 
 
-def _methods(op: str, vendors: Sequence[str], available: Mapping[str, Sequence[str]]) -> list[str]:
+def _methods(op: str, targets: Sequence[Installation],
+             available: Mapping[str, Sequence[str]]) -> list[str]:  # fmt: skip
     """The simulations one collective needs: every ported algorithm this SMPI has, for any of
-    ``vendors``, and each vendor's selector."""
-    algs = sorted({a for v in vendors for a in PORTS[v].get(op, {}) if a in available.get(op, ())})
-    return [*algs, *(SELECTOR + SELECTORS[v] for v in vendors)]
+    ``targets``, and each one's selector."""
+    algs = sorted({a for t in targets for a in t.impl.smpi_ports.get(op, {})
+                   if a in available.get(op, ())})  # fmt: skip
+    selectors = sorted({SELECTOR + str(t.impl.smpi_selector) for t in targets})
+    return [*algs, *selectors]
 
 
 def _command(smpi: Installation, platform: str, hostfile: str, ranks: int, op: str,
@@ -197,18 +148,19 @@ def _command(smpi: Installation, platform: str, hostfile: str, ranks: int, op: s
            if method.startswith(SELECTOR) else f"--cfg=smpi/{op}:{method}")  # fmt: skip
     # One barrier algorithm before every call of every run: its exit skew is part of the time
     # measured, so under a selector's own barrier the same call would measure differently.
-    fixed = [] if op == "barrier" else [FIXED_BARRIER]
+    fixed = [] if op == "barrier" else [SAMPLING_BARRIER]
     return [smpi.launcher, "-np", str(ranks), "-platform", platform, "-hostfile", hostfile,
             NO_COMPUTE, cfg, *fixed, "--cfg=smpi/display-timing:no", str(binary),
             "-s", ",".join(str(s) for s in sizes), op]  # fmt: skip
 
 
-def _simulate(command: list[str], run: SimRun, sizes: Sequence[int], timeout: float) -> None:
-    from commtune.trial._process import run_process, stderr_summary
+def _simulate(smpi: Installation, command: list[str], run: SimRun, sizes: Sequence[int],
+              timeout: float) -> None:  # fmt: skip
+    from commtune.trial import run_process, stderr_summary
 
     result = run_process(command, dict(os.environ), timeout)
     run.wall = result.wall
-    failure = Vendor.SMPI.impl.run_failure(result.stderr_tail)
+    failure = smpi.impl.run_failure(result.stderr_tail)
     if result.timed_out:
         run.error = f"killed after {timeout:.0f} s"
     elif result.returncode != 0 or failure:
@@ -234,7 +186,7 @@ def simulate_all(
     hostfile: str,
     ranks: Sequence[int],
     ops: Sequence[str],
-    vendors: Sequence[str],
+    targets: Sequence[Installation],
     ui: Progress,
     *,
     sizes: Sequence[int] = SIM_SIZES,
@@ -261,7 +213,7 @@ def simulate_all(
     if cache is not None:  # the input checked: now the directory may be made
         cache.parent.mkdir(parents=True, exist_ok=True)
     plan = [(n, op, m) for n in sorted(ranks) for op in ops
-            for m in _methods(op, vendors, available)]  # fmt: skip
+            for m in _methods(op, targets, available)]  # fmt: skip
     runs: list[SimRun] = []
     reused = 0
     with ui.progress("simulating", total=len(plan)) as bar:
@@ -272,8 +224,8 @@ def simulate_all(
                 reused += 1
             else:
                 run = SimRun(n, op, method)
-                _simulate(_command(smpi, platform, hostfile, n, op, method, binary, op_sizes),
-                          run, op_sizes, timeout)  # fmt: skip
+                _simulate(smpi, _command(smpi, platform, hostfile, n, op, method, binary,
+                                         op_sizes), run, op_sizes, timeout)  # fmt: skip
                 runs.append(run)
                 if cache is not None:  # every finished simulation kept at once
                     merged = {**stored, **{(r.ranks, r.op, r.method): r for r in runs}}
@@ -308,24 +260,6 @@ def _algorithm_numbers(target: Installation, ops: Sequence[str]) -> dict[str, di
     return out
 
 
-def _merge_mpich(per_ranks: Mapping[int, dict[str, Any]], ops: Sequence[str]) -> dict[str, Any]:
-    """One CSEL tree from trees written each for one rank count: each collective's intra
-    subtree chooses by communicator size first (the largest count takes any size)."""
-    counts = sorted(per_ranks)
-    tree = dict(per_ranks[counts[-1]])
-    for op in ops:
-        key = f"collective={op}"
-        subs = [(n, per_ranks[n].get(key, {}).get("comm_type=intra")) for n in counts]
-        if len(counts) == 1 or any(s is None for _, s in subs):
-            continue
-        by_size: dict[str, Any] = {}
-        for i, (n, sub) in enumerate(subs):
-            by_size["comm_size=any" if i == len(subs) - 1 else
-                    f"comm_size<={(n + counts[i + 1]) // 2}"] = sub  # fmt: skip
-        tree[key] = {**tree[key], "comm_type=intra": by_size}
-    return tree
-
-
 def write_selections(
     sample: SimSample,
     targets: Sequence[Installation],
@@ -340,9 +274,9 @@ def write_selections(
     by_key = {(r.ranks, r.op, r.method): r for r in sample.runs}
     for target in targets:
         vendor = target.vendor.value
-        ports = PORTS[vendor]
+        ports = target.impl.smpi_ports
         numbers = _algorithm_numbers(target, ops)
-        selector = SELECTOR + SELECTORS[vendor]
+        selector = SELECTOR + str(target.impl.smpi_selector)
         builtin = builtin_selection(target)
         texts: dict[int, str] = {}
         choices: dict[int, dict[str, list[Segment]]] = {}
@@ -405,30 +339,14 @@ def write_selections(
                                    "sampled; no selection file written")  # fmt: skip
             continue
         path = output_dir / f"{vendor}-{target.version}-{target.impl.selection_file_name}"
-        write_atomic(path, _combined(vendor, texts, ops, builtin))
+        try:
+            text = target.impl.merge_selections(texts, builtin)
+        except RulesError as exc:
+            sample.warnings.append(f"{vendor}: {exc}; no selection file written")
+            continue
+        write_atomic(path, text)
         sample.files[vendor] = str(path.resolve())
         sample.env[vendor] = selection_file_env(target.impl, str(path.resolve()))
-
-
-def _combined(vendor: str, texts: Mapping[int, str], ops: Sequence[str], builtin: Any) -> str:
-    """One file for every rank count sampled."""
-    if vendor == "openmpi":
-        rules: dict[int, dict[int, list[tuple[int, int, int, int]]]] = {}
-        header = [ln[2:] for ln in next(iter(texts.values())).splitlines() if ln.startswith("#")]
-        for text in texts.values():
-            for coll, comms in parse_rules(text).items():
-                rules.setdefault(coll, {}).update(comms)
-        return format_rules(
-            {c: dict(sorted(v.items())) for c, v in rules.items()},
-            "\n".join([*header[:1], f"ranks: {', '.join(map(str, texts))}"]),
-        )
-    from commtune.mpi._mpich_csel import validate
-
-    tree = _merge_mpich({n: json.loads(t) for n, t in texts.items()}, ops)
-    text = json.dumps(tree, indent=1) + "\n"
-    if builtin is not None:
-        validate(text, builtin)
-    return text
 
 
 def _left_out(available: Mapping[str, Sequence[str]], ports: Mapping[str, Mapping[str, str]],
@@ -479,13 +397,14 @@ def sample_simulated(
     """``commtune sample --mpi smpi``: see the module docstring."""
     targets = _targets_for(targets)
     if not targets:
-        raise UsageError("sampling a simulated cluster writes a real library's selection: "
-                         "name it with --for openmpi or --for mpich (none found)")  # fmt: skip
+        raise UsageError(
+            "no real library to write a selection for: SMPI carries ports of "
+            "libraries none of which is installed here (--for names one)"
+        )
     cache = output_dir / "smpi-sample.json"
     if refresh and cache.exists():
         cache.unlink()
-    vendors = sorted({t.vendor.value for t in targets})
-    cluster, runs, reused = simulate_all(smpi, platform, hostfile, ranks, ops, vendors, ui,
+    cluster, runs, reused = simulate_all(smpi, platform, hostfile, ranks, ops, targets, ui,
                                          sizes=sizes, cache=cache, timeout=timeout)  # fmt: skip
     sample = SimSample(cluster, sorted(ranks), runs, reused=reused)
     sample.warnings += [f"{r.ranks} ranks, {r.op} {r.method}: failed ({r.error})"
