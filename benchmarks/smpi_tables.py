@@ -130,11 +130,17 @@ def summary() -> str:
         value = best["values"][0]
         shown = ", ".join(f"{k.removeprefix('smpi/')}={v}" for k, v in best["params"].items())
         ompi, mpich = alone.get("ompi"), alone.get("mpich")
+
+        def shown_value(v: float | None) -> str:  # a selector's run that failed: no figure
+            return "failed" if v is None else f"{v:.4g}"
+
+        def ratio(v: float | None) -> str:
+            return "-" if v is None else f"{v / value:.2f}x"
+
         lines.append(
-            f"| {path.stem.removeprefix('table-smpi-')} | {base:.4g} | {ompi or float('nan'):.4g} "
-            f"| {mpich or float('nan'):.4g} | {shown} | {base / value:.2f}x | "
-            f"{(ompi or float('nan')) / value:.2f}x | {(mpich or float('nan')) / value:.2f}x | "
-            f"{len(data['trials']) - len(done)} |"
+            f"| {path.stem.removeprefix('table-smpi-')} | {base:.4g} | {shown_value(ompi)} "
+            f"| {shown_value(mpich)} | {shown} | {base / value:.2f}x | {ratio(ompi)} | "
+            f"{ratio(mpich)} | {len(data['trials']) - len(done)} |"
         )
     return "\n".join(lines)
 
