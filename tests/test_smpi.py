@@ -354,6 +354,10 @@ def test_sampling_a_simulated_cluster_writes_files_the_real_libraries_load(
     data = last_json(out)
     assert data["ranks"] == [4, 8] and not data["failed"]
     assert set(data["files"]) == {"openmpi", "mpich"}
+    # what is left out is SMPI's algorithms with no counterpart, never a selector's name
+    left = data["left_out"]["openmpi"]["allreduce"]
+    assert "smp_rsag" in left and not {"mpich", "ompi", "selector", "default"} & set(left)
+    assert "rdb" not in left  # Open MPI's recursive doubling
     rules = parse_rules(Path(data["files"]["openmpi"]).read_text())
     assert rules and all(set(comms) == {4, 8} for comms in rules.values())
     savings = data["savings"]

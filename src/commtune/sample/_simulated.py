@@ -240,11 +240,14 @@ def simulate_all(
 
 
 def smpi_algorithms(smpi: Installation) -> dict[str, tuple[str, ...]]:
-    """collective -> the algorithms this SMPI has (read from the installation)."""
-    from commtune.mpi.smpi import discover_smpi
+    """collective -> the algorithms this SMPI has (read from the installation), without the
+    values that name a selector's choice (``mpich``, ``selector``, ...): no algorithm."""
+    from commtune.mpi.smpi import FOLLOW_SELECTOR, SELECTORS, discover_smpi
 
-    return {name.removeprefix("smpi/"): var.enumerators
-            for name, var in discover_smpi(smpi).items()}  # fmt: skip
+    chosen_by_selector = {*SELECTORS, FOLLOW_SELECTOR}
+    out = {name.removeprefix("smpi/"): var.enumerators for name, var in discover_smpi(smpi).items()}
+    return {k: v if k == "coll-selector" else tuple(a for a in v if a not in chosen_by_selector)
+            for k, v in out.items()}  # fmt: skip
 
 
 def _algorithm_numbers(target: Installation, ops: Sequence[str]) -> dict[str, dict[str, int]]:
