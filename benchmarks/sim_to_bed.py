@@ -29,11 +29,38 @@ from smpi_agreement import build, calibrated, real_run, value
 
 from commtune.mpi import find_installation, installation_of, write_cluster
 from commtune.mpi._vendor import Vendor
-from commtune.sample._curves import TIE
 from commtune.testbed import Cluster as Bed
 
 OPS = ("allreduce", "bcast", "alltoall")
 SIZES = (8, 512, 32768, 262144, 1 << 20)
+
+
+OWN = ("ignore", "auto")  # the library's own decision, as each selection file names it
+
+
+def report(rows: list[dict]) -> None:
+    """The table, and the summary by whether the file changes the library's decision at a
+    size (its algorithm there is not the library's own)."""
+    print("| library | collective | size | simulated choice (saved in simulation) "
+          "| real: defaults / file (median of rounds) | real gain |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        saved = r["sim_saved"]
+        said = f"{r['sim_algorithm']} ({100 * saved:+.0f} %)" if saved is not None else "-"
+        print(f"| {r['library']} | {r['op']} | {r['size']} | {said} | "
+              f"{r['defaults_s'] * 1e6:.0f} / {r['file_s'] * 1e6:.0f} us | "
+              f"{r['real_gain']:.2f}x |")  # fmt: skip
+    changed = [r for r in rows if r["sim_algorithm"] not in (None, *OWN)]
+    kept = [r for r in rows if r["sim_algorithm"] in OWN]
+    for label, group in (("changes the library's decision", changed),
+                         ("keeps the library's decision", kept)):  # fmt: skip
+        if not group:
+            continue
+        gains = sorted(r["real_gain"] for r in group)
+        faster = sum(g > 1.0 for g in gains)
+        print(f"\nwhere the file {label} ({len(group)} sizes): faster on the bed in {faster}; "
+              f"real gain median {statistics.median(gains):.2f}x (range {gains[0]:.2f}-"
+              f"{gains[-1]:.2f})")  # fmt: skip
 
 
 def main() -> int:
@@ -44,7 +71,11 @@ def main() -> int:
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--libraries", default="openmpi,mpich")
     p.add_argument("--json", type=Path)
+    p.add_argument("--report", type=Path, help="only print the report of a saved --json")
     args = p.parse_args()
+    if args.report:
+        report(json.loads(args.report.read_text())["rows"])
+        return 0
     libraries = [installation_of(n) for n in args.libraries.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="sim-to-bed-") as tmp:
@@ -101,34 +132,7 @@ def main() -> int:
                                "sim_algorithm": sim["algorithm"] if sim else None}  # fmt: skip
                         print(json.dumps(row), file=sys.stderr)
                         rows.append(row)
-    print(
-        "| library | collective | size | simulated choice (saved in simulation) "
-        "| real: defaults / file (median of rounds) | real gain |"
-    )
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        saved = r["sim_saved"]
-        said = f"{r['sim_algorithm']} ({100 * saved:+.0f} %)" if saved is not None else "-"
-        print(f"| {r['library']} | {r['op']} | {r['size']} | {said} | "
-              f"{r['defaults_s'] * 1e6:.0f} / {r['file_s'] * 1e6:.0f} us | "
-              f"{r['real_gain']:.2f}x |")  # fmt: skip
-    changed = [r for r in rows if r["sim_saved"] is not None and r["sim_saved"] > TIE]
-    kept = [r for r in rows if r["sim_saved"] is not None and r["sim_saved"] <= TIE]
-    agree = sum(r["real_gain"] > 1.0 for r in changed)
-    if changed:
-        gains = [r["real_gain"] for r in changed]
-        print(
-            f"\nwhere the simulation changed the library's decision ({len(changed)}): the "
-            f"file is faster on the bed in {agree}; real gain median "
-            f"{statistics.median(gains):.2f}x (range {min(gains):.2f}-{max(gains):.2f})"
-        )
-    if kept:
-        gains = [r["real_gain"] for r in kept]
-        print(
-            f"where it kept the decision ({len(kept)}): real gain median "
-            f"{statistics.median(gains):.2f}x (range {min(gains):.2f}-{max(gains):.2f}): "
-            "the noise of a file that changes nothing"
-        )
+    report(rows)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"rows": rows, "sample": sample}, indent=1) + "\n")

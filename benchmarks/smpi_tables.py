@@ -134,8 +134,8 @@ def summary() -> str:
         def shown_value(v: float | None) -> str:  # a selector's run that failed: no figure
             return "failed" if v is None else f"{v:.4g}"
 
-        def ratio(v: float | None) -> str:
-            return "-" if v is None else f"{v / value:.2f}x"
+        def ratio(v: float | None, best: float = value) -> str:
+            return "-" if v is None else f"{v / best:.2f}x"
 
         lines.append(
             f"| {path.stem.removeprefix('table-smpi-')} | {base:.4g} | {shown_value(ompi)} "
