@@ -49,8 +49,8 @@ static double call(const char *op, char *a, char *b, long size, int ranks) {
 }
 
 int main(int argc, char **argv) {
-    static const char *known[] = {"allreduce", "bcast", "reduce", "allgather", "alltoall",
-                                  "gather", "scatter", "barrier"};
+    static const char *known[] = {"allreduce", "bcast",  "reduce",  "allgather",
+                                  "alltoall",  "gather", "scatter", "barrier"};
     MPI_Init(&argc, &argv);
     int rank, ranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -70,14 +70,15 @@ int main(int argc, char **argv) {
     int ok = op != NULL && n_sizes > 0;
     for (size_t k = 0; ok && k < sizeof known / sizeof *known; ++k)
         if (strcmp(op, known[k]) == 0) ok = 2;
-    if (ok != 2) ct_usage_exit("usage: ct_simcoll -s SIZES OP (allreduce, bcast, reduce, "
-                               "allgather, alltoall, gather, scatter, barrier)\n");
+    if (ok != 2)
+        ct_usage_exit("usage: ct_simcoll -s SIZES OP (allreduce, bcast, reduce, "
+                      "allgather, alltoall, gather, scatter, barrier)\n");
     long largest = 8;
     for (int k = 0; k < n_sizes; ++k)
         if (sizes[k] > largest) largest = sizes[k];
-    /* the root of a gather receives the total; every other buffer holds at most SIZE bytes.
-     * The contents do not matter to the simulation: under SMPI every rank shares one copy
-     * (SMPI_SHARED_MALLOC), or a thousand ranks would need a thousand buffers. */
+            /* the root of a gather receives the total; every other buffer holds at most SIZE bytes.
+             * The contents do not matter to the simulation: under SMPI every rank shares one copy
+             * (SMPI_SHARED_MALLOC), or a thousand ranks would need a thousand buffers. */
 #ifdef SMPI_SHARED_MALLOC
     char *a = SMPI_SHARED_MALLOC((size_t)largest + 8), *b = SMPI_SHARED_MALLOC((size_t)largest + 8);
 #else
