@@ -116,23 +116,25 @@ def from_paje(path: str | Path, classes: Mapping[str, str] | None = None) -> Pro
             "sizes": _buckets(sizes.get(name, [])),
         }
 
-    def per_rank(kinds: tuple[str, ...] | None) -> list[float]:
-        def counted(op: str) -> bool:
-            return kinds is None or classes.get(op, "other") in kinds
-
-        return [sum(t for (rank, op), t in time.items() if rank == r and counted(op))
-                for r in ranks]  # fmt: skip
-
-    mpi, comm = per_rank(None), per_rank(COMM)
-    p2p, coll = sum(per_rank(P2P)), sum(per_rank(("coll",)))
+    # per rank: all MPI time and the communication's (one pass over the rank x call sums)
+    mpi: dict[str, float] = defaultdict(float)
+    comm: dict[str, float] = defaultdict(float)
+    p2p = coll = 0.0
+    for (rank, op), t in time.items():
+        kind = classes.get(op, "other")
+        mpi[rank] += t
+        comm[rank] += t if kind in COMM else 0.0
+        p2p += t if kind in P2P else 0.0
+        coll += t if kind == "coll" else 0.0
     walls = [end[r] for r in ranks]
     p2p_bytes = sum(v for (_, op), v in volume.items() if classes.get(op) == "send")
     coll_bytes = sum(v for (_, op), v in volume.items() if classes.get(op) == "coll")
-    total_comm, total_wall = sum(comm), sum(walls)
+    total_comm, total_wall = sum(comm.values()), sum(walls)
     data = {
         "format": FORMAT, "version": 1, "vendor": "smpi", "library": "SimGrid SMPI (trace)",
         "ranks": n, "source": "SMPI trace",
-        "wall_time": _stats(walls), "mpi_time": _stats(mpi), "comm_time": _stats(comm),
+        "wall_time": _stats(walls), "mpi_time": _stats([mpi[r] for r in ranks]),
+        "comm_time": _stats([comm[r] for r in ranks]),
         "features": {
             "p2p_time_share": p2p / total_comm if total_comm else 0.0,
             "p2p_bytes": p2p_bytes / n,
@@ -140,7 +142,7 @@ def from_paje(path: str | Path, classes: Mapping[str, str] | None = None) -> Pro
             "coll_bytes": coll_bytes / n,
             "comm_size": n,
             "comm_time_share": total_comm / total_wall if total_wall else 0.0,
-            "mpi_time": sum(mpi) / n,
+            "mpi_time": sum(mpi.values()) / n,
         },
         "operations": operations, "cvars": [], "hints": [], "user": [], "pvars": [],
     }  # fmt: skip

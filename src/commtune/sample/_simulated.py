@@ -61,6 +61,13 @@ class SimRun:
                 "times": {str(s): t for s, t in self.times.items()}, "error": self.error,
                 "wall": round(self.wall, 3)}  # fmt: skip
 
+    def curve(self, name: str) -> Curve | None:
+        """Its times as a sampled curve (ns) under ``name``; None for a failed run."""
+        if self.error:
+            return None
+        sizes = tuple(sorted(self.times))
+        return Curve(name, sizes, tuple(self.times[s] * 1e9 for s in sizes))
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SimRun:
         return cls(data["ranks"], data["op"], data["method"],
@@ -193,10 +200,12 @@ def simulate_all(
     *,
     sizes: Sequence[int] = SIM_SIZES,
     cache: Path | None = None,
+    reuse: bool = True,
     timeout: float = 3600.0,
 ) -> tuple[str, list[SimRun], int]:
-    """Every simulation the sample needs (reusing those ``cache`` holds for the same cluster,
-    SMPI and sizes): (the cluster's description, the runs, how many were reused)."""
+    """Every simulation the sample needs (with ``reuse``, those ``cache`` holds for the same
+    cluster, SMPI and sizes are not run again; every finished one is added to it at once):
+    (the cluster's description, the runs, how many were reused)."""
     unknown = sorted(set(ops) - set(SIM_OPS))
     if unknown:
         raise UsageError(f"unknown operation {unknown[0]!r} on a simulated cluster "
@@ -207,7 +216,7 @@ def simulate_all(
     binary = native.build(smpi, "bench/ct_simcoll.c")
     key = _cache_key(launch.platform.digest, hostfile, smpi.version, sizes)
     stored: dict[tuple[int, str, str], SimRun] = {}
-    if cache is not None and cache.exists():
+    if reuse and cache is not None and cache.exists():
         data = json.loads(cache.read_text())
         if data.get("key") == key:
             for r in map(SimRun.from_json, data["runs"]):
@@ -229,14 +238,10 @@ def simulate_all(
                 _simulate(smpi, _command(smpi, platform, hostfile, n, op, method, binary,
                                          op_sizes), run, op_sizes, timeout)  # fmt: skip
                 runs.append(run)
+                stored[(n, op, method)] = run
                 if cache is not None:  # every finished simulation kept at once
-                    merged = {**stored, **{(r.ranks, r.op, r.method): r for r in runs}}
-                    write_atomic(
-                        cache,
-                        json.dumps(
-                            {"key": key, "runs": [r.to_json() for r in merged.values()]}, indent=1
-                        ),
-                    )
+                    kept = [r.to_json() for r in stored.values()]
+                    write_atomic(cache, json.dumps({"key": key, "runs": kept}, indent=1))
             bar.advance(1, f"{n} ranks {op} {method}")
     return launch.describe(), runs, reused
 
@@ -244,10 +249,11 @@ def simulate_all(
 def smpi_algorithms(smpi: Installation) -> dict[str, tuple[str, ...]]:
     """collective -> the algorithms this SMPI has (read from the installation), without the
     values that name a selector's choice (``mpich``, ``selector``, ...): no algorithm."""
-    from commtune.mpi.smpi import FOLLOW_SELECTOR, SELECTORS, discover_smpi
+    from commtune.mpi.smpi import FOLLOW_SELECTOR, SELECTORS
 
     chosen_by_selector = {*SELECTORS, FOLLOW_SELECTOR}
-    out = {name.removeprefix("smpi/"): var.enumerators for name, var in discover_smpi(smpi).items()}
+    # the installation's discovery, cached per installation (one set of probe runs)
+    out = {name.removeprefix("smpi/"): names for name, names in enumerators(smpi).items()}
     return {k: v if k == "coll-selector" else tuple(a for a in v if a not in chosen_by_selector)
             for k, v in out.items()}  # fmt: skip
 
@@ -288,26 +294,22 @@ def write_selections(
         for n in sample.ranks:
             segs: dict[str, list[Segment]] = {}
             for op in ops:
-                own = by_key.get((n, op, selector))
-                curves = []
                 # the library's own decision, under the name its selection file gives it
                 # (Open MPI's "ignore": the fixed rules; MPICH's "auto": its built-in subtree)
                 own_name = next(iter(numbers.get(op, {})), None)
-                if own is not None and not own.error and own_name is not None:
-                    sizes = tuple(sorted(own.times))
-                    times = tuple(own.times[s] * 1e9 for s in sizes)
-                    curves.append(Curve(own_name, sizes, times))
-                for alg, name in ports.get(op, {}).items():
-                    run = by_key.get((n, op, alg))
-                    if run is None or run.error or name not in numbers.get(op, {}):
-                        continue
-                    sizes = tuple(sorted(run.times))
-                    curves.append(Curve(name, sizes, tuple(run.times[s] * 1e9 for s in sizes)))
+                own = by_key.get((n, op, selector))
+                if own is not None and own.error:
+                    own = None
+                named = [(own_name, own)] if own_name is not None else []
+                named += [(name, by_key.get((n, op, alg))) for alg, name in
+                          ports.get(op, {}).items() if name in numbers.get(op, {})]  # fmt: skip
+                curves = [c for name, run in named if run is not None
+                          if (c := run.curve(name)) is not None]  # fmt: skip
                 if len(curves) < 2:
                     continue
                 ranges = segments(curves, prefer=own_name)
                 by_name = {c.method: c for c in curves}
-                own_times = own.times if own is not None and not own.error else {}
+                own_times = own.times if own is not None else {}
                 for size in sorted(own_times):
                     method = method_at(ranges, size)  # what the file chooses at this size
                     chosen = by_name[method].at(size)
@@ -407,10 +409,9 @@ def sample_simulated(
             "libraries none of which is installed here (--for names one)"
         )
     cache = output_dir / "smpi-sample.json"
-    if refresh and cache.exists():
-        cache.unlink()
     cluster, runs, reused = simulate_all(smpi, platform, hostfile, ranks, ops, targets, ui,
-                                         sizes=sizes, cache=cache, timeout=timeout)  # fmt: skip
+                                         sizes=sizes, cache=cache, reuse=not refresh,
+                                         timeout=timeout)  # fmt: skip
     sample = SimSample(cluster, sorted(ranks), runs, reused=reused)
     sample.warnings += [f"{r.ranks} ranks, {r.op} {r.method}: failed ({r.error})"
                         for r in runs if r.error]  # fmt: skip
