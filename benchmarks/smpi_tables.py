@@ -53,9 +53,17 @@ PROGRAMS = {
                                  1024: ["-problem", "1", "-n", "4", "4", "4", "-P", "16", "8",
                                         "8"]}),
     "snap": (APPS["snap"].metric, {256: (16, 16), 1024: (32, 32)}),  # npey x npez
-    # LULESH takes a cube of ranks only: 216 and 1,000, the cubes nearest 256 and 1,024
-    "lulesh": (None, {r: ["-s", "8", "-i", "50"] for r in (216, 1000)}),
+    # LULESH takes a cube of ranks only: 216 and 1,000, the cubes nearest 256 and 1,024; 20
+    # steps at 1,000 ranks (50 would take 2-3 hours a table: measured 22 s a run at 216)
+    "lulesh": (None, {216: ["-s", "8", "-i", "50"], 1000: ["-s", "8", "-i", "20"]}),
 }  # fmt: skip
+
+
+# settings a program's command carries in every run, defaults included: SMPI's default
+# allgather(v) (every rank posts to every other) took past 600 s of wall time a miniFE run at
+# 256 ranks; with ring allgathers 11 s (simulated times of both not compared: the first never
+# ended). The selector knob then decides every other collective.
+FIXED = {"minife": ["--cfg=smpi/allgather:ring", "--cfg=smpi/allgatherv:ring"]}
 
 
 def snap_input(work: Path, ranks: int) -> list[str]:
@@ -83,14 +91,22 @@ def binary(name: str, sources: dict[str, Path]) -> str:
     return str(APPS[name].build(sources[name], inst))
 
 
+def case_command(case: str, sources: dict[str, Path], work: Path) -> list[str]:
+    """The smpirun line of ``case`` (PROGRAM-RANKS-CLUSTER), its cluster written into
+    ``work``."""
+    name, ranks_text, where = case.split("-")
+    ranks = int(ranks_text)
+    platform, hosts = write_cluster(CLUSTERS[where], str(work / where))
+    given = snap_input(work, ranks) if name == "snap" else PROGRAMS[name][1][ranks]
+    return ["smpirun", "-np", str(ranks), "-platform", platform, "-hostfile", hosts,
+            NO_COMPUTE, *FIXED.get(name, []), binary(name, sources), *given]  # fmt: skip
+
+
 def record(case: str, sources: dict[str, Path], work: Path) -> Path:
     name, ranks_text, where = case.split("-")
     ranks = int(ranks_text)
-    metric, args = PROGRAMS[name]
-    platform, hosts = write_cluster(CLUSTERS[where], str(work / where))
-    given = snap_input(work, ranks) if name == "snap" else args[ranks]
-    command = ["smpirun", "-np", str(ranks), "-platform", platform, "-hostfile", hosts,
-               NO_COMPUTE, binary(name, sources), *given]  # fmt: skip
+    metric = PROGRAMS[name][0]
+    command = case_command(case, sources, work)
     out = DATA / f"table-smpi-{case}.json"
     argv = [sys.executable, "-m", "commtune", "tune", "--record", str(out), "--repeats", "1",
             *SPACE, "--storage", f"sqlite:///{work / 'record.db'}"]  # fmt: skip

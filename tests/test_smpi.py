@@ -457,10 +457,52 @@ def test_a_simulated_run_is_profiled_from_its_trace_and_the_final_rules_run_on_i
 
 
 @needs_smpi
-def test_wangs_model_is_refused_on_a_simulated_cluster_before_anything_is_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_wangs_model_is_trained_on_a_simulated_cluster_and_predicts_for_it(
+    cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """commtune train --mpi smpi: the training benchmark at simulated rank counts on the
+    user's cluster, the defaults' runs profiled from SimGrid's trace, no compute share (a
+    simulation without computation would wait on a clock that does not move) and no
+    all-to-all (minutes a run at scale); the model is
+    stored under the cluster. predict on an smpirun line of that cluster: a proposal; with
+    --verify one pair (deterministic) and the speedup is the runs' ratio."""
+    from commtune.store import Store
+
+    platform, hosts = cluster
     storage = f"sqlite:///{tmp_path / 's.db'}"
-    code, _, err = run_cli(["train", "--mpi", "smpi", "--quick", "--storage", storage], capsys)
-    assert code == 2 and "commtune train runs on a real MPI" in err
+    train = ["train", "--mpi", "smpi", "--np", "4,8", "--budget", "16", "--configs", "3",
+             "--knob", "smpi/allreduce=selector,rdb,lr", "--storage", storage,
+             "--json"]  # fmt: skip
+    # no cluster named: one line, nothing written
+    code, _, err = run_cli(train, capsys)
+    assert code == 2 and "needs --platform FILE and --hostfile FILE" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s.db").exists()
+    code, out, err = run_cli([*train, "--platform", platform, "--hostfile", hosts], capsys)
+    assert code == 0, err
+    store = Store(storage)
+    [(key, model)] = store.models().items()
+    assert "16 nodes" in model["fingerprint"]["nodes"]
+    runs = store.training_runs(key)
+    assert len(runs) == 16 and all(r["value"] and r["value"] > 0 for r in runs.values())
+    points = [json.loads(point) for point, config in runs if config == ""]
+    assert sorted(p["ranks"] for p in points) == [4, 4, 8, 8]
+    assert all(p["compute"] == 0 and not p.get("alltoall") for p in points)
+    features = [r["features"] for (_, c), r in runs.items() if c == ""]
+    assert sorted(f["comm_size"] for f in features) == [4, 4, 8, 8]
+    assert all(f["coll_time_share"] > 0 for f in features)
+    demo = str(native.build(_smpi(), "demo/ct_demo.c"))
+    line = ["--", "smpirun", "-np", "8", "-platform", platform, "-hostfile", hosts, demo, "2"]
+    code, out, err = run_cli(["predict", "--storage", storage, "--json", "--verify", *line],
+                             capsys)  # fmt: skip
+    data = last_json(out)
+    assert code == 0 and set(data["params"]) == {"smpi/allreduce"}, err
+    verify = data["verify"]
+    assert len(verify["default"]) == len(verify["predicted"]) == 1
+    assert verify["speedup"] == pytest.approx(verify["default"][0] / verify["predicted"][0])
+    assert verify["faster"] == (verify["speedup"] >= 1.01)
+    # another simulated cluster is another platform: its model is not this one
+    other = write_cluster(Cluster(16, topology="torus"), str(tmp_path / "other"))
+    code, _, err = run_cli(["predict", "--storage", storage, "--", "smpirun", "-np", "8",
+                            "-platform", other[0], "-hostfile", other[1], demo, "2"],
+                           capsys)  # fmt: skip
+    assert code == 2 and "trained on another platform" in err

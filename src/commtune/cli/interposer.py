@@ -126,7 +126,7 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
     if inst.impl.simulated:
         # no preloaded library reaches a simulated program: SimGrid's trace of the run
         from commtune.mpi import launch_files
-        from commtune.service import Traced
+        from commtune.trial import Traced
 
         simulated = launch_files(command)
         executor = Traced(LocalExecutor(launcher_for(inst), command, knobs,

@@ -45,6 +45,8 @@ def _add_train(p: argparse.ArgumentParser) -> None:
         help="train for this knob (default: the MPI's default space); repeatable",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the designs")
+    p.add_argument("--platform", help="simulated cluster (--mpi smpi): its SimGrid platform file")
+    p.add_argument("--hostfile", help="simulated cluster (--mpi smpi): its hostfile")
     add_json(p)
 
 
@@ -70,16 +72,22 @@ def _add_predict(p: argparse.ArgumentParser) -> None:
     add_json(p)
 
 
-def _not_simulated(inst: Any, what: str) -> None:
-    """Wang's model needs libcommtune's profile of every training run, which no preloaded
-    library gives on SMPI (measured: its training benchmark at 16 simulated ranks ran past
-    the 60 s a training run is given, 9 runs in 10 minutes): refused before anything is
-    written."""
-    if inst.impl.simulated:
-        raise UsageError(
-            f"commtune {what} runs on a real MPI; on a simulated cluster "
-            f"({inst.describe()}) tune the program: commtune tune -- smpirun ..."
-        )
+def _simulated_cluster(inst: Any, args: argparse.Namespace, ranks: list[int]) -> str | None:
+    """The simulated cluster the training runs go to (its description, the platform the
+    model is stored under), checked before anything is written; None on a real MPI."""
+    from commtune.mpi import launch_files
+
+    if not inst.impl.simulated:
+        if args.platform or args.hostfile:
+            raise UsageError("--platform and --hostfile describe a simulated cluster; "
+                             f"{inst.describe()} is not simulated")  # fmt: skip
+        return None
+    if not args.platform or not args.hostfile:
+        raise UsageError("training on a simulated cluster needs --platform FILE and --hostfile "
+                         "FILE (commtune cluster --nodes N --out DIR writes both)")  # fmt: skip
+    launch = launch_files([inst.launcher, "-np", str(max(ranks)), "-platform", args.platform,
+                           "-hostfile", args.hostfile])  # fmt: skip
+    return launch.cluster
 
 
 def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
@@ -93,7 +101,6 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.strategies import design_configs
 
     inst = installation_of(args.mpi)
-    _not_simulated(inst, "train")
     default_np = ",".join(map(str, inst.impl.training_ranks))
     try:
         ranks = [int(r) for r in (args.np or default_np).split(",") if r.strip()]
@@ -101,6 +108,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
         raise UsageError(f"--np {args.np!r}: expected rank counts such as 2,4") from None
     if not ranks or min(ranks) < 2:
         raise UsageError("--np: the training benchmark needs at least 2 ranks")
+    cluster = _simulated_cluster(inst, args, ranks)
     configs_per_point = args.configs or (8 if args.quick else 12)
     budget = args.budget or (90 if args.quick else 312)
     n_points = budget // (configs_per_point + 1)
@@ -113,17 +121,19 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
                         across_nodes=on_testbed())  # fmt: skip
     url = normalize_url(args.storage)
     ui = UI(json_mode=args.json)
-    store, platform = open_store(url, inst)
+    store, platform = open_store(url, inst, cluster)
     space = probe(space, launcher_for(inst), store, platform, ui)
-    fingerprint = Fingerprint.of(inst)
-    points = design_points(n_points, ranks, args.seed)
+    fingerprint = Fingerprint.of(inst, nodes=cluster)
+    points = design_points(n_points, ranks, args.seed, simulated=cluster is not None)
     configs = design_configs(space, configs_per_point, args.seed)
     ui.info(
-        f"{inst.describe()}; {len(points)} input points x {len(configs) + 1} "
-        f"configurations of {', '.join(space.names)}"
+        f"{inst.describe()}{'; ' + cluster if cluster else ''}; {len(points)} input points x "
+        f"{len(configs) + 1} configurations of {', '.join(space.names)}"
     )
     start = time.perf_counter()
-    made = collect(store, platform, inst, space, points, configs, ui, profiling(inst))
+    where = (args.platform, args.hostfile) if cluster else None
+    made = collect(store, platform, inst, space, points, configs, ui,
+                   None if cluster else profiling(inst), simulated=where)  # fmt: skip
     minutes = (time.perf_counter() - start) / 60
     report = fit_and_store(store, platform, fingerprint, space, minutes, args.seed)
     for table in train_tables(report):
@@ -145,6 +155,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.predict import Predictor, features_of, model_store
     from commtune.report import UI, prediction_table
     from commtune.service import default_study_name, profiling
+    from commtune.stats import Comparison
     from commtune.study import (
         DEFAULTS,
         PROPOSAL,
@@ -153,27 +164,34 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         StudySpec,
         save_result_study,
     )
-    from commtune.trial import LocalExecutor, Objective
+    from commtune.trial import SIMULATED, LocalExecutor, Objective, Traced
     from commtune.tune import judge_pairs, run_pair
 
     command = need_command(command)
-    objective = Objective.parse(args.metric)
     inst = resolve_command(command, args.mpi)
-    _not_simulated(inst, "predict")
+    cluster = None
+    if inst.impl.simulated:  # the value is the simulated time; the profile SimGrid's trace
+        from commtune.mpi import launch_files
+
+        cluster = launch_files(command).cluster
+        if args.metric == "wall":
+            args.metric = SIMULATED
+    objective = Objective.parse(args.metric)
     ui = UI(json_mode=args.json)
     store = model_store(args.storage, inst)
-    predictor = Predictor.load(store, inst, args.force, ui)
+    predictor = Predictor.load(store, inst, args.force, ui, nodes=cluster)
     knobs = [d.knob for d in predictor.space.dimensions]
     executor = LocalExecutor(
         launcher_for(inst),
         command,
         knobs,
         objective,
-        profiling=profiling(inst),
+        profiling=None if cluster else profiling(inst),
         enumerators=knob_enumerators(inst),
     )
-    ui.info(f"{inst.describe()}; one profiled run with the library's defaults")
-    run = executor.run(None, args.timeout)
+    ui.info(f"{inst.describe()}{'; ' + cluster if cluster else ''}; one profiled run with the "
+            "library's defaults")  # fmt: skip
+    run = (Traced(executor) if cluster else executor).run(None, args.timeout)
     if run.failure is not None or run.profile is None:
         raise UsageError(f"the profiled run failed ({run.failure or 'no profile written'})")
     features = features_of(run.profile)
@@ -201,26 +219,41 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     if args.verify:
         default_times: list[float] = []
         predicted_times: list[float] = []
-        with ui.progress("verify: default and predicted, interleaved", 2 * args.pairs) as bar:
-            for i in range(args.pairs):  # the check's loop: the order alternates by round
+        # a simulation leaving computation out is deterministic: one pair is the measurement
+        pairs = 1 if cluster else args.pairs
+        with ui.progress("verify: default and predicted, interleaved", 2 * pairs) as bar:
+            for i in range(pairs):  # the check's loop: the order alternates by round
                 try:
                     d, c = run_pair(i, executor, config, args.timeout, bar)
                 except RunFailed as exc:
                     raise UsageError(f"a verification run failed: {exc}") from None
                 default_times.append(d)
                 predicted_times.append(c)
-        # the tuner's rule (--gate risk) on the interleaved pairs
-        cmp, _ = judge_pairs(default_times, predicted_times, DEFAULTS.risk, DEFAULTS.tolerance)
+        if cluster:  # the value is the value: faster when it clears the minimum gain
+            s = default_times[0] / predicted_times[0]
+            cmp = Comparison(s, s, s, float("nan"), s >= 1 + DEFAULTS.min_gain)
+        else:  # the tuner's rule (--gate risk) on the interleaved pairs
+            cmp, _ = judge_pairs(default_times, predicted_times, DEFAULTS.risk,
+                                 DEFAULTS.tolerance)  # fmt: skip
         verdict.accepted = cmp.faster
         verdict.extra[PROPOSAL] = False
         verdict.speedup, verdict.ci = cmp.speedup, (cmp.ci_low, cmp.ci_high)
         verdict.default_values, verdict.best_values = default_times, predicted_times
         verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance)
-        verdict.reason = (
-            "predicted; verified: expected faster at the risk allowed"
-            if cmp.faster
-            else "predicted; not shown faster at the risk allowed: the default stays"
-        )
+        if cluster:  # one pair of deterministic runs: the speedup is theirs
+            verdict.extra.update(gate="exact", min_gain=DEFAULTS.min_gain)
+            verdict.reason = (
+                f"predicted; verified: {cmp.speedup:.4g}x in deterministic runs"
+                if cmp.faster
+                else f"predicted; {cmp.speedup:.4g}x in deterministic runs, below the minimum "
+                f"gain of {DEFAULTS.min_gain:.0%}: the default stays"
+            )
+        else:
+            verdict.reason = (
+                "predicted; verified: expected faster at the risk allowed"
+                if cmp.faster
+                else "predicted; not shown faster at the risk allowed: the default stays"
+            )
         out["verify"] = {
             "speedup": cmp.speedup,
             "ci": [cmp.ci_low, cmp.ci_high],
@@ -233,7 +266,9 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
             f"{verdict.reason}"
         )
     spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), args.metric, 1)
-    save_result_study(store.optuna, name, spec, verdict, platform=Fingerprint.of(inst).key)
+    save_result_study(
+        store.optuna, name, spec, verdict, platform=Fingerprint.of(inst, nodes=cluster).key
+    )
     if verdict.accepted or not args.verify:
         then = "applies it" if verdict.accepted else "checks it against the defaults first"
         ui.info(f"stored as study {name}: `commtune run --study {name} -- ...` {then}")

@@ -32,7 +32,7 @@ from commtune.mpi._simgrid import (
     write_cluster,
 )
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
-from commtune.mpi.smpi import simulated_time
+from commtune.mpi.smpi import NO_COMPUTE, simulated_command, simulated_time
 
 VENDOR_NAMES = tuple(v.value for v in Vendor)
 # Variables of every library in a user's environment (a study records them), and the files
@@ -44,6 +44,7 @@ __all__ = [
     "COLL_IDS",
     "ENV_PREFIXES",
     "LAUNCHER_NAMES",
+    "NO_COMPUTE",
     "SEARCHED",
     "SHM_PATTERNS",
     "TOPOLOGIES",
@@ -71,6 +72,7 @@ __all__ = [
     "parse_rules",
     "read_platform",
     "resolve_command",
+    "simulated_command",
     "simulated_time",
     "write_cluster",
 ]

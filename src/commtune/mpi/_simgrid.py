@@ -202,6 +202,12 @@ class Launch:
         ranks = f"{self.ranks} ranks" if self.ranks else "ranks from the hostfile"
         return f"simulated: {ranks} on {self.platform.comment} (platform {self.platform.digest})"
 
+    @property
+    def cluster(self) -> str:
+        """The simulated cluster alone, whatever the rank count: the platform a model
+        trained at several rank counts is stored under."""
+        return f"simulated: {self.platform.comment} (platform {self.platform.digest})"
+
 
 _WITH_VALUE = {"-np", "-n", "-platform", "-hostfile", "-machinefile", "-bandwidth", "-latency",
                "-replay", "-trace-comment", "-trace-comment-file", "-trace-file", "-wrapper",

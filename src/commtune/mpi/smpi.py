@@ -37,6 +37,9 @@ FOLLOW_SELECTOR = "selector"
 # algorithm at every call (a benchmark, not a setting) and is left out.
 SELECTORS = ("default", "ompi", "mpich", "mvapich2", "impi")
 NOT_SETTINGS = ("automatic",)
+# Computation left out of the simulation: a run's value is its communication's, the same at
+# every run (deterministic), and a compute loop that waits on MPI_Wtime would wait forever.
+NO_COMPUTE = "--cfg=smpi/simulate-computation:no"
 # Options commtune adds to every run: the simulated time printed at the end.
 TIMING_ARGS = ("--cfg=smpi/display-timing:yes", "--log=smpi_utils.thres:info")
 # SimGrid's words when ranks wait forever: it ends the simulation there, lists every rank
@@ -142,6 +145,14 @@ class SMPI(MPIVendor):
         args = self.rank_args(env)
         lines = [f"# {header}: SimGrid configuration; smpirun $(grep -v '^#' smpi.cfg) ..."]
         return "\n".join(lines + args) + "\n"
+
+
+def simulated_command(installation: Installation, platform: str, hostfile: str, ranks: int,
+                      program: Sequence[str]) -> list[str]:  # fmt: skip
+    """One of commtune's own programs at ``ranks`` simulated ranks on the user's cluster,
+    computation left out."""
+    return [installation.launcher, "-np", str(ranks), "-platform", platform,
+            "-hostfile", hostfile, NO_COMPUTE, *program]  # fmt: skip
 
 
 def local_cluster() -> tuple[str, str]:

@@ -40,11 +40,19 @@ class Predictor:
     data: Mapping[str, Any]
 
     @classmethod
-    def load(cls, store: Store, installation: Installation, force: bool, ui: Progress) -> Predictor:
-        """The model of this platform; another platform's only with ``force`` (and a warning),
-        never another MPI library's. The space is rebuilt from the installed library's knobs:
-        their choices are what this build has (the catalog may list more)."""
-        fingerprint = Fingerprint.of(installation)
+    def load(
+        cls,
+        store: Store,
+        installation: Installation,
+        force: bool,
+        ui: Progress,
+        nodes: str | None = None,
+    ) -> Predictor:
+        """The model of this platform (``nodes``: a simulated cluster's); another platform's
+        only with ``force`` (and a warning), never another MPI library's. The space is rebuilt
+        from the installed library's knobs: their choices are what this build has (the
+        catalog may list more)."""
+        fingerprint = Fingerprint.of(installation, nodes=nodes)
         models = store.models()
         data = models.get(fingerprint.key)
         if data is None:
@@ -76,5 +84,5 @@ class Predictor:
 
 
 def _describe(fp: Mapping[str, Any]) -> str:
-    keys = ("cpu_model", "cores", "mpi_vendor", "mpi_version", "mpi_device")
+    keys = ("cpu_model", "cores", "mpi_vendor", "mpi_version", "mpi_device", "nodes")
     return ", ".join(str(fp[k]) for k in keys if fp.get(k)) or "unknown"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from commtune import native
 from commtune.errors import UsageError
 from commtune.knobs import enumerators, load_catalog, selection_file_env
-from commtune.mpi import Installation, RulesError, Segment, launch_files
+from commtune.mpi import NO_COMPUTE, Installation, RulesError, Segment, launch_files
 from commtune.mpi.smpi import SAMPLING_BARRIER
 from commtune.progress import Progress
 from commtune.sample._curves import Curve, method_at, segments
@@ -41,7 +41,6 @@ SIM_OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall", "gather", "s
 DEFAULT_SIM_OPS = ("allreduce", "bcast", "reduce", "allgather")
 # 8 B to 1 MiB, a factor of 8 apart: one call each, so the sizes are the cost
 SIM_SIZES = (8, 64, 512, 4096, 32768, 262144, 1048576)
-NO_COMPUTE = "--cfg=smpi/simulate-computation:no"
 SELECTOR = "selector:"  # a run under one of SMPI's selectors: the library's own decision
 
 

@@ -17,7 +17,7 @@ from commtune.service._common import (
 from commtune.service._demo import demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
 from commtune.service._observer import StudyObserver
-from commtune.service._tuning import Outcome, Recorded, Traced, Tuning, check
+from commtune.service._tuning import Outcome, Recorded, Tuning, check
 
 __all__ = [
     "HintSource",
@@ -27,7 +27,6 @@ __all__ = [
     "Recorded",
     "Sampled",
     "StudyObserver",
-    "Traced",
     "Tuning",
     "check",
     "default_study_name",

@@ -13,11 +13,9 @@ replay of a recorded table). What it tells the user goes to the ``Progress`` it 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shlex
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,7 +30,6 @@ from commtune.knobs import (
     Knob,
     KnobStatus,
     Space,
-    Value,
     build_space,
     catalog_statuses,
     discover,
@@ -44,7 +41,7 @@ from commtune.launch import launcher_for
 from commtune.mpi import Installation, MPISpec, launch_files, resolve_command
 from commtune.platform import on_testbed, slurm_node_type
 from commtune.predict import Predictor, features_of, model_store
-from commtune.profile import Choice, ProfileError, from_paje, guided, one_sided, trace_args
+from commtune.profile import Choice, guided, one_sided
 from commtune.report import UI, guided_table
 from commtune.service._common import default_study_name, load_study, open_store, probe, profiling
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
@@ -61,6 +58,7 @@ from commtune.trial import (
     ReplayExecutor,
     RunRecord,
     SlurmJobs,
+    Traced,
     run_process,
 )
 from commtune.tune import Target, TuneResult, Workers, inherited_mpi_env, record, tune
@@ -171,7 +169,8 @@ class Tuning:
         launcher = launcher_for(inst, plan.through)
         predictor = None
         if plan.strategy == "predict":
-            predictor = Predictor.load(model_store(plan.storage, inst), inst, False, ui)
+            predictor = Predictor.load(model_store(plan.storage, inst), inst, False, ui,
+                                       simulated.cluster if simulated else None)  # fmt: skip
         if scale is not None and scale.train_from:
             _check_training_study(plan.storage, scale, space)
         runner = SlurmJobs(plan.sbatch) if plan.sbatch is not None else run_process
@@ -352,27 +351,6 @@ class Tuning:
                      f"defaults ({len(done.order)} runs, {len(failed)} failed) -> "
                      f"{plan.record}")  # fmt: skip
         return Recorded(plan.record, len(done.order), len(failed), len(done.values))
-
-
-class Traced(Executor):
-    """Runs a simulated program once with SimGrid's trace written (``smpirun -trace``) and
-    gives the run the profile read from it (:func:`commtune.profile.from_paje`): the
-    guide's view of a program no preloaded library reaches."""
-
-    def __init__(self, inner: LocalExecutor) -> None:
-        self.inner = inner
-
-    def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
-        with tempfile.TemporaryDirectory(prefix="commtune-trace-") as tmp:
-            path = os.path.join(tmp, "trace.paje")
-            command = self.inner.command
-            run = self.inner.at([command[0], *trace_args(path), *command[1:]]).run(config, timeout)
-            if run.value is None:
-                return run
-            try:
-                return dataclasses.replace(run, profile=from_paje(path))
-            except ProfileError:
-                return run
 
 
 def _slurm_nodes(plan: Plan, command: Sequence[str]) -> str | None:

@@ -1,6 +1,13 @@
 """Trials: run a configuration, time it, classify failures, kill what a run leaves behind."""
 
-from commtune.trial._executor import Executor, LocalExecutor, Primed, ReplayExecutor, RunRecord
+from commtune.trial._executor import (
+    Executor,
+    LocalExecutor,
+    Primed,
+    ReplayExecutor,
+    RunRecord,
+    Traced,
+)
 from commtune.trial._objective import SIMULATED, Objective
 from commtune.trial._probe import probe_space
 from commtune.trial._process import (
@@ -23,6 +30,7 @@ __all__ = [
     "ReplayExecutor",
     "RunRecord",
     "SlurmJobs",
+    "Traced",
     "clean_shm",
     "kill_leftovers",
     "probe_space",

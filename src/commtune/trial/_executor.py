@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import abc
 import copy
+import dataclasses
 import json
+import os
 import random
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -18,7 +21,7 @@ from typing import Any
 from commtune.errors import UsageError
 from commtune.knobs import Applied, Knob, Value, apply
 from commtune.launch import Launcher
-from commtune.profile import Profile, Profiling, not_applied
+from commtune.profile import Profile, ProfileError, Profiling, from_paje, not_applied, trace_args
 from commtune.study import read_table
 from commtune.trial._objective import Objective
 from commtune.trial._process import ProcessResult, run_process
@@ -285,3 +288,24 @@ class Primed(Executor):
 
     def at(self, command: Sequence[str]) -> Executor:
         return self.inner.at(command)
+
+
+class Traced(Executor):
+    """Runs a simulated program once with SimGrid's trace written (``smpirun -trace``) and
+    gives the run the profile read from it (:func:`commtune.profile.from_paje`): the
+    guide's view of a program no preloaded library reaches."""
+
+    def __init__(self, inner: LocalExecutor) -> None:
+        self.inner = inner
+
+    def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
+        with tempfile.TemporaryDirectory(prefix="commtune-trace-") as tmp:
+            path = os.path.join(tmp, "trace.paje")
+            command = self.inner.command
+            run = self.inner.at([command[0], *trace_args(path), *command[1:]]).run(config, timeout)
+            if run.value is None:
+                return run
+            try:
+                return dataclasses.replace(run, profile=from_paje(path))
+            except ProfileError:
+                return run
