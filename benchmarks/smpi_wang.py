@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from smpi_tables import CLUSTERS, DATA, SPACE, case_command
+from smpi_tables import CLUSTERS, DATA, PROGRAMS, SPACE, case_command
 
 from commtune.mpi import write_cluster
 
@@ -53,7 +53,7 @@ def truth(table: dict, params: dict) -> tuple[float, float | None, float]:
     whole = {**DEFAULTS, **params}
     value = next((t["values"][0] for t in table["trials"]
                   if t["params"] == whole and t.get("values")), None)  # fmt: skip
-    done = [t["values"][0] for t in table["trials"] if t.get("values")]
+    done = [t["values"][0] for t in table["trials"] if t.get("values") and t["values"][0]]
     return table["default"][0], value, min([table["default"][0], *done])
 
 
@@ -90,9 +90,15 @@ def main() -> int:
             except SystemExit as exc:  # the program's source not given
                 print(f"{case}: {exc}; skipped", file=sys.stderr)
                 continue
+            metric = PROGRAMS[case.split("-")[0]][0]  # the table's: the program's own timer
             t0 = time.perf_counter()
-            said = commtune("predict", "--storage", args.storage, "--json", "--", *command,
-                            cwd=work)  # fmt: skip
+            try:
+                said = commtune("predict", "--storage", args.storage, "--json",
+                                *(["--metric", metric] if metric else []), "--", *command,
+                                cwd=work)  # fmt: skip
+            except subprocess.CalledProcessError:
+                print(f"{case}: the profiled run failed (above); skipped", file=sys.stderr)
+                continue
             wall = time.perf_counter() - t0
             table = json.loads(path.read_text())
             default, value, best = truth(table, said["params"])

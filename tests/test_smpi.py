@@ -241,7 +241,7 @@ def test_with_no_knob_named_the_trace_of_a_simulated_run_chooses_the_space(
     """No preloaded library reaches an SMPI program: SimGrid's trace of the first run is its
     profile (the demo spends most of its MPI time in allreduces, then in its halo exchange),
     and the guide picks the allreduce's algorithm and the eager limit from it."""
-    from commtune.profile import from_paje, trace_args
+    from commtune.profile import ProfileError, from_paje, trace_args
 
     program = str(native.build(_smpi(), "demo/ct_demo.c"))
     platform, hosts = cluster
@@ -251,6 +251,15 @@ def test_with_no_knob_named_the_trace_of_a_simulated_run_chooses_the_space(
     profile = from_paje(trace)
     ops = profile.operations
     assert profile.ranks == 16 and ops["MPI_Allreduce"]["class"] == "coll"
+    # a trace that names the calls but holds MPI_Init alone (SNAP's at 256 ranks) is no
+    # profile, not one of zeros
+    lines = trace.read_text().splitlines()
+    init = next(x.split()[1] for x in lines if x.startswith("5 ") and "PMPI_Init" in x)
+    cut = tmp_path / "cut.paje"
+    kept = [x for x in lines if not x.startswith("12 ") or x.split()[4] == init]
+    cut.write_text("\n".join(kept) + "\n")
+    with pytest.raises(ProfileError, match="holds no communication"):
+        from_paje(cut)
     assert ops["MPI_Allreduce"]["calls"]["mean"] == 9  # 3 iterations x 3 sizes
     # sizes binned as libcommtune bins them: the halo's largest message, 384 KiB, in its bin
     largest = ops["MPI_Isend"]["sizes"][-1]

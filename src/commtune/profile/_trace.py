@@ -105,6 +105,14 @@ def from_paje(path: str | Path, classes: Mapping[str, str] | None = None) -> Pro
                 volume[(rank, name)] += size
     if not ranks or not calls:
         raise ProfileError(f"{path}: no SMPI trace of MPI calls")
+    if all(classes.get(op) not in COMM for _, op in calls):
+        # SNAP at 256 ranks: "Process called exit when leaving - Skipping cleanups", and
+        # the trace names its calls but holds MPI_Init alone (measured); a profile of zeros
+        # would read as a program that does not communicate
+        raise ProfileError(
+            f"{path}: the trace holds no communication (SimGrid did not write the "
+            "program's calls: did it exit before its cleanup?)"
+        )
     n = len(ranks)
     operations: dict[str, Any] = {}
     for name in sorted({op for _, op in calls}):
