@@ -158,6 +158,19 @@ def _smpi() -> Installation:
 
 
 @needs_smpi
+def test_asking_smpicc_what_it_is_leaves_nothing_in_the_users_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """smpicc takes ``-v`` (how commtune tells Intel MPI's wrapper apart) for a compile and
+    link: it wrote ``a.out`` wherever commtune was run."""
+    from commtune.mpi._tools import output
+
+    monkeypatch.chdir(tmp_path)
+    said = output(["smpicc", "-v"])
+    assert "gcc" in said and list(tmp_path.iterdir()) == []
+
+
+@needs_smpi
 def test_knobs_of_smpi_are_read_from_the_installation(
     cluster: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
