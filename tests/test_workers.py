@@ -244,7 +244,14 @@ def test_a_worker_killed_with_kill_9_loses_nothing(
     args = _tune_args(url, "k", 10, iterations=600, gate=gate)
     victim = commtune_subprocess(args)
     gate.write_text(str(victim.pid))  # its runs from the 9th on wait: it cannot finish
-    time.sleep(0.3)
+    # The survivor joins once the victim waits at its gate. Started at once, it once ran so
+    # many of the study's runs that the victim never reached its 9th and finished (CI).
+    count = gate.with_suffix(".count")
+    deadline = time.time() + 120
+    while time.time() < deadline and victim.poll() is None:
+        if int(count.read_text().strip() or 0) > GATED_RUNS:
+            break
+        time.sleep(0.1)
     survivor = commtune_subprocess(args)
     store = Store(url)
     deadline = time.time() + 120
