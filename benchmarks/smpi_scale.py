@@ -29,11 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
 
 from commtune import native
-from commtune.mpi import Cluster, find_installation, simulated_time, write_cluster
+from commtune.mpi import NO_COMPUTE, Cluster, find_installation, simulated_time, write_cluster
 from commtune.mpi._vendor import Vendor
 
 SELECTORS = ("default", "ompi", "mpich", "mvapich2", "impi")
-NO_COMPUTE = "--cfg=smpi/simulate-computation:no"
 CLUSTERS = {"fat": Cluster(256, 4), "taper": Cluster(256, 4, taper=4)}
 
 

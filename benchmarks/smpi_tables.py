@@ -30,12 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
 from apps import APPS
 
 from commtune import native
-from commtune.mpi import Cluster, find_installation, write_cluster
+from commtune.mpi import Cluster, find_installation, simulated_command, write_cluster
 from commtune.mpi._vendor import Vendor
 
 DATA = Path(__file__).resolve().parent / "data"
 CLUSTERS = {"fat": Cluster(256, 4), "taper": Cluster(256, 4, taper=4)}
-NO_COMPUTE = "--cfg=smpi/simulate-computation:no"
 SPACE = ["--knob", "smpi/coll-selector",
          "--knob", "smpi/allreduce=selector,rdb,lr,rab_rdb",
          "--knob", "smpi/send-is-detached-thresh=65536,1048576"]  # fmt: skip
@@ -99,8 +98,8 @@ def case_command(case: str, sources: dict[str, Path], work: Path) -> list[str]:
     ranks = int(ranks_text)
     platform, hosts = write_cluster(CLUSTERS[where], str(work / where))
     given = snap_input(work, ranks) if name == "snap" else PROGRAMS[name][1][ranks]
-    return ["smpirun", "-np", str(ranks), "-platform", platform, "-hostfile", hosts,
-            NO_COMPUTE, *FIXED.get(name, []), binary(name, sources), *given]  # fmt: skip
+    return simulated_command(find_installation(Vendor.SMPI), platform, hosts, ranks,
+                             [*FIXED.get(name, []), binary(name, sources), *given])  # fmt: skip
 
 
 def record(case: str, sources: dict[str, Path], work: Path) -> Path:
@@ -121,8 +120,8 @@ def record(case: str, sources: dict[str, Path], work: Path) -> Path:
     data["description"] = (
         f"program: {name} ({repo}), built with smpicc; simulated: {ranks} ranks on "
         f"{CLUSTERS[where].describe()} (SimGrid SMPI 3.32, computation not simulated); "
-        f"command: {' '.join(command[:1] + command[7:])}; space: selector x allreduce x eager "
-        f"limit; recorded in {wall:.0f} s of wall time"
+        f"command: {' '.join([Path(command[0]).name, *command[7:]])}; space: selector x "
+        f"allreduce x eager limit; recorded in {wall:.0f} s of wall time"
     )
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"{case}: {len(data['trials'])} configurations in {wall:.0f} s -> {out}", file=sys.stderr)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -31,14 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from smpi_tables import CLUSTERS, DATA, PROGRAMS, SPACE, case_command
 
 from commtune.mpi import write_cluster
+from commtune.race import replayed
 
 OUT = Path(__file__).resolve().parent / "out"
 CASES = ("comd-256-fat", "snap-256-fat", "lulesh-216-fat", "minife-256-fat", "comd-512-fat",
          "comd-1024-fat", "lulesh-1000-fat")  # fmt: skip
 NO_GAIN = 1.01  # a table whose best is below this has no gain to share
-# SMPI's defaults in the tables' space: its own selector, the selector's allreduce, 64 KiB
-DEFAULTS = {"smpi/coll-selector": "default", "smpi/allreduce": "selector",
-            "smpi/send-is-detached-thresh": 65536}  # fmt: skip
 
 
 def commtune(*argv: str, cwd: Path) -> dict:
@@ -47,14 +46,12 @@ def commtune(*argv: str, cwd: Path) -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def truth(table: dict, params: dict) -> tuple[float, float | None, float]:
-    """The defaults' value, the predicted configuration's (None: it failed there), the
-    best; a configuration names the model's knobs, the others stay at their defaults."""
-    whole = {**DEFAULTS, **params}
-    value = next((t["values"][0] for t in table["trials"]
-                  if t["params"] == whole and t.get("values")), None)  # fmt: skip
-    done = [t["values"][0] for t in table["trials"] if t.get("values") and t["values"][0]]
-    return table["default"][0], value, min([table["default"][0], *done])
+def truth(path: Path, params: dict) -> tuple[float, float | None, float]:
+    """The defaults' value, the predicted configuration's (None: it failed there), the best,
+    as the race reads the table; the knobs the model left out stay at their defaults."""
+    surface = replayed(path)
+    value = surface.value({**surface.space.defaults(), **params})
+    return surface.default_value, value if math.isfinite(value) else None, surface.optimum
 
 
 def main() -> int:
@@ -100,8 +97,7 @@ def main() -> int:
                 print(f"{case}: the profiled run failed (above); skipped", file=sys.stderr)
                 continue
             wall = time.perf_counter() - t0
-            table = json.loads(path.read_text())
-            default, value, best = truth(table, said["params"])
+            default, value, best = truth(path, said["params"])
             rows.append({"case": case, "params": said["params"], "default": default,
                          "predicted": value, "best": best, "wall": wall})  # fmt: skip
     print(

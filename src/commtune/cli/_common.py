@@ -128,3 +128,17 @@ def need_command(command: list[str] | None, what: str = "to run") -> list[str]:
     if not command:
         raise UsageError(f"missing '--' before the command {what}, e.g. -- mpirun -np 4 ./app")
     return command
+
+
+def cluster_files(args: argparse.Namespace, inst: Any, doing: str) -> tuple[str, str] | None:
+    """``--platform`` and ``--hostfile``: the simulated cluster a command works on, both
+    needed on SMPI and refused on a real MPI (one line each); None on a real MPI."""
+    if not inst.impl.simulated:
+        if args.platform or args.hostfile:
+            raise UsageError(f"--platform and --hostfile describe a simulated cluster; "
+                             f"{inst.describe()} runs on this machine (--mpi smpi)")  # fmt: skip
+        return None
+    if not args.platform or not args.hostfile:
+        raise UsageError(f"{doing} a simulated cluster needs --platform FILE and --hostfile FILE "
+                         "(commtune cluster --nodes N --out DIR writes both)")  # fmt: skip
+    return args.platform, args.hostfile

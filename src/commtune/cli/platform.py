@@ -14,6 +14,7 @@ from commtune.cli._common import (
     add_json,
     add_mpi,
     add_storage,
+    cluster_files,
     positive,
     print_json,
     size,
@@ -94,11 +95,9 @@ def cmd_sample(args: argparse.Namespace, command: list[str] | None) -> int:
     inst = installation_of(args.mpi)
     ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
     counts = _rank_counts(args.np)
-    if inst.impl.simulated:
-        return _sample_simulated(args, inst, counts, ops)
-    if args.platform or args.hostfile:
-        raise UsageError(f"--platform and --hostfile describe a simulated cluster; "
-                         f"{inst.describe()} runs on this machine (--mpi smpi)")  # fmt: skip
+    files = cluster_files(args, inst, "sampling")
+    if files is not None:
+        return _sample_simulated(args, inst, files, counts, ops)
     if len(counts) > 1:
         raise UsageError(f"--np {args.np}: one rank count on a real MPI")
     store = Store(args.storage)
@@ -154,16 +153,17 @@ def _rank_counts(text: str) -> list[int]:
 
 
 def _sample_simulated(
-    args: argparse.Namespace, smpi: Any, counts: list[int], ops: list[str] | None
+    args: argparse.Namespace,
+    smpi: Any,
+    files: tuple[str, str],
+    counts: list[int],
+    ops: list[str] | None,
 ) -> int:
     from commtune.mpi import Vendor, find_installation
     from commtune.report import UI, simulated_sample_tables
     from commtune.sample import DEFAULT_SIM_OPS, sample_simulated
     from commtune.store import Store
 
-    if not args.platform or not args.hostfile:
-        raise UsageError("sampling a simulated cluster needs --platform FILE and --hostfile FILE "
-                         "(commtune cluster --nodes N --out DIR writes both)")  # fmt: skip
     if args.verify or args.predict is not None:
         raise UsageError(
             "--verify and --predict time a real MPI; on a simulated cluster, "
@@ -179,7 +179,7 @@ def _sample_simulated(
             except UsageError:
                 continue  # not installed here
     ui = UI(json_mode=args.json)
-    sample = sample_simulated(smpi, args.platform, args.hostfile, counts, targets, ui,
+    sample = sample_simulated(smpi, *files, counts, targets, ui,
                               ops=ops or DEFAULT_SIM_OPS, output_dir=Path(args.output_dir),
                               refresh=args.refresh, timeout=args.timeout,
                               store=Store(args.storage))  # fmt: skip

@@ -12,6 +12,7 @@ from commtune.cli._common import (
     add_json,
     add_mpi,
     add_storage,
+    cluster_files,
     need_command,
     positive,
     print_json,
@@ -72,24 +73,6 @@ def _add_predict(p: argparse.ArgumentParser) -> None:
     add_json(p)
 
 
-def _simulated_cluster(inst: Any, args: argparse.Namespace, ranks: list[int]) -> str | None:
-    """The simulated cluster the training runs go to (its description, the platform the
-    model is stored under), checked before anything is written; None on a real MPI."""
-    from commtune.mpi import launch_files
-
-    if not inst.impl.simulated:
-        if args.platform or args.hostfile:
-            raise UsageError("--platform and --hostfile describe a simulated cluster; "
-                             f"{inst.describe()} is not simulated")  # fmt: skip
-        return None
-    if not args.platform or not args.hostfile:
-        raise UsageError("training on a simulated cluster needs --platform FILE and --hostfile "
-                         "FILE (commtune cluster --nodes N --out DIR writes both)")  # fmt: skip
-    launch = launch_files([inst.launcher, "-np", str(max(ranks)), "-platform", args.platform,
-                           "-hostfile", args.hostfile])  # fmt: skip
-    return launch.cluster
-
-
 def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.knobs import build_space, installed_knobs
     from commtune.launch import launcher_for
@@ -108,7 +91,14 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
         raise UsageError(f"--np {args.np!r}: expected rank counts such as 2,4") from None
     if not ranks or min(ranks) < 2:
         raise UsageError("--np: the training benchmark needs at least 2 ranks")
-    cluster = _simulated_cluster(inst, args, ranks)
+    files = cluster_files(args, inst, "training on")
+    cluster = None
+    if files is not None:  # checked before anything is written; the model is stored under it
+        from commtune.mpi import launch_files
+
+        platform_file, hostfile = files
+        cluster = launch_files([inst.launcher, "-np", str(max(ranks)), "-platform",
+                                platform_file, "-hostfile", hostfile]).cluster  # fmt: skip
     configs_per_point = args.configs or (8 if args.quick else 12)
     budget = args.budget or (90 if args.quick else 312)
     n_points = budget // (configs_per_point + 1)
@@ -131,9 +121,8 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
         f"{len(configs) + 1} configurations of {', '.join(space.names)}"
     )
     start = time.perf_counter()
-    where = (args.platform, args.hostfile) if cluster else None
     made = collect(store, platform, inst, space, points, configs, ui,
-                   None if cluster else profiling(inst), simulated=where)  # fmt: skip
+                   None if files else profiling(inst), simulated=files)  # fmt: skip
     minutes = (time.perf_counter() - start) / 60
     report = fit_and_store(store, platform, fingerprint, space, minutes, args.seed)
     for table in train_tables(report):
@@ -169,14 +158,13 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
 
     command = need_command(command)
     inst = resolve_command(command, args.mpi)
-    cluster = None
+    cluster, metric = None, args.metric
     if inst.impl.simulated:  # the value is the simulated time; the profile SimGrid's trace
         from commtune.mpi import launch_files
 
         cluster = launch_files(command).cluster
-        if args.metric == "wall":
-            args.metric = SIMULATED
-    objective = Objective.parse(args.metric)
+        metric = SIMULATED if metric == "wall" else metric
+    objective = Objective.parse(metric)
     ui = UI(json_mode=args.json)
     store = model_store(args.storage, inst)
     predictor = Predictor.load(store, inst, args.force, ui, nodes=cluster)
@@ -205,7 +193,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         "model": predictor.data["model"]["kind"],
         "features": features,
         "params": config,
-        "metric": args.metric,
+        "metric": metric,
     }
     # a proposal until a run against the defaults has measured it (--verify here, or
     # `commtune check`, which `commtune run --study` makes first)
@@ -229,31 +217,31 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
                     raise UsageError(f"a verification run failed: {exc}") from None
                 default_times.append(d)
                 predicted_times.append(c)
-        if cluster:  # the value is the value: faster when it clears the minimum gain
+        if cluster:  # one pair of deterministic runs: the speedup is theirs, faster when
+            # it clears the minimum gain
             s = default_times[0] / predicted_times[0]
             cmp = Comparison(s, s, s, float("nan"), s >= 1 + DEFAULTS.min_gain)
+            verdict.extra.update(gate="exact", min_gain=DEFAULTS.min_gain)
+            verdict.reason = (
+                f"predicted; verified: {s:.4g}x in deterministic runs"
+                if cmp.faster
+                else f"predicted; {s:.4g}x in deterministic runs, below the minimum "
+                f"gain of {DEFAULTS.min_gain:.0%}: the default stays"
+            )
         else:  # the tuner's rule (--gate risk) on the interleaved pairs
             cmp, _ = judge_pairs(default_times, predicted_times, DEFAULTS.risk,
                                  DEFAULTS.tolerance)  # fmt: skip
-        verdict.accepted = cmp.faster
-        verdict.extra[PROPOSAL] = False
-        verdict.speedup, verdict.ci = cmp.speedup, (cmp.ci_low, cmp.ci_high)
-        verdict.default_values, verdict.best_values = default_times, predicted_times
-        verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance)
-        if cluster:  # one pair of deterministic runs: the speedup is theirs
-            verdict.extra.update(gate="exact", min_gain=DEFAULTS.min_gain)
-            verdict.reason = (
-                f"predicted; verified: {cmp.speedup:.4g}x in deterministic runs"
-                if cmp.faster
-                else f"predicted; {cmp.speedup:.4g}x in deterministic runs, below the minimum "
-                f"gain of {DEFAULTS.min_gain:.0%}: the default stays"
-            )
-        else:
+            verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk,
+                                 tolerance=DEFAULTS.tolerance)  # fmt: skip
             verdict.reason = (
                 "predicted; verified: expected faster at the risk allowed"
                 if cmp.faster
                 else "predicted; not shown faster at the risk allowed: the default stays"
             )
+        verdict.accepted = cmp.faster
+        verdict.extra[PROPOSAL] = False
+        verdict.speedup, verdict.ci = cmp.speedup, (cmp.ci_low, cmp.ci_high)
+        verdict.default_values, verdict.best_values = default_times, predicted_times
         out["verify"] = {
             "speedup": cmp.speedup,
             "ci": [cmp.ci_low, cmp.ci_high],
@@ -265,7 +253,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
             f"expected {cmp.speedup:.3f}x (90 % interval {cmp.ci_low:.3f}-{cmp.ci_high:.3f}); "
             f"{verdict.reason}"
         )
-    spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), args.metric, 1)
+    spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), metric, 1)
     save_result_study(
         store.optuna, name, spec, verdict, platform=Fingerprint.of(inst, nodes=cluster).key
     )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from commtune import native
 from commtune.errors import UsageError
 from commtune.knobs import enumerators, load_catalog, selection_file_env
-from commtune.mpi import NO_COMPUTE, Installation, RulesError, Segment, launch_files
+from commtune.mpi import Installation, RulesError, Segment, launch_files, simulated_command
 from commtune.mpi.smpi import SAMPLING_BARRIER
 from commtune.progress import Progress
 from commtune.sample._curves import Curve, method_at, segments
@@ -157,9 +157,9 @@ def _command(smpi: Installation, platform: str, hostfile: str, ranks: int, op: s
     # One barrier algorithm before every call of every run: its exit skew is part of the time
     # measured, so under a selector's own barrier the same call would measure differently.
     fixed = [] if op == "barrier" else [SAMPLING_BARRIER]
-    return [smpi.launcher, "-np", str(ranks), "-platform", platform, "-hostfile", hostfile,
-            NO_COMPUTE, cfg, *fixed, "--cfg=smpi/display-timing:no", str(binary),
-            "-s", ",".join(str(s) for s in sizes), op]  # fmt: skip
+    return simulated_command(smpi, platform, hostfile, ranks,
+                             [cfg, *fixed, "--cfg=smpi/display-timing:no", str(binary),
+                              "-s", ",".join(str(s) for s in sizes), op])  # fmt: skip
 
 
 def _simulate(smpi: Installation, command: list[str], run: SimRun, sizes: Sequence[int],
