@@ -310,6 +310,30 @@ def test_the_race_replays_a_simulated_table_with_the_deterministic_design() -> N
     assert run.estimate == pytest.approx(truth[json.dumps(whole, sort_keys=True)])
 
 
+def test_a_noisy_table_is_not_deterministic_where_its_draws_repeat(tmp_path: Path) -> None:
+    """A table recorded on a noisy machine whose defaults mostly repeat one recorded value:
+    the reference's runs often draw it twice, yet the replay says its runs are not
+    deterministic, and a study whose executor says so keeps the design of noisy runs
+    (controls, the duel) although its reference's runs agree. A simulated table (one run a
+    configuration) is deterministic."""
+    from commtune.trial import ReplayExecutor
+
+    recorded = json.loads(Path("benchmarks/data/table-app-amg-intel.json").read_text())
+    recorded["default"] = [1.2] * 5 + [1.9]
+    table = tmp_path / "table-noisy.json"
+    table.write_text(json.dumps(recorded))
+    assert ReplayExecutor(table).deterministic is False
+    assert ReplayExecutor("benchmarks/data/table-smpi-comd-256-fat.json").deterministic
+    settings = _settings(2, 3, ("a", "b", "fast", "slow"), confirm=5, max_runs=12, gate="risk",
+                         exact=True)  # fmt: skip
+    executor = Table()  # every run of the defaults gives 1.0
+    executor.deterministic = False
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    tune(settings, study._storage, executor, Silent())
+    assert executor.calls.count(None) > 2  # controls and duel pairs beside the reference
+    assert StudyView(study).verdict().extra["gate"] == "risk"  # type: ignore[union-attr]
+
+
 @needs_smpi
 def test_a_simulation_that_deadlocks_is_a_failed_run_not_a_fast_one(
     cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -7,6 +7,7 @@ from commtune.trial._executor import (
     ReplayExecutor,
     RunRecord,
     Traced,
+    repeats_exactly,
 )
 from commtune.trial._objective import SIMULATED, Objective
 from commtune.trial._probe import probe_space
@@ -35,6 +36,7 @@ __all__ = [
     "kill_leftovers",
     "probe_space",
     "processes_of_tuner",
+    "repeats_exactly",
     "run_process",
     "stderr_summary",
 ]

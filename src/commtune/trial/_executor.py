@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Applied, Knob, Value, apply
 from commtune.launch import Launcher
@@ -67,7 +68,11 @@ def _failure(returncode: int | None, timed_out: bool, timeout: float) -> str | N
 
 
 class Executor(abc.ABC):
-    """Runs a configuration once. ``config=None`` runs the library's defaults (nothing set)."""
+    """Runs a configuration once. ``config=None`` runs the library's defaults (nothing set).
+    ``deterministic``: whether a configuration's runs give one value (a simulation), where
+    the executor knows; None: judged from the runs of the defaults (``repeats_exactly``)."""
+
+    deterministic: bool | None = None
 
     @abc.abstractmethod
     def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
@@ -76,6 +81,13 @@ class Executor(abc.ABC):
     def at(self, command: Sequence[str]) -> Executor:
         """The same executor running ``command`` instead (the command at a training scale)."""
         raise UsageError(f"{type(self).__name__} runs one command only: no training scales")
+
+
+def repeats_exactly(executor: Executor, values: Sequence[float]) -> bool:
+    """Whether a study's runs give one value: the executor's word where it knows (a
+    replayed table), else whether the defaults' ``values`` all gave one (``stats.exact``)."""
+    known = executor.deterministic
+    return stats.exact(values) if known is None else known
 
 
 class LocalExecutor(Executor):
@@ -234,6 +246,13 @@ class ReplayExecutor(Executor):
         recorded = read_table(path)
         self.default: list[float | None] = recorded.default
         self.table = {self.key(params): values for params, values in recorded.trials}
+        # a table with a spread anywhere is a noisy machine's, even where a few draws of
+        # its defaults happen to repeat one recorded value
+        self.deterministic = all(
+            len(measured) < 2 or stats.exact(measured)
+            for values in (self.default, *self.table.values())
+            for measured in [[v for v in values if v is not None]]
+        )
         self.counts: dict[str, int] = {}
         self.calls = 0
 
@@ -285,6 +304,10 @@ class Primed(Executor):
             first, self.first = self.first, None
             return first
         return self.inner.run(config, timeout)
+
+    @property  # type: ignore[override]
+    def deterministic(self) -> bool | None:
+        return self.inner.deterministic
 
     def at(self, command: Sequence[str]) -> Executor:
         return self.inner.at(command)

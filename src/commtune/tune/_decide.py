@@ -51,7 +51,7 @@ from commtune import bayes, stats
 from commtune.knobs import Value
 from commtune.progress import Progress
 from commtune.study import Acceptance, Plan, Source, StudyView, config_key, set_acceptance
-from commtune.trial import Executor
+from commtune.trial import Executor, repeats_exactly
 from commtune.tune._confirm import compare_others, confirm, knobs_of, without_defaults
 
 if TYPE_CHECKING:
@@ -359,7 +359,7 @@ def decide(
     arms = _arms(view, defaults)
     if not arms:
         return None
-    if plan.exact and stats.exact(ref.values()):
+    if plan.exact and repeats_exactly(executor, ref.values()):
         exact = _exact(view, arms, executor, timeout, plan)
         if exact is not None:
             exact = without_defaults(exact, view)

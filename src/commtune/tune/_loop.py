@@ -49,7 +49,7 @@ from commtune.study import (
     set_spec,
     spec_of,
 )
-from commtune.trial import Executor, clean_shm, kill_leftovers, stderr_summary
+from commtune.trial import Executor, clean_shm, kill_leftovers, repeats_exactly, stderr_summary
 from commtune.tune._decide import verdict
 from commtune.tune._schedule import Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
@@ -432,7 +432,7 @@ def exact_plan(plan: Plan) -> Plan:
 def settled(ctx: Context, ref: TrialRecord) -> Context:
     """The context of the rest of the study once its reference is known: the plan of a
     deterministic study (:func:`exact_plan`) where the reference's runs gave one value."""
-    if ctx.plan.exact and stats.exact(ref.values()):
+    if ctx.plan.exact and repeats_exactly(ctx.executor, ref.values()):
         return replace(ctx, target=replace(ctx.target, plan=exact_plan(ctx.plan)))
     return ctx
 
@@ -459,7 +459,7 @@ def tune(
         if interrupted:
             ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
         ref = run_reference(ctx)
-        exact = plan.exact and stats.exact(ref.values())
+        exact = plan.exact and repeats_exactly(executor, ref.values())
         # a simulation's cost differs by far more between configurations than a run's time
         # (a linear algorithm at 1,024 ranks): its runs are given EXACT_TIMEOUT times more
         factor = TIMEOUT_FACTOR * (EXACT_TIMEOUT if exact else 1)
