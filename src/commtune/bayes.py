@@ -186,6 +186,8 @@ def _broad() -> np.ndarray:
 
 
 BROAD_PRIOR = _broad()
+# an arm's own evidence, not pulled toward the study's other arms: where its runs say it is
+OWN_PRIOR = np.exp(-0.5 * (GRID / BROAD) ** 2) / np.exp(-0.5 * (GRID / BROAD) ** 2).sum()
 _KERNEL = np.exp(-0.5 * (np.arange(-40, 41) * STEP / SMOOTH) ** 2)
 SMOOTHING = _KERNEL / _KERNEL.sum()
 
@@ -206,12 +208,15 @@ def fit(
     scale: float | None = None,
     slow: SlowMode | None = None,
     shared: Mapping[Hashable, int] | None = None,
+    pooled: bool = True,
 ) -> dict[Hashable, Posterior]:
     """Every configuration's posterior from its log ratios (``groups``: key -> the logs of
     its runs over their controls), the prior estimated from all of them. ``shared``: key ->
     the runs of the defaults its runs were divided by; their mean's error is common to
     all the configuration's runs (it does not average out over them), a normal of
-    ``scale / sqrt(runs)``."""
+    ``scale / sqrt(runs)``. ``pooled=False``: each from its own runs alone, under a broad
+    normal prior (what its runs say, not shrunk toward the others: where more runs of it
+    would be worth making)."""
     keys = [k for k, v in groups.items() if len(v)]
     if not keys:
         return {}
@@ -225,6 +230,11 @@ def fit(
                 for k, row in zip(keys, lik, strict=True)
             ]
         )
+    if not pooled:
+        return {
+            k: Posterior(row * OWN_PRIOR / (row * OWN_PRIOR).sum(), len(groups[k]))
+            for k, row in zip(keys, lik, strict=True)
+        }
     prior = np.full(len(GRID), 1.0 / len(GRID))
     joint = lik * prior
     for _ in range(EM_STEPS):
