@@ -194,6 +194,20 @@ def test_auto_measures_the_hint_first_and_records_its_arms() -> None:
     assert "design" in arms and arms - {"design"} <= {"cmaes", "ga"}
 
 
+@pytest.mark.parametrize("strategy", ["tpe", "random", "cmaes"])
+def test_optunas_samplers_measure_the_hints_first(strategy: str) -> None:
+    """Optuna's samplers know nothing of hints: the tuner measures them first, a hint that
+    names only some knobs completed with the others' defaults, one outside the space left
+    out."""
+    surface = SYNTHETIC["coupled"]()
+    hints = [{"eager": 1 << 15, "chunks": 11, "polls": 400}, {"chunks": 7},
+             {"chunks": 99}]  # fmt: skip
+    trials = searched(study_on(surface, strategy, 8, hints=hints))
+    defaults = surface.space.defaults()
+    assert [t.config for t in trials[:2]] == [hints[0], {**defaults, "chunks": 7}]
+    assert all(t.config["chunks"] != 99 for t in trials)
+
+
 def test_strategy_options_are_checked() -> None:
     assert get_strategy("ga", {"population": "12"}).options["population"] == 12
     with pytest.raises(UsageError, match="unknown option 'popsize'"):

@@ -97,13 +97,16 @@ class Strategy(abc.ABC):
     """Base class of every search strategy (see the module docstring for the contract).
 
     ``options`` (``--strategy-option KEY=VALUE``) are checked against ``OPTIONS``; ``hints``
-    are configurations worth measuring early (a platform sample's or a prediction's), which
-    strategies may use or ignore.
+    are configurations worth measuring early (earlier studies' answers, a platform sample's
+    or a prediction's): a strategy that ``proposes_hints`` places them itself; for the
+    others (Optuna's samplers) the tuner measures them first (``tune._loop``).
     """
 
     name: ClassVar[str]
     batch_size: ClassVar[int] = 4
     OPTIONS: ClassVar[dict[str, Option]] = {}
+    # whether the strategy proposes the hints itself; else the tuner measures them first
+    proposes_hints: ClassVar[bool] = False
 
     def __init__(
         self, options: Mapping[str, str] | None = None, hints: Sequence[Mapping[str, Value]] = ()
@@ -114,6 +117,26 @@ class Strategy(abc.ABC):
     @abc.abstractmethod
     def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
         """The sampler for the next batch, after ``n_trials`` trials of the study."""
+
+    def hint_configs(self, space: Space) -> list[dict[str, Value]]:
+        """The hints as whole configurations of ``space``: a knob a hint does not name takes
+        its default where that is a candidate, else its first candidate; a hint naming a
+        value the space does not hold is left out."""
+        out: list[dict[str, Value]] = []
+        for hint in self.hints:
+            config: dict[str, Value] = {}
+            for d in space.dimensions:
+                candidates = d.candidates()
+                value = hint.get(d.knob.name, d.knob.default)
+                if value not in candidates:
+                    if d.knob.name in hint:
+                        break  # a value outside the space: not this space's configuration
+                    value = candidates[0]
+                config[d.knob.name] = value
+            else:
+                if config not in out:
+                    out.append(config)
+        return out
 
     def exhausted(self, space: Space, n_distinct: int) -> bool:
         """True when every configuration this strategy can propose has been measured."""

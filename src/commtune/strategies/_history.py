@@ -18,7 +18,7 @@ import abc
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -265,6 +265,8 @@ class History:
 # -- the sampler --------------------------------------------------------------------------------
 class HistoryStrategy(Strategy):
     """A strategy that proposes one point at a time from the :class:`History`."""
+
+    proposes_hints: ClassVar[bool] = True  # hint_points, where each strategy wants them
 
     def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
         return _sampler_class()(self, space, seed, n_trials)

@@ -315,6 +315,8 @@ def search(ctx: Context) -> None:
     if whole:
         strategy = get_strategy("grid", {}, hints)
         ui.info(f"the {space.size()} configurations fit the budget: raced whole")
+    elif not strategy.proposes_hints:
+        _enqueue_hints(ctx, strategy.hint_configs(space))
     scheduler = Scheduler(
         study,
         ctx.executor,
@@ -354,6 +356,21 @@ def search(ctx: Context) -> None:
                 break
             remaining = plan.trials - workers.counted()
             bar.grow(scheduler.spent - start + scheduler.estimate(max(0, remaining)))
+
+
+def _enqueue_hints(ctx: Context, configs: Sequence[dict[str, Value]]) -> None:
+    """The hints (earlier studies' answers, a platform sample's or a prediction's
+    configuration) not yet measured are the study's next trials, before the strategy
+    samples any: a strategy of Optuna's samplers does not propose them itself."""
+    known = StudyView(ctx.study).known()
+    defaults = {d.knob.name: d.knob.default for d in ctx.space.dimensions}
+    fresh = [c for c in configs if config_key(c) not in known and c != defaults]
+    for config in fresh:
+        params = {d.knob.name: d.knob.to_internal(config[d.knob.name])
+                  for d in ctx.space.dimensions}  # fmt: skip
+        ctx.study.enqueue_trial(params, skip_if_exists=True)
+    if fresh:
+        ctx.ui.info(f"{len(fresh)} configuration(s) from earlier knowledge measured first")
 
 
 def _run_batch(
