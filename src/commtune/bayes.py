@@ -177,17 +177,19 @@ def noise_scale(
     return max(MIN_SCALE, float(np.median(deviations)) / 0.765)
 
 
+_NORMAL = np.exp(-0.5 * (GRID / BROAD) ** 2)
+# a configuration's own runs' prior, not pulled toward the study's other configurations
+OWN_PRIOR = _NORMAL / _NORMAL.sum()
+
+
 def _broad() -> np.ndarray:
     """The prior's fixed part: half its mass at no effect, half a normal of ``BROAD``."""
-    w = np.exp(-0.5 * (GRID / BROAD) ** 2)
     null = np.zeros_like(GRID)
     null[len(GRID) // 2] = 1.0
-    return 0.5 * w / w.sum() + 0.5 * null
+    return 0.5 * OWN_PRIOR + 0.5 * null
 
 
 BROAD_PRIOR = _broad()
-# an arm's own evidence, not pulled toward the study's other arms: where its runs say it is
-OWN_PRIOR = np.exp(-0.5 * (GRID / BROAD) ** 2) / np.exp(-0.5 * (GRID / BROAD) ** 2).sum()
 _KERNEL = np.exp(-0.5 * (np.arange(-40, 41) * STEP / SMOOTH) ** 2)
 SMOOTHING = _KERNEL / _KERNEL.sum()
 

@@ -118,10 +118,12 @@ class Strategy(abc.ABC):
     def sampler(self, space: Space, seed: int | None, n_trials: int) -> optuna.samplers.BaseSampler:
         """The sampler for the next batch, after ``n_trials`` trials of the study."""
 
-    def hint_configs(self, space: Space) -> list[dict[str, Value]]:
+    def hint_configs(
+        self, space: Space, fallback: Mapping[str, Value] | None = None
+    ) -> list[dict[str, Value]]:
         """The hints as whole configurations of ``space``: a knob a hint does not name takes
-        its default where that is a candidate, else its first candidate; a hint naming a
-        value the space does not hold is left out."""
+        its default where that is a candidate, else its ``fallback`` value (else its first
+        candidate); a hint naming a value the space does not hold is left out."""
         out: list[dict[str, Value]] = []
         for hint in self.hints:
             config: dict[str, Value] = {}
@@ -131,7 +133,7 @@ class Strategy(abc.ABC):
                 if value not in candidates:
                     if d.knob.name in hint:
                         break  # a value outside the space: not this space's configuration
-                    value = candidates[0]
+                    value = (fallback or {}).get(d.knob.name, candidates[0])
                 config[d.knob.name] = value
             else:
                 if config not in out:

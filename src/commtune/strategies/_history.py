@@ -275,18 +275,17 @@ class HistoryStrategy(Strategy):
         """The hints (configurations from a platform sample or a prediction) as points. A knob
         a hint does not name takes its default when that is a candidate, else its value in the
         first point of a seeded design (stable, so a hint is one configuration)."""
-        if history.space is None:
+        space = history.space
+        if space is None:
             return []
-        params = history.params_of(history.design(1, 0 if seed is None else seed)[0])
-        for d in history.space.dimensions:
-            if d.knob.default in d.candidates():
-                params[d.knob.name] = d.knob.to_internal(d.knob.default)
+        design = history.params_of(history.design(1, 0 if seed is None else seed)[0])
+        fallback = {d.knob.name: d.knob.from_internal(design[d.knob.name])
+                    for d in space.dimensions}  # fmt: skip
         out = []
-        knobs = {d.knob.name: d.knob for d in history.space.dimensions}
-        for hint in self.hints:
-            point = history.point_of(
-                {**params, **{k: knobs[k].to_internal(v) for k, v in hint.items() if k in knobs}}
-            )
+        for config in self.hint_configs(space, fallback):
+            internal = {d.knob.name: d.knob.to_internal(config[d.knob.name])
+                        for d in space.dimensions}  # fmt: skip
+            point = history.point_of(internal)
             if point is not None:
                 out.append(point)
         return out

@@ -370,7 +370,7 @@ def _enqueue_hints(ctx: Context, configs: Sequence[dict[str, Value]]) -> None:
                   for d in ctx.space.dimensions}  # fmt: skip
         ctx.study.enqueue_trial(params, skip_if_exists=True)
     if fresh:
-        ctx.ui.info(f"{len(fresh)} configuration(s) from earlier knowledge measured first")
+        ctx.ui.info(f"the search starts with {len(fresh)} hinted configuration(s)")
 
 
 def _run_batch(
