@@ -208,6 +208,20 @@ def test_optunas_samplers_measure_the_hints_first(strategy: str) -> None:
     assert all(t.config["chunks"] != 99 for t in trials)
 
 
+def test_many_hints_are_all_measured_and_no_control_takes_one() -> None:
+    """More hints than the batches before the first control run: each batch is handed
+    as many as it asks for, so the control runs' trials (asked between batches) never
+    take one (Optuna hands an enqueued trial to whichever ask comes next)."""
+    surface = SYNTHETIC["coupled"]()
+    hints = [{"chunks": k} for k in (1, 2, 3, 5, 6, 7, 8, 9, 10)]
+    study = study_on(surface, "tpe", 14, hints=hints)
+    trials = searched(study)
+    assert [t.config["chunks"] for t in trials[:9]] == [h["chunks"] for h in hints]
+    controls = StudyView(study).by_role(Role.CONTROL)
+    assert controls and all(not t.config for t in controls)
+    assert all(not study.trials[t.number].params for t in controls)
+
+
 def test_strategy_options_are_checked() -> None:
     assert get_strategy("ga", {"population": "12"}).options["population"] == 12
     with pytest.raises(UsageError, match="unknown option 'popsize'"):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from commtune import stats
 from commtune.errors import UsageError
-from commtune.knobs import Value
+from commtune.knobs import Space, Value
 from commtune.mpi import ENV_PREFIXES
 from commtune.progress import Progress
 from commtune.store import Claim
@@ -315,8 +315,10 @@ def search(ctx: Context) -> None:
     if whole:
         strategy = get_strategy("grid", {}, hints)
         ui.info(f"the {space.size()} configurations fit the budget: raced whole")
-    elif not strategy.proposes_hints:
-        _enqueue_hints(ctx, strategy.hint_configs(space))
+    # the hints a strategy of Optuna's samplers does not propose itself: measured first
+    hinted = [] if whole or strategy.proposes_hints else _fresh(ctx, strategy.hint_configs(space))
+    if hinted:
+        ui.info(f"the search starts with {len(hinted)} hinted configuration(s)")
     scheduler = Scheduler(
         study,
         ctx.executor,
@@ -345,6 +347,7 @@ def search(ctx: Context) -> None:
                 ui.info(f"the run budget (--max-runs {plan.max_runs}) is spent")
                 break
             study.sampler = strategy.sampler(space, plan.seed, len(view.records))
+            hinted = _enqueue(study, space, hinted, size)
             proposer = _Proposer(ctx, known)
             batch, repeated = _propose_batch(proposer, size, ctx.observer.run_done, repeated)
             if not batch.lives:
@@ -358,19 +361,24 @@ def search(ctx: Context) -> None:
             bar.grow(scheduler.spent - start + scheduler.estimate(max(0, remaining)))
 
 
-def _enqueue_hints(ctx: Context, configs: Sequence[dict[str, Value]]) -> None:
-    """The hints (earlier studies' answers, a platform sample's or a prediction's
-    configuration) not yet measured are the study's next trials, before the strategy
-    samples any: a strategy of Optuna's samplers does not propose them itself."""
+def _fresh(ctx: Context, configs: Sequence[dict[str, Value]]) -> list[dict[str, Value]]:
+    """The hinted configurations (earlier studies' answers, a platform sample's or a
+    prediction's) that are neither measured yet nor the defaults themselves."""
     known = StudyView(ctx.study).known()
     defaults = {d.knob.name: d.knob.default for d in ctx.space.dimensions}
-    fresh = [c for c in configs if config_key(c) not in known and c != defaults]
-    for config in fresh:
-        params = {d.knob.name: d.knob.to_internal(config[d.knob.name])
-                  for d in ctx.space.dimensions}  # fmt: skip
-        ctx.study.enqueue_trial(params, skip_if_exists=True)
-    if fresh:
-        ctx.ui.info(f"the search starts with {len(fresh)} hinted configuration(s)")
+    return [c for c in configs if config_key(c) not in known and c != defaults]
+
+
+def _enqueue(
+    study: optuna.Study, space: Space, hinted: list[dict[str, Value]], size: int
+) -> list[dict[str, Value]]:
+    """Up to ``size`` hinted configurations are the next batch's trials (Optuna hands an
+    enqueued trial to the next ``ask``, whatever the sampler: no more than the batch asks
+    for, so that no control run's trial takes one); the rest is returned."""
+    for config in hinted[:size]:
+        params = {d.knob.name: d.knob.to_internal(config[d.knob.name]) for d in space.dimensions}
+        study.enqueue_trial(params, skip_if_exists=True)
+    return hinted[size:]
 
 
 def _run_batch(
