@@ -298,16 +298,13 @@ class Primed(Executor):
     def __init__(self, inner: Executor, first: RunRecord) -> None:
         self.inner = inner
         self.first: RunRecord | None = first
+        self.deterministic = inner.deterministic
 
     def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
         if config is None and self.first is not None:
             first, self.first = self.first, None
             return first
         return self.inner.run(config, timeout)
-
-    @property  # type: ignore[override]
-    def deterministic(self) -> bool | None:
-        return self.inner.deterministic
 
     def at(self, command: Sequence[str]) -> Executor:
         return self.inner.at(command)

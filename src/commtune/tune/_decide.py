@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -274,8 +274,8 @@ def _scale(arms: Sequence[Arm], levels: Levels) -> float:
 
 
 def _fit(arms: Sequence[Arm], levels: Levels, scale: float) -> None:
-    logs = {i: a.logs(levels) for i, a in enumerate(arms)}
-    shared = {i: a.shared(levels) for i, a in enumerate(arms)}
+    logs: dict[Hashable, Sequence[float]] = {i: a.logs(levels) for i, a in enumerate(arms)}
+    shared: dict[Hashable, int] = {i: a.shared(levels) for i, a in enumerate(arms)}
     posts = bayes.fit(logs, scale, levels.slow, shared)
     own = bayes.fit(logs, scale, levels.slow, shared, pooled=False)
     for i, a in enumerate(arms):
