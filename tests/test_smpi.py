@@ -10,6 +10,7 @@ import json
 import math
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import optuna
@@ -22,6 +23,7 @@ from commtune.mpi import Cluster, Installation, Vendor, launch_files, read_platf
 from commtune.mpi.smpi import FOLLOW_SELECTOR, parse_listed, simulated_time
 from commtune.progress import Silent
 from commtune.study import Plan, StudyView
+from commtune.trial import RunRecord, repeats_exactly
 from commtune.tune import open_study, tune
 
 from .conftest import last_json, run_cli
@@ -116,7 +118,7 @@ def test_a_deterministic_study_runs_each_configuration_once_without_controls() -
     try:
         settings = _settings(2, 3, ("a", "b", "c", "d", "fast", "slow"), confirm=5, max_runs=12,
                              gate="risk", exact=True)  # fmt: skip
-        executor = Table()
+        executor = Simulated()
         study = open_study(optuna.storages.InMemoryStorage(), settings)
         result = tune(settings, study._storage, executor, Silent())
         acc = StudyView(study).verdict()
@@ -139,10 +141,34 @@ def test_a_deterministic_study_runs_each_configuration_once_without_controls() -
             COST.pop(name)
 
 
+class Simulated(Table):
+    """The table's values as a simulation writes them: many significant digits."""
+
+    def run(self, config: Mapping[str, object] | None, timeout: float) -> RunRecord:
+        run = super().run(config, timeout)
+        value = None if run.value is None else run.value * 0.0989894
+        return dataclasses.replace(run, value=value, wall=value or 0.0)
+
+
 def test_exact_means_equal_runs_only() -> None:
     assert stats.exact([0.5, 0.5]) and stats.exact([1.0, 1.0 + 1e-12])
     assert not stats.exact([0.5]) and not stats.exact([0.5, 0.5001])
     assert Plan().exact  # on by default; --assume-noise turns it off
+
+
+def test_a_rounded_time_repeated_is_not_a_simulation() -> None:
+    """A program that prints its time to 3 digits ("1.23 s") gives one value twice on a
+    noisy machine: that is rounding, not a deterministic run; SMPI's simulated times carry
+    6 digits. The study's design follows (the rounded table keeps controls and the duel)."""
+    assert [stats.digits(v) for v in (1.23, 0.0989894, 1200.0, 0.1368)] == [3, 6, 2, 4]
+    assert not repeats_exactly(Table(), [1.23, 1.23])
+    assert repeats_exactly(Table(), [0.0989894, 0.0989894])
+    settings = _settings(2, 3, ("a", "b", "fast", "slow"), confirm=5, max_runs=12, gate="risk",
+                         exact=True)  # fmt: skip
+    executor = Table()  # every run of the defaults gives 1.0: one digit
+    study = open_study(optuna.storages.InMemoryStorage(), settings)
+    tune(settings, study._storage, executor, Silent())
+    assert executor.calls.count(None) > 2  # controls and duel pairs beside the reference
 
 
 # -- end to end, on SimGrid --------------------------------------------------------------------

@@ -48,6 +48,18 @@ def exact(values: Sequence[float]) -> bool:
     return len(values) >= 2 and max(values) <= min(values) * (1 + EXACT)
 
 
+# A value written with fewer significant digits repeats by rounding alone: a program that
+# prints "time 1.23 s" gives one value twice in a row on a machine with 1 % noise.
+EXACT_DIGITS = 4
+
+
+def digits(value: float) -> int:
+    """The significant digits of ``value`` as written (``repr``: a parsed "1.23" has 3,
+    "1200" has 2: a trailing zero may be rounding)."""
+    mantissa = repr(abs(float(value))).split("e")[0].replace(".", "")
+    return max(1, len(mantissa.strip("0")))
+
+
 def cv(values: Sequence[float]) -> float:
     """Coefficient of variation (sample standard deviation over the mean)."""
     arr = np.asarray(values, dtype=float)

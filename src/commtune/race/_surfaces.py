@@ -91,6 +91,7 @@ class SurfaceExecutor(Executor):
         self.surface = surface
         self.noise = noise
         self.drift = drift
+        self.deterministic = noise == 0 and drift == 1.0
         self.rng = np.random.default_rng(seed)
         self.phases = np.random.default_rng(seed + 1)
         self.slow = bool(self.phases.integers(2))

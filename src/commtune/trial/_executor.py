@@ -85,9 +85,13 @@ class Executor(abc.ABC):
 
 def repeats_exactly(executor: Executor, values: Sequence[float]) -> bool:
     """Whether a study's runs give one value: the executor's word where it knows (a
-    replayed table), else whether the defaults' ``values`` all gave one (``stats.exact``)."""
+    replayed table), else whether the defaults' ``values`` all gave one (``stats.exact``)
+    written with at least ``stats.EXACT_DIGITS`` significant digits (fewer can repeat by
+    rounding: a noisy program's rounded time is not a simulation)."""
     known = executor.deterministic
-    return stats.exact(values) if known is None else known
+    if known is not None:
+        return known
+    return stats.exact(values) and min(map(stats.digits, values)) >= stats.EXACT_DIGITS
 
 
 class LocalExecutor(Executor):
