@@ -317,13 +317,17 @@ def test_memory_as_a_second_objective_gives_a_front_and_a_compared_confirmation(
         assert not (a["value"] <= b["value"] and a["objectives"]["profile:memory_peak"]
                     <= b["objectives"]["profile:memory_peak"] and a != b)  # fmt: skip
     # the verdict compares memory too, in the same rounds as the time, for every configuration
-    # it ran again (none when nothing was worth it: the contract itself, on a machine of
-    # known values, is tests/test_verdict.py's clear winner)
-    compared = [c for c in result["confirmed"] if c["runs"] >= 2 and not c["failure"]]
-    for c in compared:
+    # it ran again beside the defaults at least twice; with fewer such rounds there is
+    # nothing measured to compare and the figures are absent (none ran again when nothing
+    # was worth it: the contract itself, on a machine of known values, is
+    # tests/test_verdict.py's clear winner)
+    for c in (c for c in result["confirmed"] if not c["failure"]):
         memory = c["objectives"]["profile:memory_peak"]
-        assert memory["default"] > 0 and memory["candidate"] > 0
-        assert memory["ci"][0] <= memory["improvement"] <= memory["ci"][1]
+        if c["paired"] >= 2:
+            assert memory["default"] > 0 and memory["candidate"] > 0
+            assert memory["ci"][0] <= memory["improvement"] <= memory["ci"][1]
+        else:
+            assert memory["default"] is memory["improvement"] is memory["ci"] is None
     code, out, _ = run_cli(["show", "mem", "--storage", storage, "--json"], capsys)
     shown = last_json(out)
     assert code == 0 and shown["pareto"] == front

@@ -81,6 +81,7 @@ class TuneResult:
                 {k: c[k] for k in ("trial", "params", "speedup", "ci", "p_value", "faster")}
                 | {"failure": c["failure"], "dropped": c.get("dropped")}
                 | {"runs": len(c["values"]), "objectives": c.get("objectives", {})}
+                | {"paired": _paired(c, risky)}
                 for c in (acc.extra.get("candidates") or [] if acc else [])
             ],
             "objectives": acc.extra.get("objectives", {}) if acc else {},
@@ -93,6 +94,15 @@ class TuneResult:
             "interval": list(acc.ci) if risky and acc and acc.ci else None,
             **{k: risky.get(k) for k in ("risk", "tolerance", "evidence_runs", "said")},
         }
+
+
+def _paired(candidate: dict[str, Any], risky: dict[str, Any]) -> int:
+    """A confirmed configuration's runs with a run of the defaults beside it in the same
+    round: what its further objectives are compared on (every round of the strict gate's
+    has one; the risk gate's duel runs the defaults beside every second round)."""
+    if not risky:
+        return len(candidate["values"])
+    return len(set(candidate["rounds"]) & set(risky.get("rounds") or []))
 
 
 def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
