@@ -333,6 +333,11 @@ class Space:
     def defaults(self) -> dict[str, Value]:
         return {d.knob.name: d.knob.default for d in self.dimensions}
 
+    def internal(self, config: Mapping[str, Value]) -> dict[str, Any]:
+        """A whole configuration as the strategies and Optuna see it (``Knob.to_internal``);
+        KeyError where it leaves a knob out."""
+        return {d.knob.name: d.knob.to_internal(config[d.knob.name]) for d in self.dimensions}
+
     def validate(self, config: Mapping[str, Value]) -> dict[str, Value]:
         """A complete configuration of this space with every value in its domain."""
         unknown = set(config) - set(self.names)

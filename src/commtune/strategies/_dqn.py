@@ -261,8 +261,7 @@ def program_history(
     failed: set[Point] = set()
     for config, value in measured:
         try:
-            internal = {d.knob.name: d.knob.to_internal(config[d.knob.name])
-                        for d in space.dimensions}  # fmt: skip
+            internal = space.internal(config)
         except (KeyError, TypeError, ValueError):
             continue
         point = history.point_of(internal)

@@ -281,14 +281,8 @@ class HistoryStrategy(Strategy):
         design = history.params_of(history.design(1, 0 if seed is None else seed)[0])
         fallback = {d.knob.name: d.knob.from_internal(design[d.knob.name])
                     for d in space.dimensions}  # fmt: skip
-        out = []
-        for config in self.hint_configs(space, fallback):
-            internal = {d.knob.name: d.knob.to_internal(config[d.knob.name])
-                        for d in space.dimensions}  # fmt: skip
-            point = history.point_of(internal)
-            if point is not None:
-                out.append(point)
-        return out
+        points = (history.point_of(space.internal(c)) for c in self.hint_configs(space, fallback))
+        return [p for p in points if p is not None]
 
     @abc.abstractmethod
     def propose(self, history: History, rng: np.random.Generator, seed: int | None) -> Point:

@@ -55,7 +55,15 @@ import numpy as np
 from commtune import bayes, stats
 from commtune.knobs import Value
 from commtune.progress import Progress
-from commtune.study import Acceptance, Plan, Source, StudyView, config_key, set_acceptance
+from commtune.study import (
+    Acceptance,
+    Plan,
+    Source,
+    StudyView,
+    TrialRecord,
+    config_key,
+    set_acceptance,
+)
 from commtune.trial import Executor, repeats_exactly
 from commtune.tune._confirm import compare_others, confirm, knobs_of, without_defaults
 
@@ -71,6 +79,13 @@ UNBOUNDED_ROUNDS = 15  # the duel's rounds when the study has no bound on runs
 NEAREST = 3  # the runs of the defaults a run's level is the median of
 MIN_RUNS = 4  # the runs an arm needs at a risk of 0 (fewer as the risk grows)
 DOMINANT = 2.0  # every run this many times faster than every run of the defaults: no floor
+
+
+def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> bool:
+    """Whether the study is run and decided as a deterministic one (a simulation): the plan
+    allows it (not ``--assume-noise``) and its runs repeat exactly
+    (:func:`commtune.trial.repeats_exactly`)."""
+    return plan.exact and repeats_exactly(executor, reference.values())
 
 
 def min_runs(risk: float) -> int:
@@ -370,7 +385,7 @@ def decide(
     arms = _arms(view, defaults)
     if not arms:
         return None
-    if plan.exact and repeats_exactly(executor, ref.values()):
+    if deterministic(plan, executor, ref):
         exact = _exact(view, arms, executor, timeout, plan)
         if exact is not None:
             exact = without_defaults(exact, view)

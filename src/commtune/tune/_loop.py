@@ -49,8 +49,8 @@ from commtune.study import (
     set_spec,
     spec_of,
 )
-from commtune.trial import Executor, clean_shm, kill_leftovers, repeats_exactly, stderr_summary
-from commtune.tune._decide import verdict
+from commtune.trial import Executor, clean_shm, kill_leftovers, stderr_summary
+from commtune.tune._decide import deterministic, verdict
 from commtune.tune._schedule import Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
 from commtune.tune._target import Context, Observer, Target
@@ -365,7 +365,7 @@ def _fresh(ctx: Context, configs: Sequence[dict[str, Value]]) -> list[dict[str, 
     """The hinted configurations (earlier studies' answers, a platform sample's or a
     prediction's) that are neither measured yet nor the defaults themselves."""
     known = StudyView(ctx.study).known()
-    defaults = {d.knob.name: d.knob.default for d in ctx.space.dimensions}
+    defaults = ctx.space.defaults()
     return [c for c in configs if config_key(c) not in known and c != defaults]
 
 
@@ -376,8 +376,7 @@ def _enqueue(
     enqueued trial to the next ``ask``, whatever the sampler: no more than the batch asks
     for, so that no control run's trial takes one); the rest is returned."""
     for config in hinted[:size]:
-        params = {d.knob.name: d.knob.to_internal(config[d.knob.name]) for d in space.dimensions}
-        study.enqueue_trial(params, skip_if_exists=True)
+        study.enqueue_trial(space.internal(config), skip_if_exists=True)
     return hinted[size:]
 
 
@@ -457,7 +456,7 @@ def exact_plan(plan: Plan) -> Plan:
 def settled(ctx: Context, ref: TrialRecord) -> Context:
     """The context of the rest of the study once its reference is known: the plan of a
     deterministic study (:func:`exact_plan`) where the reference's runs gave one value."""
-    if ctx.plan.exact and repeats_exactly(ctx.executor, ref.values()):
+    if deterministic(ctx.plan, ctx.executor, ref):
         return replace(ctx, target=replace(ctx.target, plan=exact_plan(ctx.plan)))
     return ctx
 
@@ -484,7 +483,7 @@ def tune(
         if interrupted:
             ui.warn(f"{interrupted} trial(s) of an interrupted run are marked failed")
         ref = run_reference(ctx)
-        exact = plan.exact and repeats_exactly(executor, ref.values())
+        exact = deterministic(plan, executor, ref)
         # a simulation's cost differs by far more between configurations than a run's time
         # (a linear algorithm at 1,024 ranks): its runs are given EXACT_TIMEOUT times more
         factor = TIMEOUT_FACTOR * (EXACT_TIMEOUT if exact else 1)

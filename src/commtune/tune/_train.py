@@ -108,8 +108,7 @@ def _training_trial(ctx: Context, config: dict[str, Value], values: Mapping[str,
     saved = study.sampler
     study.sampler = optuna.samplers.RandomSampler(seed=0)
     try:
-        params = {d.knob.name: d.knob.to_internal(config[d.knob.name]) for d in space.dimensions}
-        study.enqueue_trial(params)
+        study.enqueue_trial(space.internal(config))
         trial = ask(study, fixed_distributions=distributions(space))
     finally:
         study.sampler = saved
