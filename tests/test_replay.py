@@ -395,6 +395,36 @@ def test_held_phases_answer_runs_close_in_time_from_one_round(tmp_path: Path) ->
     assert any(b != 10 * a for a, b in draws if a is not None and b is not None)
 
 
+def test_the_defaults_replay_from_both_of_their_recordings(tmp_path: Path) -> None:
+    """A table records the defaults twice: the reference's runs and the trial that set
+    every knob to its default. The race's truth of the defaults pools both; the replay
+    drew the reference only, so where the two recordings differ (one table's by 16 %) a
+    study's defaults ran at one level and were judged at another. The defaults now run
+    from both recordings, as their truth is taken, with or without their knobs set, with
+    held phases as without (a round's two recordings taken in turn)."""
+    from commtune.knobs import space_from_json
+    from commtune.race import replayed
+    from commtune.trial import ReplayExecutor
+
+    entries = [{"knob": KNOBS[3]}]  # asynchronous progress: off (the default) or on
+    defaults = dict(space_from_json("mpich", entries).defaults())
+    reference, itself = [1.0, 1.1, 1.2], [2.0, 2.1, 2.2]
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({
+        "library": "mpich", "space": entries, "default": reference,
+        "trials": [{"params": defaults, "values": itself},
+                   {"params": {KNOBS[3]: not defaults[KNOBS[3]]}, "values": [3.0, 3.1]}],
+    }))  # fmt: skip
+    surface = replayed(table)
+    assert surface.default_value == pytest.approx(1.6)  # the median of all six runs
+    for phases in (False, True):
+        replay = ReplayExecutor(table, defaults, seed=3, phases=phases)
+        for config in (None, defaults):
+            drawn = {replay.run(config, 1.0).value for _ in range(200)}
+            assert drawn == {*reference, *itself}, (phases, config)
+    assert ReplayExecutor(table).run(None, 1.0).value in reference  # no defaults: as recorded
+
+
 @pytest.mark.parametrize(
     ("content", "said"),
     [

@@ -253,11 +253,7 @@ def replayed(path: Path, truth: str = "median") -> Surface:
         return summary(measured) if majority_median(values) is not None else None
 
     itself = ReplayExecutor.key(dict(space.defaults()))
-    pooled = list(recorded.default)
-    for params, values in recorded.trials:
-        if ReplayExecutor.key(params) == itself:
-            pooled += values
-    default = of(pooled)
+    default = of(recorded.defaults_runs(space.defaults())[0])
     table = {
         ReplayExecutor.key(params): default if ReplayExecutor.key(params) == itself else of(values)
         for params, values in recorded.trials

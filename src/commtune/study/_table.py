@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from commtune.errors import UsageError
+from commtune.study._record import config_key
 from commtune.util import read_json
 
 
@@ -26,6 +27,22 @@ class RecordedTable:
     features: dict[str, Any] = field(default_factory=dict)
     balanced: bool = False
     description: str = ""
+
+    def defaults_runs(self, defaults: Mapping[str, Any]) -> tuple[list[float | None], int]:
+        """The runs of the library's defaults, ``defaults`` (every knob at its default): the
+        reference's runs and those of the trial that set every knob to its default, which is
+        the same configuration (two sets of runs of one configuration, replayed apart,
+        would make the recording's drift between them a gain). Returned with how many
+        recordings of it each round holds (2 where both exist and are balanced, the list
+        interleaved round by round; else 1, the lists one after the other)."""
+        key = config_key(defaults)
+        same = [values for params, values in self.trials if config_key(params) == key]
+        if not same:
+            return list(self.default), 1
+        runs = same[0]
+        if len(runs) != len(self.default):
+            return [*self.default, *runs], 1
+        return [v for pair in zip(self.default, runs, strict=True) for v in pair], 2
 
 
 def _runs(path: Path, where: str, values: Any) -> list[float | None]:

@@ -231,7 +231,8 @@ class ReplayExecutor(Executor):
     recorded is an error. ``defaults``:
     each knob's library default, which a configuration leaving a knob out runs with (a
     configuration reduced to the knobs that matter is looked up as the recorded one with
-    the others at their defaults).
+    the others at their defaults); the defaults' runs, with or without their knobs set, draw
+    from both of their recordings (``RecordedTable.defaults_runs``), as their truth does.
     """
 
     def __init__(
@@ -248,8 +249,15 @@ class ReplayExecutor(Executor):
         self.left = 0  # runs left in the current round's stretch
         self.in_round: dict[str, int] = {}  # runs of each configuration in this stretch
         recorded = read_table(path)
-        self.default: list[float | None] = recorded.default
         self.table = {self.key(params): values for params, values in recorded.trials}
+        # the defaults run as the library's defaults or with every knob set to its default
+        # are one configuration: one set of runs, drawn from both recordings of it
+        self.default: list[float | None] = recorded.default
+        self.width: dict[str, int] = {}  # recordings of a configuration per round
+        if self.defaults:
+            itself = self.key(self.defaults)
+            self.default, self.width[itself] = recorded.defaults_runs(self.defaults)
+            self.table[itself] = self.default
         # a table with a spread anywhere is a noisy machine's, even where a few draws of
         # its defaults happen to repeat one recorded value
         self.deterministic = all(
@@ -266,7 +274,7 @@ class ReplayExecutor(Executor):
 
     def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
         self.calls += 1
-        key = self.key(config)
+        key = self.key(self.defaults if config is None and self.defaults else config)
         values = self.default if config is None else self.table.get(key)
         if values is None and config is not None:
             key = self.key({**self.defaults, **config})
@@ -290,7 +298,8 @@ class ReplayExecutor(Executor):
             self.left -= 1
             k = self.in_round.get(key, 0)
             self.in_round[key] = k + 1
-            return (self.round + k) % size
+            width = self.width.get(key, 1)
+            return (self.round + k) % (size // width) * width + n % width
         return self.rng.randrange(size) if self.rng else n % size
 
 

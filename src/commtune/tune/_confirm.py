@@ -20,8 +20,9 @@ the fastest candidate that is faster beyond noise, or, if none is, why the leade
 The best configuration's knobs that measured no effect in the search are dropped
 (``tune._reduce``), and the reduced configuration runs as one more candidate (in place of
 the last of the top ``k`` when there are ``k``); it wins over its full configuration when
-both are faster beyond noise and the full one's speedup lies inside the reduced one's CI:
-the smallest configuration that does as well is what is accepted and exported.
+both are faster beyond noise, it sets nothing the full one does not, and the full one's
+speedup lies inside the reduced one's CI: the smallest configuration that does as well is
+what is accepted and exported.
 """
 
 from __future__ import annotations
@@ -257,16 +258,27 @@ def _verdict(
     faster = [c for c in candidates if c.cmp is not None and c.cmp.faster and not c.failure]
     winner = max(faster, key=lambda c: c.cmp.speedup) if faster else _leader(candidates)  # type: ignore[union-attr]
     smaller = next((c for c in faster if c.reduced is not None), None)
+    reduced_from = _origin(candidates, smaller) if smaller is not None else {}
     if (
         winner is not None
         and winner.cmp is not None
         and smaller is not None
         and smaller is not winner
-        and smaller.trial == winner.trial  # the winner's own configuration, reduced
+        # the winner's configuration, reduced: every knob it sets, set as the winner does
+        # (reduced from the winner's trial or from a trial that measured as fast)
+        and all(winner.config.get(k) == v for k, v in smaller.config.items())
         and smaller.cmp is not None
         and smaller.cmp.ci_high >= winner.cmp.speedup
     ):
-        winner = smaller
+        full, winner = winner, smaller
+        if full.trial != smaller.trial:  # reduced from another trial that measured as fast
+            origin = _origin(candidates, smaller)
+            winner = replace(smaller, reduced={
+                k: (smaller.reduced or {}).get(k, "") if origin.get(k) == v
+                else "as fast without it in the confirmation"
+                for k, v in full.config.items() if k not in smaller.config
+            })  # fmt: skip
+            reduced_from = dict(full.config)
     listed = [c.to_json() for c in candidates]
     if winner is None or winner.cmp is None:
         first = candidates[0]
@@ -315,7 +327,7 @@ def _verdict(
             "statistic": statistic,
             "rounds": list(rounds),
             **(
-                {"dropped": winner.reduced, "reduced_from": _origin(candidates, winner)}
+                {"dropped": winner.reduced, "reduced_from": reduced_from}
                 if winner.reduced is not None
                 else {}
             ),
