@@ -32,7 +32,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -346,9 +346,15 @@ def total(run: RaceRun) -> int:
     return run.runs + run.confirm_runs
 
 
-def with_bases(pool: ProcessPoolExecutor, full: list[RaceRun], d: float) -> list[RaceRun]:
-    """TPE and random search on each study's table and seed, given the runs it spent."""
-    jobs = [(b, r.surface, r.seed, max(2, total(r)), d) for r in full for b in ("tpe", "random")]
+def with_bases(
+    pool: ProcessPoolExecutor, full: list[RaceRun], d: float, names: Sequence[str] = ()
+) -> list[RaceRun]:
+    """TPE and random search on each study's table and seed, given the runs it spent;
+    ``names``: the tables as given (a table recorded elsewhere is its path, a run names its
+    stem)."""
+    given = {Path(n).stem: n for n in names}
+    jobs = [(b, given.get(r.surface, r.surface), r.seed, max(2, total(r)), d)
+            for r in full for b in ("tpe", "random")]  # fmt: skip
     return list(pool.map(plain, jobs))
 
 
@@ -377,7 +383,7 @@ def table_race(names: list[str], seeds: int, jobs: int, phases: bool = False) ->
         full = list(pool.map(ours, [(n, s, TABLE_RUNS, (), d, "risk") for n, s in studies]))
         strict = list(pool.map(ours, [(n, s, TABLE_RUNS, (), d, "strict") for n, s in studies]))
         found = {(r.surface, r.seed): r for r in full}
-        bases = with_bases(pool, full, d)
+        bases = with_bases(pool, full, d, names)
         known_jobs = [(n, s, KNOWN_RUNS, known_hints(n, s, found), d, "risk") for n in names
                       for s in range(seeds)]  # fmt: skip
         known = list(pool.map(ours, known_jobs))
@@ -408,7 +414,7 @@ def risk_curve(names: list[str], seeds: int, jobs: int, risks: list[float]) -> l
                 studies = [(n, s) for n in names for s in range(seeds)]
                 full = list(pool.map(ours, [(n, s, TABLE_RUNS, (), 1.0, "risk")
                                             for n, s in studies]))  # fmt: skip
-                bases = with_bases(pool, full, 1.0)
+                bases = with_bases(pool, full, 1.0, names)
             rows = [base_row(name, full, bases) for name in names]
             out.append({"risk": risk, "summary": summary(rows, ("ours", "tpe", "random")),
                         "rows": rows})  # fmt: skip

@@ -1,0 +1,154 @@
+"""How precisely the race's yardstick knows what it judges: each replayed table's truths,
+and how much of a pick-the-best-run design's gain is its own lucky run.
+
+    python benchmarks/table_truths.py [TABLE ...] [--rounds 400] [--json]
+
+The race (``strategies.py --tables``) judges what a study hands back by the configuration's
+truth: the median of its recorded runs (3 on the real programs' tables, 5 on the project's),
+over the defaults' (both of their recordings). Two figures per table:
+
+* **the truth's standard error**: the spread of log(defaults' truth / configuration's truth)
+  over bootstrap resamplings of the recorded runs (of a balanced table's rounds, each
+  configuration's run and the defaults' of one round together: the machine's drift between
+  rounds is common to them), for the median configuration and for the best. A table whose
+  truths are known to 10 % cannot tell a tuner's estimate within 3 % of the truth from one
+  10 % off: it judges the yardstick's noise, not the tuner.
+* **the best run's own share of its gain** (the selection effect): a design that measures
+  each of ``PICKED`` configurations once and hands back the one whose run was fastest (TPE
+  and random in the race) is judged by a truth that contains that very run. Judged by the
+  configuration's other runs instead (held out), it delivers less; the same comparison for a
+  configuration picked at random (not by its run) is the control. The selection effect is
+  (in-sample - held-out) of the pick minus the same of the control, in points of the gain
+  captured ((speedup - 1) / (best - 1), the race's figure).
+
+Tables of one run a configuration (simulations: deterministic) have no spread to judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from strategies import surface, table_path, tables
+
+from commtune.study import read_table
+
+PICKED = 13  # configurations a single-run design measures (the race's TPE on small tables)
+
+
+def truths(name: str, rounds: int, rng: np.random.Generator) -> dict | None:
+    """The table's figures (see the module docstring); None for a table of one run a
+    configuration or one where nothing beats the defaults."""
+    surf = surface(name)
+    recorded = read_table(table_path(name), needs_space=True)
+    default = [v for v in recorded.defaults_runs(surf.space.defaults())[0] if v is not None]
+    runs = [values for _, values in recorded.trials if all(v is not None for v in values)]
+    per_config = max(len(values) for values in runs)
+    if per_config < 3 or len(default) < 2:
+        return None
+    best = surf.default_value / surf.optimum
+    level = float(np.median(default))
+    errors = []
+    pooled, width = recorded.defaults_runs(surf.space.defaults())
+    paired = recorded.balanced and None not in pooled and len(pooled) == width * per_config
+    for values in runs:
+        boot = []
+        for _ in range(rounds):
+            if paired and len(values) == per_config:  # rounds resampled: their drift shared
+                picked = rng.integers(per_config, size=per_config)
+                mine = [values[i] for i in picked]
+                theirs = [pooled[i * width + w] for i in picked for w in range(width)]
+            else:
+                mine = list(rng.choice(values, len(values)))
+                theirs = list(rng.choice(default, len(default)))
+            boot.append(math.log(float(np.median(theirs)) / float(np.median(mine))))
+        errors.append(float(np.std(boot)))
+    fastest = min(range(len(runs)), key=lambda i: float(np.median(runs[i])))
+    figures: dict[str, list[float]] = {"in": [], "out": [], "control_in": [], "control_out": []}
+    for _ in range(rounds):
+        chosen = rng.choice(len(runs), min(len(runs), PICKED), replace=False)
+        draws = [(int(rng.integers(len(runs[i]))), int(i)) for i in chosen]
+        picked = min(draws, key=lambda d: runs[d[1]][d[0]])
+        for (j, i), key in ((picked, ""), (draws[0], "control_")):
+            held = [v for n, v in enumerate(runs[i]) if n != j]
+            figures[key + "in"].append(level / float(np.median(runs[i])))
+            figures[key + "out"].append(level / float(np.median(held)))
+
+    def gain(key: str) -> float | None:
+        return (float(np.mean(figures[key])) - 1) / (best - 1) if best > 1.01 else None
+
+    captured = {key: gain(key) for key in figures}
+    effect = None
+    if best > 1.01:
+        effect = (captured["in"] - captured["out"]) - (  # type: ignore[operator]
+            captured["control_in"] - captured["control_out"]  # type: ignore[operator]
+        )
+    return {
+        "table": name,
+        "runs_per_configuration": per_config,
+        "defaults_runs": len(default),
+        "best": best,
+        "truth_error_median": float(np.median(errors)),
+        "truth_error_best": errors[fastest],
+        "best_run_in_sample": captured["in"],
+        "best_run_held_out": captured["out"],
+        "selection_effect": effect,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("tables", nargs="*", help="default: every table in benchmarks/data")
+    parser.add_argument("--rounds", type=int, default=400, help="bootstrap and pick rounds")
+    parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
+    args = parser.parse_args()
+    names = args.tables or tables()
+    for name in names:
+        if not table_path(name).is_file():
+            parser.error(f"no table {name} ({table_path(name)})")
+    rng = np.random.default_rng(0)
+    rows = [row for name in names if (row := truths(name, args.rounds, rng)) is not None]
+    if args.json:
+        print(json.dumps({"tables": rows}))
+        return 0
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.0f} %"
+
+    print(
+        "| table | runs a configuration | best | truth's standard error (median "
+        "configuration / best) | best run's gain: in-sample / held out | selection effect |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {Path(r['table']).stem.removeprefix('table-')} | {r['runs_per_configuration']} "
+              f"| {r['best']:.3f}x | {100 * r['truth_error_median']:.1f} % / "
+              f"{100 * r['truth_error_best']:.1f} % | {pct(r['best_run_in_sample'])} / "
+              f"{pct(r['best_run_held_out'])} | {pct(r['selection_effect'])} |")  # fmt: skip
+    sharp = [r for r in rows if r["truth_error_median"] <= 0.03]
+    print(f"\ntruths known to 3 % or better (median configuration): {len(sharp)} of {len(rows)} "
+          f"tables")  # fmt: skip
+    for runs in sorted({r["runs_per_configuration"] for r in rows}):
+        group = [r for r in rows if r["runs_per_configuration"] == runs
+                 and r["selection_effect"] is not None]  # fmt: skip
+        if group:
+
+            def median(key: str, group: list[dict] = group) -> str:
+                return pct(float(np.median([r[key] for r in group])))
+
+            print(f"{runs} runs a configuration ({len(group)} tables with a gain): the best run's "
+                  f"gain, median table: {median('best_run_in_sample')} in-sample, "
+                  f"{median('best_run_held_out')} held out; selection effect "
+                  f"{median('selection_effect')}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
