@@ -272,9 +272,9 @@ def _verdict(
     ):
         full, winner = winner, smaller
         if full.trial != smaller.trial:  # reduced from another trial that measured as fast
-            origin = _origin(candidates, smaller)
+            origin, why = _origin(candidates, smaller), smaller.reduced or {}
             winner = replace(smaller, reduced={
-                k: (smaller.reduced or {}).get(k, "") if origin.get(k) == v
+                k: why[k] if k in why and origin.get(k) == v
                 else "as fast without it in the confirmation"
                 for k, v in full.config.items() if k not in smaller.config
             })  # fmt: skip
