@@ -48,7 +48,8 @@ def truths(name: str, rounds: int, rng: np.random.Generator) -> dict | None:
     configuration or one where nothing beats the defaults."""
     surf = surface(name)
     recorded = read_table(table_path(name), needs_space=True)
-    default = [v for v in recorded.defaults_runs(surf.space.defaults())[0] if v is not None]
+    pooled, width = recorded.defaults_runs(surf.space.defaults())
+    default = [v for v in pooled if v is not None]
     runs = [values for _, values in recorded.trials if all(v is not None for v in values)]
     per_config = max(len(values) for values in runs)
     if per_config < 3 or len(default) < 2:
@@ -56,7 +57,6 @@ def truths(name: str, rounds: int, rng: np.random.Generator) -> dict | None:
     best = surf.default_value / surf.optimum
     level = float(np.median(default))
     errors = []
-    pooled, width = recorded.defaults_runs(surf.space.defaults())
     paired = recorded.balanced and None not in pooled and len(pooled) == width * per_config
     for values in runs:
         boot = []

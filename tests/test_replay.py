@@ -333,10 +333,11 @@ def test_knobs_that_measured_nothing_are_left_out_of_the_accepted_configuration(
 
     verdict = acceptance_of(optuna.load_study(study_name="s", storage=Store(storage).optuna))
     assert verdict is not None and set(verdict.extra["dropped"]) == {"MPIR_CVAR_ASYNC_PROGRESS"}
-    assert verdict.extra["reduced_from"] == {
-        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling",
-        "MPIR_CVAR_ASYNC_PROGRESS": True,
-    }
+    # reduced from one of the two equal configurations (with or without the progress knob
+    # set): which one the search ranks first is the noise's, not the contract's
+    reduced_from = verdict.extra["reduced_from"]
+    assert reduced_from["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] == "recursive_doubling"
+    assert set(reduced_from) == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "MPIR_CVAR_ASYNC_PROGRESS"}
     assert verdict.speedup is not None and verdict.speedup > 1.3
     code, exported, _ = run_cli(["export", "s", "--storage", storage, "--format", "env"], capsys)
     assert code == 0 and "ASYNC_PROGRESS" not in exported and "ALLREDUCE_INTRA" in exported

@@ -270,15 +270,15 @@ def _verdict(
         and smaller.cmp is not None
         and smaller.cmp.ci_high >= winner.cmp.speedup
     ):
-        full, winner = winner, smaller
-        if full.trial != smaller.trial:  # reduced from another trial that measured as fast
-            origin, why = _origin(candidates, smaller), smaller.reduced or {}
-            winner = replace(smaller, reduced={
-                k: why[k] if k in why and origin.get(k) == v
+        if smaller.trial != winner.trial:  # reduced from another trial that measured as fast
+            why = smaller.reduced or {}
+            smaller = replace(smaller, reduced={
+                k: why[k] if k in why and reduced_from.get(k) == v
                 else "as fast without it in the confirmation"
-                for k, v in full.config.items() if k not in smaller.config
+                for k, v in winner.config.items() if k not in smaller.config
             })  # fmt: skip
-            reduced_from = dict(full.config)
+            reduced_from = dict(winner.config)
+        winner = smaller
     listed = [c.to_json() for c in candidates]
     if winner is None or winner.cmp is None:
         first = candidates[0]
