@@ -218,8 +218,10 @@ class ReplayExecutor(Executor):
 
     The file is JSON: ``{"default": [values...], "trials": [{"params": {...}, "values": [...]},
     ...]}``; a value of null is a failed run. Repeated runs of one configuration cycle through
-    its recorded values, or, given a ``seed``, draw one of them at random each time (a
-    balanced table's runs as a study would meet them). ``phases`` (with a seed): the
+    its recorded values, or, given a ``seed``, are dealt its recorded values in a random order,
+    each once before any again (a balanced table's runs as a study would meet them: nine
+    recorded runs are nine runs of the machine, and a study that runs a configuration
+    three times meets three of them, not one fast run three times). ``phases`` (with a seed): the
     machine's state is held over time, as on the machine that recorded the table: a
     balanced table ran every configuration once per round, so value i of every
     configuration was measured in round i, in the same stretch of the machine's life; a
@@ -266,6 +268,7 @@ class ReplayExecutor(Executor):
             for measured in [[v for v in values if v is not None]]
         )
         self.counts: dict[str, int] = {}
+        self.decks: dict[str, list[int]] = {}  # each configuration's indices still to deal
         self.calls = 0
 
     @staticmethod
@@ -300,7 +303,13 @@ class ReplayExecutor(Executor):
             self.in_round[key] = k + 1
             width = self.width.get(key, 1)
             return (self.round + k) % (size // width) * width + n % width
-        return self.rng.randrange(size) if self.rng else n % size
+        if self.rng is None:
+            return n % size
+        deck = self.decks.get(key)
+        if not deck:
+            deck = self.decks[key] = list(range(size))
+            self.rng.shuffle(deck)
+        return deck.pop()
 
 
 class Primed(Executor):
