@@ -327,3 +327,20 @@ def test_the_figures_a_user_reads_do_not_contradict_each_other() -> None:
     assert "probability 44.8 %" in said and "median 0.995x" in said
     plain = say(Judgement(1.2, (1.1, 1.3), 0.0, [], True, "", faster=0.99, median=1.2), 0.02)
     assert "median" not in plain
+
+
+
+def test_the_noise_is_read_within_the_machines_mode() -> None:
+    """Every third run of the defaults takes 2.2 times as long (a machine of two modes,
+    ``Levels.slow``). The ratios of successive controls across the modes are the mode's
+    jumps, not one run's noise: the noise scale is read from the controls of the faster
+    mode. Before, it was 1.0 (every posterior as wide as a 2.7x spread) where the runs
+    spread by 1 %."""
+    from commtune.tune._decide import Arm, Levels, _scale
+
+    rng = np.random.default_rng(0)
+    stream = [(2 * i, (2.2 if i % 3 == 2 else 1.0) * (1 + 0.01 * rng.standard_normal()))
+              for i in range(16)]  # fmt: skip
+    arm = Arm(1, {KNOB: "c"}, [(1, 0.9), (3, 0.91)])
+    levels = Levels(stream)
+    assert levels.slow is not None and _scale([arm], levels) < 0.05
