@@ -238,9 +238,10 @@ def replayed(path: Path, truth: str = "median") -> Surface:
     the mean, what a user's node-hours follow) of its recorded runs (a table of one run
     each: that run), infinite where most of its runs failed; a replayed study's runs of a
     configuration are dealt its recorded runs in a random order, each once before any again
-    (``tune --record`` tables), or cycle through them (older tables). A configuration with every knob at its library default *is* the defaults: its
-    runs and the defaults' are pooled into one truth for both (two truths of one
-    configuration would call its noise a gain)."""
+    (``tune --record`` tables), or cycle through them (older tables). A configuration with
+    every knob at its library default *is* the defaults: its runs and the defaults' are
+    pooled into one truth for both (two truths of one configuration would call its noise a
+    gain)."""
     from commtune.knobs import space_from_json
     from commtune.study import read_table
 
