@@ -329,7 +329,6 @@ def test_the_figures_a_user_reads_do_not_contradict_each_other() -> None:
     assert "median" not in plain
 
 
-
 def test_the_noise_is_read_within_the_machines_mode() -> None:
     """Every third run of the defaults takes 2.2 times as long (a machine of two modes,
     ``Levels.slow``). The ratios of successive controls across the modes are the mode's
