@@ -4,7 +4,7 @@ and how much of a pick-the-best-run design's gain is its own lucky run.
     python benchmarks/table_truths.py [TABLE ...] [--rounds 400] [--json]
 
 The race (``strategies.py --tables``) judges what a study hands back by the configuration's
-truth: the median of its recorded runs (3 on the real programs' tables, 5 on the project's),
+truth: the median of its recorded runs (9 on the real programs' tables, 5 on the project's),
 over the defaults' (both of their recordings). Two figures per table:
 
 * **the truth's standard error**: the spread of log(defaults' truth / configuration's truth)
