@@ -115,10 +115,12 @@ class Levels:
         split = stats.clusters(self.values())
         self.fast: float | None = None
         self.slow: bayes.SlowMode | None = None
+        self.edge = math.inf  # the slowest run of the faster cluster
         if len(split) == 2:
             (n_fast, fast), (n_slow, slow) = split
             self.fast = fast
             self.slow = bayes.SlowMode(n_slow / (n_fast + n_slow), math.log(slow / fast))
+            self.edge = sorted(self.values())[n_fast - 1]
 
     def add(self, seq: int, value: float) -> None:
         bisect.insort(self.stream, (seq, value))
@@ -136,6 +138,10 @@ class Levels:
 
     def values(self) -> list[float]:
         return [v for _, v in self.stream]
+
+    def quiet(self) -> list[float]:
+        """The runs of the faster cluster, in time order (all of them in one cluster)."""
+        return [v for _, v in self.stream if v <= self.edge]
 
 
 @dataclass
@@ -289,11 +295,7 @@ def _scale(arms: Sequence[Arm], levels: Levels) -> float:
     the faster one: a jump between the machine's modes is the mode's (``levels.slow``),
     not one run's noise, and counted as noise it widened every posterior until a
     configuration's three runs 9 % faster read as no faster."""
-    controls = levels.values()
-    if levels.fast is not None and levels.slow is not None:
-        edge = levels.fast * math.exp(levels.slow.shift / 2)
-        controls = [v for v in controls if v <= edge]
-    return bayes.noise_scale({i: a.logs(levels) for i, a in enumerate(arms)}, controls)
+    return bayes.noise_scale({i: a.logs(levels) for i, a in enumerate(arms)}, levels.quiet())
 
 
 def _fit(arms: Sequence[Arm], levels: Levels, scale: float) -> None:
