@@ -93,13 +93,17 @@ def test_a_clear_winner_is_accepted_with_its_figures_in_words() -> None:
     assert out["interval"] == list(acc.ci) and out["risk"] == acc.extra["risk"]
 
 
-def test_configurations_equal_to_the_defaults_are_accepted_at_most_at_the_stated_risk() -> None:
-    """Every configuration runs as the defaults do (10 % noise): over 40 seeded studies, at
-    most the stated risk (5 %) of them hand anything back: 2 expected, and up to 4 within
-    the binomial's own spread (more than 4 of 40 at 5 % has a chance of 5 %)."""
+def test_configurations_slower_than_the_defaults_are_handed_back_at_most_at_the_stated_risk() -> (
+    None
+):
+    """What ``--risk`` bounds is what costs the user: every configuration 4 % slower than
+    the defaults (beyond the 2 % tolerance), 10 % noise; over 40 seeded studies at most the
+    stated risk (5 %) of them hand one back: 2 expected, up to 4 within the binomial's own
+    spread. (Without the tail condition, the expected speedup and the median alone: 9.)"""
     accepted = 0
     for seed in range(40):
-        acc, _, _ = study_of(lambda c, n: 1.0, seed=seed, noise=0.1)
+        acc, _, _ = study_of(lambda c, n: 1.0 if c == "defaults" else 1.04, seed=seed,
+                             noise=0.1)  # fmt: skip
         accepted += bool(acc is not None and acc.accepted)
     assert accepted <= 4
 
@@ -197,7 +201,7 @@ def test_the_stale_check_judges_a_risk_verdict_by_the_same_rule() -> None:
 
     fast = Machine(lambda c, n: 0.6 if c == "c" else 1.0, 0.03, seed=5)
     verdict_, cmp, rounds, runs, decided = recheck(
-        fast, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02)
+        fast, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02, 0.01)
     )
     assert (verdict_, decided) == (STILL_FASTER, True)
     assert cmp is not None and cmp.ci_low < cmp.speedup < cmp.ci_high
@@ -205,7 +209,7 @@ def test_the_stale_check_judges_a_risk_verdict_by_the_same_rule() -> None:
     assert runs == 2 * rounds == fast.calls
     same = Machine(lambda c, n: 1.0, 0.03, seed=6)
     verdict_, cmp, rounds, _, decided = recheck(
-        same, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02)
+        same, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02, 0.01)
     )
     assert (verdict_, decided) == (NO_LONGER_FASTER, True)
     assert rounds < 10
@@ -259,14 +263,20 @@ def test_the_duel_gathers_its_runs_on_one_arm() -> None:
     """Issue 47 (1), the live case: four near-equal arms 3 % faster than the defaults; the
     duel gives its runs to one of them until it passes or the runs end, instead of
     splitting them 2/2/4/2 (the champion keeps the runs while no other is expected to be
-    faster by more than the tolerance). Fails with the old top-two sampling from the
-    fourth run on."""
+    faster by more than the tolerance, and the arm that passed keeps them when it falls
+    back). In the median of 12 seeded studies one arm has 3/4 of the duel's runs, and a
+    3 % arm is handed back in 2/3 of them. Fails with top-two sampling from the first
+    round (median share 0.35)."""
     costs = {"defaults": 1.0, "a": 1.0, "b": 0.97, "c": 0.97, "d": 0.97, "e": 0.97, "f": 1.3}
-    acc, _, _ = study_of(lambda c, n: costs[c], seed=7, noise=0.04)
-    assert acc is not None
-    dueled = sorted((len(c["rounds"]) for c in acc.extra["candidates"] if c["rounds"]),
-                    reverse=True)  # fmt: skip
-    assert dueled and dueled[0] >= 0.75 * sum(dueled), dueled
+    shares, handed = [], 0
+    for seed in range(12):
+        acc, _, _ = study_of(lambda c, n: costs[c], seed=seed, noise=0.04)
+        assert acc is not None
+        dueled = [len(c["rounds"]) for c in acc.extra["candidates"] if c["rounds"]]
+        shares.append(max(dueled) / sum(dueled))
+        handed += acc.accepted and acc.params[KNOB] in "bcde"
+    assert float(np.median(shares)) >= 0.75, shares
+    assert handed >= 8, handed
 
 
 def test_a_lone_fast_arm_among_slow_ones_gets_the_duels_runs() -> None:
@@ -287,13 +297,19 @@ def test_a_lone_fast_arm_among_slow_ones_gets_the_duels_runs() -> None:
 
 @pytest.mark.parametrize("risk", [0.05, 0.2, 0.5])
 def test_the_users_risk_reaches_the_decision(risk: float) -> None:
-    """Issue 47 (2), on one posterior: an arm expected 1.08x, faster with probability
-    about 0.97, more than 2 % slower with probability about 0.01. At 5 % it passes; a
-    stricter risk refuses it; at one half the rule is the expected speedup alone, which a
-    posterior expected 1.02x with P(faster) 0.6 passes too."""
-    sure = bayes.Posterior(_normal(math.log(1 / 1.08), 0.035), 8)
+    """Issue 47 (2), on one posterior: what the risk bounds is the chance of being more
+    than 2 % slower. An arm expected 1.05x with that chance about 2.5 % passes at 5 % and
+    above, not at 1 %; one expected 1.03x, faster with probability about 0.88 only (what
+    the rule before refused below a risk of 12 %), passes at 5 %: a configuration no
+    faster costs the user nothing in speed. At one half the rule is the expected speedup
+    alone, which a posterior expected 1.02x with P(faster) 0.6 passes too."""
+    sure = bayes.Posterior(_normal(math.log(1 / 1.05), 0.035), 8)
+    assert 0.01 < sure.risk(0.02) < 0.05
     assert bayes.acceptable(sure, risk, 0.02, min_gain=0.01)
     assert not bayes.acceptable(sure, 0.01, 0.02, min_gain=0.01)
+    likely = bayes.Posterior(_normal(math.log(1 / 1.03), 0.025), 8)
+    assert 0.8 < likely.gain(0.0) < 0.92 and likely.risk(0.02) < 0.03
+    assert bayes.acceptable(likely, risk, 0.02, min_gain=0.01)
     coin = bayes.Posterior(_normal(math.log(1 / 1.02), 0.08), 2)
     assert 0.5 < coin.gain(0.0) < 0.7 and coin.expected() > 1.01
     assert bayes.acceptable(coin, risk, 0.02, min_gain=0.01) is (risk >= 0.5)

@@ -230,9 +230,10 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
             )
         else:  # the tuner's rule (--gate risk) on the interleaved pairs
             cmp, _ = judge_pairs(default_times, predicted_times, DEFAULTS.risk,
-                                 DEFAULTS.tolerance)  # fmt: skip
+                                 DEFAULTS.tolerance, DEFAULTS.min_gain)  # fmt: skip
             verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk,
-                                 tolerance=DEFAULTS.tolerance)  # fmt: skip
+                                 tolerance=DEFAULTS.tolerance,
+                                 min_gain=DEFAULTS.min_gain)  # fmt: skip
             verdict.reason = (
                 "predicted; verified: expected faster at the risk allowed"
                 if cmp.faster

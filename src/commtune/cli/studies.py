@@ -297,11 +297,12 @@ def _stale_check(
             + "; ".join(map(str, diffs)) if diffs else why)  # fmt: skip
     accepted = acceptance_of(study)
     if proposal and accepted is not None:  # the rule the check applies (judge_pairs)
-        accepted.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance)
+        accepted.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance,
+                              min_gain=DEFAULTS.min_gain)  # fmt: skip
     said: dict[str, Any] = dict(accepted.extra) if accepted is not None else {}
     # the rule of the verdict checked: --gate risk's, or the strict gate's test
-    rule = (float(said["risk_limit"]), float(said["tolerance"])) if said.get("gate") == "risk" \
-        else None  # fmt: skip
+    rule = (float(said["risk_limit"]), float(said["tolerance"]),
+            float(said.get("min_gain", 0.0))) if said.get("gate") == "risk" else None  # fmt: skip
     verdict, cmp, rounds, runs, decided = recheck(
         defaults, config, timeout, ui, statistic=spec.statistic, configured=configured,
         rule=rule,

@@ -37,9 +37,9 @@ class Plan:
     # simulation): one run a configuration, no controls (tune._loop.exact_plan).
     exact: bool = True
     # The verdict (tune/_decide.py): ``risk`` accepts a configuration whose expected speedup
-    # clears 1 + ``min_gain``, faster than the defaults with probability 1 - ``risk`` and
-    # more than ``tolerance`` slower with probability below ``risk`` (from a risk of 0.5:
-    # the expected speedup alone); ``strict`` is the signed-rank gate of the top ``top``
+    # clears 1 + ``min_gain``, more likely faster than the defaults than not and more than
+    # ``tolerance`` slower with probability below ``risk`` (from a risk of 0.5: the
+    # expected speedup alone); ``strict`` is the signed-rank gate of the top ``top``
     # confirmed in ``confirm`` rounds (tune/_confirm.py).
     gate: str = "risk"
     risk: float = 0.05

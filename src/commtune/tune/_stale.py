@@ -159,16 +159,22 @@ class StaleCheck:
 
 
 def judge_pairs(
-    default: list[float], chosen: list[float], risk: float, tolerance: float
+    default: list[float],
+    chosen: list[float],
+    risk: float,
+    tolerance: float,
+    min_gain: float = 0.0,
 ) -> tuple[stats.Comparison, bool]:
     """``--gate risk``'s rule on a lone configuration's pairs (``bayes.pair_posterior``):
-    the expected speedup with its interval, ``faster`` when the rule accepts it; and
-    whether it is unlikely (``risk``) to be more than ``tolerance`` faster at all."""
+    the expected speedup with its interval, ``faster`` when the rule accepts it (the
+    verdict's ``min_gain`` too: a configuration no faster is not called faster for being no
+    slower); and whether it is unlikely (``risk``) to be more than ``tolerance`` faster at
+    all."""
     from commtune import bayes
 
     post = bayes.pair_posterior(default, chosen)
     low, high = post.interval()
-    ok = bayes.acceptable(post, risk, tolerance)
+    ok = bayes.acceptable(post, risk, tolerance, min_gain=min_gain)
     return stats.Comparison(post.expected(), low, high, float("nan"), ok), post.gain(
         tolerance
     ) < risk
@@ -215,13 +221,13 @@ def recheck(
     min_rounds: int = MIN_ROUNDS,
     max_rounds: int = MAX_ROUNDS,
     configured: Executor | None = None,
-    rule: tuple[float, float] | None = None,
+    rule: tuple[float, float, float] | None = None,
 ) -> tuple[str, stats.Comparison | None, int, int, bool]:
     """The sequential interleaved comparison (module docstring): (verdict, comparison,
     rounds, runs, decided); a run that fails raises :class:`RunFailed` (no measurement).
     ``executor`` runs the defaults, ``configured`` (the
     same if None) the configuration: it may carry variables only the configuration sets
-    (the selection file of a sampled one). ``rule``: (risk, tolerance) of a verdict of
+    (the selection file of a sampled one). ``rule``: (risk, tolerance, min_gain) of a verdict of
     ``--gate risk``, judged by the same rule (:func:`judge_pairs`); None: the strict
     gate's signed-rank test."""
     level = LEVEL
