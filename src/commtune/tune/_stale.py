@@ -166,10 +166,9 @@ def judge_pairs(
     min_gain: float = 0.0,
 ) -> tuple[stats.Comparison, bool]:
     """``--gate risk``'s rule on a lone configuration's pairs (``bayes.pair_posterior``):
-    the expected speedup with its interval, ``faster`` when the rule accepts it (the
-    verdict's ``min_gain`` too: a configuration no faster is not called faster for being no
-    slower); and whether it is unlikely (``risk``) to be more than ``tolerance`` faster at
-    all."""
+    the expected speedup with its interval, ``faster`` when the rule accepts it (with the
+    verdict's ``min_gain``: the rule that handed it back); and whether it is unlikely
+    (``risk``) to be more than ``tolerance`` faster at all."""
     from commtune import bayes
 
     post = bayes.pair_posterior(default, chosen)
