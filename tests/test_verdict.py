@@ -359,3 +359,29 @@ def test_the_noise_is_read_within_the_machines_mode() -> None:
     arm = Arm(1, {KNOB: "c"}, [(1, 0.9), (3, 0.91)])
     levels = Levels(stream)
     assert levels.slow is not None and _scale([arm], levels) < 0.05
+
+
+def _usually_slow_defaults(c: str, n: int) -> float:
+    """A machine of two modes whose usual one is the slow one for the defaults (every third
+    of their runs twice as fast, as on MPICH's ct_solver table), while ``c`` (and ``b``, 6 %
+    slower than it) runs twice as fast but every fifth run: 2x faster on the median."""
+    if c in ("b", "c"):
+        return (2.0 if n % 5 == 0 else 1.0) * (1.06 if c == "b" else 1.0)
+    return 1.0 if n % 3 == 2 else 2.0
+
+
+def test_a_configuration_twice_as_fast_as_the_defaults_usual_runs_is_accepted() -> None:
+    """Issue 47: where the defaults' faster cluster is the smaller, it is their luck, not
+    their level. Capping the level at it (as where the fast cluster is their usual one)
+    read a configuration twice as fast in four runs of five as no faster: 6 of these 20
+    studies handed it back. And where every configuration runs as the defaults do, none is
+    credited with the fast mode's 2x: 2 of 20 handed back, at 1.02x and 1.08x (the cap:
+    none); what is bounded is a slowdown, not a claim of a few per cent."""
+    handed = [study_of(_usually_slow_defaults, seed=seed, noise=0.03)[0] for seed in range(20)]
+    fast = [a for a in handed if a is not None and a.accepted and a.params[KNOB] in ("b", "c")]
+    assert len(fast) >= 16, [a and a.reason for a in handed]
+    assert all(a.speedup is not None and a.speedup > 1.6 for a in fast)
+    null = [study_of(lambda c, n: 1.0 if n % 3 == 2 else 2.0, seed=seed, noise=0.03)[0]
+            for seed in range(20)]  # fmt: skip
+    claims = [a.speedup for a in null if a is not None and a.accepted]
+    assert len(claims) <= 4 and all(s is not None and s < 1.15 for s in claims), claims

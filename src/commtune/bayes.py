@@ -31,7 +31,7 @@ GRID = np.linspace(-1.6, 1.6, 641)  # theta: speedups from 0.2x to 5x, 0.5 % ste
 SPEEDUPS = np.exp(-GRID)
 STEP = float(GRID[1] - GRID[0])
 PRIOR_SCALE = 0.1  # the noise assumed before the study has measured its own
-T_QUARTILE = 0.349  # |t| of NU = 3 is below this a quarter of the time
+T_MEDIAN = 0.765  # |t| of NU = 3 is below this half the time
 PRIOR_WEIGHT = 2  # deviations the assumed noise counts as
 MIN_SCALE = 0.01
 BROAD = 0.35  # the broad component's standard deviation (log): most knobs move < 1.4x
@@ -175,11 +175,13 @@ def noise_scale(
             deviations += list(np.abs(arr - np.median(arr)) * np.sqrt(len(arr) / (len(arr) - 1)))
     logs = np.log(np.asarray(controls, dtype=float))
     deviations += list(np.abs(np.diff(logs)))
-    # the lower quartile: robust to half the deviations being a second mode's (a t of
-    # NU = 3 of scale s has |t| below 0.349 s a quarter of the time); the prior's scale counts
-    # as PRIOR_WEIGHT deviations, so that three lucky runs do not make a quiet machine
-    deviations += [PRIOR_SCALE * 0.765] * PRIOR_WEIGHT
-    return max(MIN_SCALE, float(np.median(deviations)) / 0.765)
+    # the median: robust to up to half the deviations being a second mode's (a t of NU = 3
+    # of scale s has a median absolute value of T_MEDIAN s; the lower quartile, measured in
+    # issue 47's seventh part, read a machine whose runs repeat to 3 digits as noiseless);
+    # the prior's scale counts as PRIOR_WEIGHT deviations, so that three lucky runs do not
+    # make a quiet machine
+    deviations += [PRIOR_SCALE * T_MEDIAN] * PRIOR_WEIGHT
+    return max(MIN_SCALE, float(np.median(deviations)) / T_MEDIAN)
 
 
 _NORMAL = np.exp(-0.5 * (GRID / BROAD) ** 2)
