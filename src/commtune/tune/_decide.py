@@ -323,6 +323,12 @@ def _fit(arms: Sequence[Arm], levels: Levels, scale: float) -> None:
         a.posterior, a.hope = posts.get(i), own.get(i)
 
 
+def _expected(arm: Arm) -> float:
+    """The arm's expected speedup on the shrunk posterior: what ranks the arm that would be
+    handed back (0 before it has one)."""
+    return arm.posterior.expected() if arm.posterior is not None else 0.0
+
+
 def _open(contenders: Sequence[Arm], passing: Sequence[Arm], plan: Plan) -> bool:
     """Whether the decision is still open: ``contenders`` best first by what their own runs
     say (``Arm.hope``), ``passing`` those of them the rule accepts now."""
@@ -333,7 +339,7 @@ def _open(contenders: Sequence[Arm], passing: Sequence[Arm], plan: Plan) -> bool
         return False  # nothing its own runs call likely to be worth setting
     if not passing:
         return True
-    best = max(passing, key=lambda a: a.posterior.expected())  # type: ignore[union-attr]
+    best = max(passing, key=_expected)
     return any(
         a.posterior.above(best.posterior, plan.tolerance) >= CLEAR  # type: ignore[union-attr,arg-type]
         for a in contenders
@@ -365,10 +371,8 @@ def _pick(
     if not passing:
         if champion is None or champion.failure or all(a is not champion for a in contenders):
             return contenders[0]
-        leader = max(contenders, key=lambda a: a.posterior.expected())  # type: ignore[union-attr]
-        ahead = leader.posterior.expected() > champion.posterior.expected() * (  # type: ignore[union-attr]
-            1 + plan.tolerance
-        )
+        leader = max(contenders, key=_expected)
+        ahead = _expected(leader) > _expected(champion) * (1 + plan.tolerance)
         return leader if ahead else champion
 
     def best() -> Arm:
@@ -444,7 +448,7 @@ def decide(
             arm = _pick(contenders, passing, champion, plan, rng)
             # the champion is the arm that would be handed back: a passing arm that falls
             # back below the rule keeps the runs, not the one top-two sampling tried last
-            champion = max(passing, key=lambda a: a.posterior.expected()) if passing else arm  # type: ignore[union-attr]
+            champion = max(passing, key=_expected) if passing else arm
             pair: list[Arm | None] = [arm]
             if i % PAIR_EVERY == 0 and left >= 2:  # the defaults beside it, order alternating
                 pair = [None, arm] if (i // PAIR_EVERY) % 2 == 0 else [arm, None]
@@ -521,7 +525,7 @@ def _verdict(
     judged = {id(a): judge(a, levels, plan, _looks(arms)) for a in ok}
     passing = [a for a in ok if judged[id(a)].accepted]
     pool = passing or ok or arms
-    winner = max(pool, key=lambda a: a.posterior.expected() if a.posterior else 0.0)
+    winner = max(pool, key=_expected)
     extra: dict[str, Any] = {
         "gate": "risk",
         "tolerance": plan.tolerance,
