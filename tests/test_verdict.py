@@ -264,11 +264,9 @@ def test_the_duel_gathers_its_runs_on_one_arm() -> None:
     duel gives its runs to one of them until it passes or the runs end, instead of
     splitting them 2/2/4/2 (the champion keeps the runs while no other is expected to be
     faster by more than the tolerance, and the arm that passed keeps them when it falls
-    back). In the median of 12 seeded studies one arm has 0.6 of the duel's runs or more
-    (measured: 0.81, and 0.70 since the defaults' level spans the runs that foretell it
-    best, where arms pass sooner and the runs after that improve on them by top-two
-    sampling), and a 3 % arm is handed back in 2/3 of them. Fails with top-two sampling
-    from the first round (median share 0.35)."""
+    back). In the median of 12 seeded studies one arm has 3/4 of the duel's runs, and a
+    3 % arm is handed back in 2/3 of them. Fails with top-two sampling from the first
+    round (median share 0.35)."""
     costs = {"defaults": 1.0, "a": 1.0, "b": 0.97, "c": 0.97, "d": 0.97, "e": 0.97, "f": 1.3}
     shares, handed = [], 0
     for seed in range(12):
@@ -277,7 +275,7 @@ def test_the_duel_gathers_its_runs_on_one_arm() -> None:
         dueled = [len(c["rounds"]) for c in acc.extra["candidates"] if c["rounds"]]
         shares.append(max(dueled) / sum(dueled))
         handed += acc.accepted and acc.params[KNOB] in "bcde"
-    assert float(np.median(shares)) >= 0.6, shares
+    assert float(np.median(shares)) >= 0.75, shares
     assert handed >= 8, handed
 
 
@@ -361,30 +359,6 @@ def test_the_noise_is_read_within_the_machines_mode() -> None:
     arm = Arm(1, {KNOB: "c"}, [(1, 0.9), (3, 0.91)])
     levels = Levels(stream)
     assert levels.slow is not None and _scale([arm], levels) < 0.05
-
-
-def test_the_defaults_level_spans_the_runs_that_foretell_it_best() -> None:
-    """Issue 47, eighth part. The defaults' runs fall at random into modes 0.2 and 0.245 s
-    (and a rare 0.5: Open MPI 5's ct_demo table): their level is the median of them all,
-    one value, and a configuration at 0.2 s in every run reads as faster; the median of
-    the 3 nearest jumped between 0.2 and 0.243, and the ratios of successive runs made
-    the noise 0.1 where the configuration's runs spread by 1 %. On a machine that drifts
-    (5 % a run) the 3 nearest foretell the defaults best, and stay."""
-    from commtune.tune._decide import NEAREST, Arm, Levels, _fit, _scale
-
-    rng = np.random.default_rng(0)
-    modes = rng.choice([0.2, 0.245, 0.5], size=16, p=[0.5, 0.4, 0.1])
-    stream = [(2 * i, float(m) * (1 + 0.01 * rng.standard_normal())) for i, m in enumerate(modes)]
-    levels = Levels(stream)
-    assert levels.window == len(stream) - 1
-    assert len({levels.at(seq) for seq in range(32)}) == 1
-    arm = Arm(1, {KNOB: "c"}, [(1, 0.2), (5, 0.203), (9, 0.198)])
-    scale = _scale([arm], levels)
-    assert scale < 0.05
-    _fit([arm], levels, scale)
-    assert arm.posterior is not None and arm.posterior.expected() > 1.1
-    drift = [(2 * i, (1 + 0.05 * i) * (1 + 0.01 * rng.standard_normal())) for i in range(16)]
-    assert Levels(drift).window == NEAREST
 
 
 def _usually_slow_defaults(c: str, n: int) -> float:

@@ -161,15 +161,12 @@ def _t_loglik(y: np.ndarray, scale: float, slow: SlowMode | None = None) -> np.n
 
 
 def noise_scale(
-    groups: Mapping[Hashable, Sequence[float]],
-    controls: Sequence[float] = (),
-    residuals: Sequence[float] = (),
+    groups: Mapping[Hashable, Sequence[float]], controls: Sequence[float] = ()
 ) -> float:
     """The noise of one run's log ratio, robustly: the absolute deviations of every
-    configuration's logs from their own median (configurations of two runs or more), the
+    configuration's logs from their own median (configurations of two runs or more), and the
     log ratios of successive control runs of the defaults (``controls``, in time order: a
-    ratio of two runs holds two runs' noise, as a run over its control does), and
-    ``residuals`` (logs of runs over their level, already deviations), pooled."""
+    ratio of two runs holds two runs' noise, as a run over its control does), pooled."""
     deviations: list[float] = []
     for values in groups.values():
         if len(values) >= 2:
@@ -178,7 +175,6 @@ def noise_scale(
             deviations += list(np.abs(arr - np.median(arr)) * np.sqrt(len(arr) / (len(arr) - 1)))
     logs = np.log(np.asarray(controls, dtype=float))
     deviations += list(np.abs(np.diff(logs)))
-    deviations += [abs(r) for r in residuals]
     # the median: robust to up to half the deviations being a second mode's (a t of NU = 3
     # of scale s has a median absolute value of T_MEDIAN s; the lower quartile, measured in
     # issue 47's seventh part, read a machine whose runs repeat to 3 digits as noiseless);

@@ -1,8 +1,8 @@
 """The verdict from every run (``--gate risk``, the default): expected gain and bounded risk.
 
 Every configuration the search measured is an arm, and so are the defaults. Each of an
-arm's runs is evidence, relative to the defaults' level at its moment (:class:`Levels`: the
-median of the defaults' runs nearest to it in time). :mod:`commtune.bayes` turns all of
+arm's runs is evidence: a search run relative to the control run nearest to it in time, a
+duel run relative to the defaults' run made next to it. :mod:`commtune.bayes` turns all of
 it into one posterior per configuration, each shrunk toward the study's distribution of
 effects, so the one the search picked because its runs looked good is not believed more
 than its runs allow (the winner's curse).
@@ -80,7 +80,7 @@ FUTILE = 0.05  # no contender this likely to be worth setting: the defaults are 
 CONTENDERS = 6  # the arms a duel draws from: the best by expected speedup
 PAIR_EVERY = 2  # duel rounds per run of the defaults beside them
 UNBOUNDED_ROUNDS = 15  # the duel's rounds when the study has no bound on runs
-NEAREST = 3  # the fewest runs of the defaults a run's level is the median of
+NEAREST = 3  # the runs of the defaults a run's level is the median of
 MIN_RUNS = 4  # the runs an arm needs at a risk of 0 (fewer as the risk grows)
 DOMINANT = 2.0  # every run this many times faster than every run of the defaults: no floor
 
@@ -100,16 +100,10 @@ def min_runs(risk: float) -> int:
 
 
 class Levels:
-    """The defaults' level at each moment of the study: the median of the ``window`` runs
+    """The defaults' level at each moment of the study: the median of the ``NEAREST`` runs
     of the defaults nearest in time (the reference's, the controls', the duel's). One run
     of the defaults is as noisy as any run (on these machines some defaults' runs are 2.5x
-    their median); a few near each other follow a machine's phase and not one run's luck,
-    and all of them are the most precise level of a machine that does not drift. The
-    window is the one that best foretells the defaults' own runs: each from the others
-    (leave one out), ``NEAREST`` and wider, the wider where they tie. On a machine whose
-    runs fall at random into modes 20 % apart (Open MPI 5's ct_demo table), the 3 nearest
-    jumped from mode to mode, and a configuration faster than the defaults' median in
-    every run read as 6 % slower (issue 47, eighth part); a machine in phases keeps the 3.
+    their median); three near each other follow a machine's phase and not one run's luck.
 
     When the defaults' runs fall into two clusters, the larger is their usual mode. Where
     the other is the slower, it is the machine's second mode (:class:`commtune.bayes.SlowMode`,
@@ -123,7 +117,6 @@ class Levels:
 
     def __init__(self, stream: Sequence[tuple[int, float]]) -> None:
         self.stream = sorted(stream)
-        self.window = NEAREST
         self._split()
 
     def _split(self) -> None:
@@ -142,52 +135,28 @@ class Levels:
                 self.usual = (0.0, ordered[n_fast - 1])
             else:
                 self.usual = (ordered[n_fast], math.inf)
-        widest = max(NEAREST, len(self.stream) - 1)
-        windows = {*range(NEAREST, widest, 2), widest}
-        self.window = min(windows, key=lambda k: (self._foretold(k), -k))
-
-    def _foretold(self, window: int) -> float:
-        """How far each run of the defaults is from the level the others give it at
-        ``window``: the mean absolute log ratio (leave one out)."""
-        residuals = [r for _, r in self._residuals(window)]
-        return float(np.mean(np.abs(residuals))) if residuals else 0.0
-
-    def _residuals(self, window: int) -> list[tuple[float, float]]:
-        """Each run of the defaults, with its log over the level the other runs give it."""
-        out = []
-        for i, (seq, value) in enumerate(self.stream):
-            level = self._level(self.stream[:i] + self.stream[i + 1 :], seq, window)
-            if level is not None and level > 0 and value > 0:
-                out.append((value, math.log(value / level)))
-        return out
-
-    def _level(self, stream: Sequence[tuple[int, float]], seq: int, window: int) -> float | None:
-        if not stream:
-            return None
-        near = sorted(stream, key=lambda run: abs(run[0] - seq))[:window]
-        level = float(np.median([v for _, v in near]))
-        return level if self.fast is None else min(level, self.fast)
 
     def add(self, seq: int, value: float) -> None:
         bisect.insort(self.stream, (seq, value))
         self._split()
 
     def at(self, seq: int) -> float | None:
-        return self._level(self.stream, seq, self.window)
+        if not self.stream:
+            return None
+        level = float(np.median([v for _, v in self.near(seq)]))
+        return level if self.fast is None else min(level, self.fast)
 
     def near(self, seq: int) -> list[tuple[int, float]]:
-        """The ``window`` runs of the defaults nearest to ``seq``."""
-        return sorted(self.stream, key=lambda run: abs(run[0] - seq))[: self.window]
-
-    def residuals(self) -> list[float]:
-        """The usual mode's runs' logs over the level the other runs give them: the noise of
-        a run over its level, as every arm's run is."""
-        low, high = self.usual
-        quiet = [r for v, r in self._residuals(self.window) if low <= v <= high]
-        return quiet[1:]  # n runs hold n - 1 deviations: the level is made of them
+        """The ``NEAREST`` runs of the defaults nearest to ``seq``."""
+        return sorted(self.stream, key=lambda run: abs(run[0] - seq))[:NEAREST]
 
     def values(self) -> list[float]:
         return [v for _, v in self.stream]
+
+    def quiet(self) -> list[float]:
+        """The runs of the usual mode, in time order (all of them in one cluster)."""
+        low, high = self.usual
+        return [v for _, v in self.stream if low <= v <= high]
 
 
 @dataclass
@@ -337,16 +306,12 @@ def _stream(view: StudyView) -> list[tuple[int, float]]:
 
 
 def _scale(arms: Sequence[Arm], levels: Levels) -> float:
-    """The noise of one run's log ratio (:func:`commtune.bayes.noise_scale`): the arms'
-    runs' deviations and the defaults' own runs over the level the others give them
-    (``Levels.residuals``, what any run over its level is; the ratios of successive
-    controls, used before, held two runs' noise and every jump between modes). Where the
-    defaults' runs fall into two clusters, only the usual one's: a jump between the
-    machine's modes is the mode's (``levels.slow``), not one run's noise, and counted as
-    noise it widened every posterior until a configuration's three runs 9 % faster read as
-    no faster."""
-    groups: dict[Hashable, Sequence[float]] = {i: a.logs(levels) for i, a in enumerate(arms)}
-    return bayes.noise_scale(groups, residuals=levels.residuals())
+    """The noise of one run's log ratio (:func:`commtune.bayes.noise_scale`). Where the
+    defaults' runs fall into two clusters, the ratios of successive controls are taken in
+    the usual one: a jump between the machine's modes is the mode's (``levels.slow``),
+    not one run's noise, and counted as noise it widened every posterior until a
+    configuration's three runs 9 % faster read as no faster."""
+    return bayes.noise_scale({i: a.logs(levels) for i, a in enumerate(arms)}, levels.quiet())
 
 
 def _fit(arms: Sequence[Arm], levels: Levels, scale: float) -> None:
