@@ -360,9 +360,14 @@ def test_confirm_power_accepts_a_clear_best_and_not_a_tie(tmp_path: Path) -> Non
 
 def _race_module() -> Any:
     """benchmarks/strategies.py, imported by path (it is a script, not a module)."""
+    return _script("strategies")
+
+
+def _script(name: str) -> Any:
+    """``benchmarks/<name>.py``, imported by path."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("race_script", "benchmarks/strategies.py")
+    spec = importlib.util.spec_from_file_location(f"{name}_script", f"benchmarks/{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look themselves up there
@@ -393,3 +398,40 @@ def test_a_table_where_nothing_beats_the_defaults_is_apart_and_ties_are_not_wins
     assert figures["no gain"]["tables"] == ["table-app-null"]
     text = race.tables_table([null, gain])
     assert "no gain to capture (1" in text and "on 1 of 1 tables with a gain" in text
+
+
+def test_risk_calibration_counts_what_the_verdict_hands_back() -> None:
+    """benchmarks/risk_calibration.py: studies of the tuner's defaults on a machine where
+    every configuration is slower, and on one where all are equal; what it counts is what
+    the verdict handed back."""
+    out = subprocess.run(
+        [sys.executable, "benchmarks/risk_calibration.py", "--seeds", "3", "--noises", "0,0.03",
+         "--choices", "4", "--slower", "0.5,0", "--json", "--jobs", "1"],
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    rows = {(r["slower"], r["noise"]): r for r in json.loads(out.stdout)["cases"]}
+    assert set(rows) == {(0.5, 0.0), (0.5, 0.03), (0.0, 0.0), (0.0, 0.03)}
+    assert all(r["studies"] == 3 and r["choices"] == 4 for r in rows.values())
+    # 50 % slower in every run: never handed back; 3 studies cannot tell 0 from 5 % apart
+    for noise in (0.0, 0.03):
+        slow = rows[(0.5, noise)]
+        assert slow["handed_back"] == 0 and slow["claims_median"] is None
+        assert slow["interval"][0] == 0.0 and slow["interval"][1] > 0.05
+        assert slow["held"] is None
+    # deterministic and all equal: nothing clears the worthwhile gain, nothing is claimed
+    assert rows[(0.0, 0.0)]["handed_back"] == 0
+    assert rows[(0.0, 0.0)]["held"] is None and rows[(0.0, 0.03)]["held"] is None
+
+
+def test_risk_calibration_tells_a_rate_above_the_risk_from_one_below() -> None:
+    script = _script("risk_calibration")
+    case = script.Case(noise=0.1, choices=6, slower=0.04, risk=0.05)
+    over = script.summarise(case, [(True, 1.05)] * 30 + [(False, None)] * 70)
+    assert over["share"] == 0.3 and over["held"] is False
+    assert over["claims_median"] == over["claims_max"] == 1.05
+    under = script.summarise(case, [(False, None)] * 400)
+    assert under["held"] is True and under["interval"][1] < 0.05
+    assert script.summarise(case, [(True, 1.02)] + [(False, None)] * 19)["held"] is None
+    # the study keeps what the knob is: its default's value is the defaults, not an arm
+    stored = script.flat(4, 0.04).space.to_json()
+    assert stored[0]["definition"]["default"] == "v0"

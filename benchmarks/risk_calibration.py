@@ -1,0 +1,144 @@
+"""What ``--risk`` holds: how often the verdict hands back a configuration that is slower.
+
+    python benchmarks/risk_calibration.py [--seeds 200] [--noises 0.03,0.05,0.1]
+        [--choices 6,16] [--slower 0.04] [--risk 0.05] [--jobs 2] [--json]
+
+A machine where every configuration but the defaults is ``--slower`` (4 %: beyond the 2 %
+tolerance) slower than the defaults, and one where all are equal (``--slower 0``: the null
+machine), each a categorical knob of ``--choices`` values, run-to-run noise ``--noises``
+(Gaussian, multiplicative, as :class:`commtune.race.SurfaceExecutor` deals it). Each case is
+``--seeds`` studies by the tuner's defaults (the race's design, <= 30 runs, ``--gate risk``
+at ``--risk``). On the slower machine anything handed back is a slowdown: the share of
+studies that hand something back is the realised rate of what ``--risk`` bounds, printed with
+its 95 % interval (Clopper-Pearson). On the null machine nothing costs the user speed; the
+figure is how often a gain is claimed, and how large.
+
+This is the adversarial case, not the tables' (``benchmarks/strategies.py --tables``), where
+few configurations sit just beyond the tolerance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+from scipy.stats import binomtest
+
+from commtune.knobs import Dimension, Space
+from commtune.race import Surface, race_one
+from commtune.race._surfaces import cat_knob
+from commtune.study import DEFAULTS, default_repeats
+
+RUNS = 30  # the race's bound on a study's runs (benchmarks/strategies.py, TABLE_RUNS)
+
+
+@dataclass(frozen=True)
+class Case:
+    noise: float
+    choices: int
+    slower: float
+    risk: float
+
+
+def flat(choices: int, slower: float) -> Surface:
+    """One knob of ``choices`` values, the first the default; every other ``slower``."""
+    names = tuple(f"v{i}" for i in range(choices))
+    # ad hoc (not in any catalog), so the study stores what the knob is and knows its
+    # default: the default's value is the defaults under another name, not a configuration
+    # to hand back, as with any library's knob
+    knob = replace(cat_knob("algo", names, names[0]), adhoc=True)
+
+    def f(c: dict) -> float:
+        return 1.0 if c["algo"] == names[0] else 1.0 + slower
+
+    said = f"{choices - 1} configurations {100 * slower:g} % slower than the defaults"
+    return Surface(f"flat-{choices}-{slower:g}", Space("synthetic", (Dimension(knob),)), f, said)
+
+
+def study(args: tuple[Case, int]) -> tuple[Case, bool, float | None]:
+    """One study: whether it handed anything back, and the speedup it claimed."""
+    case, seed = args
+    run = race_one(DEFAULTS.strategy, flat(case.choices, case.slower), case.noise, seed,
+                   DEFAULTS.trials, design="raced",
+                   repeats=default_repeats(RUNS, DEFAULTS.trials), confirm_rounds=DEFAULTS.confirm,
+                   max_runs=RUNS, gate="risk", risk=case.risk)  # fmt: skip
+    return case, run.changed, run.estimate if run.changed else None
+
+
+def summarise(case: Case, results: list[tuple[bool, float | None]]) -> dict:
+    n, k = len(results), sum(changed for changed, _ in results)
+    low, high = binomtest(k, n).proportion_ci(0.95)
+    claims = [c for changed, c in results if changed and c is not None]
+    if case.slower <= 0:
+        held = None  # nothing handed back costs speed: no bound to hold
+    elif low > case.risk:
+        held = False
+    elif high <= case.risk:
+        held = True
+    else:
+        held = None  # the interval holds the stated risk: not told apart at these seeds
+    return {"noise": case.noise, "choices": case.choices, "slower": case.slower,
+            "risk": case.risk, "studies": n, "handed_back": k, "share": k / n,
+            "interval": [low, high], "held": held,
+            "claims_median": statistics.median(claims) if claims else None,
+            "claims_max": max(claims) if claims else None}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=200, help="studies per case")
+    parser.add_argument(
+        "--noises", default="0.03,0.05,0.1", help="run-to-run noises, comma-separated"
+    )
+    parser.add_argument("--choices", default="6,16", help="the knob's values, comma-separated")
+    parser.add_argument("--slower", default="0.04,0", help="how much slower every "
+                        "configuration is (0: the null machine), comma-separated")  # fmt: skip
+    parser.add_argument("--risk", type=float, default=DEFAULTS.risk, help="the tuner's --risk")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
+    args = parser.parse_args()
+    try:
+        cases = [Case(float(n), int(c), float(s), args.risk) for s in args.slower.split(",")
+                 for n in args.noises.split(",") for c in args.choices.split(",")]  # fmt: skip
+    except ValueError as err:
+        parser.error(f"not a number: {err}")
+    if args.seeds < 1 or any(c.choices < 2 or c.noise < 0 or c.slower < 0 for c in cases):
+        parser.error("--seeds >= 1, --choices >= 2, --noises and --slower >= 0")
+    jobs = [(case, seed) for case in cases for seed in range(args.seeds)]
+    results: dict[Case, list[tuple[bool, float | None]]] = {case: [] for case in cases}
+    console = Console(stderr=True)
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool, Progress(console=console) as bar:
+        task = bar.add_task("studies", total=len(jobs))
+        for case, changed, claim in pool.map(study, jobs, chunksize=4):
+            results[case].append((changed, claim))
+            bar.advance(task)
+    rows = [summarise(case, results[case]) for case in cases]
+    if args.json:
+        print(json.dumps({"seeds": args.seeds, "runs": RUNS, "cases": rows}))
+        return 0
+    table = Table(title=f"--risk {args.risk:g}: studies handing a configuration back "
+                        f"({args.seeds} a case, <= {RUNS} runs)")  # fmt: skip
+    for col in ("machine", "noise", "values", "handed back", "95 % interval", "the risk",
+                "claims (median, max)"):  # fmt: skip
+        table.add_column(col)
+    for r in rows:
+        machine = f"{100 * r['slower']:g} % slower" if r["slower"] > 0 else "all equal"
+        held = {True: "held", False: "exceeded", None: "not told apart"}[r["held"]]
+        claims = (f"{r['claims_median']:.3f}x, {r['claims_max']:.3f}x"
+                  if r["claims_median"] is not None else "-")  # fmt: skip
+        table.add_row(machine, f"{100 * r['noise']:g} %", str(r["choices"]),
+                      f"{r['handed_back']}/{r['studies']} ({100 * r['share']:.1f} %)",
+                      f"{100 * r['interval'][0]:.1f}-{100 * r['interval'][1]:.1f} %",
+                      held if r["slower"] > 0 else "-", claims)  # fmt: skip
+    Console().print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
