@@ -23,7 +23,7 @@ import argparse
 import json
 import statistics
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.progress import Progress
@@ -49,10 +49,7 @@ class Case:
 def flat(choices: int, slower: float) -> Surface:
     """One knob of ``choices`` values, the first the default; every other ``slower``."""
     names = tuple(f"v{i}" for i in range(choices))
-    # ad hoc (not in any catalog), so the study stores what the knob is and knows its
-    # default: the default's value is the defaults under another name, not a configuration
-    # to hand back, as with any library's knob
-    knob = replace(cat_knob("algo", names, names[0]), adhoc=True)
+    knob = cat_knob("algo", names, names[0])  # ad hoc: the study knows its default
 
     def f(c: dict) -> float:
         return 1.0 if c["algo"] == names[0] else 1.0 + slower
@@ -110,6 +107,8 @@ def main() -> int:
         parser.error(f"not a number: {err}")
     if args.seeds < 1 or any(c.choices < 2 or c.noise < 0 or c.slower < 0 for c in cases):
         parser.error("--seeds >= 1, --choices >= 2, --noises and --slower >= 0")
+    if not 0 < args.risk < 1:
+        parser.error(f"--risk {args.risk:g}: a probability between 0 and 1")
     jobs = [(case, seed) for case in cases for seed in range(args.seeds)]
     results: dict[Case, list[tuple[bool, float | None]]] = {case: [] for case in cases}
     console = Console(stderr=True)

@@ -435,3 +435,17 @@ def test_risk_calibration_tells_a_rate_above_the_risk_from_one_below() -> None:
     # the study keeps what the knob is: its default's value is the defaults, not an arm
     stored = script.flat(4, 0.04).space.to_json()
     assert stored[0]["definition"]["default"] == "v0"
+
+
+def test_a_synthetic_surface_study_knows_its_knobs_defaults() -> None:
+    """The synthetic knobs are in no catalog: a study stores what each is, so the verdict
+    knows the defaults' values (not an arm, not handed back as a change)."""
+    from commtune.tune._confirm import knobs_of
+
+    for name, make in SYNTHETIC.items():
+        space = make().space
+        target = Target.of("race", ["race", name], space, Plan())
+        study = open_study(optuna.storages.InMemoryStorage(), target)
+        knobs = knobs_of(StudyView(study))
+        assert knobs is not None, name
+        assert {k: knob.default for k, knob in knobs.items()} == space.defaults(), name

@@ -26,21 +26,25 @@ from commtune.tune import configurations
 Config = Mapping[str, Value]
 
 
+# The synthetic knobs are in no catalog: ad hoc, so a study stores what each is and knows its
+# default (the verdict's arms leave the defaults' values out, as with any library's knob)
 def int_knob(name: str, low: int, high: int, default: int, step: int = 1) -> Knob:
-    return Knob(name, "synthetic", KnobType.INT, default, name, name.upper(), (), low, high, step)
+    return Knob(name, "synthetic", KnobType.INT, default, name, name.upper(), (), low, high, step,
+                adhoc=True)  # fmt: skip
 
 
 def log2_knob(name: str, low: int, high: int, default: int) -> Knob:
-    return Knob(name, "synthetic", KnobType.LOG2, default, name, name.upper(), (), low, high)
+    return Knob(name, "synthetic", KnobType.LOG2, default, name, name.upper(), (), low, high,
+                adhoc=True)  # fmt: skip
 
 
 def cat_knob(name: str, choices: tuple[str, ...], default: str) -> Knob:
     return Knob(name, "synthetic", KnobType.CATEGORICAL, default, name, name.upper(), (),
-                choices=choices)  # fmt: skip
+                choices=choices, adhoc=True)  # fmt: skip
 
 
 def bool_knob(name: str, default: bool) -> Knob:
-    return Knob(name, "synthetic", KnobType.BOOL, default, name, name.upper())
+    return Knob(name, "synthetic", KnobType.BOOL, default, name, name.upper(), adhoc=True)
 
 
 @dataclass
