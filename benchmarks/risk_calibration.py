@@ -105,8 +105,9 @@ def main() -> int:
                  for n in args.noises.split(",") for c in args.choices.split(",")]  # fmt: skip
     except ValueError as err:
         parser.error(f"not a number: {err}")
-    if args.seeds < 1 or any(c.choices < 2 or c.noise < 0 or c.slower < 0 for c in cases):
-        parser.error("--seeds >= 1, --choices >= 2, --noises and --slower >= 0")
+    if args.seeds < 1 or args.jobs < 1 or any(c.choices < 2 or c.noise < 0 or c.slower < 0
+                                              for c in cases):  # fmt: skip
+        parser.error("--seeds and --jobs >= 1, --choices >= 2, --noises and --slower >= 0")
     if not 0 < args.risk < 1:
         parser.error(f"--risk {args.risk:g}: a probability between 0 and 1")
     jobs = [(case, seed) for case in cases for seed in range(args.seeds)]
