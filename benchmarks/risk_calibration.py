@@ -31,9 +31,9 @@ from rich.table import Table
 from scipy.stats import binomtest
 
 from commtune.knobs import Dimension, Space
-from commtune.race import Surface, race_one
+from commtune.race import Surface, race_tuner
 from commtune.race._surfaces import cat_knob
-from commtune.study import DEFAULTS, default_repeats
+from commtune.study import DEFAULTS
 
 RUNS = 30  # the race's bound on a study's runs (benchmarks/strategies.py, TABLE_RUNS)
 
@@ -61,10 +61,7 @@ def flat(choices: int, slower: float) -> Surface:
 def study(args: tuple[Case, int]) -> tuple[Case, bool, float | None]:
     """One study: whether it handed anything back, and the speedup it claimed."""
     case, seed = args
-    run = race_one(DEFAULTS.strategy, flat(case.choices, case.slower), case.noise, seed,
-                   DEFAULTS.trials, design="raced",
-                   repeats=default_repeats(RUNS, DEFAULTS.trials), confirm_rounds=DEFAULTS.confirm,
-                   max_runs=RUNS, gate="risk", risk=case.risk)  # fmt: skip
+    run = race_tuner(flat(case.choices, case.slower), case.noise, seed, RUNS, risk=case.risk)
     return case, run.changed, run.estimate if run.changed else None
 
 

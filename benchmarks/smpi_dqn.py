@@ -25,19 +25,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from strategies import OPTIONS, TABLE_RUNS, RaceRun, cell, surface, with_bases
 
-from commtune.race import race_one
-from commtune.study import DEFAULTS, default_repeats
+from commtune.race import race_tuner
+from commtune.study import DEFAULTS
 
 TABLES = ("table-smpi-comd-256-fat", "table-smpi-comd-512-fat")
 
 
 def design(args: tuple[str, int, str, int]) -> RaceRun:
     name, seed, strategy, runs = args
-    return race_one(strategy, surface(name), 0.0, seed, DEFAULTS.trials, design="raced",
-                    repeats=default_repeats(runs, DEFAULTS.trials),
-                    confirm_rounds=OPTIONS.confirm, max_runs=runs, gate="risk",
-                    risk=OPTIONS.risk, min_gain=OPTIONS.min_gain,
-                    explore=OPTIONS.explore)  # fmt: skip
+    return race_tuner(surface(name), 0.0, seed, runs, strategy, confirm=OPTIONS.confirm,
+                      risk=OPTIONS.risk, min_gain=OPTIONS.min_gain,
+                      explore=OPTIONS.explore)  # fmt: skip
 
 
 def main() -> int:

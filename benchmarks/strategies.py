@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one, replayed
-from commtune.study import DEFAULTS, default_repeats
+from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one, race_tuner, replayed
+from commtune.study import DEFAULTS
 
 STRATEGIES = ["random", "grid", "tpe", "cmaes", "ga", "model", "dqn", "auto"]
 NOISES = [0.0, 0.1, 0.3]
@@ -262,12 +262,9 @@ def installation_of_table(name: str) -> str:
 
 def ours(args: tuple[str, int, int, tuple[dict, ...], float, str]) -> RaceRun:
     name, seed, max_runs, hints, drift, gate = args
-    return race_one(OURS, surface(name), 0.0, seed, DEFAULTS.trials, design="raced",
-                    repeats=default_repeats(max_runs, DEFAULTS.trials),
-                    confirm_rounds=OPTIONS.confirm,
-                    max_runs=max_runs, hints=hints, drift=drift, gate=gate,
-                    risk=OPTIONS.risk, min_gain=OPTIONS.min_gain,
-                    explore=OPTIONS.explore)  # fmt: skip
+    return race_tuner(surface(name), 0.0, seed, max_runs, OURS, confirm=OPTIONS.confirm,
+                      gate=gate, risk=OPTIONS.risk, min_gain=OPTIONS.min_gain,
+                      explore=OPTIONS.explore, hints=hints, drift=drift)  # fmt: skip
 
 
 def plain(args: tuple[str, str, int, int, float]) -> RaceRun:

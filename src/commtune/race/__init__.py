@@ -1,7 +1,7 @@
 """The strategy race: synthetic surfaces with known optima and the driver that scores
 strategies on them through the real tuning loop (``benchmarks/strategies.py``)."""
 
-from commtune.race._run import REACHED, RaceRun, Summary, race_one
+from commtune.race._run import REACHED, RaceRun, Summary, race_one, race_tuner
 from commtune.race._surfaces import SYNTHETIC, Surface, SurfaceExecutor, replayed
 
 __all__ = [
@@ -12,5 +12,6 @@ __all__ = [
     "Surface",
     "SurfaceExecutor",
     "race_one",
+    "race_tuner",
     "replayed",
 ]

@@ -28,7 +28,7 @@ import numpy as np
 from commtune.knobs import Value
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.study import DEFAULTS, Plan, StudyView
+from commtune.study import DEFAULTS, Plan, StudyView, default_repeats
 from commtune.tune import Context, Target, open_study, run_reference, search, settled
 from commtune.tune import verdict as decide_study
 
@@ -205,6 +205,30 @@ def race_one(
         estimate,
         changed,
     )
+
+
+def race_tuner(
+    surface: Surface,
+    noise: float,
+    seed: int,
+    max_runs: int,
+    strategy: str = DEFAULTS.strategy,
+    *,
+    confirm: int = DEFAULTS.confirm,
+    gate: str = "risk",
+    risk: float = DEFAULTS.risk,
+    min_gain: float = DEFAULTS.min_gain,
+    explore: float = DEFAULTS.explore,
+    hints: Sequence[Mapping[str, Value]] = (),
+    drift: float = 1.0,
+) -> RaceRun:
+    """One study as ``commtune tune --max-runs max_runs`` makes it with the tuner's defaults
+    (its trials, the repeats those runs allow, controls, racing, its verdict): the design
+    every benchmark that races the tuner itself runs, ``strategy`` the search's sampler."""
+    return race_one(strategy, surface, noise, seed, DEFAULTS.trials, design="raced",
+                    repeats=default_repeats(max_runs, DEFAULTS.trials), confirm_rounds=confirm,
+                    max_runs=max_runs, hints=hints, drift=drift, gate=gate, risk=risk,
+                    min_gain=min_gain, explore=explore)  # fmt: skip
 
 
 def curve(study: Any, surface: Surface) -> tuple[list[float], list[float]]:
