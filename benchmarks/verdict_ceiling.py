@@ -8,9 +8,10 @@ rule told the truth:
 
 * ``--know prior``: each arm's prior is the table's own distribution of effects (the log of
   every configuration's true time over the defaults'), not the study's fit to its arms;
-* ``--know level``: that, and the defaults' true level, which every run is divided by: no
-  error of the level, so neither its blur (``Arm.shared``) nor the per-look correction
-  that stands in for it.
+* ``--know level``: every run is divided by the defaults' true level: no error of the
+  level, so neither its blur (``Arm.shared``) nor the per-look correction that stands in
+  for it;
+* ``--know prior,level``: both.
 
 No study knows either. The figures bound what estimating them better could buy; they are
 an instrument, not a design (docs/benchmarks.md, issue 47, eleventh part).
@@ -25,7 +26,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,9 @@ def table_prior(surface: Surface) -> np.ndarray:
 
 
 @contextmanager
-def knowing(know: str) -> Iterator[None]:
-    """The rule told the truth (``know``: ``prior``, or ``level`` for both) in every study
-    this process and the workers it forks run; as it was on leaving."""
+def knowing(know: Collection[str]) -> Iterator[None]:
+    """The rule told the truth (``know``: ``prior``, ``level`` or both) in every study this
+    process and the workers it forks run; as it was on leaving."""
     current: dict[str, Surface] = {}
     priors: dict[str, np.ndarray] = {}
     saved = (race_run.race_one, _decide._fit, _decide.Levels.at, _decide.Arm.shared,
@@ -95,8 +96,9 @@ def knowing(know: str) -> Iterator[None]:
         return current["table"].default_value if levels.stream else None
 
     race_run.race_one = told
-    _decide._fit = fit_told
-    if know == "level":
+    if "prior" in know:
+        _decide._fit = fit_told
+    if "level" in know:
         _decide.Levels.at = true_level
         _decide.Arm.shared = lambda arm, levels: 0
         _decide._looks = lambda arms: 1
@@ -109,15 +111,18 @@ def knowing(know: str) -> Iterator[None]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--know", choices=KNOW, default="prior",
-                        help="prior: the table's distribution of effects as every arm's "
-                        "prior; level: that and the defaults' true level")  # fmt: skip
+    parser.add_argument("--know", type=lambda t: t.split(","), default=["prior"],
+                        help="what the rule is told, comma-separated: prior (the table's "
+                        "distribution of effects as every arm's prior), level (the "
+                        "defaults' true level)")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--risk", type=float, default=DEFAULTS.risk, help="the tuner's --risk")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
     parser.add_argument("tables", nargs="*", help="stems in benchmarks/data (default: all)")
     args = parser.parse_args()
+    if not args.know or set(args.know) - set(KNOW):
+        parser.error(f"--know: one or both of {', '.join(KNOW)}, not {','.join(args.know)}")
     names = args.tables or tables()
     for name in names:
         if not table_path(name).is_file():
@@ -130,11 +135,11 @@ def main() -> int:
     with knowing(args.know):
         rows = table_race(names, args.seeds, args.jobs)
     if args.json:
-        print(json.dumps({"know": args.know, "risk": args.risk, "tables": rows,
+        print(json.dumps({"know": sorted(args.know), "risk": args.risk, "tables": rows,
                           "summary": summary(rows),
                           "seconds": round(time.perf_counter() - start)}))  # fmt: skip
     else:
-        print(f"the rule told the truth ({args.know}), --risk {args.risk:g}:\n")
+        print(f"the rule told the truth ({', '.join(args.know)}), --risk {args.risk:g}:\n")
         print(tables_table(rows))
     return 0
 

@@ -471,7 +471,7 @@ def test_the_verdict_ceiling_tells_the_rule_the_tables_truth_and_leaves_it_as_it
     before = (race_run.race_one, _decide._fit, _decide.Levels.at, _decide._looks)
     judge = _decide.judge
 
-    def levels_judged(know: str | None) -> list[float | None]:
+    def levels_judged(know: tuple[str, ...] | None) -> list[float | None]:
         seen: list[float | None] = []
 
         def spy(arm: Any, levels: Any, plan: Any, looks: int = 1) -> Any:
@@ -490,6 +490,6 @@ def test_the_verdict_ceiling_tells_the_rule_the_tables_truth_and_leaves_it_as_it
         assert seen
         return seen
 
-    assert set(levels_judged("level")) == {table.default_value}
+    assert set(levels_judged(("prior", "level"))) == {table.default_value}
     assert (race_run.race_one, _decide._fit, _decide.Levels.at, _decide._looks) == before
     assert set(levels_judged(None)) != {table.default_value}
