@@ -8,10 +8,11 @@ rule told the truth:
 
 * ``--know prior``: each arm's prior is the table's own distribution of effects (the log of
   every configuration's true time over the defaults'), not the study's fit to its arms;
-* ``--know level``: every run is divided by the defaults' true level: no error of the
-  level, so neither its blur (``Arm.shared``) nor the per-look correction that stands in
-  for it;
-* ``--know prior,level``: both.
+* ``--know level``: every run is divided by the defaults' true level, the rest of the rule
+  as it is (the blur of the level's error, ``Arm.shared``, and the per-look correction);
+* ``--know level,unblurred``: that, without the blur and the correction (there is no error
+  of the level to account for; what they cost where there is none);
+* several at once: ``--know prior,level``.
 
 No study knows either. The figures bound what estimating them better could buy; they are
 an instrument, not a design (docs/benchmarks.md, issue 47, eleventh part).
@@ -43,7 +44,7 @@ from commtune.race import _run as race_run
 from commtune.study import DEFAULTS
 from commtune.tune import _decide
 
-KNOW = ("prior", "level")
+KNOW = ("prior", "level", "unblurred")
 
 
 def table_prior(surface: Surface) -> np.ndarray:
@@ -63,8 +64,8 @@ def table_prior(surface: Surface) -> np.ndarray:
 
 @contextmanager
 def knowing(know: Collection[str]) -> Iterator[None]:
-    """The rule told the truth (``know``: ``prior``, ``level`` or both) in every study this
-    process and the workers it forks run; as it was on leaving."""
+    """The rule told the truth (``know``: of ``KNOW``) in every study this process and the
+    workers it forks run; as it was on leaving."""
     current: dict[str, Surface] = {}
     priors: dict[str, np.ndarray] = {}
     saved = (race_run.race_one, _decide._fit, _decide.Levels.at, _decide.Arm.shared,
@@ -100,6 +101,7 @@ def knowing(know: Collection[str]) -> Iterator[None]:
         _decide._fit = fit_told
     if "level" in know:
         _decide.Levels.at = true_level
+    if "unblurred" in know:
         _decide.Arm.shared = lambda arm, levels: 0
         _decide._looks = lambda arms: 1
     try:
@@ -114,7 +116,8 @@ def main() -> int:
     parser.add_argument("--know", type=lambda t: t.split(","), default=["prior"],
                         help="what the rule is told, comma-separated: prior (the table's "
                         "distribution of effects as every arm's prior), level (the "
-                        "defaults' true level)")  # fmt: skip
+                        "defaults' true level), unblurred (with level: no blur of its "
+                        "error, no per-look correction)")  # fmt: skip
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--risk", type=float, default=DEFAULTS.risk, help="the tuner's --risk")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
@@ -122,7 +125,9 @@ def main() -> int:
     parser.add_argument("tables", nargs="*", help="stems in benchmarks/data (default: all)")
     args = parser.parse_args()
     if not args.know or set(args.know) - set(KNOW):
-        parser.error(f"--know: one or both of {', '.join(KNOW)}, not {','.join(args.know)}")
+        parser.error(f"--know: some of {', '.join(KNOW)}, not {','.join(args.know)}")
+    if "unblurred" in args.know and "level" not in args.know:
+        parser.error("--know unblurred: only with level (no error of the level to blur)")
     names = args.tables or tables()
     for name in names:
         if not table_path(name).is_file():

@@ -468,7 +468,8 @@ def test_the_verdict_ceiling_tells_the_rule_the_tables_truth_and_leaves_it_as_it
     assert prior.sum() == pytest.approx(1.0)
     # its mean speedup is the table's, within the grid's steps and the smoothing
     assert float(prior @ bayes.SPEEDUPS) == pytest.approx(float(np.mean(speedups)), rel=0.01)
-    before = (race_run.race_one, _decide._fit, _decide.Levels.at, _decide._looks)
+    before = (race_run.race_one, _decide._fit, _decide.Levels.at, _decide.Arm.shared,
+              _decide._looks)  # fmt: skip
     judge = _decide.judge
 
     def levels_judged(know: tuple[str, ...] | None) -> list[float | None]:
@@ -490,6 +491,7 @@ def test_the_verdict_ceiling_tells_the_rule_the_tables_truth_and_leaves_it_as_it
         assert seen
         return seen
 
-    assert set(levels_judged(("prior", "level"))) == {table.default_value}
-    assert (race_run.race_one, _decide._fit, _decide.Levels.at, _decide._looks) == before
+    assert set(levels_judged(("prior", "level", "unblurred"))) == {table.default_value}
+    assert (race_run.race_one, _decide._fit, _decide.Levels.at, _decide.Arm.shared,
+            _decide._looks) == before  # fmt: skip
     assert set(levels_judged(None)) != {table.default_value}
