@@ -77,21 +77,16 @@ def knowing(know: Collection[str]) -> Iterator[None]:
         return race_one(strategy, surface, *args, **kwargs)
 
     def fit_told(arms: Sequence[_decide.Arm], levels: _decide.Levels, scale: float) -> None:
-        fit(arms, levels, scale)  # where the duel's runs go (Arm.hope) as the study has it
+        """The study's fit, then each arm's own runs (``Arm.hope``: their likelihood, blurred
+        as the study's, under ``bayes.OWN_PRIOR``) under the table's prior instead."""
+        fit(arms, levels, scale)
         surface = current["table"]
         if surface.name not in priors:
             priors[surface.name] = table_prior(surface)
         for arm in arms:
-            logs = np.asarray(arm.logs(levels), dtype=float)
-            if not len(logs):
-                continue
-            loglik = bayes._t_loglik(logs, scale, levels.slow)
-            lik = np.exp(loglik - loglik.max())
-            shared = arm.shared(levels)
-            if shared:
-                lik = bayes._blurred(lik, scale / math.sqrt(shared))
-            post = lik * priors[surface.name]
-            arm.posterior = bayes.Posterior(post / post.sum(), len(logs))
+            if arm.hope is not None:
+                post = arm.hope.weights / bayes.OWN_PRIOR * priors[surface.name]
+                arm.posterior = bayes.Posterior(post / post.sum(), arm.hope.runs)
 
     def true_level(levels: _decide.Levels, seq: int) -> float | None:
         return current["table"].default_value if levels.stream else None
