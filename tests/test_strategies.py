@@ -495,3 +495,47 @@ def test_the_verdict_ceiling_tells_the_rule_the_tables_truth_and_leaves_it_as_it
     assert (race_run.race_one, _decide._fit, _decide.Levels.at, _decide.Arm.shared,
             _decide._looks) == before  # fmt: skip
     assert set(levels_judged(None)) != {table.default_value}
+
+
+def test_table_truths_judges_a_races_estimates_only_where_the_truth_is_known(
+    tmp_path: Path,
+) -> None:
+    """benchmarks/table_truths.py --race (issue 47, twelfth part): an estimate is within 3 %
+    of the truth or not only on a table that knows its truths to 3 % (a deterministic one
+    exactly); on one whose truths are 30 % uncertain it cannot be judged, whatever it is."""
+
+    def row(table: str, bias: float | None, handed: int) -> dict:
+        return {"table": f"benchmarks/data/{table}.json",
+                "ours": {"bias": bias, "handed": handed}}  # fmt: skip
+
+    race = tmp_path / "race.json"
+    race.write_text(json.dumps({"tables": [
+        row("table-smpi-minife-256-fat", 1.02, 20),  # deterministic: within
+        row("table-app-comd-openmpi5", 1.05, 4),  # truths known to 1 %: outside
+        row("table-openmpi-ct_phases", 1.0, 12),  # truths known to 30 %: cannot judge
+        row("table-app-snap-mpich", None, 0),  # nothing handed back: no estimate to judge
+    ]}))  # fmt: skip
+    command = [sys.executable, "benchmarks/table_truths.py", "--race", str(race), "--rounds", "100"]
+    out = subprocess.run([*command, "--json"], capture_output=True, text=True, check=True,
+                         timeout=300)  # fmt: skip
+    judged = {Path(r["table"]).stem: r for r in json.loads(out.stdout)["judged"]}
+    assert set(judged) == {"table-smpi-minife-256-fat", "table-app-comd-openmpi5",
+                           "table-openmpi-ct_phases"}  # fmt: skip
+    assert judged["table-smpi-minife-256-fat"]["truth_error"] == 0.0
+    assert judged["table-smpi-minife-256-fat"]["within"] is True
+    assert judged["table-app-comd-openmpi5"]["truth_error"] < 0.03
+    assert judged["table-app-comd-openmpi5"]["within"] is False
+    assert judged["table-openmpi-ct_phases"]["truth_error"] > 0.1
+    assert judged["table-openmpi-ct_phases"]["within"] is None
+    text = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    assert (
+        "within 3 % of the truth on 1 of 2 tables" in text and "outside: app-comd-openmpi5" in text
+    )
+    assert "1 tables cannot judge it" in text and "(openmpi-ct_phases)" in text
+    # not a race: one line, exit 2
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"tables": [{"table": "x"}]}))
+    refused = subprocess.run([*command[:2], "--race", str(bad)], capture_output=True,
+                             text=True, check=False, timeout=60)  # fmt: skip
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert len(refused.stderr.strip().splitlines()) == 1 and "not a race's JSON" in refused.stderr
