@@ -129,13 +129,13 @@ def test_shared_strategy_case(
 def test_same_seed_same_trials_in_a_fresh_process(
     strategy: str, replay_file: Path, tmp_path: Path
 ) -> None:
-    runs = []
-    for i in range(2):
-        storage = f"sqlite:///{tmp_path / f'seed{i}.db'}"
-        proc = commtune_subprocess(tune_args(replay_file, storage, strategy, 6))
+    # the two processes side by side (one core each): nothing they share but the seed
+    storages = [f"sqlite:///{tmp_path / f'seed{i}.db'}" for i in range(2)]
+    procs = [commtune_subprocess(tune_args(replay_file, s, strategy, 6)) for s in storages]
+    for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-        runs.append(search_configs(storage))
+    runs = [search_configs(storage) for storage in storages]
     assert runs[0] == runs[1]
 
 
