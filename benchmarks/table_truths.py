@@ -152,6 +152,13 @@ def read_race(path: Path) -> dict:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"table_truths.py: --race {path}: not a race's JSON ({exc})", file=sys.stderr)
         raise SystemExit(2) from None
+    missing = [
+        r["table"] for r in race["tables"] if not table_path(Path(r["table"]).stem).is_file()
+    ]
+    if missing:
+        print(f"table_truths.py: --race {path}: no table {missing[0]} in benchmarks/data",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(2)
     return race
 
 
@@ -173,8 +180,9 @@ def print_judged(rows: list[dict]) -> None:
         errors = [r["truth_error"] for r in blurred if r["truth_error"] is not None]
         spread = f": truth's error {100 * min(errors):.1f}-{100 * max(errors):.0f} %"
         spread = spread if errors else ""
+        cannot = "table cannot" if len(blurred) == 1 else "tables cannot"
         print(
-            f"{len(blurred)} tables cannot judge it{spread} "
+            f"{len(blurred)} {cannot} judge it{spread} "
             f"({', '.join(r['table'].removeprefix('table-') for r in blurred)})"
         )
 

@@ -531,7 +531,7 @@ def test_table_truths_judges_a_races_estimates_only_where_the_truth_is_known(
     assert (
         "within 3 % of the truth on 1 of 2 tables" in text and "outside: app-comd-openmpi5" in text
     )
-    assert "1 tables cannot judge it" in text and "(openmpi-ct_phases)" in text
+    assert "1 table cannot judge it" in text and "(openmpi-ct_phases)" in text
     # not a race: one line, exit 2
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"tables": [{"table": "x"}]}))
@@ -539,3 +539,8 @@ def test_table_truths_judges_a_races_estimates_only_where_the_truth_is_known(
                              text=True, check=False, timeout=60)  # fmt: skip
     assert refused.returncode == 2 and refused.stdout == ""
     assert len(refused.stderr.strip().splitlines()) == 1 and "not a race's JSON" in refused.stderr
+    bad.write_text(json.dumps({"tables": [row("table-of-no-program", 1.0, 1)]}))
+    refused = subprocess.run([*command[:2], "--race", str(bad)], capture_output=True,
+                             text=True, check=False, timeout=60)  # fmt: skip
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and "no table" in refused.stderr
