@@ -178,8 +178,9 @@ def print_judged(rows: list[dict]) -> None:
                                                      if outside else ""))  # fmt: skip
     if blurred:
         errors = [r["truth_error"] for r in blurred if r["truth_error"] is not None]
-        spread = f": truth's error {100 * min(errors):.1f}-{100 * max(errors):.0f} %"
-        spread = spread if errors else ""
+        spread = (
+            f": truth's error {100 * min(errors):.1f}-{100 * max(errors):.0f} %" if errors else ""
+        )
         cannot = "table cannot" if len(blurred) == 1 else "tables cannot"
         print(
             f"{len(blurred)} {cannot} judge it{spread} "

@@ -49,8 +49,9 @@ KNOW = ("prior", "level", "unblurred")
 
 def table_prior(surface: Surface) -> np.ndarray:
     """The table's distribution of effects over ``bayes.GRID``: every configuration's log
-    true time over the defaults' (a crashing one left out), smoothed as the study's fitted
-    prior is (``bayes.SMOOTHING``)."""
+    true time over the defaults' (a crashing one left out), smoothed with the study's kernel
+    (``bayes.SMOOTHING``) but not mixed with its broad prior (``bayes._smoothed``): the
+    truth rules out the effects no configuration has."""
     counts = np.zeros(len(bayes.GRID))
     for config in surface.configs():
         value = surface.value(config)
