@@ -72,6 +72,9 @@ INSTALLATIONS = [
     _installation("mpich@5"),
     _installation("intel", needs_intel),
 ]
+# A simulated cluster's library (SimGrid's SMPI): the vendor contract and discovery run on it
+# too (tests/test_contracts.py); its studies are tests/test_smpi.py's
+SIMULATOR = _installation("smpi", pytest.mark.smpi)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -34,7 +34,9 @@ from commtune.mpi import (
     LAUNCHER_NAMES,
     SHM_PATTERNS,
     Installation,
+    Lack,
     MPIVendor,
+    Profiled,
     RulesError,
     Segment,
     Selection,
@@ -50,16 +52,19 @@ from commtune.study import (
     save_result_study,
     upgrade,
 )
+from commtune.trial import Objective
 
-from .conftest import INSTALLATIONS, last_json, run_cli
+from .conftest import INSTALLATIONS, SIMULATOR, last_json, run_cli
 
 FAKE = {
     Vendor.OPENMPI: Installation(Vendor.OPENMPI, "4.1.4", "btl:vader", "/x/mpirun", "/x/mpicc"),
     Vendor.MPICH: Installation(Vendor.MPICH, "4.0.2", "ch4:ucx", "/x/mpiexec", "/x/mpicc"),
     Vendor.INTEL: Installation(Vendor.INTEL, "2021.18.1", "ch4:ofi", "/x/mpirun", "/x/mpicc"),
+    Vendor.SMPI: Installation(Vendor.SMPI, "3.32", "smpi", "/x/smpirun", "/x/smpicc"),
 }
 LAUNCHERS: dict[str, Callable[[Installation], LocalLauncher]] = {"local": LocalLauncher}
-# the MPI libraries of real machines (SMPI, a simulated cluster's, has its own contract below)
+# the MPI libraries of real machines; a simulator (SMPI) takes the same contracts, where it
+# differs as its ``lacks`` and ``configured_by_args`` say
 REAL = [v for v in Vendor if not v.impl.simulated]
 
 
@@ -98,9 +103,28 @@ def test_launcher_contract(kind: str, vendor: Vendor) -> None:
     assert own[0] == FAKE[vendor].launcher and own[-4:] == ["-n", "2", "/bin/prog", "a"]
 
 
-@pytest.mark.parametrize("vendor", REAL, ids=lambda v: v.value)
+@pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)
 def test_launcher_for_every_vendor(vendor: Vendor) -> None:
     assert isinstance(launcher_for(FAKE[vendor]), LocalLauncher)
+
+
+@pytest.mark.parametrize("vendor", [v for v in Vendor if v.impl.simulated], ids=lambda v: v.value)
+def test_launcher_contract_of_a_simulator(vendor: Vendor) -> None:
+    """A simulator's configuration reaches its ranks as launcher arguments, never through
+    the environment (all ranks are one process it starts), the user's command kept whole;
+    a variable outside its configuration still reaches them through the environment."""
+    launcher = launcher_for(FAKE[vendor])
+    impl = vendor.impl
+    name = impl.algorithm_knob("bcast")
+    assert impl.configured_by_args(name) and not impl.configured_by_args("OMP_NUM_THREADS")
+    user = ["smpirun", "-np", "4", "-platform", "p.xml", "./app", "--flag"]
+    plan = launcher.plan(user, {name: "binomial_tree", "OMP_NUM_THREADS": "2"},
+                         base_env={"PATH": "/usr/bin"})  # fmt: skip
+    assert plan == launcher.plan(user, {name: "binomial_tree", "OMP_NUM_THREADS": "2"},
+                                 base_env={"PATH": "/usr/bin"})  # fmt: skip
+    assert name not in plan.env and plan.env["OMP_NUM_THREADS"] == "2"
+    assert impl.rank_args({name: "binomial_tree"})[0] in plan.argv
+    assert plan.argv[0] == "smpirun" and plan.argv[-6:] == user[1:]
 
 
 # -- appliers ------------------------------------------------------------------------------------
@@ -271,23 +295,48 @@ VERSION_TEXT = {
     Vendor.OPENMPI: "mpirun (Open MPI) 4.1.4",
     Vendor.MPICH: "HYDRA build details:",
     Vendor.INTEL: "Intel(R) MPI Library for Linux* OS, Version 2021.18.1 Build 20260626",
+    Vendor.SMPI: "SimGrid version 3.32",
 }
-IMPLS = [pytest.param(v.impl, id=v.value) for v in REAL] + [pytest.param(StubMPI(), id="stub")]
+IMPLS = [pytest.param(v.impl, id=v.value) for v in Vendor] + [pytest.param(StubMPI(), id="stub")]
 
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_vendor_contract(impl: MPIVendor) -> None:
-    """What every vendor says about itself, checked the same way for each."""
+    """What every vendor says about itself, checked the same way for each, a simulator
+    included: where it differs, its ``lacks`` says so and the layers above ask that."""
     assert impl.title and impl.env_prefix in impl.env_prefixes
-    assert impl.mpit_name("PATH") is None and impl.mpit_name(f"{impl.env_prefix}X")
-    assert impl.selection_env("/f") and "/f" in impl.selection_env("/f").values()
-    assert impl.rank_args({"A": "1"}) and impl.training_ranks
+    assert impl.mpit_name("PATH") is None
+    assert (impl.mpit_name(f"{impl.env_prefix}X") is None) == (Lack.MPI_T in impl.lacks)
+    assert impl.rank_args({f"{impl.env_prefix}A": "1"}) and impl.training_ranks
     assert set(impl.launcher_names).isdisjoint(impl.launcher_aliases)
     for fmt in impl.export_formats:
         assert impl.render(fmt, {f"{impl.env_prefix}x": "1"}, "h").strip()
-    assert impl.device_label("shm") == "shm"
-    # a selection file from sampled ranges: one algorithm per range, the library's numbers
+    # what a run is: its value an objective the tuner has, a note where it is not wall time
+    assert Objective.parse(impl.run_value).spec == impl.run_value
+    assert (impl.run_value == "wall") == (not impl.run_value_note)
+    # a real machine's runs never repeat exactly; only a simulator's may (judged from runs)
+    assert impl.exact_runs is (None if impl.simulated else False)
+    # how a run is profiled: preloaded, or the launcher's own trace written to a path
+    assert impl.profile_source
+    if impl.profiled_by is Profiled.TRACE:
+        assert Lack.PRELOAD in impl.lacks and "/t.trace" in impl.trace_args("/t.trace")
+    else:
+        assert Lack.PRELOAD not in impl.lacks
+        with pytest.raises(NotImplementedError):
+            impl.trace_args("/t.trace")
+    if impl.simulated:
+        assert {Lack.PRELOAD, Lack.NODES} <= impl.lacks
+    else:
+        assert impl.device_label("shm") == "shm" and not impl.lacks
     segs = {"bcast": [Segment(0, 4096, "a"), Segment(4096, None, "b")]}
+    if Lack.SELECTION_FILE in impl.lacks:
+        with pytest.raises(RulesError):
+            impl.selection_env("/f")
+        with pytest.raises(RulesError):
+            impl.write_selection(segs, {"bcast": {"a": 0, "b": 1}}, 2, "h", None)
+        return
+    assert impl.selection_env("/f") and "/f" in impl.selection_env("/f").values()
+    # a selection file from sampled ranges: one algorithm per range, the library's numbers
     if not impl.selection_extends_builtin:
         chosen = impl.write_selection(segs, {"bcast": {"a": 0, "b": 1}}, 2, "h", None)
         assert chosen.text and not chosen.warnings
@@ -298,7 +347,7 @@ def test_vendor_contract(impl: MPIVendor) -> None:
             impl.write_selection(segs, {"bcast": {"a": 1, "b": 2}}, 2, "h", None)
 
 
-@pytest.mark.parametrize("mpi", INSTALLATIONS)
+@pytest.mark.parametrize("mpi", [*INSTALLATIONS, SIMULATOR])
 def test_discovery_reads_the_installation(mpi: str) -> None:
     """Discovery on a real installation: it is named (version, device, launcher, compiler
     wrapper), its control variables are listed, and every catalog knob it has keeps a
@@ -321,7 +370,7 @@ def test_discovery_reads_the_installation(mpi: str) -> None:
         assert s.knob.type in (KnobType.INT, KnobType.LOG2), (s.knob.name, s.knob.default)
 
 
-@pytest.mark.parametrize("vendor", REAL, ids=lambda v: v.value)
+@pytest.mark.parametrize("vendor", list(Vendor), ids=lambda v: v.value)
 def test_a_registered_vendor_has_a_catalog_and_knows_its_launcher(vendor: Vendor) -> None:
     impl = vendor.impl
     assert impl.vendor is vendor

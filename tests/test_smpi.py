@@ -280,14 +280,15 @@ def test_with_no_knob_named_the_trace_of_a_simulated_run_chooses_the_space(
     """No preloaded library reaches an SMPI program: SimGrid's trace of the first run is its
     profile (the demo spends most of its MPI time in allreduces, then in its halo exchange),
     and the guide picks the allreduce's algorithm and the eager limit from it."""
-    from commtune.profile import ProfileError, from_paje, trace_args
+    from commtune.profile import ProfileError, from_paje
 
     program = str(native.build(_smpi(), "demo/ct_demo.c"))
     platform, hosts = cluster
     trace = tmp_path / "t.paje"
-    subprocess.run(["smpirun", *trace_args(trace), "-np", "16", "-platform", platform,
+    impl = Vendor.SMPI.impl
+    subprocess.run(["smpirun", *impl.trace_args(str(trace)), "-np", "16", "-platform", platform,
                     "-hostfile", hosts, program, "3"], capture_output=True, check=True)  # fmt: skip
-    profile = from_paje(trace)
+    profile = from_paje(trace, impl.vendor.value, impl.title)
     ops = profile.operations
     assert profile.ranks == 16 and ops["MPI_Allreduce"]["class"] == "coll"
     assert ops["MPI_Allreduce"]["calls"]["mean"] == 9  # 3 iterations x 3 sizes
@@ -303,7 +304,7 @@ def test_with_no_knob_named_the_trace_of_a_simulated_run_chooses_the_space(
     kept = [x for x in lines if not x.startswith("12 ") or x.split()[4] == init]
     cut.write_text("\n".join(kept) + "\n")
     with pytest.raises(ProfileError, match="holds no communication"):
-        from_paje(cut)
+        from_paje(cut, impl.vendor.value, impl.title)
     storage = f"sqlite:///{tmp_path / 's.db'}"
     code, out, err = run_cli(["tune", "--json", "--max-runs", "14", "--storage", storage, "--",
                               "smpirun", "-np", "16", "-platform", platform, "-hostfile", hosts,

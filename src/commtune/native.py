@@ -16,7 +16,7 @@ from pathlib import Path
 
 from commtune import settings
 from commtune.errors import UsageError
-from commtune.mpi import Installation
+from commtune.mpi import Installation, Lack
 from commtune.util import atomic_path
 
 # The C sources: package data of the wheel; in a checkout, a link to native/
@@ -107,11 +107,10 @@ def interposer_dir() -> Path:
 
 def build_interposer(installation: Installation) -> Path:
     """Path of ``libcommtune.so`` for this installation (LD_PRELOAD it into every rank)."""
-    if installation.impl.simulated:
-        raise UsageError(
-            f"{installation.impl.title} runs every rank in one process and no preloaded "
-            "library reaches its program: its profile is SimGrid's trace (tune does it)"
-        )
+    impl = installation.impl
+    if Lack.PRELOAD in impl.lacks:
+        raise UsageError(f"{impl.title}: {Lack.PRELOAD.value}; its profile is "
+                         f"{impl.profile_source} (tune takes it)")  # fmt: skip
     folder = interposer_dir()
     sources = sorted(folder.glob("ct_*.c"))
     headers = sorted(folder.glob("*.h")) + _shared_headers()

@@ -86,7 +86,7 @@ def _up(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def _exec(args: argparse.Namespace, command: list[str] | None) -> int:
-    from commtune.mpi import find_installations, installation_of
+    from commtune.mpi import Lack, find_installations, installation_of
     from commtune.testbed import Cluster, available
 
     argv = need_command(command, "to run in the bed's first node")
@@ -97,7 +97,7 @@ def _exec(args: argparse.Namespace, command: list[str] | None) -> int:
     installations = (
         [installation_of(spec) for spec in args.mpi]
         if args.mpi
-        else [i for i in find_installations() if not i.impl.simulated]  # no nodes to spread to
+        else [i for i in find_installations() if Lack.NODES not in i.impl.lacks]
     )
     env = dict(os.environ)
     if os.geteuid() == 0:  # the bed needs root: a plain 'mpirun' of Open MPI then too

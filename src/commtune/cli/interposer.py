@@ -105,7 +105,7 @@ def _profile_config(inst: Installation, specs: list[str]) -> tuple[list[Knob], d
 
 def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.launch import launcher_for
-    from commtune.mpi import resolve_command
+    from commtune.mpi import Profiled, resolve_command
     from commtune.report import (
         UI,
         cvars_table,
@@ -123,16 +123,17 @@ def cmd_profile(args: argparse.Namespace, command: list[str] | None) -> int:
     knobs, config = _profile_config(inst, args.knob)
     ui = UI(json_mode=args.json)
     executor: Executor
-    if inst.impl.simulated:
-        # no preloaded library reaches a simulated program: SimGrid's trace of the run
+    if inst.impl.profiled_by is Profiled.TRACE:
+        # no preloaded library reaches the program: the launcher's own trace of the run
         from commtune.mpi import launch_files
-        from commtune.trial import Traced
+        from commtune.trial import profiled
 
         simulated = launch_files(command)
-        executor = Traced(LocalExecutor(launcher_for(inst), command, knobs,
-                                        Objective.parse("simulated"),
-                                        enumerators=knob_enumerators(inst)))  # fmt: skip
-        ui.info(f"{inst.describe()}; {simulated.describe()}; profiling from SimGrid's trace")
+        executor = profiled(LocalExecutor(launcher_for(inst), command, knobs,
+                                          Objective.parse(inst.impl.run_value),
+                                          enumerators=knob_enumerators(inst)))  # fmt: skip
+        ui.info(f"{inst.describe()}; {simulated.describe()}; profiling from "
+                f"{inst.impl.profile_source}")  # fmt: skip
     else:
         lib = profiling(inst, args.pvar_interval)
         executor = LocalExecutor(

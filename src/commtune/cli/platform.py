@@ -42,15 +42,16 @@ def _add_sample(p: argparse.ArgumentParser) -> None:
         "-o", "--output-dir", default="commtune-platform", help="where files and plots go"
     )
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
-    sim = p.add_argument_group("a simulated cluster (--mpi smpi)")
-    sim.add_argument("--platform", help="SimGrid platform file (commtune cluster writes one)")
+    sim = p.add_argument_group("a simulated cluster")
+    sim.add_argument("--platform", help="its platform file (commtune cluster writes one)")
     sim.add_argument("--hostfile", help="its hostfile")
     sim.add_argument("--timeout", type=positive(float), default=3600.0,
                      help="a simulation's wall time at most, seconds (default 3600): one past "
                      "it is a failed sample of that algorithm")  # fmt: skip
     sim.add_argument("--for", dest="targets",
                      help="the real libraries whose selection files to write (comma list of "
-                     "--mpi specs; default: each installed library SMPI carries ports "
+                     "--mpi specs; default: each installed library the simulator carries "
+                     "ports "
                      "of)")  # fmt: skip
     p.add_argument(
         "--verify",
@@ -241,7 +242,7 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", choices=TOPOLOGIES, default=d.topology,
                    help="how the nodes are connected (default: %(default)s)")  # fmt: skip
     p.add_argument("--bandwidth", default=d.bandwidth,
-                   help="a node's link, SimGrid's units (default: %(default)s)")  # fmt: skip
+                   help="a node's link bandwidth, e.g. 100Gbps (default: %(default)s)")  # fmt: skip
     p.add_argument("--latency", default=d.latency, help="a link's latency (default: %(default)s)")
     p.add_argument("--speed", default=d.speed, help="a core's speed (default: %(default)s)")
     p.add_argument("--taper", type=positive(int), default=d.taper,
@@ -255,7 +256,7 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
 def cmd_cluster(args: argparse.Namespace, command: list[str] | None) -> int:
     import shlex
 
-    from commtune.mpi import Cluster, write_cluster
+    from commtune.mpi import BUILD_HINT, Cluster, launch_line, write_cluster
     from commtune.report import UI
 
     cluster = Cluster(args.nodes, args.cores, args.topology, args.bandwidth, args.latency,
@@ -263,10 +264,10 @@ def cmd_cluster(args: argparse.Namespace, command: list[str] | None) -> int:
     cluster.check()
     platform, hosts = write_cluster(cluster, args.out)
     ranks = args.nodes * args.cores
-    run = ["smpirun", "-np", str(ranks), "-platform", platform, "-hostfile", hosts]
+    run = launch_line(platform, hosts, ranks)
     ui = UI(json_mode=args.json)
     ui.info(f"{cluster.describe()} -> {platform}, {hosts}")
-    ui.info("next: build the program with smpicc (smpicxx, smpif90), then")
+    ui.info(f"next: {BUILD_HINT}, then")
     ui.command(f"  commtune tune -- {shlex.join(run)} ./app")
     if args.json:
         topology, parameters = cluster.topology_parameters()
@@ -286,7 +287,7 @@ COMMANDS = [
     Command("rails", "multi-rail split planner on shaped veth links (root)", _add_rails, cmd_rails),
     Command(
         "cluster",
-        "write a simulated cluster (SimGrid platform and hostfile) for smpirun",
+        "write a simulated cluster (platform file and hostfile) to tune on",
         _add_cluster,
         cmd_cluster,
     ),

@@ -46,8 +46,8 @@ def _add_train(p: argparse.ArgumentParser) -> None:
         help="train for this knob (default: the MPI's default space); repeatable",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the designs")
-    p.add_argument("--platform", help="simulated cluster (--mpi smpi): its SimGrid platform file")
-    p.add_argument("--hostfile", help="simulated cluster (--mpi smpi): its hostfile")
+    p.add_argument("--platform", help="a simulated cluster's platform file (commtune cluster)")
+    p.add_argument("--hostfile", help="a simulated cluster's hostfile (commtune cluster)")
     add_json(p)
 
 
@@ -139,7 +139,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
 def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.errors import RunFailed
     from commtune.launch import launcher_for
-    from commtune.mpi import resolve_command
+    from commtune.mpi import Lack, resolve_command
     from commtune.platform import Fingerprint
     from commtune.predict import Predictor, features_of, model_store
     from commtune.report import UI, prediction_table
@@ -153,17 +153,17 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         StudySpec,
         save_result_study,
     )
-    from commtune.trial import SIMULATED, LocalExecutor, Objective, Traced
+    from commtune.trial import LocalExecutor, Objective, profiled
     from commtune.tune import judge_pairs, run_pair
 
     command = need_command(command)
     inst = resolve_command(command, args.mpi)
     cluster, metric = None, args.metric
-    if inst.impl.simulated:  # the value is the simulated time; the profile SimGrid's trace
+    if inst.impl.simulated:  # the value is the installation's; the profile as it is taken
         from commtune.mpi import launch_files
 
         cluster = launch_files(command).cluster
-        metric = SIMULATED if metric == "wall" else metric
+        metric = inst.impl.run_value if metric == "wall" else metric
     objective = Objective.parse(metric)
     ui = UI(json_mode=args.json)
     store = model_store(args.storage, inst)
@@ -174,12 +174,12 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         command,
         knobs,
         objective,
-        profiling=None if cluster else profiling(inst),
+        profiling=None if Lack.PRELOAD in inst.impl.lacks else profiling(inst),
         enumerators=knob_enumerators(inst),
     )
     ui.info(f"{inst.describe()}{'; ' + cluster if cluster else ''}; one profiled run with the "
             "library's defaults")  # fmt: skip
-    run = (Traced(executor) if cluster else executor).run(None, args.timeout)
+    run = profiled(executor).run(None, args.timeout)
     if run.failure is not None or run.profile is None:
         raise UsageError(f"the profiled run failed ({run.failure or 'no profile written'})")
     features = features_of(run.profile)

@@ -24,14 +24,16 @@ from commtune.mpi._install import (
 from commtune.mpi._ompi_rules import COLL_IDS, format_rules, parse_rules
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, linked_library
 from commtune.mpi._simgrid import (
+    BUILD_HINT,
     TOPOLOGIES,
     Cluster,
     Launch,
     launch_files,
+    launch_line,
     read_platform,
     write_cluster,
 )
-from commtune.mpi._vendor import MPIVendor, Variable, Vendor
+from commtune.mpi._vendor import Lack, MPIVendor, Profiled, Variable, Vendor
 from commtune.mpi.smpi import NO_COMPUTE, simulated_command, simulated_time
 
 VENDOR_NAMES = tuple(v.value for v in Vendor)
@@ -41,6 +43,7 @@ ENV_PREFIXES = tuple(dict.fromkeys(p for v in Vendor for p in v.impl.env_prefixe
 SHM_PATTERNS = tuple(dict.fromkeys(p for v in Vendor for p in v.impl.shm_patterns))
 
 __all__ = [
+    "BUILD_HINT",
     "COLL_IDS",
     "ENV_PREFIXES",
     "LAUNCHER_NAMES",
@@ -52,9 +55,11 @@ __all__ = [
     "Builtin",
     "Cluster",
     "Installation",
+    "Lack",
     "Launch",
     "MPISpec",
     "MPIVendor",
+    "Profiled",
     "RulesError",
     "Segment",
     "Selection",
@@ -67,6 +72,7 @@ __all__ = [
     "installation_of",
     "is_launcher",
     "launch_files",
+    "launch_line",
     "launcher_vendor",
     "linked_library",
     "parse_rules",

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from commtune.errors import UsageError
 
 TOPOLOGIES = ("fat-tree", "torus", "dragonfly", "flat")
+# What a user does before a program runs on a simulated cluster
+BUILD_HINT = "build the program with smpicc (smpicxx, smpif90)"
 HOST_PREFIX = "node-"
 
 
@@ -126,6 +128,11 @@ def _factors(n: int, k: int) -> list[int]:
         n //= d
     out.append(n)
     return sorted(out, reverse=True)
+
+
+def launch_line(platform: str, hostfile: str, ranks: int) -> list[str]:
+    """The ``smpirun`` line that runs ``ranks`` ranks on a written cluster (program after)."""
+    return ["smpirun", "-np", str(ranks), "-platform", platform, "-hostfile", hostfile]
 
 
 def write_cluster(cluster: Cluster, directory: str) -> tuple[str, str]:

@@ -18,7 +18,11 @@ mpi4py keeps each vendor's quirks in one header). What a vendor says:
   variables that load it, how it is written from sampled ranges and checked:
   :meth:`write_selection`, :meth:`builtin_selection`);
 - how its MPI_T descriptions list algorithm names (:meth:`algorithm_names`);
-- the configuration formats of its own beyond env and JSON (:meth:`render`).
+- the configuration formats of its own beyond env and JSON (:meth:`render`);
+- what a run of its program is (a simulator differs from a real library here, and the layers
+  above ask these, never the library's name): what a run's value is (``run_value``), whether
+  runs repeat exactly (``exact_runs``), how a run is profiled (``profiled_by``,
+  :meth:`trace_args`, ``profile_source``), and what it cannot do (``lacks``).
 
 Add a library: a module implementing this class, a :class:`Vendor` member, a line in
 ``mpi/_registry.py`` and its catalog ``knobs/data/<name>.json``. Nothing outside ``mpi/``
@@ -42,6 +46,23 @@ if TYPE_CHECKING:
 
     from commtune.mpi._install import Installation
     from commtune.mpi._selection import Builtin, Segment, Selection
+
+
+class Profiled(enum.Enum):
+    """How a run of the library's program is profiled (MPI time per call and size)."""
+
+    PRELOAD = "preload"  # libcommtune, preloaded into every rank (LD_PRELOAD)
+    TRACE = "trace"  # the launcher's own trace of the run (:meth:`MPIVendor.trace_args`)
+
+
+class Lack(enum.Enum):
+    """Something an installation cannot do that the layers above would otherwise ask of it;
+    the value says what follows."""
+
+    MPI_T = "no MPI tool interface: its variables are read by asking it; a policy recommends"
+    PRELOAD = "all ranks in one process: no preloaded library reaches its program"
+    NODES = "its ranks run on no real node: nothing to spread over a test bed or an allocation"
+    SELECTION_FILE = "no collective selection file: its algorithms are knobs"
 
 
 class Vendor(enum.Enum):
@@ -152,9 +173,22 @@ class MPIVendor(abc.ABC):
     # SMPI's algorithm -> the library's name of it (``commtune sample --mpi smpi``).
     smpi_selector: ClassVar[str | None] = None
     smpi_ports: ClassVar[Mapping[str, Mapping[str, str]]] = {}
-    # A simulated cluster (SimGrid's SMPI): the run's value is simulated time, its wall time
-    # the cost; no preloaded library reaches its program.
+    # A simulated cluster (SimGrid's SMPI): its launch line names a platform file
+    # (``launch_files``); the questions below say what follows from it.
     simulated: ClassVar[bool] = False
+    # What a run's value is by default (an objective: "wall", or "simulated": the simulator's
+    # clock, its wall time then the cost), with the words that tell the user which.
+    run_value: ClassVar[str] = "wall"
+    run_value_note: ClassVar[str] = ""
+    # Whether a configuration's runs repeat exactly: False on a real machine (never, whatever
+    # a program prints rounded); None: judged from the runs of the defaults (a simulation
+    # leaving computation out repeats; one timing its compute bursts does not).
+    exact_runs: ClassVar[bool | None] = False
+    # How a run is profiled, and what the profile is, in the user's words.
+    profiled_by: ClassVar[Profiled] = Profiled.PRELOAD
+    profile_source: ClassVar[str] = "libcommtune"
+    # What it cannot do (see :class:`Lack`).
+    lacks: ClassVar[frozenset[Lack]] = frozenset()
     # Its categorical values are tried once each before a study (``ct_probe``, MPI_T).
     probes_values: ClassVar[bool] = True
 
@@ -251,6 +285,11 @@ class MPIVendor(abc.ABC):
         """Why a run that exited 0 failed all the same, from its standard error (SMPI: a
         deadlock it detected ends the simulation early, exit status 0); None: it did not."""
         return None
+
+    def trace_args(self, path: str) -> list[str]:
+        """Launcher options that write the trace a profile is read from to ``path`` (only
+        when ``profiled_by`` is :attr:`Profiled.TRACE`)."""
+        raise NotImplementedError(f"{self.title} is profiled by a preloaded library")
 
     def run_args(self) -> list[str]:
         """Launcher options every run gets (SMPI: print the simulated time)."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection
 from commtune.mpi._simgrid import Cluster
-from commtune.mpi._vendor import MPIVendor, Variable, Vendor
+from commtune.mpi._vendor import Lack, MPIVendor, Profiled, Variable, Vendor
 
 if TYPE_CHECKING:
     from commtune.mpi._install import Installation
@@ -46,6 +46,9 @@ TIMING_ARGS = ("--cfg=smpi/display-timing:yes", "--log=smpi_utils.thres:info")
 # (the first line may leave a run's tail at 1,024 ranks, the last stays), and exits 0
 DEADLOCK = ("Deadlock detected", "Stalling SMPI instance")
 SIMULATED_TIME = re.compile(r"Simulated time: ([0-9.eE+-]+) seconds")
+# smpirun options that write the Paje trace a profile is read from, with the sizes each call
+# passes (put after smpirun, before the program)
+TRACE_SIZES = "--cfg=tracing/smpi/display-sizes:yes"
 # The cluster commtune's own programs run on (probes, demo): one core a node, a fat tree.
 LOCAL_NODES = 1024
 
@@ -73,6 +76,12 @@ class SMPI(MPIVendor):
     training_ranks = (16,)
     hdf5_package = ""
     simulated = True
+    run_value = "simulated"
+    run_value_note = "the value of a run is its simulated time, its wall time the simulation's cost"
+    exact_runs = None  # exact when computation is left out (NO_COMPUTE), else not
+    profiled_by = Profiled.TRACE
+    profile_source = "SimGrid's trace"
+    lacks = frozenset(Lack)
     probes_values = False  # every name is read from the installation; no MPI_T to probe with
 
     def mpit_name(self, env_name: str) -> str | None:
@@ -129,6 +138,9 @@ class SMPI(MPIVendor):
 
     def run_args(self) -> list[str]:
         return list(TIMING_ARGS)
+
+    def trace_args(self, path: str) -> list[str]:
+        return ["-trace", "-trace-file", str(path), TRACE_SIZES]
 
     def local_options(self) -> list[str]:
         platform, hosts = local_cluster()

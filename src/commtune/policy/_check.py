@@ -10,7 +10,7 @@ import re
 from commtune import native
 from commtune.errors import UsageError
 from commtune.knobs import list_mpit, load_catalog
-from commtune.mpi import Installation
+from commtune.mpi import Installation, Lack
 from commtune.policy._language import Assign, PolicyError, Recommend, RuleSet
 
 READ_ONLY_SCOPES = ("constant", "readonly")
@@ -25,11 +25,11 @@ def wrapped_operations() -> frozenset[str]:
 
 def check_rules(rules: RuleSet, installation: Installation) -> None:
     """PolicyError (file, JSON path, what) for the first thing the library does not have."""
-    # a simulated cluster (SMPI) has no MPI_T: a rule there may recommend, never read or write
-    # a variable (the check below names the first that does)
-    simulated = installation.impl.simulated
-    cvars = {} if simulated else {v["name"]: v for v in list_mpit(installation)}
-    performance = [] if simulated else list_mpit(installation, performance=True)
+    # without MPI_T (a simulator) a rule may recommend, never read or write a variable (the
+    # check below names the first that does)
+    no_mpit = Lack.MPI_T in installation.impl.lacks
+    cvars = {} if no_mpit else {v["name"]: v for v in list_mpit(installation)}
+    performance = [] if no_mpit else list_mpit(installation, performance=True)
     pvars = {str(v["name"]) for v in performance}
     catalog = load_catalog(installation.vendor.value)
     title = installation.describe()

@@ -61,7 +61,7 @@ def collect(
     from commtune import native
     from commtune.launch import launcher_for
     from commtune.mpi import simulated_command
-    from commtune.trial import Executor, LocalExecutor, Objective, Traced
+    from commtune.trial import Executor, LocalExecutor, Objective, profiled
 
     program = native.build(installation, "bench/ct_train.c")
     launcher = launcher_for(installation)
@@ -78,7 +78,7 @@ def collect(
                                             [*argv, "-T", SIMULATED_TARGET])  # fmt: skip
                 executor = LocalExecutor(launcher, command, knobs, objective)
                 if config is None:
-                    executor = Traced(executor)
+                    executor = profiled(executor)
             else:
                 executor = LocalExecutor(
                     launcher,

@@ -5,7 +5,7 @@ from commtune.profile._checks import not_applied
 from commtune.profile._guide import Choice, guided, one_sided
 from commtune.profile._profile import CvarCheck, HintCheck, Profile, ProfileError, relative_to
 from commtune.profile._setup import Profiling
-from commtune.profile._trace import from_paje, trace_args
+from commtune.profile._trace import from_paje
 
 __all__ = [
     "Choice",
@@ -19,5 +19,4 @@ __all__ = [
     "not_applied",
     "one_sided",
     "relative_to",
-    "trace_args",
 ]

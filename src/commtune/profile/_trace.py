@@ -22,13 +22,6 @@ from typing import Any
 from commtune import native
 from commtune.profile._profile import FORMAT, Profile, ProfileError
 
-# smpirun options that write the trace (put after smpirun, before the program)
-TRACE_SIZES = "--cfg=tracing/smpi/display-sizes:yes"
-
-
-def trace_args(path: str | Path) -> list[str]:
-    return ["-trace", "-trace-file", str(path), TRACE_SIZES]
-
 
 @cache
 def call_classes() -> dict[str, str]:
@@ -60,8 +53,11 @@ P2P = ("send", "recv", "wait")
 COMM = (*P2P, "coll", "rma")
 
 
-def from_paje(path: str | Path, classes: Mapping[str, str] | None = None) -> Profile:
-    """The profile of the run traced in ``path``; ProfileError if it is not a trace."""
+def from_paje(
+    path: str | Path, vendor: str, title: str, classes: Mapping[str, str] | None = None
+) -> Profile:
+    """The profile of the run of ``vendor`` (its value and title) traced in ``path``;
+    ProfileError if it is not a trace."""
     classes = call_classes() if classes is None else classes
     codes: dict[str, str] = {}  # Paje event name -> its number in this file
     names: dict[str, str] = {}  # state value -> MPI call
@@ -104,14 +100,14 @@ def from_paje(path: str | Path, classes: Mapping[str, str] | None = None) -> Pro
                 sizes[name].append(size)
                 volume[(rank, name)] += size
     if not ranks or not calls:
-        raise ProfileError(f"{path}: no SMPI trace of MPI calls")
+        raise ProfileError(f"{path}: no trace of MPI calls")
     if all(classes.get(op) not in COMM for _, op in calls):
         # SNAP at 256 ranks: "Process called exit when leaving - Skipping cleanups", and
         # the trace names its calls but holds MPI_Init alone (measured); a profile of zeros
         # would read as a program that does not communicate
         raise ProfileError(
-            f"{path}: the trace holds no communication (SimGrid did not write the "
-            "program's calls: did it exit before its cleanup?)"
+            f"{path}: the trace holds no communication (the simulator did not write "
+            "the program's calls: did it exit before its cleanup?)"
         )
     n = len(ranks)
     operations: dict[str, Any] = {}
@@ -139,8 +135,8 @@ def from_paje(path: str | Path, classes: Mapping[str, str] | None = None) -> Pro
     coll_bytes = sum(v for (_, op), v in volume.items() if classes.get(op) == "coll")
     total_comm, total_wall = sum(comm.values()), sum(walls)
     data = {
-        "format": FORMAT, "version": 1, "vendor": "smpi", "library": "SimGrid SMPI (trace)",
-        "ranks": n, "source": "SMPI trace",
+        "format": FORMAT, "version": 1, "vendor": vendor, "library": f"{title} (trace)",
+        "ranks": n, "source": f"{title} trace",
         "wall_time": _stats(walls), "mpi_time": _stats([mpi[r] for r in ranks]),
         "comm_time": _stats([comm[r] for r in ranks]),
         "features": {

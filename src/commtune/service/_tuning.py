@@ -38,7 +38,7 @@ from commtune.knobs import (
     space_from_json,
 )
 from commtune.launch import launcher_for
-from commtune.mpi import Installation, MPISpec, launch_files, resolve_command
+from commtune.mpi import Installation, Lack, MPISpec, MPIVendor, launch_files, resolve_command
 from commtune.platform import on_testbed, slurm_node_type
 from commtune.predict import Predictor, features_of, model_store
 from commtune.profile import Choice, guided, one_sided
@@ -50,7 +50,6 @@ from commtune.store import Store, backend, normalize_url, shown_url
 from commtune.strategies import get_strategy
 from commtune.study import DEFAULTS, Plan, Scale, StudyView, spec_of
 from commtune.trial import (
-    SIMULATED,
     Executor,
     LocalExecutor,
     Objective,
@@ -58,7 +57,7 @@ from commtune.trial import (
     ReplayExecutor,
     RunRecord,
     SlurmJobs,
-    Traced,
+    profiled,
     run_process,
 )
 from commtune.tune import Target, TuneResult, Workers, inherited_mpi_env, record, tune
@@ -161,7 +160,7 @@ class Tuning:
         inst = resolve_command(command, plan.mpi)
         simulated = launch_files(command) if inst.impl.simulated else None
         if simulated is not None:
-            plan = self._simulated(plan)
+            plan = self._simulated(plan, inst.impl)
         statuses = installed_knobs(inst)
         space = build_space(statuses, inst.vendor.value, plan.knobs, plan.presets,
                             discover(inst), inst.impl.env_name,
@@ -188,15 +187,14 @@ class Tuning:
         elif not (plan.knobs or plan.presets or plan.record) and simulated and scale is None:
             name = plan.study or default_study_name(command, inst.vendor.value, space)
             plan = replace(plan, study=name)
-            traced = Traced(LocalExecutor(launcher, command, [], self.objective, runner=runner,
-                                          secondary=self.secondary))  # fmt: skip
+            traced = profiled(LocalExecutor(launcher, command, [], self.objective,
+                                            runner=runner, secondary=self.secondary))  # fmt: skip
             space, guide, look = self._guided_space(plan, inst, statuses, traced, space)
         # Everything is valid: from here on, the storage is written.
         nodes = simulated.describe() if simulated else _slurm_nodes(plan, command)
         store, platform = open_store(plan.storage, inst, nodes)
         if simulated is not None:
-            ui.info(f"{simulated.describe()}: the value of a run is its simulated time, its "
-                    "wall time the simulation's cost")  # fmt: skip
+            ui.info(f"{simulated.describe()}: {inst.impl.run_value_note}")
         if inst.impl.probes_values:
             space = probe(space, launcher, store, platform, ui)
         ui.info(f"{inst.describe()}; tuning {space.size()} configurations of "
@@ -266,15 +264,16 @@ class Tuning:
         return Outcome(self._study(store, target, executor, observer), space, library)
 
     # -- the steps ----------------------------------------------------------------------------
-    def _simulated(self, plan: Plan) -> Plan:
-        """The plan of a study of a simulated cluster (SMPI): no preloaded library reaches
-        its program, and its value is the simulated time unless the user named another."""
-        if plan.interposer:
-            self.ui.info("SMPI: no preloaded library reaches a simulated program; running "
-                         "without the interposer")  # fmt: skip
+    def _simulated(self, plan: Plan, impl: MPIVendor) -> Plan:
+        """The plan of a study of a simulated cluster: where no preloaded library reaches
+        its program, none is used, and its value is the installation's (the simulated
+        time) unless the user named another, the wall time beside it."""
+        if plan.interposer and Lack.PRELOAD in impl.lacks:
+            self.ui.info(f"{impl.title}: {Lack.PRELOAD.value}; running without the "
+                         "interposer")  # fmt: skip
         metrics = plan.metrics
-        if metrics == DEFAULTS.metrics:
-            metrics = (SIMULATED, "wall")
+        if metrics == DEFAULTS.metrics and impl.run_value not in metrics:
+            metrics = (impl.run_value, *metrics)
         plan = replace(plan, interposer=False, metrics=metrics)
         self.plan = plan
         self.objective = Objective.parse(plan.metric)

@@ -7,6 +7,7 @@ from commtune.trial._executor import (
     ReplayExecutor,
     RunRecord,
     Traced,
+    profiled,
     repeats_exactly,
 )
 from commtune.trial._objective import SIMULATED, Objective
@@ -36,6 +37,7 @@ __all__ = [
     "kill_leftovers",
     "probe_space",
     "processes_of_tuner",
+    "profiled",
     "repeats_exactly",
     "run_process",
     "stderr_summary",

@@ -22,7 +22,8 @@ from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Applied, Knob, Value, apply
 from commtune.launch import Launcher
-from commtune.profile import Profile, ProfileError, Profiling, from_paje, not_applied, trace_args
+from commtune.mpi import Profiled
+from commtune.profile import Profile, ProfileError, Profiling, from_paje, not_applied
 from commtune.study import read_table
 from commtune.trial._objective import Objective
 from commtune.trial._process import ProcessResult, run_process
@@ -129,6 +130,8 @@ class LocalExecutor(Executor):
         self.variables = dict(variables or {})
         self.secondary = list(secondary)
         self.runner = runner
+        # a real machine's runs never repeat exactly; a simulator's are judged from its runs
+        self.deterministic = launcher.installation.impl.exact_runs
 
     def at(self, command: Sequence[str]) -> LocalExecutor:
         other = copy.copy(self)
@@ -333,21 +336,33 @@ class Primed(Executor):
 
 
 class Traced(Executor):
-    """Runs a simulated program once with SimGrid's trace written (``smpirun -trace``) and
-    gives the run the profile read from it (:func:`commtune.profile.from_paje`): the
-    guide's view of a program no preloaded library reaches."""
+    """Runs a program with the launcher's own trace written (a simulator's: ``trace_args``)
+    and gives the run the profile read from it (:func:`commtune.profile.from_paje`): the
+    guide's view of a program no preloaded library reaches. Built by :func:`profiled`."""
 
     def __init__(self, inner: LocalExecutor) -> None:
         self.inner = inner
+        self.deterministic = inner.deterministic
 
     def run(self, config: Mapping[str, Value] | None, timeout: float) -> RunRecord:
+        impl = self.inner.launcher.installation.impl
         with tempfile.TemporaryDirectory(prefix="commtune-trace-") as tmp:
             path = os.path.join(tmp, "trace.paje")
             command = self.inner.command
-            run = self.inner.at([command[0], *trace_args(path), *command[1:]]).run(config, timeout)
+            argv = [command[0], *impl.trace_args(path), *command[1:]]
+            run = self.inner.at(argv).run(config, timeout)
             if run.value is None:
                 return run
             try:
-                return dataclasses.replace(run, profile=from_paje(path))
+                return dataclasses.replace(run, profile=from_paje(path, impl.vendor.value,
+                                                                  impl.title))  # fmt: skip
             except ProfileError:
                 return run
+
+
+def profiled(executor: LocalExecutor) -> Executor:
+    """``executor`` with each run profiled as its installation is (``profiled_by``): through
+    the launcher's trace where nothing preloaded reaches the program, else through the
+    libcommtune ``executor`` was given (itself)."""
+    impl = executor.launcher.installation.impl
+    return Traced(executor) if impl.profiled_by is Profiled.TRACE else executor

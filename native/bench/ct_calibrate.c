@@ -1,0 +1,223 @@
+/* ct_calibrate: what a simulator needs to stand for this machine (commtune calibrate).
+ *
+ * Ranks 0 and 1 (the others wait) time, over the message sizes of FILE in their order (commtune
+ * draws them at random, log-uniform, so that no size is measured in a phase of its own),
+ * four things per size and repetition, the ping-pong first and the others in a random order:
+ *
+ *   pingpong  one-way time of an MPI_Send/MPI_Recv round trip, halved
+ *   send      how long MPI_Send keeps the sender (the receive already posted)
+ *   isend     how long MPI_Isend keeps the sender
+ *   recv      how long MPI_Recv takes when the message was sent well before
+ *
+ * as SimGrid's own calibration does (platform-calibration; Cornebize et al. 2019), and each
+ * rank's compute rate (flop/s of a multiply-add loop in cache).
+ *
+ *   ct_calibrate -f FILE [-s SEED] [-r REPS] [-p]      (FILE: one size in bytes a line)
+ *   ct_calibrate -c                                     (the compute rate only)
+ *
+ * -p: the ping-pong only (a simulated run: no busy waiting, no compute loop). -c: under SMPI
+ * with computation simulated, the rate printed is the simulating machine's times the
+ * platform's speed over smpi/host-speed (SimGrid's own benchmarking of compute bursts).
+ * Output, rank 0: "host RANK NAME" for ranks 0 and 1, "flops RANK RATE", then one line
+ * "sample OP SIZE SECONDS" a measurement.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OP_SEND, OP_ISEND, OP_RECV, N_TIMED };
+static const char *const timed_names[N_TIMED] = {"send", "isend", "recv"};
+
+/* a small generator of our own for the order of the timed calls: the same under every MPI */
+static unsigned long long state = 88172645463325252ULL;
+static unsigned long long next_random(void) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+}
+
+static void spin(double seconds) {
+    double until = MPI_Wtime() + seconds;
+    while (MPI_Wtime() < until) {
+    }
+}
+
+static double flop_rate(void) {
+    enum { N = 2048 };
+    static double a[N], b[N], c[N];
+    for (int i = 0; i < N; ++i) {
+        a[i] = 1.0;
+        b[i] = 0.999999;
+        c[i] = 1e-7;
+    }
+    long passes = 0;
+    double t0 = MPI_Wtime(), elapsed = 0.0;
+    while (elapsed < 0.2) {
+        for (int k = 0; k < 64; ++k)
+            for (int i = 0; i < N; ++i)
+                a[i] = a[i] * b[i] + c[i];
+        passes += 64;
+        elapsed = MPI_Wtime() - t0;
+    }
+    volatile double sink = a[N / 2];
+    (void)sink;
+    return 2.0 * N * (double)passes / elapsed;
+}
+
+/* one-way time of a round trip of `size` bytes between ranks 0 and 1 */
+static double pingpong(int rank, char *buf, int size) {
+    double t0 = MPI_Wtime();
+    if (rank == 0) {
+        MPI_Send(buf, size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+        MPI_Recv(buf, size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(buf, size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+    }
+    return (MPI_Wtime() - t0) / 2.0;
+}
+
+/* rank 0's time in one timed call; `wait` is how long the message had to arrive */
+static double timed(int op, int rank, char *buf, int size, double wait) {
+    double t = 0.0;
+    char token = 0;
+    if (op == OP_RECV) {
+        if (rank == 1) {
+            MPI_Recv(&token, 0, MPI_CHAR, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, size, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+        } else {
+            MPI_Send(&token, 0, MPI_CHAR, 1, 2, MPI_COMM_WORLD);
+            spin(wait);
+            double t0 = MPI_Wtime();
+            MPI_Recv(buf, size, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            t = MPI_Wtime() - t0;
+        }
+        return t;
+    }
+    if (rank == 1) { /* the receive posted before rank 0 sends: it says when with a token */
+        MPI_Request request;
+        MPI_Irecv(buf, size, MPI_CHAR, 0, 3, MPI_COMM_WORLD, &request);
+        MPI_Send(&token, 0, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+        MPI_Send(&token, 0, MPI_CHAR, 0, 4, MPI_COMM_WORLD);
+        return 0.0;
+    }
+    MPI_Recv(&token, 0, MPI_CHAR, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    double t0 = MPI_Wtime();
+    if (op == OP_SEND) {
+        MPI_Send(buf, size, MPI_CHAR, 1, 3, MPI_COMM_WORLD);
+        t = MPI_Wtime() - t0;
+    } else {
+        MPI_Request request;
+        MPI_Isend(buf, size, MPI_CHAR, 1, 3, MPI_COMM_WORLD, &request);
+        t = MPI_Wtime() - t0;
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    MPI_Recv(&token, 0, MPI_CHAR, 1, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return t;
+}
+
+int main(int argc, char **argv) {
+    int rank, ranks;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    long seed = 1, reps = 5, n_sizes = 0, max_size = 1;
+    const char *file = NULL;
+    int pingpong_only = 0, compute_only = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "-p") == 0)
+            pingpong_only = 1;
+        else if (strcmp(argv[i], "-c") == 0)
+            compute_only = 1;
+        else if (i + 1 < argc && strcmp(argv[i], "-s") == 0)
+            seed = atol(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "-f") == 0)
+            file = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "-r") == 0)
+            reps = atol(argv[++i]);
+    }
+    if (compute_only) {
+        double rate = flop_rate();
+        if (rank == 0) printf("flops 0 %.6g\n", rate);
+        MPI_Finalize();
+        return 0;
+    }
+    long *sizes = NULL;
+    FILE *in = file ? fopen(file, "r") : NULL;
+    if (in) {
+        long value, capacity = 0;
+        while (fscanf(in, "%ld", &value) == 1 && value >= 0) {
+            if (n_sizes == capacity) {
+                capacity = capacity ? 2 * capacity : 64;
+                sizes = realloc(sizes, sizeof(long) * (size_t)capacity);
+            }
+            sizes[n_sizes++] = value;
+            if (value > max_size) max_size = value;
+        }
+        fclose(in);
+    }
+    if (ranks < 2 || n_sizes < 1 || reps < 1) {
+        if (rank == 0)
+            fprintf(stderr, "usage: ct_calibrate -f FILE [-s SEED] [-r REPS] [-p] (at least 2 "
+                            "ranks; FILE: sizes in bytes, one a line)\n");
+        free(sizes);
+        MPI_Finalize();
+        return 2;
+    }
+    state ^= (unsigned long long)seed * 2654435761ULL;
+    char name[MPI_MAX_PROCESSOR_NAME + 1] = {0}, other[MPI_MAX_PROCESSOR_NAME + 1] = {0};
+    int length = 0;
+    MPI_Get_processor_name(name, &length);
+    if (rank == 1)
+        MPI_Send(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+    else if (rank == 0)
+        MPI_Recv(other, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rank == 0) printf("host 0 %s\nhost 1 %s\n", name, other);
+    if (!pingpong_only && rank < 2) {
+        double rate = flop_rate();
+        if (rank == 1)
+            MPI_Send(&rate, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+        else {
+            double other_rate = 0.0;
+            MPI_Recv(&other_rate, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            printf("flops 0 %.6g\nflops 1 %.6g\n", rate, other_rate);
+        }
+    }
+    char *buf = calloc((size_t)max_size + 1, 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank < 2) {
+        pingpong(rank, buf, 1); /* warm-up: connections made before anything is timed */
+        pingpong(rank, buf, (int)max_size);
+        for (long i = 0; i < n_sizes; ++i) {
+            int size = (int)sizes[i];
+            for (long r = 0; r < reps; ++r) {
+                double one_way = pingpong(rank, buf, size);
+                if (rank == 0) printf("sample pingpong %d %.9g\n", size, one_way);
+                if (pingpong_only) continue;
+                int order[N_TIMED] = {OP_SEND, OP_ISEND, OP_RECV};
+                if (rank == 0)
+                    for (int k = N_TIMED - 1; k > 0; --k) {
+                        int j = (int)(next_random() % (unsigned long long)(k + 1));
+                        int swap = order[k];
+                        order[k] = order[j];
+                        order[j] = swap;
+                    }
+                if (rank == 0)
+                    MPI_Send(order, N_TIMED, MPI_INT, 1, 5, MPI_COMM_WORLD);
+                else
+                    MPI_Recv(order, N_TIMED, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                for (int k = 0; k < N_TIMED; ++k) {
+                    double t = timed(order[k], rank, buf, size, 4.0 * one_way + 2e-5);
+                    if (rank == 0) printf("sample %s %d %.9g\n", timed_names[order[k]], size, t);
+                }
+            }
+        }
+    }
+    free(buf);
+    free(sizes);
+    MPI_Finalize();
+    return 0;
+}
