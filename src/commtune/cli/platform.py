@@ -1,6 +1,7 @@
 """``commtune sample`` and ``commtune rails bench``: the platform measured once (NewMadeleine):
 thresholds, collective selection files, plots; the multi-rail split planner proven.
-``commtune cluster``: a simulated cluster for SMPI, written from a few words."""
+``commtune calibrate``: a simulated node and its links measured from the real machine;
+``commtune cluster``: a simulated cluster, written from a few words or a calibration."""
 
 from __future__ import annotations
 
@@ -241,10 +242,13 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--topology", choices=TOPOLOGIES, default=d.topology,
                    help="how the nodes are connected (default: %(default)s)")  # fmt: skip
-    p.add_argument("--bandwidth", default=d.bandwidth,
-                   help="a node's link bandwidth, e.g. 100Gbps (default: %(default)s)")  # fmt: skip
-    p.add_argument("--latency", default=d.latency, help="a link's latency (default: %(default)s)")
-    p.add_argument("--speed", default=d.speed, help="a core's speed (default: %(default)s)")
+    p.add_argument("--calibration", metavar="DIR",
+                   help="a node and its links as commtune calibrate measured them (its --out): "
+                   "links, compute speed, and the simulator's configuration beside")  # fmt: skip
+    p.add_argument("--bandwidth",
+                   help=f"a node's link, e.g. 100Gbps (default: {d.bandwidth})")  # fmt: skip
+    p.add_argument("--latency", help=f"a link's latency (default: {d.latency})")
+    p.add_argument("--speed", help=f"a core's speed (default: {d.speed})")
     p.add_argument("--taper", type=positive(int), default=d.taper,
                    help="fat tree: the leaf switches' uplinks divided by this (1: full "
                    "bisection)")  # fmt: skip
@@ -256,24 +260,131 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
 def cmd_cluster(args: argparse.Namespace, command: list[str] | None) -> int:
     import shlex
 
-    from commtune.mpi import BUILD_HINT, Cluster, launch_line, write_cluster
+    from commtune.mpi import (
+        BUILD_HINT,
+        CONFIGURATION_FILE,
+        Cluster,
+        launch_line,
+        read_calibration,
+        write_cluster,
+    )
     from commtune.report import UI
+    from commtune.util import write_atomic
 
-    cluster = Cluster(args.nodes, args.cores, args.topology, args.bandwidth, args.latency,
-                      args.speed, args.taper, args.backbone)  # fmt: skip
+    calibration = None
+    if args.calibration:
+        given = [f"--{n}" for n in ("bandwidth", "latency", "speed") if getattr(args, n)]
+        if given:
+            raise UsageError(f"--calibration sets the links and the speed as measured: leave "
+                             f"out {', '.join(given)}")  # fmt: skip
+        calibration = read_calibration(args.calibration)
+        cluster = calibration.cluster(args.nodes, args.cores, args.topology, args.taper)
+    else:
+        d = Cluster(1)
+        cluster = Cluster(args.nodes, args.cores, args.topology, args.bandwidth or d.bandwidth,
+                          args.latency or d.latency, args.speed or d.speed, args.taper,
+                          args.backbone)  # fmt: skip
     cluster.check()
     platform, hosts = write_cluster(cluster, args.out)
     ranks = args.nodes * args.cores
     run = launch_line(platform, hosts, ranks)
+    cfg = None
+    if calibration is not None:
+        cfg = str(Path(args.out) / CONFIGURATION_FILE)
+        write_atomic(cfg, calibration.cfg_text(f"calibrated by commtune ({args.calibration})"))
+        run += calibration.cfg_args()
     ui = UI(json_mode=args.json)
-    ui.info(f"{cluster.describe()} -> {platform}, {hosts}")
+    ui.info(f"{cluster.describe()} -> {platform}, {hosts}" + (f", {cfg}" if cfg else ""))
     ui.info(f"next: {BUILD_HINT}, then")
     ui.command(f"  commtune tune -- {shlex.join(run)} ./app")
     if args.json:
         topology, parameters = cluster.topology_parameters()
         print_json({"platform": platform, "hostfile": hosts, "ranks": ranks,
                     "describe": cluster.describe(), "topology": topology,
-                    "topo_parameters": parameters})  # fmt: skip
+                    "topo_parameters": parameters, "configuration": cfg,
+                    "launch": run})  # fmt: skip
+    return 0
+
+
+def _add_calibrate(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    p.add_argument("--out", required=True,
+                   help="directory for the calibrated platform (platform.xml, hosts), the "
+                   "simulator's configuration, calibration.json, its plot")  # fmt: skip
+    p.add_argument("--one-node", metavar="LAUNCH",
+                   help="launch line of 2 ranks on one node, quoted (default: the library's "
+                   "own on this node; 'none': ranks sharing a node not measured)")  # fmt: skip
+    p.add_argument("--sizes", type=positive(int), default=150,
+                   help="message sizes drawn at random, log-uniform (default 150)")  # fmt: skip
+    p.add_argument("--reps", type=positive(int), default=5,
+                   help="measurements of each size (default 5; the median is used)")  # fmt: skip
+    p.add_argument("--max-size", type=size, default=4 << 20,
+                   help="the largest size drawn (default 4M)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=1, help="seed of the sizes drawn")
+    p.add_argument("--quick", action="store_true", help="60 sizes, 3 measurements each")
+    p.add_argument("--timeout", type=positive(float), default=600.0,
+                   help="one launch's wall time at most, seconds (default 600)")  # fmt: skip
+    add_json(p)
+
+
+def cmd_calibrate(args: argparse.Namespace, command: list[str] | None) -> int:
+    import json
+    import shlex
+
+    from commtune.cli._common import need_command
+    from commtune.mpi import (
+        CALIBRATION_FILE,
+        CONFIGURATION_FILE,
+        Lack,
+        resolve_command,
+        write_cluster,
+    )
+    from commtune.report import UI, calibration_lines, calibration_plot, calibration_table
+    from commtune.sample import calibrate
+    from commtune.util import write_atomic
+
+    launch = need_command(command, "that starts 2 ranks on 2 nodes (the program is added)")
+    inst = resolve_command(launch, args.mpi)
+    if Lack.NODES in inst.impl.lacks:
+        raise UsageError(f"calibrate measures a real machine; {inst.describe()} is a simulator")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: not a directory")
+    if args.one_node is None:
+        one_node: list[str] | None = inst.command(2, [])
+    elif args.one_node.strip() == "none":
+        one_node = None
+    else:
+        one_node = shlex.split(args.one_node)
+        if not one_node:
+            raise UsageError("--one-node: a launch line, quoted, or 'none'")
+    count, reps = (60, 3) if args.quick else (args.sizes, args.reps)
+    ui = UI(json_mode=args.json)
+    ui.info(f"{inst.describe()}: {count} sizes up to {args.max_size} bytes, {reps} "
+            f"measurements each, between two nodes ({shlex.join(launch)})"
+            + (f" and within one ({shlex.join(one_node)})" if one_node else ""))  # fmt: skip
+    result = calibrate(inst, launch, one_node, count, reps, args.max_size, args.seed,
+                       args.timeout, ui)  # fmt: skip
+    # everything measured and checked: from here on, files are written
+    calibration = result.calibration
+    platform, hosts = write_cluster(calibration.cluster(2, 2 if one_node else 1, "flat"), str(out))
+    cfg = str(out / CONFIGURATION_FILE)
+    write_atomic(cfg, calibration.cfg_text(f"calibrated by commtune on {inst.describe()}"))
+    data = result.to_json()
+    write_atomic(out / CALIBRATION_FILE, json.dumps(data, indent=1) + "\n")
+    plot = out / "calibration.png"
+    calibration_plot(result, plot)
+    if args.json:
+        print_json({**data, "files": {"platform": platform, "hostfile": hosts,
+                                      "configuration": cfg, "plot": str(plot)}})  # fmt: skip
+        return 0
+    for line in calibration_lines(result):
+        ui.info(line)
+    ui.print(calibration_table(result))
+    ui.info(f"wrote {platform}, {hosts}, {cfg}, {out / CALIBRATION_FILE}, {plot}")
+    ui.info("next: a cluster of such nodes, and a program simulated on it:")
+    ui.command(f"  commtune cluster --calibration {shlex.quote(str(out))} --nodes 1024 "
+               "--cores 4 --out cluster")  # fmt: skip
     return 0
 
 
@@ -285,6 +396,13 @@ COMMANDS = [
         cmd_sample,
     ),
     Command("rails", "multi-rail split planner on shaped veth links (root)", _add_rails, cmd_rails),
+    Command(
+        "calibrate",
+        "measure this machine on two nodes and write a simulated cluster that stands for it",
+        _add_calibrate,
+        cmd_calibrate,
+        takes_command=True,
+    ),
     Command(
         "cluster",
         "write a simulated cluster (platform file and hostfile) to tune on",

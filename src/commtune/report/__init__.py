@@ -30,6 +30,9 @@ _WHERE = {
     "tune_line": "_policy_tables",
     "runtime_table": "_policy_tables",
     "rails_table": "_rails_tables",
+    "calibration_lines": "_calibration",
+    "calibration_plot": "_calibration",
+    "calibration_table": "_calibration",
     "checks_table": "_sample_tables",
     "predict_table": "_sample_tables",
     "sample_tables": "_sample_tables",
@@ -56,6 +59,11 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:
+    from commtune.report._calibration import (
+        calibration_lines,
+        calibration_plot,
+        calibration_table,
+    )
     from commtune.report._console import UI, Bar
     from commtune.report._export import FORMATS, render
     from commtune.report._html import page
@@ -117,6 +125,9 @@ __all__ = [
     "acceptance_lines",
     "action_json",
     "actions_table",
+    "calibration_lines",
+    "calibration_plot",
+    "calibration_table",
     "checks_table",
     "collect",
     "cvars_table",

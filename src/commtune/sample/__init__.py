@@ -18,6 +18,7 @@ from commtune.sample._api import (
     verify_thresholds,
     veto_slower,
 )
+from commtune.sample._calibrate import CalibrationResult, calibrate
 from commtune.sample._curves import Crossing, Curve, Segment, crossings, segments
 from commtune.sample._families import OPERATIONS
 from commtune.sample._profile import FamilyCurves, PlatformProfile
@@ -27,6 +28,7 @@ from commtune.sample._simulated import DEFAULT_SIM_OPS, SimSample, sample_simula
 __all__ = [
     "DEFAULT_SIM_OPS",
     "OPERATIONS",
+    "CalibrationResult",
     "Check",
     "Crossing",
     "Curve",
@@ -36,6 +38,7 @@ __all__ = [
     "Segment",
     "SimSample",
     "ThresholdCheck",
+    "calibrate",
     "crossings",
     "fingerprint_for",
     "load_profile",
