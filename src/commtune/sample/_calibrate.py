@@ -266,18 +266,30 @@ def eager_limit(isend: Mapping[int, float]) -> int | None:
     """Where the time ``MPI_Isend`` keeps the sender drops (the eager protocol hands the
     whole message over, the rendezvous only its header): the split between two sizes with
     the largest drop of the median over the next factor of 4 sizes against the previous,
-    if it halves; None where no such drop is measured."""
+    if it halves, then moved to the sizes nearby that the level between the two medians
+    separates best; None where no such drop is measured."""
     sizes = sorted(isend)
-    best: tuple[float, int] | None = None
+    best: tuple[float, int, float] | None = None
     for i in range(1, len(sizes)):
         left = [isend[s] for s in sizes[:i] if s * 4 >= sizes[i - 1]]
         right = [isend[s] for s in sizes[i:] if s <= 4 * sizes[i]]
         if len(left) < 2 or len(right) < 2:
             continue
-        ratio = statistics.median(right) / statistics.median(left)
-        if ratio < 0.5 and (best is None or ratio < best[0]):
-            best = (ratio, math.isqrt(sizes[i - 1] * sizes[i]) + 1)
-    return None if best is None else best[1]
+        high, low = statistics.median(left), statistics.median(right)
+        if low < 0.5 * high and (best is None or low / high < best[0]):
+            best = (low / high, i, math.sqrt(high * low))
+    if best is None:
+        return None
+    _, i, level = best
+    near = range(max(1, i - 4), min(len(sizes), i + 5))
+
+    def misplaced(j: int) -> int:
+        return sum(isend[s] < level for s in sizes[near[0] - 1 : j]) + sum(
+            isend[s] >= level for s in sizes[j : near[-1] + 1]
+        )
+
+    j = min(near, key=lambda j: (misplaced(j), j))
+    return math.isqrt(sizes[j - 1] * sizes[j]) + 1
 
 
 def _piece_above(line: Line, previous: int | None) -> int:
@@ -579,14 +591,20 @@ def calibrate(inst: Installation, launch: Sequence[str], one_node: Sequence[str]
                 agreement_within = _agreement(inside, simulated_within)
             bar.advance()
     agreement = _agreement(measured, simulated)
-    if not 1 / CONTRADICTED <= agreement.median <= CONTRADICTED:
-        raise UsageError(f"the measurement contradicts the calibrated platform: the simulated "
-                         f"one-way time is {agreement.median:.2f}x the measured one at the "
-                         "median size (the machine's runs too noisy? try more --reps)")  # fmt: skip
+    check_agreement(agreement)
     return CalibrationResult(calibration, between, within, agreement, agreement_within,
                              simulated, simulated_within, list(launch),
                              None if one_node is None else list(one_node),
                              inst.describe())  # fmt: skip
+
+
+def check_agreement(agreement: Agreement) -> None:
+    """UsageError where the simulation on the calibrated platform stays more than
+    ``CONTRADICTED`` times off the measurement at the median size."""
+    if not 1 / CONTRADICTED <= agreement.median <= CONTRADICTED:
+        raise UsageError(f"the measurement contradicts the calibrated platform: the simulated "
+                         f"one-way time is {agreement.median:.2f}x the measured one at the "
+                         "median size (the machine's runs too noisy? try more --reps)")  # fmt: skip
 
 
 def _error(measured: Mapping[int, float], simulated: Mapping[int, float]) -> float:

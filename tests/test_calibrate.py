@@ -1,0 +1,278 @@
+"""``commtune calibrate``: a simulated node and its links measured from the real machine.
+
+The fit is tested on curves whose breakpoints and lines are known; the command end to end
+on the test bed's two nodes (Open MPI's plain ``mpirun -np 2``) and under Slurm (``srun -N 2
+-n 2``, MPICH), where the calibrated platform must bring SMPI's simulated one-way time
+within 2x of the measured one at the median size (the command refuses otherwise), and the
+large cluster built from it runs a program. Bad input is one line, exit 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from commtune.errors import UsageError
+from commtune.mpi import (
+    CALIBRATION_FILE,
+    CALIBRATION_FORMAT,
+    Calibration,
+    Piece,
+    installation_of,
+    read_calibration,
+)
+from commtune.sample._calibrate import (
+    Agreement,
+    boundary,
+    check_agreement,
+    draw_sizes,
+    eager_limit,
+    fit_segments,
+)
+from commtune.testbed import Cluster, SlurmBed, available, slurm_available
+
+from .conftest import run_cli
+
+_OK, _WHY = available()
+needs_bed = pytest.mark.skipif(not _OK, reason=_WHY)
+
+
+# -- the fit -------------------------------------------------------------------------------------
+def _curve(sizes: list[int], noise: float, seed: int = 3) -> dict[int, float]:
+    """A one-way time with two breakpoints: 2 us + 1 ns/B to 4 KiB, 5 us + 0.5 ns/B to
+    64 KiB, then 40 us + 8 ns/B (a slower protocol), each point off by up to ``noise``."""
+    rng = random.Random(seed)
+
+    def clean(s: int) -> float:
+        if s < 4096:
+            return 2e-6 + 1e-9 * s
+        if s < 65536:
+            return 5e-6 + 0.5e-9 * s
+        return 40e-6 + 8e-9 * s
+
+    return {s: clean(s) * (1 + rng.uniform(-noise, noise)) for s in sizes}
+
+
+def test_the_segments_found_are_the_curves_own() -> None:
+    """On a curve of three lines the search finds three segments starting where the lines
+    do (between the two sizes drawn around each breakpoint), each line within 4 % of the
+    clean curve at every size of its segment (the points are off by up to 2 %)."""
+    sizes = sorted(set(draw_sizes(200, 4 << 20, 7)))
+    lines = fit_segments(_curve(sizes, 0.02))
+    clean = _curve(sizes, 0.0)
+    assert len(lines) == 3
+    assert [line.first for line in lines] == [
+        sizes[0],
+        min(s for s in sizes if s >= 4096),
+        min(s for s in sizes if s >= 65536),
+    ]
+    for k, line in enumerate(lines):
+        end = lines[k + 1].first if k + 1 < len(lines) else float("inf")
+        for s in (s for s in sizes if line.first <= s < end):
+            assert line.at(s) == pytest.approx(clean[s], rel=0.04), (k, s)
+
+
+def test_one_line_is_one_segment_and_no_latency_is_negative() -> None:
+    sizes = sorted(set(draw_sizes(100, 1 << 20, 2)))
+    (line,) = fit_segments({s: 3e-6 + 2e-9 * s for s in sizes})
+    assert line.a == pytest.approx(3e-6) and line.b == pytest.approx(2e-9)
+    # a line that would need a negative intercept goes through the origin
+    steep = {s: 1e-9 * s - 1e-5 for s in sizes if s > 1 << 16}
+    (through,) = fit_segments(steep, max_segments=1)
+    assert through.a == 0.0 and through.b > 0
+
+
+def test_the_eager_limit_is_where_isend_stops_handing_the_message_over() -> None:
+    sizes = sorted(set(draw_sizes(150, 4 << 20, 5)))
+    # eager: Isend copies the whole message (grows with it); rendezvous: a header only
+    isend = {s: 2e-6 + 1e-9 * s if s < 65536 else 3e-6 for s in sizes}
+    limit = eager_limit(isend)
+    assert limit is not None
+    assert max(s for s in sizes if s < 65536) < limit <= min(s for s in sizes if s >= 65536)
+    assert eager_limit({s: 2e-6 + 1e-10 * s for s in sizes}) is None  # no drop: not found
+
+
+def test_the_boundary_misplaces_the_fewest() -> None:
+    assert boundary([1, 2, 4, 8, 16], [False, False, True, True, True]) == 3
+    assert boundary([1, 2, 4], [True, True, True]) == 0
+    assert boundary([1, 2, 4], [False, False, False]) > 4
+
+
+def test_a_simulation_far_from_the_measurement_is_refused() -> None:
+    check_agreement(Agreement({1: 1.9, 2: 0.6, 4: 1.0}))
+    with pytest.raises(UsageError, match=r"contradicts the calibrated platform.*2\.50x"):
+        check_agreement(Agreement({1: 2.5, 2: 2.6, 4: 0.9}))
+    with pytest.raises(UsageError, match=r"0\.30x"):
+        check_agreement(Agreement({1: 0.3, 2: 0.2, 4: 0.9}))
+
+
+# -- what is written -----------------------------------------------------------------------------
+CAL = Calibration(
+    link_bandwidth=1.25e8, link_latency=10e-6, loopback_bandwidth=4e9, loopback_latency=4e-7,
+    speed=3e9, host_speed=6e9, bw_factor=(Piece(0, 20.0), Piece(65000, 1.0)),
+    lat_factor=(Piece(0, 1.0), Piece(65000, 0.5)),
+    send_overhead=(Piece(0, 1e-6, 1e-10),), isend_overhead=(Piece(0, 1e-6, 2e-10),),
+    recv_overhead=(Piece(0, 2e-6, 0.0),), async_small=0, detached=65000,
+)  # fmt: skip
+
+
+def test_the_configuration_is_simgrids_and_the_json_round_trips(tmp_path: Path) -> None:
+    cfg = CAL.configuration()
+    assert cfg["smpi/bw-factor"] == "0:20;65000:1"
+    assert cfg["smpi/lat-factor"] == "0:1;65000:0.5"
+    assert cfg["smpi/os"] == "0:1e-06:1e-10" and cfg["smpi/or"] == "0:2e-06:0"
+    assert cfg["smpi/send-is-detached-thresh"] == "65000" and cfg["smpi/host-speed"] == "6e+09f"
+    assert Calibration.from_json(json.loads(json.dumps(CAL.to_json()))) == CAL
+    cluster = CAL.cluster(64, 4)
+    el = ET.fromstring(cluster.platform_xml()).find("cluster")
+    assert el is not None
+    assert (el.get("bw"), el.get("lat"), el.get("speed")) == ("125000000Bps", "10000ns", "3000Mf")
+    assert (el.get("loopback_bw"), el.get("loopback_lat")) == ("4000000000Bps", "400ns")
+
+
+def test_a_bad_calibration_directory_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(UsageError, match="commtune calibrate --out DIR writes it"):
+        read_calibration(str(tmp_path))
+    (tmp_path / CALIBRATION_FILE).write_text("{")
+    with pytest.raises(UsageError, match="does not parse"):
+        read_calibration(str(tmp_path))
+    (tmp_path / CALIBRATION_FILE).write_text('{"format": "other"}')
+    with pytest.raises(UsageError, match="not a file commtune calibrate wrote"):
+        read_calibration(str(tmp_path))
+    (tmp_path / CALIBRATION_FILE).write_text(json.dumps({"format": CALIBRATION_FORMAT,
+                                                         "calibration": {"speed": 1}}))  # fmt: skip
+    with pytest.raises(UsageError, match="incomplete"):
+        read_calibration(str(tmp_path))
+    # the command: exit 2, one line, no cluster written
+    code, _, err = run_cli(["cluster", "--calibration", str(tmp_path), "--nodes", "4", "--out",
+                            str(tmp_path / "cl")], capsys)  # fmt: skip
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not (tmp_path / "cl").exists()
+    good = {"format": CALIBRATION_FORMAT, "calibration": CAL.to_json()}
+    (tmp_path / CALIBRATION_FILE).write_text(json.dumps(good))
+    code, _, err = run_cli(["cluster", "--calibration", str(tmp_path), "--bandwidth", "1Gbps",
+                            "--nodes", "4", "--out", str(tmp_path / "cl")], capsys)  # fmt: skip
+    assert code == 2 and "leave out --bandwidth" in err and not (tmp_path / "cl").exists()
+
+
+# -- bad launches --------------------------------------------------------------------------------
+def _calibrate(args: list[str], env: dict[str, str] | None = None,
+               timeout: float = 600) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "commtune", "calibrate", *args],
+                          capture_output=True, text=True, timeout=timeout, check=False,
+                          env=env)  # fmt: skip
+
+
+@pytest.mark.openmpi
+@pytest.mark.smpi
+def test_one_node_only_or_an_mpi_that_does_not_start_is_one_line(tmp_path: Path) -> None:
+    """Two ranks on this one node where two nodes were asked, and a launch line its MPI
+    refuses: exit 2, one line naming the problem, nothing written."""
+    inst = installation_of("openmpi")
+    out = tmp_path / "cal"
+    local = inst.command(2, [])
+    done = _calibrate(["--quick", "--one-node", "none", "--out", str(out), "--", *local])
+    assert done.returncode == 2, done.stderr[-800:]
+    assert "put both ranks on one node" in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists()
+    done = _calibrate(["--quick", "--one-node", "none", "--out", str(out), "--",
+                       *local, "--no-such-option-of-mpirun"])  # fmt: skip
+    assert done.returncode == 2 and "between two nodes:" in done.stderr and "failed" in done.stderr
+    assert done.stderr.count("\n") == 1 and not out.exists()
+
+
+# -- end to end ----------------------------------------------------------------------------------
+def _check_written(out: Path, data: dict, one_node: bool) -> None:
+    assert data["format"] == CALIBRATION_FORMAT and len(set(data["hosts"])) == 2
+    assert 0.5 <= data["agreement"]["median"] <= 2.0
+    assert set(data["configuration"]) >= {"smpi/bw-factor", "smpi/lat-factor", "smpi/os",
+                                          "smpi/or", "smpi/ois", "smpi/host-speed",
+                                          "smpi/send-is-detached-thresh",
+                                          "smpi/async-small-thresh"}  # fmt: skip
+    assert (data["agreement_within"] is not None) == one_node
+    for name in ("platform.xml", "hosts", "smpi.cfg", CALIBRATION_FILE, "calibration.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert read_calibration(str(out)).link_bandwidth == data["calibration"]["link_bandwidth"]
+
+
+@pytest.mark.openmpi
+@pytest.mark.smpi
+@pytest.mark.slow
+@pytest.mark.root
+@needs_bed
+def test_calibrated_on_two_bed_nodes_and_a_large_cluster_built_from_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On two namespace nodes at 1 Gbit/s: the plain ``mpirun -np 2`` a bed node runs
+    spreads over both, the one-node launch stays on one; the calibration is written and
+    the simulation agrees within 2x at the median; a 16-node cluster built from it runs a
+    program under the simulator with the written configuration."""
+    inst = installation_of("openmpi")
+    out = tmp_path / "cal"
+    with Cluster(2, 1, rates=[1000]) as bed:
+        argv = [sys.executable, "-m", "commtune", "calibrate", "--quick", "--json", "--out",
+                str(out), "--", inst.launcher, "-np", "2"]  # fmt: skip
+        env = {**os.environ, **bed.site_env(inst)}
+        if os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        done = bed.run(bed.hostnames[0], argv, timeout=900, env=env)
+        nodes = bed.hostnames
+    assert done.returncode == 0, done.stderr[-1500:]
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    assert data["hosts"] == nodes
+    _check_written(out, data, one_node=True)
+    # the link runs at the shaped rate: 1 Gbit/s is 125 MB/s, within a factor of 2
+    assert 6e7 < data["calibration"]["link_bandwidth"] < 2.5e8
+    code, stdout, _ = run_cli(["cluster", "--calibration", str(out), "--nodes", "16", "--cores",
+                               "2", "--out", str(tmp_path / "cl"), "--json"], capsys)  # fmt: skip
+    assert code == 0
+    made = json.loads(stdout.strip().splitlines()[-1])
+    assert any(a.startswith("--cfg=smpi/bw-factor:") for a in made["launch"])
+    from commtune import native
+    from commtune.sample._calibrate import simulator
+
+    program = native.build(simulator(), "bench/ct_calibrate.c")
+    (tmp_path / "sizes").write_text("1\n65536\n1048576\n")
+    run = subprocess.run([*made["launch"], "--cfg=smpi/simulate-computation:no", str(program),
+                          "-f", str(tmp_path / "sizes"), "-r", "1", "-p"], capture_output=True,
+                         text=True, timeout=300, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-800:]
+    times = [
+        float(line.split()[3]) for line in run.stdout.splitlines() if line.startswith("sample")
+    ]
+    assert len(times) == 3 and times[0] < times[1] < times[2]
+
+
+@pytest.mark.mpich
+@pytest.mark.smpi
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.root
+@needs_bed
+def test_calibrated_under_slurm_as_a_users_job(tmp_path: Path) -> None:
+    """``srun -N 2 -n 2`` in an allocation of two slurmd nodes: the ranks land on two nodes
+    and the calibration is written (ranks of one node: ``srun -N 1 -n 2``)."""
+    ok, why = slurm_available()
+    if not ok:
+        pytest.skip(why)
+    inst = installation_of("mpich")
+    out = tmp_path / "cal"
+    with Cluster(2, 1, rates=[1000]) as bed, SlurmBed(bed, cpus=2).running() as slurm:
+        argv = [sys.executable, "-m", "commtune", "calibrate", "--mpi", "mpich", "--quick",
+                "--json", "--out", str(out), "--one-node", "srun --mpi=pmi2 -N 1 -n 2", "--",
+                "srun", "--mpi=pmi2", "-N", "2", "-n", "2"]  # fmt: skip
+        done = slurm.run(argv, timeout=800, env={**os.environ, **bed.network_env(inst)},
+                         cwd=tmp_path)  # fmt: skip
+        nodes = bed.hostnames
+    assert done.returncode == 0, done.stderr[-1500:]
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(data["hosts"]) == nodes
+    _check_written(out, data, one_node=True)
