@@ -173,6 +173,9 @@ class MPIVendor(abc.ABC):
     # SMPI's algorithm -> the library's name of it (``commtune sample --mpi smpi``).
     smpi_selector: ClassVar[str | None] = None
     smpi_ports: ClassVar[Mapping[str, Mapping[str, str]]] = {}
+    # SMPI's algorithms carried under this library's names that are not its algorithm (per
+    # collective: SMPI's name -> why, from both sources): never sampled or proposed for it.
+    smpi_unfaithful: ClassVar[Mapping[str, Mapping[str, str]]] = {}
     # A simulated cluster (SimGrid's SMPI): its launch line names a platform file
     # (``launch_files``); the questions below say what follows from it.
     simulated: ClassVar[bool] = False

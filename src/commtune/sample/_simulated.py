@@ -357,7 +357,8 @@ def write_selections(
 
 def _left_out(available: Mapping[str, Sequence[str]], ports: Mapping[str, Mapping[str, str]],
               ops: Sequence[str]) -> dict[str, list[str]]:  # fmt: skip
-    """Per collective, SMPI's algorithms that are no port of one of the library's."""
+    """Per collective, SMPI's algorithms that are no port of one of the library's (those
+    carried under its names but not its algorithm among them: ``smpi_unfaithful``)."""
     return {op: sorted(set(available.get(op, ())) - set(ports.get(op, {}))) for op in ops}
 
 
