@@ -586,3 +586,73 @@ def test_wangs_model_is_trained_on_a_simulated_cluster_and_predicts_for_it(
                             "-platform", other[0], "-hostfile", other[1], demo, "2"],
                            capsys)  # fmt: skip
     assert code == 2 and "trained on another platform" in err
+
+
+# -- tuned as the library the user runs (issue 65) ----------------------------------------------
+@needs_smpi
+@pytest.mark.openmpi
+def test_tuned_as_open_mpi_the_reference_is_its_decision_and_the_answer_its_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tune --as openmpi`` on 64 simulated ranks: every run under SMPI's port of Open MPI's
+    decision, the space the faithful ports only, the figures against that decision; the
+    answer a proposal in Open MPI's own variables, exported as an MCA file and measured by
+    ``check`` with the real Open MPI (2 ranks of the demo). Refused on a real MPI."""
+    from commtune.mpi import find_installation
+
+    inst = _smpi()
+    program = native.build(inst, "demo/ct_demo.c")
+    platform, hosts = write_cluster(Cluster(64), str(tmp_path / "cluster"))
+    command = ["smpirun", "-np", "64", "-platform", platform, "-hostfile", hosts, str(program),
+               "3"]  # fmt: skip
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--as", "openmpi", "--json", "--max-runs", "20", "--seed", "1", "--storage",
+            storage, "--knob", "smpi/allreduce", "--knob", "smpi/bcast", "--"]  # fmt: skip
+    code, out, err = run_cli([*args, *command], capsys)
+    assert code == 0, err
+    data = last_json(out)
+    ompi = Vendor.OPENMPI.impl
+    assert data["reference"] == "Open MPI's own decision (smpi/coll-selector=ompi)"
+    # the space: the selector's choice and the faithful ports; never an unfaithful one
+    from commtune.study import spec_of
+
+    study = optuna.load_study(study_name=data["study"], storage=storage)
+    space = {d["knob"]: d["values"] for d in spec_of(study).space}
+    assert set(space) == {"smpi/allreduce", "smpi/bcast"}
+    for knob, values in space.items():
+        op = knob.removeprefix("smpi/")
+        assert values[0] == FOLLOW_SELECTOR and set(values[1:]) <= set(ompi.smpi_ports[op])
+        assert not set(values) & set(ompi.smpi_unfaithful.get(op, {}))
+    # the simulation is deterministic and a port beats Open MPI's decision here (1.17x)
+    assert data["accepted"] and data["speedup"] > 1.01
+    answer = data["as"]
+    assert answer["library"] == "openmpi" and answer["study"]
+    expected = {ompi.algorithm_knob(k.removeprefix("smpi/")): ompi.smpi_ports[
+        k.removeprefix("smpi/")][v] for k, v in data["accepted_params"].items()
+        if v != FOLLOW_SELECTOR}  # fmt: skip
+    assert answer["settings"] == expected
+    assert answer["env"]["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+    # exported only as a proposal, in Open MPI's own format
+    code, _, err = run_cli(["export", answer["study"], "--storage", storage, "--format", "mca"],
+                           capsys)  # fmt: skip
+    assert code == 2 and "--proposal" in err
+    code, out, err = run_cli(["export", answer["study"], "--storage", storage, "--proposal",
+                              "--format", "mca"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "a proposal no run has measured" in out and "coll_tuned_use_dynamic_rules = 1" in out
+    for name, value in expected.items():
+        assert f"{name} = {value}" in out
+    # measured on the real library: check runs it against Open MPI's defaults
+    real = find_installation(Vendor.OPENMPI)
+    demo = native.build(real, "demo/ct_demo.c")
+    code, out, err = run_cli(["check", answer["study"], "--storage", storage, "--json", "--",
+                              real.launcher, *real.impl.local_options(), "-np", "2", str(demo),
+                              "2"], capsys)  # fmt: skip
+    checked = last_json(out)
+    assert code == 0 and checked["runs"] >= 2 and checked["speedup"] > 0, err
+    # a real MPI cannot stand for another library; an unknown one is refused
+    code, _, err = run_cli(["tune", "--as", "openmpi", "--storage", storage, "--", real.launcher,
+                            "-np", "2", str(demo)], capsys)  # fmt: skip
+    assert code == 2 and "cannot stand for Open MPI" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(["tune", "--as", "nosuch", "--", *command], capsys)
+    assert code == 2 and "--as nosuch: one of openmpi, mpich, intel" in err

@@ -48,6 +48,12 @@ def _add_export(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="export trial N's configuration (e.g. a point of the Pareto front)",
     )
+    p.add_argument(
+        "--proposal",
+        action="store_true",
+        help="export a proposal no run has measured (a simulated study's answer for a real "
+        "library), its header saying so; commtune check measures it",
+    )
     add_storage(p)
 
 
@@ -124,10 +130,15 @@ def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
         chosen: tuple[dict[str, Any], dict[str, str]] | None = (dict(trials[0].config), {})
     else:
         chosen = _chosen(study, args.best)
+    name = args.study
+    if chosen is None and args.proposal and _proposed(study) is not None:
+        chosen = _proposed(study)
+        name = f"{args.study} (a proposal no run has measured: commtune check measures it)"
     if chosen is None and _proposed(study) is not None:
         raise UsageError(
             f"study {args.study!r} holds a proposal no run has measured against the "
-            f"defaults: `commtune check {args.study} -- CMD` measures it first"
+            f"defaults: `commtune check {args.study} -- CMD` measures it first (--proposal "
+            "exports it as it stands)"
         )
     if chosen is None:
         raise UsageError(
@@ -135,7 +146,7 @@ def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
             "--best exports the best measured one anyway"
         )
     config, extra = chosen
-    text = render(args.format, library, knobs, config, args.study, extra, measured_on(store, study))
+    text = render(args.format, library, knobs, config, name, extra, measured_on(store, study))
     if args.output:
         write_atomic(args.output, text)
     else:

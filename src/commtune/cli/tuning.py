@@ -219,6 +219,14 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
         "from a login node; the command is the job's launch line (srun or mpirun)",
     )
     p.add_argument(
+        "--as",
+        dest="as_library",
+        metavar="LIBRARY",
+        help="on a simulated cluster: tune as this real library (its own decision the "
+        "reference, its algorithms the simulator models faithfully the space, the answer "
+        "in its own settings, a proposal for commtune check on the real machine)",
+    )
+    p.add_argument(
         "--record",
         metavar="FILE",
         help="do not search: run every configuration of the space and the defaults "
@@ -294,6 +302,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         trains=tuple(getattr(args, "train", ())),
         train_from=getattr(args, "train_from", None),
         sbatch=sbatch,
+        as_library=getattr(args, "as_library", None),
     )
 
 

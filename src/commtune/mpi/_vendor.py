@@ -356,6 +356,24 @@ class MPIVendor(abc.ABC):
         """The device as the user reads it (the fingerprint keeps ``device`` as found)."""
         return device
 
+    # -- a simulator standing for a real library ---------------------------------------------
+    def decides_as(self, library: MPIVendor) -> dict[str, str] | None:
+        """Variables under which this simulator decides as ``library`` does (its port of the
+        library's decision logic: the reference of a study tuned as that library); None: it
+        cannot stand for it (a real library, or a library it has no port of)."""
+        return None
+
+    def values_as(self, library: MPIVendor, knob: str, values: Sequence[str]) -> tuple[str, ...]:
+        """Of ``values`` of this simulator's ``knob``, those that stand faithfully for one of
+        ``library``'s own choices, the library's own decision first; (): none does (the knob
+        is left out of a study tuned as that library)."""
+        return ()
+
+    def settings_as(self, library: MPIVendor, config: Mapping[str, str]) -> dict[str, str]:
+        """``config`` (this simulator's knob -> value, chosen among :meth:`values_as`) as
+        ``library``'s own knob -> value; what stands for its decision is left out."""
+        raise NotImplementedError(f"{self.title} stands for no other library")
+
     # -- export -----------------------------------------------------------------------------
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
         """``env`` in the vendor's own format ``fmt`` (one of ``export_formats``)."""

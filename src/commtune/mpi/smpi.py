@@ -150,6 +150,27 @@ class SMPI(MPIVendor):
     def tool_variables(self, installation: Installation) -> dict[str, Variable] | None:
         return discover_smpi(installation)
 
+    # -- standing for a real library ---------------------------------------------------------
+    def decides_as(self, library: MPIVendor) -> dict[str, str] | None:
+        if library.smpi_selector is None or library.simulated:
+            return None
+        return {SELECTOR: library.smpi_selector}
+
+    def values_as(self, library: MPIVendor, knob: str, values: Sequence[str]) -> tuple[str, ...]:
+        ports = library.smpi_ports.get(knob.removeprefix(self.env_prefix), {})
+        if knob == SELECTOR or not ports:
+            return ()
+        return (FOLLOW_SELECTOR, *(v for v in values if v in ports))
+
+    def settings_as(self, library: MPIVendor, config: Mapping[str, str]) -> dict[str, str]:
+        out = {}
+        for knob, value in config.items():
+            op = knob.removeprefix(self.env_prefix)
+            if value == FOLLOW_SELECTOR or knob == SELECTOR:
+                continue
+            out[library.algorithm_knob(op)] = library.smpi_ports[op][value]
+        return out
+
     # -- export -------------------------------------------------------------------------------
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
         if fmt != "cfg":

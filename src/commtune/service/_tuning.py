@@ -38,7 +38,15 @@ from commtune.knobs import (
     space_from_json,
 )
 from commtune.launch import launcher_for
-from commtune.mpi import Installation, Lack, MPISpec, MPIVendor, launch_files, resolve_command
+from commtune.mpi import (
+    Installation,
+    Lack,
+    MPISpec,
+    MPIVendor,
+    Vendor,
+    launch_files,
+    resolve_command,
+)
 from commtune.platform import on_testbed, slurm_node_type
 from commtune.predict import Predictor, features_of, model_store
 from commtune.profile import Choice, guided, one_sided
@@ -116,6 +124,9 @@ def check(plan: Plan) -> Plan:
             f"--max-runs {plan.max_runs} leaves no run to search: the reference takes "
             f"{plan.repeats}, the confirmation's first rounds {confirming}; at least {least}"
         )
+    real = [v.value for v in Vendor if not v.impl.simulated]
+    if plan.as_library is not None and plan.as_library not in real:
+        raise UsageError(f"--as {plan.as_library}: one of {', '.join(real)}")
     if plan.strategy == "predict" and not plan.interposer:
         raise UsageError("--strategy predict needs the interposer (the reference's profile)")
     if (plan.trains or plan.train_from) and plan.strategy != "model":
@@ -134,6 +145,38 @@ def _writable(path: str) -> None:
         raise UsageError(f"--record {path}: no directory {directory}")
     if not os.access(directory, os.W_OK):
         raise UsageError(f"--record {path}: {directory} is not writable")
+
+
+def _as_library(plan: Plan, inst: Installation) -> MPIVendor | None:
+    """The library a study is tuned as (``--as``), checked against the installation that
+    runs the command: only a simulator with a port of that library's decision stands for it."""
+    if plan.as_library is None:
+        return None
+    library = Vendor(plan.as_library).impl
+    if inst.impl.decides_as(library) is None:
+        raise UsageError(f"--as {plan.as_library}: {inst.describe()} cannot stand for "
+                         f"{library.title} (a simulated cluster with a port of its decision "
+                         "can)")  # fmt: skip
+    return library
+
+
+def _space_as(space: Space, inst: Installation, library: MPIVendor) -> Space:
+    """``space`` as ``library`` has it: each knob restricted to the values that stand
+    faithfully for one of its choices, the others left out; UsageError if none is left."""
+    dims = []
+    for dim in space.dimensions:
+        values = inst.impl.values_as(library, dim.knob.name, [str(v) for v in dim.candidates()])
+        if len(values) > 1:
+            dims.append(replace(dim, values=values))
+    if not dims:
+        raise UsageError(f"--as {library.vendor.value}: none of {', '.join(space.names)} has an "
+                         f"algorithm of {library.title} that {inst.impl.title} models "
+                         "faithfully")  # fmt: skip
+    return Space(space.library, tuple(dims))
+
+
+def _words(variables: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in variables.items())
 
 
 class Tuning:
@@ -158,6 +201,8 @@ class Tuning:
         if scale is not None:
             command = scale.command()
         inst = resolve_command(command, plan.mpi)
+        library = _as_library(plan, inst)
+        base = {} if library is None else inst.impl.decides_as(library) or {}
         simulated = launch_files(command) if inst.impl.simulated else None
         if simulated is not None:
             plan = self._simulated(plan, inst.impl)
@@ -188,13 +233,20 @@ class Tuning:
             name = plan.study or default_study_name(command, inst.vendor.value, space)
             plan = replace(plan, study=name)
             traced = profiled(LocalExecutor(launcher, command, [], self.objective,
-                                            runner=runner, secondary=self.secondary))  # fmt: skip
+                                            runner=runner, secondary=self.secondary,
+                                            variables=base))  # fmt: skip
             space, guide, look = self._guided_space(plan, inst, statuses, traced, space)
+        if library is not None:
+            space = _space_as(space, inst, library)
         # Everything is valid: from here on, the storage is written.
         nodes = simulated.describe() if simulated else _slurm_nodes(plan, command)
         store, platform = open_store(plan.storage, inst, nodes)
         if simulated is not None:
             ui.info(f"{simulated.describe()}: {inst.impl.run_value_note}")
+        if library is not None:
+            ui.info(f"tuned as {library.title}: the reference is {library.title}'s own decision "
+                    f"as {inst.impl.title} ports it ({_words(base)}); every speedup is against "
+                    "it")  # fmt: skip
         if inst.impl.probes_values:
             space = probe(space, launcher, store, platform, ui)
         ui.info(f"{inst.describe()}; tuning {space.size()} configurations of "
@@ -210,6 +262,7 @@ class Tuning:
             enumerators=enumerators(inst) if plan.interposer else None,
             secondary=self.secondary,
             runner=runner,
+            variables=base,
         )
         if look is not None:
             executor = Primed(executor, look)
@@ -231,7 +284,57 @@ class Tuning:
         )
         if simulated is not None:
             extra["simulation"] = self._cost(store, name, simulated.describe())
+        extra["reference"] = (
+            f"{library.title}'s own decision ({_words(base)})"
+            if library is not None
+            else f"{inst.impl.title}'s defaults"
+        )
+        if library is not None:
+            extra["as"] = self._as_proposal(store, name, result, inst, library, base, command)
         return Outcome(result, space, inst.vendor.value, command, extra)
+
+    def _as_proposal(self, store: Store, name: str, result: TuneResult, inst: Installation,
+                     library: MPIVendor, base: Mapping[str, str],
+                     command: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+        """The answer of a study tuned as ``library``, in that library's own settings: a
+        study of its own holding them as a proposal (no run of the real library has measured
+        them), which ``commtune check`` measures on the real machine and ``export`` writes
+        in the library's formats."""
+        from commtune.knobs import apply, load_catalog
+        from commtune.study import PROPOSAL, Acceptance, Source, StudySpec, save_result_study
+
+        acc = result.acceptance
+        out: dict[str, Any] = {"library": library.vendor.value, "reference": _words(base)}
+        if acc is None or not acc.accepted:
+            self.ui.info(f"as {library.title}: its own decision stays (nothing to hand over)")
+            return {**out, "study": None, "settings": {}}
+        settings = inst.impl.settings_as(library, {k: str(v) for k, v in acc.params.items()})
+        catalog = load_catalog(library.vendor.value)
+        knobs = [catalog[k] for k in settings]
+        env = apply(knobs, settings, library).env
+        proposal = f"{name}-as-{library.vendor.value}"
+        spec = StudySpec(["commtune", "tune", "--as", library.vendor.value],
+                         library.vendor.value, [], "wall", 0)  # fmt: skip
+        verdict = Acceptance(
+            Source.SAMPLE, dict(settings), False,
+            f"tuned as {library.title} on a simulated cluster (study {name}: {acc.speedup:.3g}x "
+            f"against its own decision, simulated), not measured on a real machine",
+            env=env, extra={PROPOSAL: True, "simulated_study": name},
+        )  # fmt: skip
+        save_result_study(store.optuna, proposal, spec, verdict)
+        fmt, file = library.settings_file
+        storage = "" if self.plan.storage == DEFAULTS.storage else f" --storage {self.plan.storage}"
+        launch = launch_files(command)
+        ranks = f" -np {launch.ranks}" if launch.ranks else ""
+        program = shlex.quote(launch.program or "./app")
+        self.ui.info(f"as {library.title}: {', '.join(f'{k}={v}' for k, v in settings.items())} "
+                     f"(study {proposal}, a proposal: no real run has measured it); next, "
+                     f"with the program built by {library.title}'s compiler wrapper:")  # fmt: skip
+        self.ui.command(f"  commtune export {proposal}{storage} --proposal --format {fmt} "
+                        f"--output {file}")  # fmt: skip
+        self.ui.command(f"  commtune check {proposal}{storage} -- {library.launcher_word}"
+                        f"{ranks} {program}")  # fmt: skip
+        return {**out, "study": proposal, "settings": settings, "env": env}
 
     def _cost(self, store: Store, name: str, cluster: str) -> dict[str, Any]:
         """What the study of a simulated cluster cost: the wall time of its simulations

@@ -65,6 +65,9 @@ class Plan:
     sbatch: tuple[str, ...] | None = None  # each run its own Slurm job, with these options
     through: tuple[str, ...] = ()  # every launch line runs under this prefix (a bed's node)
     across_nodes: bool = False  # one rank per node: the default space is the network's
+    # --as LIBRARY: a simulated study tuned as that real library (its decision the reference,
+    # its algorithms the space, its own settings the answer)
+    as_library: str | None = None
 
     @property
     def metric(self) -> str:
