@@ -1,11 +1,11 @@
-"""From a simulated answer to the real machine, at the scale that runs here (issue 50): the
-test bed's nodes (links shaped by ``tc tbf``, one rank a node) simulated on a platform of the
-same figures (``smpi_agreement.calibrated``), ``commtune sample --mpi smpi`` on it, and the
-selection files it writes for Open MPI and MPICH timed on the bed against each library's own
-decision (root).
+"""From a simulated answer to the real machine, at the scale that runs here (issues 50, 65):
+the test bed's nodes (links shaped by ``tc tbf``, one rank a node) simulated on a platform
+``commtune calibrate`` measured on two of them with the first library (``--platform
+calibrated``; ``uncalibrated``: the flat cluster of the shaped rate with the one-byte latency
+matched, SMPI's own factors), ``commtune sample --mpi smpi`` on it, and the selection files it
+writes for Open MPI and MPICH timed on the bed against each library's own decision (root).
 
-    python benchmarks/sim_to_bed.py --nodes 4 --rate 1000 --rounds 5 \\
-        --json benchmarks/out/sim_to_bed.json
+    python benchmarks/sim_to_bed.py --nodes 4 --rate 1000 --rounds 5 --json sim_to_bed.json
 
 Per library, collective and size (``benchmarks/csrc/coll_time.c``: the median of REPS calls,
 the slowest rank's time): the library with its defaults and with the simulated selection
@@ -23,11 +23,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
-from smpi_agreement import build, calibrated, real_run, value
+from smpi_agreement import build, calibrate, latency_matched, real_run, value
 
-from commtune.mpi import find_installation, installation_of, write_cluster
+from commtune.mpi import (
+    CONFIGURATION_FILE,
+    find_installation,
+    installation_of,
+    read_calibration,
+    write_cluster,
+)
 from commtune.mpi._vendor import Vendor
 from commtune.testbed import Cluster as Bed
 
@@ -70,6 +77,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--libraries", default="openmpi,mpich")
+    p.add_argument("--platform", choices=("calibrated", "uncalibrated"), default="calibrated")
     p.add_argument("--json", type=Path)
     p.add_argument("--report", type=Path, help="only print the report of a saved --json")
     args = p.parse_args()
@@ -84,14 +92,21 @@ def main() -> int:
         programs = {i.vendor.value: build(i.mpicc, work / f"coll_{i.vendor.value}")
                     for i in libraries}  # fmt: skip
         with Bed(args.nodes, 1, [args.rate]) as bed:
-            ompi = installation_of("openmpi")
-            one_way = value(real_run(bed, ompi, programs.get("openmpi") or
-                                     build(ompi.mpicc, work / "coll_ompi"),
-                                     "pingpong", 1, 50, {}))  # fmt: skip
-            cluster = calibrated(sim_prog, work, args.nodes, args.rate, one_way)
-            platform, hosts = write_cluster(cluster, str(work / "bed"))
-            print(f"{args.nodes} nodes: one-way {one_way * 1e6:.1f} us real; "
-                  f"{cluster.describe()}", file=sys.stderr)  # fmt: skip
+            first = libraries[0]
+            if args.platform == "calibrated":
+                spec = args.libraries.split(",")[0]
+                calibrate(bed, first, spec, work / "cal")
+                calibration = read_calibration(str(work / "cal"))
+                cluster = replace(calibration.cluster(args.nodes, 1, "flat"), backbone="100Gbps")
+                platform, hosts = write_cluster(cluster, str(work / "bed"))
+                # beside the platform: every simulation of the sampler runs with it
+                (work / "bed" / CONFIGURATION_FILE).write_text(calibration.cfg_text("bed"))
+            else:
+                one_way = value(real_run(bed, first, programs[first.vendor.value], "pingpong",
+                                         1, 50, {}))  # fmt: skip
+                cluster = latency_matched(sim_prog, work, args.nodes, args.rate, one_way)
+                platform, hosts = write_cluster(cluster, str(work / "bed"))
+            print(f"{args.nodes} nodes, {args.platform}: {cluster.describe()}", file=sys.stderr)
             out_dir = work / "sample"
             sampled = subprocess.run(
                 [sys.executable, "-m", "commtune", "sample", "--mpi", "smpi", "--platform",

@@ -1,18 +1,25 @@
 """How far to trust a simulated cluster: the same collective benchmark on the test bed's
-namespace nodes (links shaped by ``tc tbf``, Open MPI 4.1 over TCP, one rank a node) and on
-SMPI with a platform of the same figures (root).
+namespace nodes (links shaped by ``tc tbf``, one rank a node, over TCP) and on SMPI, on two
+platforms side by side in one run (root):
 
-    python benchmarks/smpi_agreement.py --nodes 4,8 --rate 1000 --reps 10 \\
-        --json benchmarks/out/smpi_agreement.json
+- **uncalibrated**: a flat cluster of the shaped rate whose link latency is set so that
+  SMPI's one-byte ping-pong takes what the bed's takes, SMPI's own (InfiniBand) factors and
+  zero overheads (what the project did before issue 65);
+- **calibrated**: ``commtune calibrate`` run on the bed's first two nodes with the same MPI,
+  its node and links as a flat cluster of the bed's size (a 100 Gb/s switch: the bed's
+  bridge), its configuration (factors per size segment, overheads, thresholds) on every run;
+- **under load**: the same, calibrated with every bed node launched (``mpirun -np N``: the
+  pair 0, 1 measured while every other pair does the same).
 
-Per collective, two algorithms that Open MPI and SMPI both have (SMPI's ports of Open MPI's
-and MPICH's): allreduce recursive doubling against ring, bcast linear against binomial tree,
-alltoall linear against pairwise; eight message sizes from 8 B to 4 MiB. Open MPI's are
-forced by its dynamic rules variables, SMPI's by ``--cfg=smpi/<op>:<name>``. The platform is
-a flat cluster: each node's link at the shaped rate, a switch of 100 Gb/s (the bed's
-bridge), and a link latency calibrated so that SMPI's one-byte ping-pong takes what the
-bed's takes (SMPI's own latency factors stay). Reported: how often the two agree on the
-faster algorithm, and the ratio of simulated to real time per size.
+    python benchmarks/smpi_agreement.py --nodes 4,8 --rates 1000,400 --reps 10 \\
+        --json agreement.json
+
+Per collective, two algorithms the library forces and SMPI ports faithfully (Open MPI:
+allreduce recursive doubling against ring, bcast binomial against scatter-allgather,
+reduce linear against in-order binary, allgather Bruck against ring, alltoall linear
+against pairwise; MPICH: its names of the same where it has them); eight sizes from 8 B to
+4 MiB. Reported per platform: how often the faster algorithm agrees with the bed's, and the
+simulated over the real time (median, the share of points within 0.8-1.25 and 0.5-2).
 """
 
 from __future__ import annotations
@@ -24,31 +31,58 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
-from commtune.mpi import Cluster, Installation, find_installation, installation_of, write_cluster
-from commtune.mpi._vendor import Vendor
+from commtune.mpi import (
+    Cluster,
+    Installation,
+    Vendor,
+    find_installation,
+    installation_of,
+    read_calibration,
+    write_cluster,
+)
 from commtune.testbed import Cluster as Bed
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "coll_time.c"
 SIZES = (8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20)
-# collective -> ((Open MPI's number, SMPI's name) of the two algorithms)
+# library -> collective -> ((the library's name, SMPI's) of the two algorithms); every pair
+# is among the library's faithful ports (MPIVendor.smpi_ports)
 PAIRS = {
-    "allreduce": (("3", "rdb"), ("4", "lr")),
-    "bcast": (("1", "flattree"), ("6", "binomial_tree")),
-    "alltoall": (("1", "basic_linear"), ("2", "pair")),
-}
-NAMES = {"allreduce": ("recursive doubling", "ring"), "bcast": ("linear", "binomial tree"),
-         "alltoall": ("linear", "pairwise")}  # fmt: skip
+    "openmpi": {
+        "allreduce": (("recursive_doubling", "rdb"), ("ring", "lr")),
+        "bcast": (("binomial", "binomial_tree"), ("scatter_allgather", "scatter_rdb_allgather")),
+        "reduce": (("linear", "ompi_basic_linear"), ("in-order_binary", "ompi_in_order_binary")),
+        "allgather": (("bruck", "bruck"), ("ring", "ring")),
+        "alltoall": (("linear", "basic_linear"), ("pairwise", "pair")),
+    },
+    "mpich": {
+        "allreduce": (("recursive_doubling", "rdb"), ("reduce_scatter_allgather", "rab_rdb")),
+        "bcast": (("binomial", "binomial_tree"),
+                  ("scatter_ring_allgather", "scatter_LR_allgather")),
+        "reduce": (("binomial", "binomial"), ("reduce_scatter_gather", "scatter_gather")),
+        "allgather": (("brucks", "bruck"), ("ring", "ring")),
+        "alltoall": (("brucks", "bruck"), ("pairwise", "pair")),
+    },
+}  # fmt: skip
+PLATFORMS = ("uncalibrated", "calibrated", "under load")
 
 
-def build(cc: str, out: Path) -> str:
-    subprocess.run([cc, "-O2", "-o", str(out), str(SOURCE)], check=True)
+def build(cc: str, out: Path, env: dict[str, str] | None = None) -> str:
+    subprocess.run([cc, "-O2", "-o", str(out), str(SOURCE)], check=True, env=env)
     return str(out)
 
 
 def value(text: str) -> float:
     return float(text.rsplit("time ", maxsplit=1)[-1].split(maxsplit=1)[0])
+
+
+def site(bed: Bed, inst: Installation) -> dict[str, str]:
+    env = {**os.environ, **inst.tool_env(), **bed.site_env(inst)}
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
 
 
 def real_run(bed: Bed, inst: Installation, program: str, op: str, size: int, reps: int,
@@ -62,29 +96,31 @@ def real_run(bed: Bed, inst: Installation, program: str, op: str, size: int, rep
     return done.stdout
 
 
-def real(bed: Bed, program: str, op: str, algorithm: str | None, size: int, reps: int) -> float:
-    extra = (
-        {}
-        if algorithm is None
-        else {
-            "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
-            f"OMPI_MCA_coll_tuned_{op}_algorithm": algorithm,
-        }
-    )
-    return value(real_run(bed, installation_of("openmpi"), program, op, size, reps, extra))
+def real(bed: Bed, inst: Installation, program: str, op: str, algorithm: str | None,
+         size: int, reps: int) -> float:  # fmt: skip
+    """coll_time across the bed's nodes, the algorithm forced by the library's variable."""
+    from commtune.knobs import apply, load_catalog
+
+    extra: dict[str, str] = {}
+    if algorithm is not None:
+        knob = load_catalog(inst.vendor.value)[inst.impl.algorithm_knob(op)]
+        extra = apply([knob], {knob.name: algorithm}, inst.impl).env
+    return value(real_run(bed, inst, program, op, size, reps, extra))
 
 
 def simulated(program: str, platform: str, hosts: str, nodes: int, op: str,
-              algorithm: str | None, size: int) -> float:  # fmt: skip
-    cfg = [f"--cfg=smpi/{op}:{algorithm}"] if algorithm else []
+              algorithm: str | None, size: int, cfg: list[str]) -> float:  # fmt: skip
+    chosen = [f"--cfg=smpi/{op}:{algorithm}"] if algorithm else []
     argv = ["smpirun", "-np", str(nodes), "-platform", platform, "-hostfile", hosts, *cfg,
-            "--log=root.thres:critical", program, op, str(size), "3"]  # fmt: skip
+            *chosen, "--cfg=smpi/simulate-computation:no", "--log=root.thres:critical",
+            program, op, str(size), "3"]  # fmt: skip
     return value(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
 
 
-def calibrated(program: str, work: Path, nodes: int, rate: float, one_way: float) -> Cluster:
+def latency_matched(program: str, work: Path, nodes: int, rate: float,
+                    one_way: float) -> Cluster:  # fmt: skip
     """The flat cluster whose one-byte ping-pong takes ``one_way`` (a line through two
-    latencies: SMPI's time is linear in the link latency)."""
+    latencies: SMPI's time is linear in the link latency): the uncalibrated platform."""
 
     def cluster(lat_us: float) -> Cluster:
         return Cluster(nodes, 1, "flat", f"{rate:g}Mbps", f"{lat_us:.3f}us",
@@ -92,65 +128,118 @@ def calibrated(program: str, work: Path, nodes: int, rate: float, one_way: float
 
     points = []
     for lat in (1.0, 50.0):
-        platform, hosts = write_cluster(cluster(lat), str(work / f"cal{lat:g}"))
-        points.append((lat, simulated(program, platform, hosts, 2, "pingpong", None, 1)))
+        platform, hosts = write_cluster(cluster(lat), str(work / f"lat{lat:g}"))
+        points.append((lat, simulated(program, platform, hosts, 2, "pingpong", None, 1, [])))
     (l0, t0), (l1, t1) = points
     slope = (t1 - t0) / (l1 - l0)
-    lat = max(0.001, l0 + (one_way - t0) / slope)
-    return cluster(lat)
+    return cluster(max(0.001, l0 + (one_way - t0) / slope))
+
+
+def calibrate(bed: Bed, inst: Installation, spec: str, out: Path, ranks: int = 2) -> dict:
+    """``commtune calibrate`` on the bed's first ``ranks`` nodes (the plain launch line
+    spreads; more than 2: pairs side by side)."""
+    argv = [sys.executable, "-m", "commtune", "calibrate", "--mpi", spec, "--json",
+            "--one-node", "none", "--out", str(out), "--", inst.launcher, "-np",
+            str(ranks)]  # fmt: skip
+    done = bed.run(bed.hostnames[0], argv, timeout=900, env=site(bed, inst))
+    if done.returncode != 0:
+        raise RuntimeError(f"calibrate: {done.stderr.strip()[-500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summary(rows: list[dict], platform: str) -> dict:
+    ratios = [x for r in rows for x in r["ratio"][platform]]
+    return {
+        "agree": sum(r["agree"][platform] for r in rows), "of": len(rows),
+        "ratio_median": statistics.median(ratios),
+        "within_0.8_1.25": sum(0.8 <= x <= 1.25 for x in ratios) / len(ratios),
+        "within_0.5_2": sum(0.5 <= x <= 2 for x in ratios) / len(ratios),
+    }  # fmt: skip
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mpi", default="openmpi", help="a --mpi spec (openmpi, mpich@5, ...)")
     p.add_argument("--nodes", default="4,8")
-    p.add_argument("--rate", type=float, default=1000, help="Mbit/s of every node's link")
+    p.add_argument("--rates", default="1000", help="Mbit/s of every node's link, a comma list")
     p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--ops", default=",".join(PAIRS["openmpi"]))
     p.add_argument("--json", type=Path)
     args = p.parse_args()
-    rows = []
+    inst = installation_of(args.mpi)
+    pairs = {op: PAIRS[inst.vendor.value][op] for op in args.ops.split(",")}
+    rows: list[dict] = []
+    calibrations = []
     with tempfile.TemporaryDirectory(prefix="smpi-agree-") as tmp:
         work = Path(tmp)
-        real_prog = build(installation_of("openmpi").mpicc, work / "coll_real")
+        real_prog = build(inst.mpicc, work / "coll_real", {**os.environ, **inst.tool_env()})
         sim_prog = build(find_installation(Vendor.SMPI).mpicc, work / "coll_sim")
-        for nodes in (int(n) for n in args.nodes.split(",")):
-            with Bed(nodes, 1, [args.rate]) as bed:
-                one_way = real(bed, real_prog, "pingpong", None, 1, 50)
-                cluster = calibrated(sim_prog, work, nodes, args.rate, one_way)
-                platform, hosts = write_cluster(cluster, str(work / f"bed{nodes}"))
-                print(f"{nodes} nodes: one-way {one_way * 1e6:.1f} us real; {cluster.describe()}",
-                      file=sys.stderr)  # fmt: skip
-                for op, algorithms in PAIRS.items():
-                    for size in SIZES:
-                        r = [real(bed, real_prog, op, a, size, args.reps) for a, _ in algorithms]
-                        s = [simulated(sim_prog, platform, hosts, nodes, op, b, size)
-                             for _, b in algorithms]  # fmt: skip
-                        row = {"nodes": nodes, "op": op, "size": size, "real": r, "sim": s,
-                               "agree": (r[0] < r[1]) == (s[0] < s[1]),
-                               "ratio": [s[i] / r[i] for i in range(2)]}  # fmt: skip
-                        print(json.dumps(row), file=sys.stderr)
-                        rows.append(row)
-    print(
-        "| nodes | collective (A vs B) | sizes where A is faster: real / simulated | agree "
-        "| sim/real time, median (range) |"
-    )
+        for rate in (float(r) for r in args.rates.split(",")):
+            for nodes in (int(n) for n in args.nodes.split(",")):
+                with Bed(nodes, 1, [rate]) as bed:
+                    cal_dir = work / f"cal-{nodes}-{rate:g}"
+                    cal = calibrate(bed, inst, args.mpi, cal_dir)
+                    load_dir = work / f"load-{nodes}-{rate:g}"
+                    calibrate(bed, inst, args.mpi, load_dir, ranks=nodes)
+                    agreement = cal["agreement"]
+                    calibrations.append({"nodes": nodes, "rate": rate,
+                                         "agreement": agreement["median"],
+                                         "within": agreement["within_0.8_1.25"]})  # fmt: skip
+                    one_way = real(bed, inst, real_prog, "pingpong", None, 1, 50)
+                    plain = latency_matched(sim_prog, work, nodes, rate, one_way)
+                    files = {"uncalibrated": (*write_cluster(plain, str(work / f"u{nodes}")), [])}
+                    for name, where in (("calibrated", cal_dir), ("under load", load_dir)):
+                        calibration = read_calibration(str(where))
+                        measured = replace(calibration.cluster(nodes, 1, "flat"),
+                                           backbone="100Gbps")  # fmt: skip
+                        platform, hosts = write_cluster(measured, str(where / "bed"))
+                        files[name] = (platform, hosts, calibration.cfg_args())
+                    print(f"{nodes} nodes at {rate:g} Mbit/s: one-way {one_way * 1e6:.1f} us; "
+                          f"calibration agrees {cal['agreement']['median']:.2f} at the "
+                          "median", file=sys.stderr)  # fmt: skip
+                    for op, algorithms in pairs.items():
+                        for size in SIZES:
+                            r = [real(bed, inst, real_prog, op, a, size, args.reps)
+                                 for a, _ in algorithms]  # fmt: skip
+                            row: dict = {"nodes": nodes, "rate": rate, "op": op,
+                                         "size": size, "real": r, "sim": {}, "agree": {},
+                                         "ratio": {}}  # fmt: skip
+                            for name, (platform, hosts, cfg) in files.items():
+                                s = [simulated(sim_prog, platform, hosts, nodes, op, b, size,
+                                               cfg) for _, b in algorithms]  # fmt: skip
+                                row["sim"][name] = s
+                                row["agree"][name] = (r[0] < r[1]) == (s[0] < s[1])
+                                row["ratio"][name] = [s[i] / r[i] for i in range(2)]
+                            print(json.dumps(row), file=sys.stderr)
+                            rows.append(row)
+    lib = inst.describe()
+    print(f"{lib}: the faster of two algorithms, bed against SMPI, per platform\n")
+    print("| rate | nodes | collective (A vs B) | agree: uncalibrated / calibrated / under load | "
+          "sim/real median: uncalibrated / calibrated / under load |")  # fmt: skip
     print("|---|---|---|---|---|")
-    for nodes in sorted({r["nodes"] for r in rows}):
-        for op in PAIRS:
-            mine = [r for r in rows if r["nodes"] == nodes and r["op"] == op]
-            ratios = [x for r in mine for x in r["ratio"]]
-            real_a = sum(r["real"][0] < r["real"][1] for r in mine)
-            sim_a = sum(r["sim"][0] < r["sim"][1] for r in mine)
-            a, b = NAMES[op]
-            print(
-                f"| {nodes} | {op} ({a} vs {b}) | {real_a} / {sim_a} of {len(mine)} | "
-                f"{sum(r['agree'] for r in mine)} of {len(mine)} | "
-                f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) |"
-            )
-    agree = sum(r["agree"] for r in rows)
-    print(f"\nall: the faster algorithm agrees in {agree} of {len(rows)} comparisons")
+    for rate in sorted({r["rate"] for r in rows}, reverse=True):
+        for nodes in sorted({r["nodes"] for r in rows}):
+            for op, pair in pairs.items():
+                mine = [r for r in rows if (r["rate"], r["nodes"], r["op"]) == (rate, nodes, op)]
+                a, b = (name for name, _ in pair)
+                u, c = (summary(mine, name) for name in PLATFORMS)
+                print(
+                    f"| {rate:g} | {nodes} | {op} ({a} vs {b}) | {u['agree']} / {c['agree']} "
+                    f"of {len(mine)} | {u['ratio_median']:.2f} / {c['ratio_median']:.2f} |"
+                )
+    print()
+    for name in PLATFORMS:
+        s = summary(rows, name)
+        per_op = [statistics.median(x for r in rows if r["op"] == op for x in r["ratio"][name])
+                  for op in pairs]  # fmt: skip
+        print(f"{name}: the faster algorithm agrees in {s['agree']} of {s['of']} "
+              f"({s['agree'] / s['of']:.0%}); sim/real median {s['ratio_median']:.2f}, per "
+              f"collective {min(per_op):.2f}-{max(per_op):.2f}; points within 0.8-1.25 "
+              f"{s['within_0.8_1.25']:.0%}, within 0.5-2 {s['within_0.5_2']:.0%}")  # fmt: skip
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        args.json.write_text(json.dumps({"installation": lib, "calibrations": calibrations,
+                                         "rows": rows}, indent=1) + "\n")  # fmt: skip
     return 0
 
 

@@ -1,7 +1,7 @@
 /* coll_time: the time of one collective at one size, for comparing a real cluster with its
  * simulation (benchmarks/smpi_agreement.py). Built with a real MPI's mpicc and with smpicc.
  *
- * usage: coll_time allreduce|bcast|alltoall|pingpong BYTES REPS
+ * usage: coll_time allreduce|bcast|reduce|allgather|alltoall|pingpong BYTES REPS
  * prints "time <seconds>": the median over REPS of the slowest rank's time of one call
  * (a barrier before each), or half a ping-pong's round trip between ranks 0 and 1.
  */
@@ -27,7 +27,8 @@ int main(int argc, char **argv) {
     const char *op = argv[1];
     long bytes = atol(argv[2]);
     int reps = atoi(argv[3]);
-    size_t total = (size_t)bytes * (strcmp(op, "alltoall") == 0 ? (size_t)size : 1);
+    int per_rank = strcmp(op, "alltoall") == 0 || strcmp(op, "allgather") == 0;
+    size_t total = (size_t)bytes * (per_rank ? (size_t)size : 1);
     char *in = malloc(total + 8), *out = malloc(total + 8);
     memset(in, rank, total + 8);
     double *times = malloc(sizeof(double) * (size_t)reps);
@@ -39,6 +40,11 @@ int main(int argc, char **argv) {
                           MPI_COMM_WORLD);
         else if (strcmp(op, "bcast") == 0)
             MPI_Bcast(in, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+        else if (strcmp(op, "reduce") == 0)
+            MPI_Reduce(in, out, (int)(bytes / 8 > 0 ? bytes / 8 : 1), MPI_DOUBLE, MPI_SUM, 0,
+                       MPI_COMM_WORLD);
+        else if (strcmp(op, "allgather") == 0)
+            MPI_Allgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
         else if (strcmp(op, "alltoall") == 0)
             MPI_Alltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
         else if (rank == 0) {

@@ -1,6 +1,8 @@
 /* ct_calibrate: what a simulator needs to stand for this machine (commtune calibrate).
  *
- * Ranks 0 and 1 (the others wait) time, over the message sizes of FILE in their order (commtune
+ * Ranks 0 and 1 time (and, launched with more ranks, every pair 2k, 2k+1 the same side by side:
+ * the machine under the load of all its nodes talking at once), over the message sizes of
+ * FILE in their order (commtune
  * draws them at random, log-uniform, so that no size is measured in a phase of its own),
  * four things per size and repetition, the ping-pong first and the others in a random order:
  *
@@ -9,8 +11,8 @@
  *   isend     how long MPI_Isend keeps the sender
  *   recv      how long MPI_Recv takes when the message was sent well before
  *
- * as SimGrid's own calibration does (platform-calibration; Cornebize et al. 2019), and each
- * rank's compute rate (flop/s of a multiply-add loop in cache).
+ * as SimGrid's own calibration does (platform-calibration; Cornebize et al. 2019), and a
+ * rank's compute rate (flop/s of a multiply-add loop in cache) while every rank computes.
  *
  *   ct_calibrate -f FILE [-s SEED] [-r REPS] [-p]      (FILE: one size in bytes a line)
  *   ct_calibrate -c                                     (the compute rate only)
@@ -18,8 +20,8 @@
  * -p: the ping-pong only (a simulated run: no busy waiting, no compute loop). -c: under SMPI
  * with computation simulated, the rate printed is the simulating machine's times the
  * platform's speed over smpi/host-speed (SimGrid's own benchmarking of compute bursts).
- * Output, rank 0: "host RANK NAME" for ranks 0 and 1, "flops RANK RATE", then one line
- * "sample OP SIZE SECONDS" a measurement.
+ * Output, rank 0: "host RANK NAME" for ranks 0 and 1, "flops RANK RATE", "pairs N", then one
+ * line "sample OP SIZE SECONDS" a measurement of the pair 0, 1.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -27,6 +29,8 @@
 #include <string.h>
 
 enum { OP_SEND, OP_ISEND, OP_RECV, N_TIMED };
+/* ranks 2k and 2k+1 of the launch: a pair, measured side by side with every other pair */
+static MPI_Comm pair = MPI_COMM_NULL;
 static const char *const timed_names[N_TIMED] = {"send", "isend", "recv"};
 
 /* a small generator of our own for the order of the timed calls: the same under every MPI */
@@ -70,11 +74,11 @@ static double flop_rate(void) {
 static double pingpong(int rank, char *buf, int size) {
     double t0 = MPI_Wtime();
     if (rank == 0) {
-        MPI_Send(buf, size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-        MPI_Recv(buf, size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, size, MPI_CHAR, 1, 1, pair);
+        MPI_Recv(buf, size, MPI_CHAR, 1, 1, pair, MPI_STATUS_IGNORE);
     } else {
-        MPI_Recv(buf, size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf, size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+        MPI_Recv(buf, size, MPI_CHAR, 0, 1, pair, MPI_STATUS_IGNORE);
+        MPI_Send(buf, size, MPI_CHAR, 0, 1, pair);
     }
     return (MPI_Wtime() - t0) / 2.0;
 }
@@ -85,37 +89,37 @@ static double timed(int op, int rank, char *buf, int size, double wait) {
     char token = 0;
     if (op == OP_RECV) {
         if (rank == 1) {
-            MPI_Recv(&token, 0, MPI_CHAR, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(buf, size, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+            MPI_Recv(&token, 0, MPI_CHAR, 0, 2, pair, MPI_STATUS_IGNORE);
+            MPI_Send(buf, size, MPI_CHAR, 0, 3, pair);
         } else {
-            MPI_Send(&token, 0, MPI_CHAR, 1, 2, MPI_COMM_WORLD);
+            MPI_Send(&token, 0, MPI_CHAR, 1, 2, pair);
             spin(wait);
             double t0 = MPI_Wtime();
-            MPI_Recv(buf, size, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, size, MPI_CHAR, 1, 3, pair, MPI_STATUS_IGNORE);
             t = MPI_Wtime() - t0;
         }
         return t;
     }
     if (rank == 1) { /* the receive posted before rank 0 sends: it says when with a token */
         MPI_Request request;
-        MPI_Irecv(buf, size, MPI_CHAR, 0, 3, MPI_COMM_WORLD, &request);
-        MPI_Send(&token, 0, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
+        MPI_Irecv(buf, size, MPI_CHAR, 0, 3, pair, &request);
+        MPI_Send(&token, 0, MPI_CHAR, 0, 2, pair);
         MPI_Wait(&request, MPI_STATUS_IGNORE);
-        MPI_Send(&token, 0, MPI_CHAR, 0, 4, MPI_COMM_WORLD);
+        MPI_Send(&token, 0, MPI_CHAR, 0, 4, pair);
         return 0.0;
     }
-    MPI_Recv(&token, 0, MPI_CHAR, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(&token, 0, MPI_CHAR, 1, 2, pair, MPI_STATUS_IGNORE);
     double t0 = MPI_Wtime();
     if (op == OP_SEND) {
-        MPI_Send(buf, size, MPI_CHAR, 1, 3, MPI_COMM_WORLD);
+        MPI_Send(buf, size, MPI_CHAR, 1, 3, pair);
         t = MPI_Wtime() - t0;
     } else {
         MPI_Request request;
-        MPI_Isend(buf, size, MPI_CHAR, 1, 3, MPI_COMM_WORLD, &request);
+        MPI_Isend(buf, size, MPI_CHAR, 1, 3, pair, &request);
         t = MPI_Wtime() - t0;
         MPI_Wait(&request, MPI_STATUS_IGNORE);
     }
-    MPI_Recv(&token, 0, MPI_CHAR, 1, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(&token, 0, MPI_CHAR, 1, 4, pair, MPI_STATUS_IGNORE);
     return t;
 }
 
@@ -176,46 +180,53 @@ int main(int argc, char **argv) {
     else if (rank == 0)
         MPI_Recv(other, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (rank == 0) printf("host 0 %s\nhost 1 %s\n", name, other);
-    if (!pingpong_only && rank < 2) {
+    if (!pingpong_only) { /* every rank at once: a rank's rate with its node as busy */
+        MPI_Barrier(MPI_COMM_WORLD);
         double rate = flop_rate();
         if (rank == 1)
             MPI_Send(&rate, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
-        else {
+        else if (rank == 0) {
             double other_rate = 0.0;
             MPI_Recv(&other_rate, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             printf("flops 0 %.6g\nflops 1 %.6g\n", rate, other_rate);
         }
     }
     char *buf = calloc((size_t)max_size + 1, 1);
+    int mate = 0, mates = 0;
+    MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &pair);
+    MPI_Comm_rank(pair, &mate);
+    MPI_Comm_size(pair, &mates);
+    if (rank == 0) printf("pairs %d\n", ranks / 2);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank < 2) {
-        pingpong(rank, buf, 1); /* warm-up: connections made before anything is timed */
-        pingpong(rank, buf, (int)max_size);
+    if (mates == 2) {           /* a rank left without a mate (an odd count) waits */
+        pingpong(mate, buf, 1); /* warm-up: connections made before anything is timed */
+        pingpong(mate, buf, (int)max_size);
         for (long i = 0; i < n_sizes; ++i) {
             int size = (int)sizes[i];
             for (long r = 0; r < reps; ++r) {
-                double one_way = pingpong(rank, buf, size);
+                double one_way = pingpong(mate, buf, size);
                 if (rank == 0) printf("sample pingpong %d %.9g\n", size, one_way);
                 if (pingpong_only) continue;
                 int order[N_TIMED] = {OP_SEND, OP_ISEND, OP_RECV};
-                if (rank == 0)
+                if (mate == 0)
                     for (int k = N_TIMED - 1; k > 0; --k) {
                         int j = (int)(next_random() % (unsigned long long)(k + 1));
                         int swap = order[k];
                         order[k] = order[j];
                         order[j] = swap;
                     }
-                if (rank == 0)
-                    MPI_Send(order, N_TIMED, MPI_INT, 1, 5, MPI_COMM_WORLD);
+                if (mate == 0)
+                    MPI_Send(order, N_TIMED, MPI_INT, 1, 5, pair);
                 else
-                    MPI_Recv(order, N_TIMED, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Recv(order, N_TIMED, MPI_INT, 0, 5, pair, MPI_STATUS_IGNORE);
                 for (int k = 0; k < N_TIMED; ++k) {
-                    double t = timed(order[k], rank, buf, size, 4.0 * one_way + 2e-5);
+                    double t = timed(order[k], mate, buf, size, 4.0 * one_way + 2e-5);
                     if (rank == 0) printf("sample %s %d %.9g\n", timed_names[order[k]], size, t);
                 }
             }
         }
     }
+    MPI_Comm_free(&pair);
     free(buf);
     free(sizes);
     MPI_Finalize();

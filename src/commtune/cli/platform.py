@@ -343,7 +343,7 @@ def cmd_calibrate(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.sample import calibrate
     from commtune.util import write_atomic
 
-    launch = need_command(command, "that starts 2 ranks on 2 nodes (the program is added)")
+    launch = need_command(command, "that starts 2 ranks on 2 nodes (more: pairs side by side)")
     inst = resolve_command(launch, args.mpi)
     if Lack.NODES in inst.impl.lacks:
         raise UsageError(f"calibrate measures a real machine; {inst.describe()} is a simulator")

@@ -183,9 +183,23 @@ class SMPI(MPIVendor):
 def simulated_command(installation: Installation, platform: str, hostfile: str, ranks: int,
                       program: Sequence[str]) -> list[str]:  # fmt: skip
     """One of commtune's own programs at ``ranks`` simulated ranks on the user's cluster,
-    computation left out."""
+    computation left out, with the configuration calibrated for it where ``commtune
+    cluster --calibration`` wrote one beside the platform."""
     return [installation.launcher, "-np", str(ranks), "-platform", platform,
-            "-hostfile", hostfile, NO_COMPUTE, *program]  # fmt: skip
+            "-hostfile", hostfile, *calibrated_args(platform), NO_COMPUTE,
+            *program]  # fmt: skip
+
+
+def calibrated_args(platform: str) -> list[str]:
+    """The ``--cfg=`` lines of the configuration file beside ``platform`` (none: [])."""
+    from commtune.mpi._simgrid import CONFIGURATION_FILE
+
+    path = os.path.join(os.path.dirname(os.path.abspath(platform)), CONFIGURATION_FILE)
+    try:
+        with open(path) as f:
+            return [line.strip() for line in f if line.startswith("--cfg=")]
+    except OSError:
+        return []
 
 
 def local_cluster() -> tuple[str, str]:

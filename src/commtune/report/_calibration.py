@@ -47,7 +47,10 @@ def calibration_table(result: CalibrationResult) -> Table:
 def calibration_lines(result: CalibrationResult) -> list[str]:
     """The calibration in a few lines: links, compute, thresholds, agreement."""
     c = result.calibration
+    pairs = result.between.pairs
     lines = [
+        "measured between two nodes"
+        + (f", {pairs - 1} more pair(s) of nodes doing the same beside" if pairs > 1 else ""),
         f"link: {c.link_bandwidth * 8 / 1e9:.3g} Gbit/s, {c.link_latency * 1e6:.3g} us a link "
         f"(2 links between two nodes); node: {c.speed / 1e9:.3g} Gflop/s a core "
         f"(this machine: {c.host_speed / 1e9:.3g})",

@@ -8,7 +8,9 @@ curves; a linear fit per size segment. :func:`calibrate` does the same with the 
 
 1. ``ct_calibrate`` (``native/bench``) on two nodes through the user's launch line (``srun -N
    2 -n 2``, ``mpirun -np 2 --host a,b``, a test bed's plain ``mpirun -np 2``), and on one node
-   (two ranks that share it), each rank's compute rate beside;
+   (two ranks that share it), each rank's compute rate beside; a launch line of more ranks
+   (``srun -N 8 -n 8``) measures ranks 0 and 1 while every other pair does the same: the
+   machine under the load of all its nodes talking at once, as in a collective;
 2. the eager limit where ``MPI_Send`` starts to wait for the transfer (the send's time over
    the one-way time), and the size below which a receive finds the message already there;
 3. the one-way time split into the sender's and the receiver's overheads and the network's
@@ -90,6 +92,7 @@ class Measurement:
     hosts: tuple[str, str]
     flops: float  # rank 0's compute rate, flop/s
     samples: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    pairs: int = 1  # pairs of ranks measured side by side (the load of the others on 0, 1)
 
     def medians(self, op: str) -> dict[int, float]:
         return {s: statistics.median(v) for s, v in sorted(self.samples.get(op, {}).items())}
@@ -110,6 +113,7 @@ class Measurement:
     def parse(cls, stdout: str) -> Measurement:
         hosts: dict[int, str] = {}
         flops = 0.0
+        pairs = 1
         samples: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
         for line in stdout.splitlines():
             words = line.split()
@@ -118,13 +122,16 @@ class Measurement:
                     hosts[int(words[1])] = " ".join(words[2:])
                 elif words[:2] == ["flops", "0"]:
                     flops = float(words[2])
+                elif words[:1] == ["pairs"] and len(words) == 2:
+                    pairs = max(1, int(words[1]))
                 elif words[:1] == ["sample"] and len(words) == 4 and words[1] in OPS:
                     samples[words[1]][int(words[2])].append(float(words[3]))
             except (ValueError, IndexError):
                 continue
         if 0 not in hosts or 1 not in hosts or "pingpong" not in samples:
             raise ValueError("no measurement in its output")
-        return cls((hosts[0], hosts[1]), flops, {op: dict(v) for op, v in samples.items()})
+        return cls((hosts[0], hosts[1]), flops, {op: dict(v) for op, v in samples.items()},
+                   pairs)  # fmt: skip
 
 
 @dataclass
@@ -168,6 +175,7 @@ class CalibrationResult:
             "format": CALIBRATION_FORMAT, "version": 1,
             "installation": self.installation, "launch": self.launch,
             "one_node": self.one_node, "hosts": list(self.between.hosts),
+            "pairs": self.between.pairs,
             "calibration": self.calibration.to_json(),
             "configuration": self.calibration.configuration(),
             "agreement": self.agreement.to_json(),

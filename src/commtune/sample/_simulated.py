@@ -24,8 +24,15 @@ from typing import TYPE_CHECKING, Any
 from commtune import native
 from commtune.errors import UsageError
 from commtune.knobs import enumerators, load_catalog, selection_file_env
-from commtune.mpi import Installation, RulesError, Segment, launch_files, simulated_command
-from commtune.mpi.smpi import SAMPLING_BARRIER
+from commtune.mpi import (
+    Installation,
+    Platform,
+    RulesError,
+    Segment,
+    launch_files,
+    simulated_command,
+)
+from commtune.mpi.smpi import SAMPLING_BARRIER, calibrated_args
 from commtune.progress import Progress
 from commtune.sample._curves import Curve, method_at, segments
 from commtune.sample._outputs import builtin_selection
@@ -182,9 +189,11 @@ def _simulate(smpi: Installation, command: list[str], run: SimRun, sizes: Sequen
             run.error = "the program did not report every size"
 
 
-def _cache_key(platform_digest: str, hostfile: str, version: str, sizes: Sequence[int]) -> str:
-    text = "\n".join([platform_digest, Path(hostfile).read_text(), version,
-                      ",".join(map(str, sizes))])  # fmt: skip
+def _cache_key(platform: Platform, hostfile: str, version: str, sizes: Sequence[int]) -> str:
+    """What the simulations stand on: the platform, its calibrated configuration, the
+    hostfile, the simulator's version and the sizes."""
+    text = "\n".join([platform.digest, *calibrated_args(platform.path),
+                      Path(hostfile).read_text(), version, ",".join(map(str, sizes))])  # fmt: skip
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -213,7 +222,7 @@ def simulate_all(
                            "-hostfile", hostfile])  # fmt: skip
     available = smpi_algorithms(smpi)
     binary = native.build(smpi, "bench/ct_simcoll.c")
-    key = _cache_key(launch.platform.digest, hostfile, smpi.version, sizes)
+    key = _cache_key(launch.platform, hostfile, smpi.version, sizes)
     stored: dict[tuple[int, str, str], SimRun] = {}
     if reuse and cache is not None and cache.exists():
         data = json.loads(cache.read_text())
