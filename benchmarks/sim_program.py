@@ -42,6 +42,15 @@ CONFIGS = {
               "reduce_scatter_allgather": "rab_rdb"},
 }  # fmt: skip
 TOTAL = re.compile(r"total\s+\d+\s+([0-9.]+)")
+# CoMD's decomposition per rank count (i x j x k): -i RANKS alone leaves 8 ranks 3 lattice
+# units each in x, too thin for the potential's cutoff (CoMD exits 2)
+GRID = {2: (2, 1, 1), 4: (2, 2, 1), 8: (2, 2, 2), 16: (4, 2, 2)}
+
+
+def comd(binary: Path, ranks: int) -> list[str]:
+    i, j, k = GRID[ranks]
+    return [str(binary), "-i", str(i), "-j", str(j), "-k", str(k), "-x", "24", "-y", "24",
+            "-z", "24", "-N", "60", "-n", "20"]  # fmt: skip
 
 
 def total(text: str) -> float:
@@ -73,7 +82,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sim-program-") as tmp:
         work = Path(tmp)
         for nodes in (int(n) for n in args.nodes.split(",")):
-            argv = app.args(real_bin, work, nodes)
+            argv = comd(real_bin, nodes)
             with Bed(nodes, 1, [args.rate]) as bed:
                 cal_dir = work / f"cal{nodes}"
                 cal = calibrate(bed, inst, args.mpi, cal_dir, ranks=nodes)
@@ -96,8 +105,7 @@ def main() -> int:
                 cfg = [f"--cfg={k}:{v}" for k, v in selector.items()]
                 sim_argv = ["smpirun", "-np", str(nodes), "-platform", platform, "-hostfile",
                             hosts, *calibration.cfg_args(), *cfg, *chosen,
-                            "--log=root.thres:critical", *app.args(sim_bin, work,
-                                                                    nodes)]  # fmt: skip
+                            "--log=root.thres:critical", *comd(sim_bin, nodes)]  # fmt: skip
                 done = subprocess.run(sim_argv, capture_output=True, text=True, cwd=work,
                                       timeout=3600, check=True)  # fmt: skip
                 median = statistics.median(real[config])

@@ -67,6 +67,7 @@ PAIRS = {
     },
 }  # fmt: skip
 PLATFORMS = ("uncalibrated", "calibrated", "under load")
+CLEAR = 0.1  # the bed's two algorithms this far apart: a comparison its noise does not decide
 
 
 def build(cc: str, out: Path, env: dict[str, str] | None = None) -> str:
@@ -157,6 +158,41 @@ def summary(rows: list[dict], platform: str) -> dict:
     }  # fmt: skip
 
 
+def report(rows: list[dict], pairs: dict, lib: str) -> None:
+    """The table per rate, node count and collective, and the summary per platform: all
+    comparisons, and those where the bed's two times differ by more than ``CLEAR``."""
+    platforms = [p for p in PLATFORMS if p in rows[0]["agree"]]
+    print(f"{lib}: the faster of two algorithms, bed against SMPI, per platform\n")
+    print(f"| rate | nodes | collective (A vs B) | agree: {' / '.join(platforms)} | "
+          f"sim/real median: {' / '.join(platforms)} |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    for rate in sorted({r["rate"] for r in rows}, reverse=True):
+        for nodes in sorted({r["nodes"] for r in rows}):
+            for op, pair in pairs.items():
+                mine = [r for r in rows if (r["rate"], r["nodes"], r["op"]) == (rate, nodes, op)]
+                if not mine:
+                    continue
+                a, b = (name for name, _ in pair)
+                got = [summary(mine, name) for name in platforms]
+                agree = " / ".join(str(g["agree"]) for g in got)
+                ratio = " / ".join(f"{g['ratio_median']:.2f}" for g in got)
+                print(
+                    f"| {rate:g} | {nodes} | {op} ({a} vs {b}) | {agree} of {len(mine)} | {ratio} |"
+                )
+    print()
+    clear = [r for r in rows if max(r["real"]) / min(r["real"]) > 1 + CLEAR]
+    for name in platforms:
+        s = summary(rows, name)
+        per_op = [statistics.median(x for r in rows if r["op"] == op for x in r["ratio"][name])
+                  for op in pairs if any(r["op"] == op for r in rows)]  # fmt: skip
+        sure = sum(r["agree"][name] for r in clear)
+        print(f"{name}: the faster algorithm agrees in {s['agree']} of {s['of']} "
+              f"({s['agree'] / s['of']:.0%}), in {sure} of the {len(clear)} where the bed's two "
+              f"differ by more than {CLEAR:.0%}; sim/real median {s['ratio_median']:.2f}, per "
+              f"collective {min(per_op):.2f}-{max(per_op):.2f}; points within 0.8-1.25 "
+              f"{s['within_0.8_1.25']:.0%}, within 0.5-2 {s['within_0.5_2']:.0%}")  # fmt: skip
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mpi", default="openmpi", help="a --mpi spec (openmpi, mpich@5, ...)")
@@ -165,9 +201,14 @@ def main() -> int:
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--ops", default=",".join(PAIRS["openmpi"]))
     p.add_argument("--json", type=Path)
+    p.add_argument("--report", type=Path, help="only print the report of a saved --json")
     args = p.parse_args()
     inst = installation_of(args.mpi)
     pairs = {op: PAIRS[inst.vendor.value][op] for op in args.ops.split(",")}
+    if args.report:
+        saved = json.loads(args.report.read_text())
+        report(saved["rows"], pairs, saved["installation"])
+        return 0
     rows: list[dict] = []
     calibrations = []
     with tempfile.TemporaryDirectory(prefix="smpi-agree-") as tmp:
@@ -213,29 +254,7 @@ def main() -> int:
                             print(json.dumps(row), file=sys.stderr)
                             rows.append(row)
     lib = inst.describe()
-    print(f"{lib}: the faster of two algorithms, bed against SMPI, per platform\n")
-    print("| rate | nodes | collective (A vs B) | agree: uncalibrated / calibrated / under load | "
-          "sim/real median: uncalibrated / calibrated / under load |")  # fmt: skip
-    print("|---|---|---|---|---|")
-    for rate in sorted({r["rate"] for r in rows}, reverse=True):
-        for nodes in sorted({r["nodes"] for r in rows}):
-            for op, pair in pairs.items():
-                mine = [r for r in rows if (r["rate"], r["nodes"], r["op"]) == (rate, nodes, op)]
-                a, b = (name for name, _ in pair)
-                u, c = (summary(mine, name) for name in PLATFORMS)
-                print(
-                    f"| {rate:g} | {nodes} | {op} ({a} vs {b}) | {u['agree']} / {c['agree']} "
-                    f"of {len(mine)} | {u['ratio_median']:.2f} / {c['ratio_median']:.2f} |"
-                )
-    print()
-    for name in PLATFORMS:
-        s = summary(rows, name)
-        per_op = [statistics.median(x for r in rows if r["op"] == op for x in r["ratio"][name])
-                  for op in pairs]  # fmt: skip
-        print(f"{name}: the faster algorithm agrees in {s['agree']} of {s['of']} "
-              f"({s['agree'] / s['of']:.0%}); sim/real median {s['ratio_median']:.2f}, per "
-              f"collective {min(per_op):.2f}-{max(per_op):.2f}; points within 0.8-1.25 "
-              f"{s['within_0.8_1.25']:.0%}, within 0.5-2 {s['within_0.5_2']:.0%}")  # fmt: skip
+    report(rows, pairs, lib)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"installation": lib, "calibrations": calibrations,
