@@ -632,6 +632,19 @@ def test_tuned_as_open_mpi_the_reference_is_its_decision_and_the_answer_its_sett
         if v != FOLLOW_SELECTOR}  # fmt: skip
     assert answer["settings"] == expected
     assert answer["env"]["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+    # the simulated study's own answer: SMPI's configuration as smpirun arguments, never as
+    # shell variables (its names are no variables: a pasted line would fail)
+    code, _, err = run_cli(["export", data["study"], "--storage", storage, "--format", "env"],
+                           capsys)  # fmt: skip
+    assert code == 2 and "whose formats are json, cfg" in err and len(err.splitlines()) == 1
+    code, out, err = run_cli(["export", data["study"], "--storage", storage, "--format", "cfg"],
+                             capsys)  # fmt: skip
+    # with the decision it was tuned against: the other collectives stay Open MPI's
+    assert code == 0 and "--cfg=smpi/coll-selector:ompi" in out.splitlines(), out
+    assert any(
+        line.startswith("--cfg=smpi/allreduce:") or line.startswith("--cfg=smpi/bcast:")
+        for line in out.splitlines()
+    ), out
     # exported only as a proposal, in Open MPI's own format
     code, _, err = run_cli(["export", answer["study"], "--storage", storage, "--format", "mca"],
                            capsys)  # fmt: skip

@@ -127,6 +127,9 @@ class MPIVendor(abc.ABC):
     launcher_aliases: ClassVar[tuple[str, ...]] = ()  # other names of its launcher
     compiler_names: ClassVar[tuple[str, ...]]
     export_formats: ClassVar[tuple[str, ...]] = ()  # formats of its own (render)
+    # The formats every library reads that this one reads too: a configuration as shell
+    # variables, as JSON, MPI-IO hints (ROMIO's file), HDF5's (H5Tuner's)
+    common_formats: ClassVar[tuple[str, ...]] = ("env", "json", "romio-hints", "h5tuner")
     # (export format, file name) of the settings file its users keep (what `tune` suggests)
     settings_file: ClassVar[tuple[str, str]] = ("env", "tuned.env")
     launcher_word: ClassVar[str]  # the launcher as its users type it
@@ -375,6 +378,11 @@ class MPIVendor(abc.ABC):
         raise NotImplementedError(f"{self.title} stands for no other library")
 
     # -- export -----------------------------------------------------------------------------
+    @property
+    def formats(self) -> tuple[str, ...]:
+        """Every export format a study of this library has."""
+        return (*self.common_formats, *self.export_formats)
+
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
         """``env`` in the vendor's own format ``fmt`` (one of ``export_formats``)."""
         raise ValueError(f"{self.title} has no format {fmt!r}")

@@ -29,6 +29,13 @@ def render(
     """``extra``: variables beyond the knobs (those that load a collective selection file);
     ``measured_on``: the MPI installation the study measured (named in the file's header)."""
     vendor = Vendor(library).impl
+    if fmt not in vendor.formats:
+        owner = next((v.impl for v in Vendor if fmt in v.impl.export_formats), None)
+        if owner is None and fmt not in COMMON_FORMATS:
+            raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+        whose = f" ({owner.title}'s file)" if owner is not None else ""
+        raise UsageError(f"--format {fmt}{whose}: study {study} tunes {vendor.title}, whose "
+                         f"formats are {', '.join(vendor.formats)}")  # fmt: skip
     header = f"commtune study {study}" + (
         f", measured on {measured_on}" if measured_on else f" ({library})"
     )
@@ -62,12 +69,7 @@ def render(
         data = {"study": study, "mpi": library, "measured_on": measured_on,
                 "params": dict(config), "env": env, "launch": launch}  # fmt: skip
         return json.dumps(data, indent=2) + "\n"
-    if fmt in vendor.export_formats:
-        return vendor.render(fmt, env, header)
-    owner = next((v.impl for v in Vendor if fmt in v.impl.export_formats), None)
-    if owner is not None:
-        raise UsageError(f"--format {fmt} is {owner.title}'s file; study {study} tunes {library}")
-    raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    return vendor.render(fmt, env, header)
 
 
 def _h5tuner(hints: Mapping[str, str], properties: Mapping[str, str], header: str) -> str:

@@ -180,7 +180,8 @@ def _exports(spec: StudySpec, study: optuna.Study, acceptance: Acceptance | None
         return {}
     knobs = [d.knob for d in space_from_json(spec.library, spec.space).dimensions]
     out = {}
-    for fmt in ("env", *Vendor(spec.library).impl.export_formats, "romio-hints"):
+    impl = Vendor(spec.library).impl
+    for fmt in (f for f in ("env", *impl.export_formats, "romio-hints") if f in impl.formats):
         text = render(fmt, spec.library, knobs, dict(acceptance.params), study.study_name,
                       dict(acceptance.env))  # fmt: skip
         if any(line and not line.startswith("#") for line in text.splitlines()):

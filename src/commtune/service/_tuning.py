@@ -301,10 +301,25 @@ class Tuning:
         them), which ``commtune check`` measures on the real machine and ``export`` writes
         in the library's formats."""
         from commtune.knobs import apply, load_catalog
-        from commtune.study import PROPOSAL, Acceptance, Source, StudySpec, save_result_study
+        from commtune.study import (
+            PROPOSAL,
+            Acceptance,
+            Source,
+            StudySpec,
+            acceptance_of,
+            save_result_study,
+            set_acceptance,
+        )
 
         acc = result.acceptance
         out: dict[str, Any] = {"library": library.vendor.value, "reference": _words(base)}
+        if acc is not None and acc.accepted:
+            # the simulated study's own answer runs under the decision it was tuned against
+            study = optuna.load_study(study_name=name, storage=store.optuna)
+            stored = acceptance_of(study)
+            if stored is not None and stored.accepted:
+                stored.env = {**base, **stored.env}
+                set_acceptance(study, stored)
         if acc is None or not acc.accepted:
             self.ui.info(f"as {library.title}: its own decision stays (nothing to hand over)")
             return {**out, "study": None, "settings": {}}
