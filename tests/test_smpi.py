@@ -632,6 +632,13 @@ def test_tuned_as_open_mpi_the_reference_is_its_decision_and_the_answer_its_sett
         if v != FOLLOW_SELECTOR}  # fmt: skip
     assert answer["settings"] == expected
     assert answer["env"]["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+    # the report says the verdict in the terminal's words, with one run count
+    said = next(line for line in err.splitlines() if line.startswith("verdict from"))
+    page = tmp_path / "r.html"
+    code, _, _ = run_cli(["report", data["study"], "--storage", storage, "-o", str(page)],
+                         capsys)  # fmt: skip
+    text = page.read_text()
+    assert code == 0 and said.split(":")[0] in text and "(0 runs)" not in text
     # the simulated study's own answer: SMPI's configuration as smpirun arguments, never as
     # shell variables (its names are no variables: a pasted line would fail)
     code, _, err = run_cli(["export", data["study"], "--storage", storage, "--format", "env"],

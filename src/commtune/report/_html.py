@@ -179,13 +179,16 @@ def _verdict(s: StudyData, prefix: str) -> str:
         body = _note("this study has no confirmation (it was stopped before, or ran with "
                      "--confirm 0): no configuration is claimed faster")  # fmt: skip
     else:
+        from rich.text import Text
+
+        from commtune.report._tables import verdict_lines
+
         cls, word = ("ok", "accepted") if acc.accepted else ("no", "not accepted")
-        ci = f", 95 % CI [{acc.ci[0]:.2f}, {acc.ci[1]:.2f}]" if acc.ci else ""
-        speed = f" — speedup {acc.speedup:.2f}x{ci}" if acc.speedup else ""
-        if acc.extra.get("said"):  # --gate risk: expected gain, interval, risk, in words
-            speed = f" — {acc.extra['said']} ({acc.extra.get('evidence_runs', 0)} runs)"
-        body = (f'<p><b class="{cls}">{word}</b>{_e(speed)}: {_e(acc.reason or "")}</p>'
-                f"<p>configuration: <code>{_e(_config(dict(acc.params)))}</code></p>")  # fmt: skip
+        said = [Text.from_markup(line).plain for line in verdict_lines(acc)]
+        config = _e(_config(dict(acc.params)))
+        body = (f'<p><b class="{cls}">{word}</b></p>'
+                + "".join(f"<p>{_e(line)}</p>" for line in said)
+                + f"<p>configuration: <code>{config}</code></p>")  # fmt: skip
         candidates = {f"trial {c.get('trial')}": c.get("values") or []
                       for c in acc.extra.get("candidates") or []}  # fmt: skip
         if not candidates and acc.best_values:

@@ -77,7 +77,13 @@ def noise_line(result: TuneResult) -> str:
 
 
 def acceptance_lines(result: TuneResult) -> list[str]:
-    acc = result.acceptance
+    """The verdict of a finished study, as the terminal shows it."""
+    return verdict_lines(result.acceptance)
+
+
+def verdict_lines(acc: Acceptance | None) -> list[str]:
+    """The verdict in words (rich markup): the one place it is written, for the terminal
+    and the report alike, with one run count."""
     if acc is None:
         return ["no configuration to confirm: the default stays"]
     if acc.extra.get("gate") == "risk":
