@@ -210,3 +210,13 @@ def test_optuna_dashboard_shows_the_study(
     assert [t["number"] for t in trials] == [t.number for t in ours]
     roles = {a["value"] for t in trials for a in t["user_attrs"] if a["key"] == "role"}
     assert {"reference", "search"} <= roles  # commtune's record is there to read
+
+
+def test_a_log_axis_labels_its_minor_ticks_sparingly() -> None:
+    """Near 1 a log axis has minor ticks at 0.6-0.9 and 2-9: only 2 and 5 times a power of
+    ten are labelled, so the labels do not print over each other (issue 69)."""
+    from commtune.report._plots import minor_label
+
+    labels = [minor_label(v) for v in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 2, 3, 4, 5, 20, 0.02)]
+    assert labels == ["", "0.5", "", "", "", "", "2", "", "", "5", "20", "0.02"]
+    assert minor_label(0) == ""

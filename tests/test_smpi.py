@@ -639,6 +639,9 @@ def test_tuned_as_open_mpi_the_reference_is_its_decision_and_the_answer_its_sett
                          capsys)  # fmt: skip
     text = page.read_text()
     assert code == 0 and said.split(":")[0] in text and "(0 runs)" not in text
+    # the platform in the words commtune cluster used, not as Slurm's nodes
+    assert "runs on a simulated cluster: 64 ranks on 64 nodes" in text
+    assert "Slurm nodes" not in text
     # the simulated study's own answer: SMPI's configuration as smpirun arguments, never as
     # shell variables (its names are no variables: a pasted line would fail)
     code, _, err = run_cli(["export", data["study"], "--storage", storage, "--format", "env"],

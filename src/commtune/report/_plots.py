@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +39,17 @@ def _log_if_wide(ax: Any, values: Sequence[float]) -> None:
         from matplotlib.ticker import FuncFormatter
 
         ax.set_yscale("log")
-        plain = FuncFormatter(lambda v, _: f"{v:g}")
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: minor_label(v)))
+
+
+def minor_label(value: float) -> str:
+    """A log axis's minor tick label: only at 2 and 5 times a power of ten (0.6, 0.7, 0.8
+    and 0.9 printed beside each other near 1 overlap)."""
+    if value <= 0:
+        return ""
+    mantissa = value / 10 ** math.floor(math.log10(value))
+    return f"{value:g}" if round(mantissa, 6) in (2.0, 5.0) else ""
 
 
 def png(fig: Figure, dpi: int = 90) -> str:
