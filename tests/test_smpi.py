@@ -613,6 +613,7 @@ def test_tuned_as_open_mpi_the_reference_is_its_decision_and_the_answer_its_sett
     data = last_json(out)
     ompi = Vendor.OPENMPI.impl
     assert data["reference"] == "Open MPI's own decision (smpi/coll-selector=ompi)"
+    assert "every speedup above is against Open MPI's own decision" in err.replace("\n", " ")
     # the space: the selector's choice and the faithful ports; never an unfaithful one
     from commtune.study import spec_of
 

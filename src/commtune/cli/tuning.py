@@ -347,6 +347,8 @@ def _print(ui: UI, done: Outcome | Recorded, args: argparse.Namespace) -> int:
     ui.print(result_table(result, done.space.defaults()))
     for line in acceptance_lines(result):
         ui.info(line)
+    if done.extra.get("reference"):
+        ui.info(f"every speedup above is against {done.extra['reference']}")
     ui.info(noise_line(result))
     acc = result.acceptance
     claimed = acc.speedup if acc is not None and acc.accepted else None
