@@ -341,7 +341,7 @@ class Tuning:
         storage = "" if self.plan.storage == DEFAULTS.storage else f" --storage {self.plan.storage}"
         launch = launch_files(command)
         ranks = f" -np {launch.ranks}" if launch.ranks else ""
-        rest = list(command)[list(command).index(launch.program):] if launch.program else []
+        rest = list(command)[list(command).index(launch.program) :] if launch.program else []
         program = shlex.join(rest) if rest else "./app"
         self.ui.info(f"as {library.title}: {', '.join(f'{k}={v}' for k, v in settings.items())} "
                      f"(study {proposal}, a proposal: no real run has measured it); next, "
