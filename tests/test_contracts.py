@@ -322,8 +322,11 @@ def test_vendor_contract(impl: MPIVendor) -> None:
         assert Lack.PRELOAD in impl.lacks and "/t.trace" in impl.trace_args("/t.trace")
     else:
         assert Lack.PRELOAD not in impl.lacks
-        with pytest.raises(NotImplementedError):
+        with pytest.raises(ValueError, match="profiled by a preloaded library"):
             impl.trace_args("/t.trace")
+    if impl.decides_as(Vendor.OPENMPI.impl) is None:
+        with pytest.raises(ValueError, match="stands for no other library"):
+            impl.settings_as(Vendor.OPENMPI.impl, {})
     if impl.simulated:
         assert {Lack.PRELOAD, Lack.NODES} <= impl.lacks
     else:

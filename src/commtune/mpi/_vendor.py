@@ -295,7 +295,7 @@ class MPIVendor(abc.ABC):
     def trace_args(self, path: str) -> list[str]:
         """Launcher options that write the trace a profile is read from to ``path`` (only
         when ``profiled_by`` is :attr:`Profiled.TRACE`)."""
-        raise NotImplementedError(f"{self.title} is profiled by a preloaded library")
+        raise ValueError(f"{self.title} is profiled by a preloaded library, not a trace")
 
     def run_args(self) -> list[str]:
         """Launcher options every run gets (SMPI: print the simulated time)."""
@@ -375,7 +375,7 @@ class MPIVendor(abc.ABC):
     def settings_as(self, library: MPIVendor, config: Mapping[str, str]) -> dict[str, str]:
         """``config`` (this simulator's knob -> value, chosen among :meth:`values_as`) as
         ``library``'s own knob -> value; what stands for its decision is left out."""
-        raise NotImplementedError(f"{self.title} stands for no other library")
+        raise ValueError(f"{self.title} stands for no other library (decides_as is None)")
 
     # -- export -----------------------------------------------------------------------------
     @property
