@@ -451,52 +451,6 @@ def test_a_synthetic_surface_study_knows_its_knobs_defaults() -> None:
         assert {k: knob.default for k, knob in knobs.items()} == space.defaults(), name
 
 
-def test_the_verdict_ceiling_tells_the_rule_the_tables_truth_and_leaves_it_as_it_was() -> None:
-    """benchmarks/verdict_ceiling.py (issue 47, eleventh part): the prior it tells the rule is
-    the table's own distribution of effects, the level the defaults' true one, in the
-    studies run inside it only."""
-    from commtune import bayes
-    from commtune.race import _run as race_run
-    from commtune.race import race_tuner
-    from commtune.tune import _decide
-
-    script = _script("verdict_ceiling")
-    table = sys.modules["strategies"].surface("table-openmpi-ct_solver")
-    prior = script.table_prior(table)
-    values = [table.value(c) for c in table.configs()]
-    speedups = [table.default_value / v for v in values if math.isfinite(v)]
-    assert prior.sum() == pytest.approx(1.0)
-    # its mean speedup is the table's, within the grid's steps and the smoothing
-    assert float(prior @ bayes.SPEEDUPS) == pytest.approx(float(np.mean(speedups)), rel=0.01)
-    before = (race_run.race_one, _decide._fit, _decide.Levels.at, _decide.Arm.shared,
-              _decide._looks)  # fmt: skip
-    judge = _decide.judge
-
-    def levels_judged(know: tuple[str, ...] | None) -> list[float | None]:
-        seen: list[float | None] = []
-
-        def spy(arm: Any, levels: Any, plan: Any, looks: int = 1) -> Any:
-            seen.extend(levels.at(seq) for seq, _ in arm.search)
-            return judge(arm, levels, plan, looks)
-
-        _decide.judge = spy
-        try:
-            if know is None:
-                race_tuner(table, 0.0, 0, 30)
-            else:
-                with script.knowing(know):
-                    race_tuner(table, 0.0, 0, 30)
-        finally:
-            _decide.judge = judge
-        assert seen
-        return seen
-
-    assert set(levels_judged(("prior", "level", "unblurred"))) == {table.default_value}
-    assert (race_run.race_one, _decide._fit, _decide.Levels.at, _decide.Arm.shared,
-            _decide._looks) == before  # fmt: skip
-    assert set(levels_judged(None)) != {table.default_value}
-
-
 def test_table_truths_judges_a_races_estimates_only_where_the_truth_is_known(
     tmp_path: Path,
 ) -> None:

@@ -229,8 +229,8 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
                 f"gain of {DEFAULTS.min_gain:.0%}: the default stays"
             )
         else:  # the tuner's rule (--gate risk) on the interleaved pairs
-            cmp, _ = judge_pairs(default_times, predicted_times, DEFAULTS.risk,
-                                 DEFAULTS.tolerance, DEFAULTS.min_gain)  # fmt: skip
+            cmp = judge_pairs(default_times, predicted_times, DEFAULTS.risk,
+                              DEFAULTS.tolerance, DEFAULTS.min_gain)  # fmt: skip
             verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk,
                                  tolerance=DEFAULTS.tolerance,
                                  min_gain=DEFAULTS.min_gain)  # fmt: skip

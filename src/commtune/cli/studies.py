@@ -311,13 +311,11 @@ def _stale_check(
         accepted.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance,
                               min_gain=DEFAULTS.min_gain)  # fmt: skip
     said: dict[str, Any] = dict(accepted.extra) if accepted is not None else {}
-    # the rule of the verdict checked: --gate risk's, or the strict gate's test
+    # the rule of the verdict checked, at its risk (the tuner's defaults where it said none)
     rule = (float(said["risk_limit"]), float(said["tolerance"]),
             float(said.get("min_gain", 0.0))) if said.get("gate") == "risk" else None  # fmt: skip
-    verdict, cmp, rounds, runs, decided = recheck(
-        defaults, config, timeout, ui, statistic=spec.statistic, configured=configured,
-        rule=rule,
-    )  # fmt: skip
+    verdict, cmp, rounds, runs, decided = recheck(defaults, config, timeout, ui,
+                                                  configured=configured, rule=rule)  # fmt: skip
     check = StaleCheck(
         verdict,
         diffs,

@@ -45,7 +45,7 @@ class Plan:
     risk: float = 0.05
     min_gain: float = 0.01
     tolerance: float = 0.02
-    explore: float = 0.6  # --gate risk: the share of --max-runs the search may spend
+    explore: float = 0.5  # --gate risk: the share of --max-runs the search may spend
     # -- what is tuned and measured
     mpi: str | None = None  # --mpi: a family, FAMILY@VERSION or a prefix (None: the launcher's)
     knobs: tuple[str, ...] = ()  # --knob NAME[=VALUES]
@@ -83,11 +83,15 @@ class Plan:
         """Runs the search may reach. ``strict``: ``max_runs`` less the first rounds of a
         confirmation of one candidate (more candidates are confirmed only where the runs
         left allow ``confirm`` rounds of them all); ``risk``: the ``explore`` share of it,
-        the rest for the duel where the decision is open."""
+        the rest for the verdict, and never so much that the verdict is left fewer runs than
+        the first configuration it tests needs to pass (:func:`commtune.rule.first_pass`)."""
         if self.max_runs is None:
             return None
         if self.gate == "risk":
-            return max(1, round(self.max_runs * self.explore))
+            from commtune import rule  # numpy: not at --help
+
+            needed = 2 * rule.first_pass(rule.total(self.risk, 1))
+            return max(1, min(round(self.max_runs * self.explore), self.max_runs - needed))
         return self.max_runs - self.confirm * 2
 
     def search_repeats(self) -> int:

@@ -1,62 +1,36 @@
-"""The verdict from every run (``--gate risk``, the default): expected gain and bounded risk.
+"""The verdict (``--gate risk``, the default): the search ranks, fresh runs decide, one rule.
 
-Every configuration the search measured is an arm, and so are the defaults. Each of an
-arm's runs is evidence: a search run relative to the control run nearest to it in time, a
-duel run relative to the defaults' run made next to it. :mod:`commtune.bayes` turns all of
-it into one posterior per configuration, each shrunk toward the study's distribution of
-effects, so the one the search picked because its runs looked good is not believed more
-than its runs allow (the winner's curse).
+Every configuration the search measured is an arm, ranked by its search runs (the fastest
+first). The search's runs of an arm do not decide: it was chosen *because* they looked
+good, and they would flatter it. What decides is :mod:`commtune.rule`, on runs made after
+the choice: each round runs the arm and the defaults beside each other (the order
+alternating), and at the rule's looks its rank test asks whether a configuration 2 %
+(``tolerance``) slower than the defaults would win as many pairs of runs. The first arm is
+compared with every run of the defaults, the search's too (the ranking never looked at
+them, so they are as fresh to it as its own runs); a later one only with the defaults' runs
+beside its own (the runs before were looked at in deciding to test it).
 
-The runs left after the search go where the decision is open: each round runs the defaults
-and one contender beside each other, in alternating order. Where the runs go is judged on
-each arm's own runs (``Arm.hope``: not shrunk toward the others), what is handed back on
-the shrunk posterior: a lone configuration 7 % faster among a dozen 15 % slower reads as no
-faster after its one search run (it may be a slow one's luck), and the way to know is to
-run it again, not to call the decision futile. Until an arm passes the rule the runs go to
-one arm, the *champion* (first the arm its own runs call fastest; it keeps the runs until
-another arm is expected, both shrunk alike, to be faster by more than ``tolerance``), so
-that one arm gathers the evidence one arm with all the runs would have, instead of
-near-equal arms sharing it.
-Once an arm passes, the rest of the runs improve on it (top-two Thompson sampling among the
-contenders) while a challenger is likely (``CLEAR``) to beat it by more than ``tolerance``.
-The duel stops as soon as the answer is clear either way, or when the runs are spent; the
-decision is then made among all arms on all their evidence.
+An arm is dropped, and the next taken, when its runs beside the defaults show it no faster
+or when no look to come could pass it; once one passes, the runs left test the next arms
+while one could still pass, and the arm handed back is the passing one of highest estimate.
+Failing to pass costs nothing of the risk; each look costs its share (:func:`rule.looks`),
+so whatever is handed back is more than ``tolerance`` slower with probability at most
+``risk``. A study that ends with no arm passing keeps the defaults and says how many more
+runs would decide. None is tested when no arm's search run beat the defaults' median (a
+check that only ever keeps runs from being spent).
 
-The rule (:func:`commtune.bayes.acceptable`), at the user's ``risk``:
-
-* the expected speedup clears ``1 + min_gain`` (``--min-gain``: the gain below which a
-  change is not worth proposing; the posterior mean is already shrunk for the winner's
-  curse), so a configuration no faster than the defaults is not handed back with a claim of
-  gain it does not have;
-* below a risk of one half: more than ``tolerance`` slower than the defaults with
-  probability below ``risk`` (over the arms the duel measured: ``risk / looks``), and
-  faster more likely than not. The risk bounds what costs the user, a slower
-  configuration; one no faster costs nothing in speed, and ``min_gain`` guards its claim
-  (the probability of being faster at ``1 - risk``, the rule before, kept the defaults on
-  most tables whose gain is a few per cent at no lower a tail: docs/benchmarks.md). At one
-  half, the expected-value decision (the highest expected speedup above ``1 + min_gain``);
-* at least ``MIN_RUNS`` runs at a risk of 0 and fewer as the risk grows (one at one half),
-  except for an arm whose every run beats every run of the defaults by ``DOMINANT``: a 2x
-  answer is never lost to bookkeeping.
-
-A configuration whose runs fall into two clusters, the slower one more than ``tolerance``
-slower than the defaults, has at least the share of its runs in that cluster as its risk: a
-production run lands in either. A configuration equal to the defaults (every knob at its
-library default) is not an arm; a run that fails is never evidence (its arm is out). What
-is handed back is the configuration these figures are of.
+A configuration equal to the defaults (every knob at its library default) is not an arm; a
+run that fails is never evidence (its arm is out). A deterministic study (a simulation whose
+runs repeat exactly) is decided on its values (:func:`_exact`).
 """
 
 from __future__ import annotations
 
-import bisect
-import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from commtune import bayes, stats
+from commtune import rule, stats
 from commtune.knobs import Value
 from commtune.progress import Progress
 from commtune.study import (
@@ -74,15 +48,7 @@ from commtune.tune._confirm import compare_others, confirm, knobs_of, without_de
 if TYPE_CHECKING:
     import optuna
 
-TOP_TWO = 0.5  # top-two Thompson sampling: the share of rounds given to the first draw's best
-CLEAR = 0.1  # a challenger this likely to beat the leader by the tolerance keeps it open
-FUTILE = 0.05  # no contender this likely to be worth setting: the defaults are kept
-CONTENDERS = 6  # the arms a duel draws from: the best by expected speedup
-PAIR_EVERY = 2  # duel rounds per run of the defaults beside them
-UNBOUNDED_ROUNDS = 15  # the duel's rounds when the study has no bound on runs
-NEAREST = 3  # the runs of the defaults a run's level is the median of
-MIN_RUNS = 4  # the runs an arm needs at a risk of 0 (fewer as the risk grows)
-DOMINANT = 2.0  # every run this many times faster than every run of the defaults: no floor
+CONTENDERS = 6  # the arms the verdict may test, best first by the search's ranking
 
 
 def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> bool:
@@ -92,73 +58,6 @@ def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> boo
     return plan.exact and repeats_exactly(executor, reference.values())
 
 
-def min_runs(risk: float) -> int:
-    """The runs an arm needs before it is handed back at ``risk``: ``MIN_RUNS`` at 0, one at
-    one half (the expected-value decision), in between in proportion."""
-    share = min(1.0, risk / bayes.EXPECTED_VALUE)
-    return max(1, math.ceil(MIN_RUNS * (1 - share)))
-
-
-class Levels:
-    """The defaults' level at each moment of the study: the median of the ``NEAREST`` runs
-    of the defaults nearest in time (the reference's, the controls', the duel's). One run
-    of the defaults is as noisy as any run (on these machines some defaults' runs are 2.5x
-    their median); three near each other follow a machine's phase and not one run's luck.
-
-    When the defaults' runs fall into two clusters, the larger is their usual mode. Where
-    the other is the slower, it is the machine's second mode (:class:`commtune.bayes.SlowMode`,
-    which any configuration's runs may land in), and no level is above the usual one's
-    median: a configuration is not called faster for beating the defaults' slow runs.
-    Where the other is the faster (the defaults' usual runs are the slow ones, a quarter of
-    them twice as fast), the level is not capped at it, and it is no mode of the likelihood:
-    a configuration twice as fast in four runs of five is twice as fast on the median,
-    whatever the defaults' luck; capped, it read as no faster (issue 47, seventh part: a 2x
-    table kept the defaults in 18 of 20 studies). Its runs are the Student-t's tail."""
-
-    def __init__(self, stream: Sequence[tuple[int, float]]) -> None:
-        self.stream = sorted(stream)
-        self._split()
-
-    def _split(self) -> None:
-        """The defaults' clusters: the usual (larger) one and the second mode."""
-        split = stats.clusters(self.values())
-        self.fast: float | None = None  # the cap of the level: the usual mode's median
-        self.slow: bayes.SlowMode | None = None  # the second mode, where it is the slower
-        self.usual: tuple[float, float] = (0.0, math.inf)  # the usual mode's runs' range
-        if len(split) == 2:
-            (n_fast, fast), (n_slow, slow) = split
-            ordered = sorted(self.values())
-            n = n_fast + n_slow
-            if n_fast >= n_slow:
-                self.fast = fast
-                self.slow = bayes.SlowMode(n_slow / n, math.log(slow / fast))
-                self.usual = (0.0, ordered[n_fast - 1])
-            else:
-                self.usual = (ordered[n_fast], math.inf)
-
-    def add(self, seq: int, value: float) -> None:
-        bisect.insort(self.stream, (seq, value))
-        self._split()
-
-    def at(self, seq: int) -> float | None:
-        if not self.stream:
-            return None
-        level = float(np.median([v for _, v in self.near(seq)]))
-        return level if self.fast is None else min(level, self.fast)
-
-    def near(self, seq: int) -> list[tuple[int, float]]:
-        """The ``NEAREST`` runs of the defaults nearest to ``seq``."""
-        return sorted(self.stream, key=lambda run: abs(run[0] - seq))[:NEAREST]
-
-    def values(self) -> list[float]:
-        return [v for _, v in self.stream]
-
-    def quiet(self) -> list[float]:
-        """The runs of the usual mode, in time order (all of them in one cluster)."""
-        low, high = self.usual
-        return [v for _, v in self.stream if low <= v <= high]
-
-
 @dataclass
 class Arm:
     """A configuration and every run of it: (its place in the study's runs, its value)."""
@@ -166,117 +65,29 @@ class Arm:
     trial: int
     config: dict[str, Value]
     search: list[tuple[int, float]]
-    rounds: dict[int, tuple[int, float]] = field(default_factory=dict)  # duel round -> run
+    rounds: dict[int, tuple[int, float]] = field(default_factory=dict)  # verdict round -> run
+    beside: dict[int, float] = field(default_factory=dict)  # round -> the defaults' run
     others: dict[int, dict[str, float | None]] = field(default_factory=dict)  # its objectives
     failure: str = ""
-    posterior: bayes.Posterior | None = None
-    # its own runs' word, not shrunk toward the other arms: where the duel's runs go
-    hope: bayes.Posterior | None = None
+    tested: int = 0  # the k-th arm the verdict tested (0: not tested)
+    schedule: list[tuple[int, float]] = field(default_factory=list)  # its looks (rule.looks)
+    last: rule.Test | None = None  # the rule at its last look
+    dropped: str = ""  # why the verdict stopped testing it
+    earlier: list[float] = field(default_factory=list)  # the defaults' runs before its test
 
-    def logs(self, levels: Levels) -> list[float]:
-        """Every run as the log of its ratio to the defaults' level at its moment."""
-        out = []
-        for seq, value in [*self.search, *self.rounds.values()]:
-            level = levels.at(seq)
-            if level is not None and level > 0 and value > 0:
-                out.append(math.log(value / level))
-        return out
+    def pairs(self) -> tuple[list[float], list[float]]:
+        """(the defaults' runs it is compared with, its runs beside them): the rounds in
+        which both ran, and the defaults' runs before its test where it may use them."""
+        both = [i for i in self.rounds if i in self.beside]
+        return [*self.earlier, *(self.beside[i] for i in both)], [self.rounds[i][1] for i in both]
 
-    def shared(self, levels: Levels) -> int:
-        """The runs of the defaults its runs' levels come from: the error of their mean is
-        common to every run of the arm."""
-        return len({s for seq, _ in [*self.search, *self.rounds.values()]
-                    for s, _ in levels.near(seq)})  # fmt: skip
+    def searched(self) -> float:
+        """What the search's runs of it say: their median."""
+        return stats.median([v for _, v in self.search])
 
-    def relatives(self, levels: Levels) -> list[float]:
-        return [math.exp(y) for y in self.logs(levels)]
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """An arm against the rule."""
-
-    expected: float
-    interval: tuple[float, float]
-    risk: float
-    clusters: list[tuple[int, float]]
-    accepted: bool
-    reason: str
-    faster: float = float("nan")  # the probability of being faster than the defaults
-    median: float = float("nan")  # the posterior median of the speedup
-
-
-def judge(arm: Arm, levels: Levels, plan: Plan, looks: int = 1) -> Judgement:
-    """The rule (see the module docstring) applied to ``arm``'s posterior and runs."""
-    post = arm.posterior
-    assert post is not None
-    expected, interval = post.expected(), post.interval()
-    risk = post.risk(plan.tolerance)
-    faster = post.gain(0.0)  # the probability of being faster at all
-    relatives = arm.relatives(levels)
-    split = stats.clusters(relatives)
-    reasons = []
-    if len(split) == 2 and split[1][1] > 1 + plan.tolerance:
-        (_, low), (n_slow, high) = split
-        risk = max(risk, (n_slow + 1) / (len(relatives) + 2))
-        reasons.append(
-            f"its runs fall into two clusters ({split[0][0]} at {low:.3g}x the defaults' time, "
-            f"{n_slow} at {high:.3g}x)"
-        )
-    runs = len(relatives)
-    floor = 1 if _dominant(arm, levels) else min_runs(plan.risk)
-    if runs < floor:
-        reasons.insert(0, f"{runs} run(s): fewer than {floor}")
-    worthwhile = 1.0 + plan.min_gain
-    by_expectation = plan.risk >= bayes.EXPECTED_VALUE
-    limit = plan.risk / looks  # each arm looked at was a chance to pass by luck
-    if expected <= worthwhile:
-        reasons.insert(0, f"expected {expected:.3g}x: not faster" if expected <= 1.0 else
-                       f"expected {expected:.3g}x: below the worthwhile "
-                       f"{100 * plan.min_gain:g} % gain")  # fmt: skip
-    elif not by_expectation and risk >= limit:
-        over = f" ({100 * plan.risk:g} % over {looks} arms measured)" if looks > 1 else ""
-        reasons.insert(0, f"risk of being more than {plan.tolerance:.0%} slower "
-                          f"{100 * risk:.1f} % is not below {100 * limit:.3g} %{over}")  # fmt: skip
-    elif not by_expectation and faster <= 0.5:
-        reasons.insert(0, f"faster than the defaults with probability {100 * faster:.1f} % "
-                          "only: not more likely than not")  # fmt: skip
-    accepted = (
-        bayes.acceptable(post, plan.risk, plan.tolerance, risk, plan.min_gain, limit)
-        and runs >= floor
-    )
-    return Judgement(expected, interval, risk, split, accepted, "; ".join(reasons),
-                     faster, post.median())  # fmt: skip
-
-
-def _dominant(arm: Arm, levels: Levels) -> bool:
-    """Whether every run of ``arm`` beats every run of the defaults by ``DOMINANT``: a
-    difference no noise of the study makes, whatever the runs' count."""
-    mine = [v for _, v in [*arm.search, *arm.rounds.values()]]
-    theirs = levels.values()
-    return bool(mine and theirs) and max(mine) * DOMINANT <= min(theirs)
-
-
-def say(j: Judgement, tolerance: float) -> str:
-    """The verdict's figures in words. The mean and the probability of being faster point
-    the same way for most posteriors; where they do not (a few fast runs lift the mean of a
-    configuration that is most likely no faster, or the reverse), the median is said too,
-    and which figure the rule used."""
-    low, high = j.interval
-    text = (
-        f"expected {j.expected:.3g}x ({round(100 * bayes.LEVEL)} % interval {low:.3g}-"
-        f"{high:.3g}); risk of being more than {tolerance:.0%} slower: {100 * j.risk:.1f} %"
-    )
-    if math.isnan(j.faster):
-        return text
-    text += f"; faster than the defaults with probability {100 * j.faster:.1f} %"
-    if (j.expected > 1.0) != (j.faster > 0.5):
-        text += (
-            f" (median {j.median:.3g}x: the mean is "
-            f"{'lifted by a few fast' if j.expected > 1.0 else 'lowered by a few slow'} runs; "
-            "the rule asks for both)"
-        )
-    return text
+    @property
+    def passed(self) -> bool:
+        return self.last is not None and self.last.passed
 
 
 def _arms(view: StudyView, defaults: dict[str, Value] | None) -> list[Arm]:
@@ -303,89 +114,6 @@ def _stream(view: StudyView) -> list[tuple[int, float]]:
         for run in r.runs
         if run.value is not None and run.seq is not None
     ]
-
-
-def _scale(arms: Sequence[Arm], levels: Levels) -> float:
-    """The noise of one run's log ratio (:func:`commtune.bayes.noise_scale`). Where the
-    defaults' runs fall into two clusters, the ratios of successive controls are taken in
-    the usual one: a jump between the machine's modes is the mode's (``levels.slow``),
-    not one run's noise, and counted as noise it widened every posterior until a
-    configuration's three runs 9 % faster read as no faster."""
-    return bayes.noise_scale({i: a.logs(levels) for i, a in enumerate(arms)}, levels.quiet())
-
-
-def _fit(arms: Sequence[Arm], levels: Levels, scale: float) -> None:
-    logs: dict[Hashable, Sequence[float]] = {i: a.logs(levels) for i, a in enumerate(arms)}
-    shared: dict[Hashable, int] = {i: a.shared(levels) for i, a in enumerate(arms)}
-    posts = bayes.fit(logs, scale, levels.slow, shared)
-    own = bayes.fit(logs, scale, levels.slow, shared, pooled=False)
-    for i, a in enumerate(arms):
-        a.posterior, a.hope = posts.get(i), own.get(i)
-
-
-def _expected(arm: Arm) -> float:
-    """The arm's expected speedup on the shrunk posterior: what ranks the arm that would be
-    handed back (0 before it has one)."""
-    return arm.posterior.expected() if arm.posterior is not None else 0.0
-
-
-def _open(contenders: Sequence[Arm], passing: Sequence[Arm], plan: Plan) -> bool:
-    """Whether the decision is still open: ``contenders`` best first by what their own runs
-    say (``Arm.hope``), ``passing`` those of them the rule accepts now."""
-    if not contenders:
-        return False
-    margin = max(plan.tolerance, plan.min_gain)
-    if all(a.hope.gain(margin) < FUTILE for a in contenders):  # type: ignore[union-attr]
-        return False  # nothing its own runs call likely to be worth setting
-    if not passing:
-        return True
-    best = max(passing, key=_expected)
-    return any(
-        a.posterior.above(best.posterior, plan.tolerance) >= CLEAR  # type: ignore[union-attr,arg-type]
-        for a in contenders
-        if a is not best
-    )
-
-
-def _looks(arms: Sequence[Arm]) -> int:
-    """The arms the duel measured: each was a chance to accept a slower one by luck (the
-    rule asks for a risk below ``risk / looks``; measured against no correction in
-    docs/benchmarks.md, issue 47, sixth part: at a risk of 5 % the tail fell from 7 to 2 of
-    920 studies at the same gain captured)."""
-    return max(1, sum(1 for a in arms if a.rounds))
-
-
-def _pick(
-    contenders: Sequence[Arm],
-    passing: Sequence[Arm],
-    champion: Arm | None,
-    plan: Plan,
-    rng: np.random.Generator,
-) -> Arm:
-    """The arm of the next round. Until one passes the rule: the champion, first the arm
-    its own runs call fastest (``contenders[0]``), kept while no contender is expected to
-    be faster than it by more than the tolerance (both posteriors shrunk alike: one lucky
-    run of another does not take the runs away), else that contender. Then top-two
-    Thompson sampling: the arm a posterior draw calls best, or, in ``1 - TOP_TWO`` of the
-    rounds, the one a further draw calls best instead."""
-    if not passing:
-        if champion is None or champion.failure or all(a is not champion for a in contenders):
-            return contenders[0]
-        leader = max(contenders, key=_expected)
-        ahead = _expected(leader) > _expected(champion) * (1 + plan.tolerance)
-        return leader if ahead else champion
-
-    def best() -> Arm:
-        return max(contenders, key=lambda a: a.posterior.draw(rng))  # type: ignore[union-attr]
-
-    first = best()
-    if len(contenders) == 1 or rng.random() < TOP_TWO:
-        return first
-    for _ in range(20):
-        other = best()
-        if other is not first:
-            return other
-    return first
 
 
 def verdict(
@@ -424,58 +152,73 @@ def decide(
             return exact
         ui.warn("the best configuration gave another value when run again: the runs are not "
                 "deterministic after all; deciding on their noise")  # fmt: skip
-    levels = Levels(_stream(view))
-    default: dict[int, float] = {}  # duel round -> the defaults' run
-    default_others: dict[int, dict[str, float | None]] = {}  # and its further objectives
+    earlier = [v for _, v in _stream(view)]
+    room = None if plan.max_runs is None else plan.max_runs - view.runs_spent()
+    left = 2 * rule.UNBOUNDED if room is None else max(0, room)
+    default_others: dict[int, dict[str, float | None]] = {}  # round -> the defaults' objectives
     seq = view.runs_spent()
-    room = None if plan.max_runs is None else plan.max_runs - seq
-    left = 2 * UNBOUNDED_ROUNDS if room is None else max(0, room)
-    rng = np.random.default_rng(plan.seed if plan.seed is not None else 0)
-    scale = _scale(arms, levels)
-    _fit(arms, levels, scale)
-    champion: Arm | None = None
-    with ui.progress("deciding: the contenders against the defaults", left) as bar:
-        i = 0
-        while left > 0:
-            contenders = sorted(
-                (a for a in arms if not a.failure),
-                key=lambda a: -a.hope.expected(),  # type: ignore[union-attr]
-            )[:CONTENDERS]
-            looks = _looks(arms)  # the rule judged once a round, as the verdict judges
-            passing = [a for a in contenders if judge(a, levels, plan, looks).accepted]
-            if not _open(contenders, passing, plan):
+    with ui.progress("deciding: the search's best beside the defaults", left) as bar:
+        rounds = 0
+        for arm in _order(arms, earlier):
+            k = 1 + sum(1 for a in arms if a.tested)
+            arm.earlier = earlier if k == 1 else []
+            arm.schedule = rule.looks(plan.risk, k, left // 2, len(arm.earlier))
+            if not arm.schedule:
                 break
-            arm = _pick(contenders, passing, champion, plan, rng)
-            # the champion is the arm that would be handed back: a passing arm that falls
-            # back below the rule keeps the runs, not the one top-two sampling tried last
-            champion = max(passing, key=_expected) if passing else arm
-            pair: list[Arm | None] = [arm]
-            if i % PAIR_EVERY == 0 and left >= 2:  # the defaults beside it, order alternating
-                pair = [None, arm] if (i // PAIR_EVERY) % 2 == 0 else [arm, None]
-            left -= len(pair)
-            for which in pair:
-                run = executor.run(None if which is None else which.config, timeout)
-                seq += 1
-                bar.advance()
-                if run.value is None:  # a failed run is no evidence; its arm is out
-                    if which is not None:
-                        which.failure = f"failed when run again: {run.failure}"
-                    continue
-                if which is None:
-                    default[i] = run.value
-                    default_others[i] = dict(run.secondary)
-                    levels.add(seq, run.value)
-                else:
-                    which.rounds[i] = (seq, run.value)
-                    which.others[i] = dict(run.secondary)
-            scale = _scale(arms, levels)
-            _fit(arms, levels, scale)
-            i += 1
+            arm.tested = k
+            while left >= 2 and not arm.failure and not arm.passed:
+                for which in (None, arm) if rounds % 2 == 0 else (arm, None):
+                    run = executor.run(None if which is None else which.config, timeout)
+                    left -= 1
+                    seq += 1
+                    bar.advance()
+                    if run.value is None:  # a failed run is no evidence; its arm is out
+                        whose = "failed when run again" if which else "the defaults' run failed"
+                        arm.failure = f"{whose}: {run.failure}"
+                        break
+                    if which is None:
+                        arm.beside[rounds] = run.value
+                        default_others[rounds] = dict(run.secondary)
+                    else:
+                        arm.rounds[rounds] = (seq, run.value)
+                        arm.others[rounds] = dict(run.secondary)
+                rounds += 1
+                if not arm.failure:
+                    _look(arm, plan)
+                if arm.dropped:
+                    break
     objectives = {id(a): compare_others(default_others, a.others) for a in arms}
-    acc = _verdict(arms, levels, default, plan, len(view.ran()), scale, objectives)
+    acc = _verdict(arms, plan, len(view.ran()), objectives)
     acc = without_defaults(acc, view)
     set_acceptance(study, acc)
     return acc
+
+
+def _order(arms: Sequence[Arm], earlier: Sequence[float]) -> list[Arm]:
+    """The arms the verdict may test, fastest first by their search runs, at most
+    ``CONTENDERS``; none if none of them beat the defaults' median."""
+    ranked = sorted(arms, key=lambda a: (a.searched(), a.trial))[:CONTENDERS]
+    if not ranked or (earlier and ranked[0].searched() >= stats.median(earlier)):
+        return []
+    return ranked
+
+
+def _look(arm: Arm, plan: Plan) -> None:
+    """The rule after this round (a look where the arm's schedule has one); the arm dropped
+    where its runs beside the defaults show it no faster, or where no look to come could
+    pass it."""
+    defaults, mine = arm.pairs()
+    n = len(mine)
+    arm.last = rule.test(defaults, mine, limit=rule.limit_at(arm.schedule, n),
+                         tolerance=plan.tolerance, min_gain=plan.min_gain)  # fmt: skip
+    if arm.passed:
+        return
+    if n >= arm.schedule[-1][0]:
+        arm.dropped = f"its {n} runs beside the defaults ended without passing"
+    elif n >= rule.NO_FASTER_AFTER and arm.last.speedup <= 1.0:
+        arm.dropped = f"no faster in {n} runs beside the defaults ({arm.last.speedup:.3g}x)"
+    elif not rule.could_pass(arm.schedule, defaults, mine, plan.tolerance):
+        arm.dropped = f"after {n} runs beside the defaults, no run left could make it pass"
 
 
 def _exact(
@@ -512,91 +255,98 @@ def _exact(
 
 def _verdict(
     arms: list[Arm],
-    levels: Levels,
-    default: dict[int, float],
     plan: Plan,
     n_measured: int,
-    scale: float,
     objectives: dict[int, dict[str, Any]],
 ) -> Acceptance:
-    """The arm handed back: the one of highest expected speedup among those the rule
-    accepts, else the leader (not accepted: the defaults are kept), with its figures."""
-    ok = [a for a in arms if not a.failure and a.posterior is not None]
-    judged = {id(a): judge(a, levels, plan, _looks(arms)) for a in ok}
-    passing = [a for a in ok if judged[id(a)].accepted]
-    pool = passing or ok or arms
-    winner = max(pool, key=_expected)
+    """The arm handed back: the passing one of highest estimate, else the tested one of
+    highest estimate (not accepted: the defaults are kept), with its figures."""
+    tested = [a for a in arms if a.last is not None and not a.failure]
+    passing = [a for a in tested if a.passed]
+    pool = passing or tested
     extra: dict[str, Any] = {
         "gate": "risk",
         "tolerance": plan.tolerance,
         "risk_limit": plan.risk,
         "min_gain": plan.min_gain,
-        "noise_scale": scale,
-        "candidates": [
-            _listed(a, judged.get(id(a)), levels, objectives[id(a)])
-            for a in arms
-            if a.rounds or a.failure or a is winner
-        ],
+        "candidates": [_listed(a, objectives[id(a)]) for a in arms if a.tested],
         "statistic": plan.statistic,
-        "rounds": list(default),
         "arms": len(arms),
+        "tested": sum(1 for a in arms if a.tested),
     }
-    j = judged.get(id(winner))
-    if j is None:  # every arm failed when run again
+    if not pool:
         failures = "; ".join(f"trial {a.trial} {a.failure}" for a in arms if a.failure)
-        return Acceptance(Source.SEARCH, dict(winner.config), False, failures,
-                          trial=winner.trial, measured_trials=n_measured,
-                          default_values=list(default.values()), extra=extra)  # fmt: skip
-    assert winner.posterior is not None
+        best = min(arms, key=Arm.searched)
+        reason = failures or _untested(arms, plan)
+        return Acceptance(Source.SEARCH, dict(best.config), False, reason, trial=best.trial,
+                          measured_trials=n_measured, extra=extra)  # fmt: skip
+    winner = max(pool, key=lambda a: a.last.speedup)  # type: ignore[union-attr]
+    t = winner.last
+    assert t is not None
+    defaults, mine = winner.pairs()
     extra.update(
         objectives=objectives[id(winner)],
-        risk=j.risk,
-        faster=j.faster,
-        median=j.median,
-        level=bayes.LEVEL,
-        evidence_runs=len(winner.logs(levels)),
+        p=t.p,
+        share=t.limit,
+        level=rule.LEVEL,
+        evidence_runs=t.runs,
+        earlier=len(winner.earlier),
         search_runs=len(winner.search),
-        posterior=winner.posterior.curve(),
-        said=say(j, plan.tolerance),
-        clusters=[{"runs": n, "median": m} for n, m in j.clusters] if len(j.clusters) == 2 else [],
+        said=t.says(),
+        rounds=[i for i in winner.rounds if i in winner.beside],
     )
-    both = [i for i in winner.rounds if i in default]
-    if both:  # the duel's own rounds: throughput
-        extra["mean_speedup"] = sum(default[i] for i in both) / sum(
-            winner.rounds[i][1] for i in both
-        )
+    reason = ""
+    if not t.passed:
+        more = rule.more_pairs(defaults, mine, limit=winner.schedule[-1][1],
+                               tolerance=plan.tolerance, min_gain=plan.min_gain)  # fmt: skip
+        extra["more_runs"] = None if more is None else 2 * more
+        reason = winner.dropped or "the runs ran out"
+        reason += (f"; about {2 * more} more runs, if they went as these did, would decide"
+                   if more is not None else "; more runs like these would not decide")  # fmt: skip
     return Acceptance(
         Source.SEARCH,
         dict(winner.config),
-        j.accepted,
-        "" if j.accepted else j.reason,
-        speedup=j.expected,
-        ci=j.interval,
+        t.passed,
+        reason,
+        speedup=t.speedup,
+        ci=t.interval,
+        p_value=t.p,
         trial=winner.trial,
         measured_trials=n_measured,
-        default_values=list(default.values()),
-        best_values=[v for _, v in winner.rounds.values()],
+        default_values=[v for a in arms for v in a.beside.values()],
+        best_values=mine,
         extra=extra,
     )
 
 
-def _listed(
-    arm: Arm, j: Judgement | None, levels: Levels, objectives: dict[str, Any]
-) -> dict[str, Any]:
+def _untested(arms: Sequence[Arm], plan: Plan) -> str:
+    """Why no arm was tested."""
+    if not any(a.tested for a in arms):
+        need = 2 * rule.first_pass(rule.total(plan.risk, 1))
+        return (f"no configuration was tested beside the defaults: the search's runs call none "
+                f"likely to be worth setting, or fewer than the {need} runs a pass needs were "
+                "left")  # fmt: skip
+    return "every configuration tested failed"
+
+
+def _listed(arm: Arm, objectives: dict[str, Any]) -> dict[str, Any]:
+    t = arm.last
     return {
         "trial": arm.trial,
         "params": arm.config,
         "values": [v for _, v in arm.rounds.values()],
+        "defaults": list(arm.beside.values()),
         "rounds": list(arm.rounds),
         "search_runs": len(arm.search),
+        "tested": arm.tested,
         "failure": arm.failure,
-        "speedup": j.expected if j else None,
-        "ci": list(j.interval) if j else None,
-        "p_value": None,
-        "risk": j.risk if j else None,
-        "faster": bool(j and j.accepted),
+        "speedup": t.speedup if t else None,
+        "ci": list(t.interval) if t else None,
+        "p_value": t.p if t else None,
+        "share": t.limit if t else None,
+        "faster": bool(t and t.passed),
+        "dropped": arm.dropped or None,
         "objectives": objectives,
-        "dropped": None,
         "key": config_key(arm.config),
-        "evidence_runs": len(arm.logs(levels)),
+        "evidence_runs": t.runs if t else 0,
     }

@@ -7,19 +7,15 @@ from the study's record (the platform's fingerprint, the installation it ran) ag
 one (:func:`differences`); a configuration naming a knob this installation lacks is refused
 (``run``'s own check, before anything runs); else the configuration is run against the
 library's defaults, interleaved (default and configuration in each round, the order
-alternating round by round), and compared on the rounds' pairs
-(:func:`commtune.stats.compare_paired`) after every round from ``MIN_ROUNDS`` on: it stops
-as soon as the configuration is faster beyond noise (*still faster*) or its CI ends below
-``NEGLIGIBLE`` (*no longer faster*: slower, or at most 2 % faster); after ``MAX_ROUNDS``
-without either, it has not shown it is faster and the defaults are used (*no longer
-faster*, undecided). A run that fails (of either) ends the check with
+alternating round by round), and judged by the tuner's rule (:mod:`commtune.rule`, the
+configuration tested alone) at each of its looks: it stops as soon as the configuration
+passes (*still faster*) or, from ``MIN_ROUNDS`` on, its runs show it no faster or its
+interval ends below ``NEGLIGIBLE`` (*no longer faster*: slower, or at most 2 % faster);
+after ``MAX_ROUNDS`` without either, it has not shown it is faster and the defaults are used
+(*no longer faster*, undecided). A run that fails (of either) ends the check with
 :class:`commtune.errors.RunFailed`: a run that did not run is no measurement, and nothing is
-stored. Each look is tested at the level of the tuner's confirmation, which
-also looks again after every round it adds (``tune._confirm``): the same error rates as
-the verdict it checks. (A Bonferroni correction over the looks would need 8 rounds before
-the signed-rank test could say *faster* at all.) The check
-is stored on the study (``checks``) with what it was made on; ``run`` then follows it on
-that installation and platform.
+stored. The check is stored on the study (``checks``) with what it was made on; ``run``
+then follows it on that installation and platform.
 """
 
 from __future__ import annotations
@@ -29,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from commtune import rule as the_rule
 from commtune import stats
 from commtune.errors import RunFailed
 from commtune.knobs import Value
@@ -38,9 +35,8 @@ from commtune.progress import Bar, Progress
 from commtune.study import DEFAULTS
 from commtune.trial import Executor
 
-MIN_ROUNDS = 3
+MIN_ROUNDS = the_rule.NO_FASTER_AFTER  # the rounds before it may be called no faster
 MAX_ROUNDS = 10
-LEVEL = 0.95
 # A configuration whose speedup's CI ends below this is no longer worth setting.
 NEGLIGIBLE = 1.02
 
@@ -164,19 +160,14 @@ def judge_pairs(
     risk: float,
     tolerance: float,
     min_gain: float = 0.0,
-) -> tuple[stats.Comparison, bool]:
-    """``--gate risk``'s rule on a lone configuration's pairs (``bayes.pair_posterior``):
-    the expected speedup with its interval, ``faster`` when the rule accepts it (with the
-    verdict's ``min_gain``: the rule that handed it back); and whether it is unlikely
-    (``risk``) to be more than ``tolerance`` faster at all."""
-    from commtune import bayes
-
-    post = bayes.pair_posterior(default, chosen)
-    low, high = post.interval()
-    ok = bayes.acceptable(post, risk, tolerance, min_gain=min_gain)
-    return stats.Comparison(post.expected(), low, high, float("nan"), ok), post.gain(
-        tolerance
-    ) < risk
+    limit: float | None = None,
+) -> stats.Comparison:
+    """The tuner's rule (:func:`commtune.rule.test`) on a lone configuration's pairs at a
+    look spending ``limit`` of ``risk`` (all of it if None: its one look): the speedup with
+    its interval, ``faster`` when the rule passes it, and the p-value of the rank test."""
+    t = the_rule.test(default, chosen, limit=risk if limit is None else limit,
+                      tolerance=tolerance, min_gain=min_gain)  # fmt: skip
+    return stats.Comparison(t.speedup, t.interval[0], t.interval[1], t.p, t.passed)
 
 
 def run_pair(
@@ -216,7 +207,6 @@ def recheck(
     timeout: float,
     ui: Progress,
     *,
-    statistic: str = DEFAULTS.statistic,
     min_rounds: int = MIN_ROUNDS,
     max_rounds: int = MAX_ROUNDS,
     configured: Executor | None = None,
@@ -224,12 +214,12 @@ def recheck(
 ) -> tuple[str, stats.Comparison | None, int, int, bool]:
     """The sequential interleaved comparison (module docstring): (verdict, comparison,
     rounds, runs, decided); a run that fails raises :class:`RunFailed` (no measurement).
-    ``executor`` runs the defaults, ``configured`` (the
-    same if None) the configuration: it may carry variables only the configuration sets
-    (the selection file of a sampled one). ``rule``: (risk, tolerance, min_gain) of a verdict of
-    ``--gate risk``, judged by the same rule (:func:`judge_pairs`); None: the strict
-    gate's signed-rank test."""
-    level = LEVEL
+    ``executor`` runs the defaults, ``configured`` (the same if None) the configuration: it
+    may carry variables only the configuration sets (the selection file of a sampled one).
+    ``rule``: (risk, tolerance, min_gain) of the verdict checked (None: the tuner's
+    defaults)."""
+    risk, tolerance, min_gain = rule or (DEFAULTS.risk, DEFAULTS.tolerance, DEFAULTS.min_gain)
+    schedule = the_rule.looks(risk, 0, max_rounds)
     default: list[float] = []
     chosen: list[float] = []
     runs = 0
@@ -242,16 +232,12 @@ def recheck(
             runs += 2
             default.append(d)
             chosen.append(c)
-            if len(default) >= min_rounds:
-                if rule is None:
-                    cmp = stats.compare_paired(default, chosen, level=level, stat=statistic)
-                else:
-                    cmp, worthless = judge_pairs(default, chosen, *rule)
-                    if worthless:  # nothing is likely to be worth setting
-                        return NO_LONGER_FASTER, cmp, rounds, runs, True
+            limit = the_rule.limit_at(schedule, rounds)
+            if limit > 0 or rounds >= min_rounds:
+                cmp = judge_pairs(default, chosen, risk, tolerance, min_gain, limit)
                 if cmp.faster:
                     return STILL_FASTER, cmp, rounds, runs, True
-                if cmp.ci_high < NEGLIGIBLE:
+                if rounds >= min_rounds and (cmp.ci_high < NEGLIGIBLE or cmp.speedup <= 1.0):
                     return NO_LONGER_FASTER, cmp, rounds, runs, True
             if i + 1 >= min_rounds and i + 1 < max_rounds:
                 bar.grow(2)
