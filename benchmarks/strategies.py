@@ -704,8 +704,8 @@ def main() -> int:
                         "search gets the runs they leave)")  # fmt: skip
     parser.add_argument("--risk", type=float, default=DEFAULTS.risk,
                         help="with --tables: the tuner's --risk")  # fmt: skip
-    parser.add_argument("--min-gain", type=float, default=100 * DEFAULTS.min_gain,
-                        help="with --tables: the tuner's --min-gain, in percent")  # fmt: skip
+    parser.add_argument("--min-gain", type=float, default=DEFAULTS.min_gain,
+                        help="with --tables: the tuner's --min-gain (a fraction)")  # fmt: skip
     parser.add_argument("--risks", type=lambda t: [float(x) for x in t.split(",")],
                         help="with --tables: the gain-against-tail curve of the tuner's "
                         "--risk at these values (e.g. 0.01,0.05,0.5), TPE and random at "
@@ -716,7 +716,7 @@ def main() -> int:
     args = parser.parse_args()
     OPTIONS.explore = args.explore
     OPTIONS.truth, OPTIONS.confirm = args.truth, args.confirm
-    OPTIONS.risk, OPTIONS.min_gain = args.risk, args.min_gain / 100
+    OPTIONS.risk, OPTIONS.min_gain = args.risk, args.min_gain
     if args.tables is not None:
         start = time.perf_counter()
         names = args.tables or (args.surfaces.split(",") if args.surfaces else tables())

@@ -61,6 +61,12 @@ def check_error(
         (["tune", "--trials", "0", *TRUE_OMPI], "must be positive"),
         (["tune", "--max-runs", "12", *TRUE_OMPI], "--max-runs 12 leaves no run to search"),
         (["tune", "--objective", "p99", *TRUE_OMPI], "invalid choice: 'p99'"),
+        # flags that do what they say (issue 66): the strict gate's refused under the default,
+        # one convention for shares (a fraction, or a percentage with its sign)
+        (["tune", "--top", "2", *TRUE_OMPI], "--top is --gate strict's"),
+        (["tune", "--fixed-repeats", *TRUE_OMPI], "--fixed-repeats is --gate strict's"),
+        (["tune", "--min-gain", "5", *TRUE_OMPI], "a fraction (0.05) or a percentage"),
+        (["tune", "--risk", "20", *TRUE_OMPI], "a fraction (0.05) or a percentage"),
         (["tune", "--preset", "nope", *TRUE_OMPI], "invalid choice"),
         # the I/O knobs: an MPI-IO hint or HDF5 property the catalog does not have, a value
         # outside the domain

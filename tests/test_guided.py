@@ -166,7 +166,7 @@ def test_no_knob_named_the_first_reference_run_chooses_the_space(
     count = tmp_path / "launches"
     program = ["sh", "-c", f'echo x >> {count}; exec "$0" "$@"', solver, "3000"]
     argv = ["tune", "--mpi", "openmpi", "--storage", f"sqlite:///{tmp_path}/s.db",
-            "--trials", "2", "--repeats", "2", "--fixed-repeats", "--confirm", "0",
+            "--trials", "2", "--repeats", "2", "--confirm", "0",
             "--metric", METRIC, "--json", "--", *inst.command(2, program)]  # fmt: skip
     code, out, err = run_cli(argv, capsys)
     assert code == 0, err

@@ -268,3 +268,16 @@ def test_no_gain_is_claimed_from_the_defaults_fast_mode() -> None:
             for seed in range(20)]  # fmt: skip
     claims = [a.speedup for a in null if a is not None and a.accepted]
     assert len(claims) <= 1 and all(s is not None and s < 1.15 for s in claims), claims
+
+
+def test_shares_are_written_one_way_for_every_flag() -> None:
+    """--risk, --tolerance and --min-gain read a fraction or a percentage with its sign
+    alike (--min-gain was in percent: 5 meant 5 %)."""
+    from commtune.cli import build_parser
+    from commtune.cli.tuning import plan_of
+
+    args = build_parser().parse_args(
+        ["tune", "--risk", "10%", "--tolerance", "0.03", "--min-gain", "5%"]
+    )
+    plan = plan_of(args)
+    assert (plan.risk, plan.tolerance, plan.min_gain) == pytest.approx((0.1, 0.03, 0.05))

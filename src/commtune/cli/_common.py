@@ -64,15 +64,19 @@ def probability(text: str) -> float:
     return value
 
 
-def percentage(text: str) -> float:
-    """A percentage from 0 to below 100 (``1`` or ``1%``), as a fraction (0.01)."""
+def fraction(text: str) -> float:
+    """A share from 0 to below 1, written as a fraction (``0.05``) or as a percentage with
+    its sign (``5%``): the one convention of ``--risk``, ``--tolerance`` and ``--min-gain``."""
+    body = text.strip()
     try:
-        value = float(text.strip().removesuffix("%"))
+        value = float(body.removesuffix("%")) / (100 if body.endswith("%") else 1)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
-    if not 0 <= value < 100:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage from 0 to below 100")
-    return value / 100
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a share below 1, as a fraction (0.05) or a percentage with its sign (5%)"
+        )
+    return value
 
 
 def nonnegative_int(text: str) -> int:

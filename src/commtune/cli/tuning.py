@@ -15,11 +15,10 @@ from commtune.cli._common import (
     add_mpi,
     add_storage,
     default_storage,
+    fraction,
     nonnegative_int,
-    percentage,
     positive,
     print_json,
-    probability,
 )
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
@@ -77,14 +76,17 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--repeats",
         type=positive(int),
-        help=f"most runs per configuration (default {DEFAULTS.repeats}; 2 where --max-runs "
-        "cannot give every trial 3): raced, a configuration clearly slower than the best so "
-        "far stops after one",
+        help=f"runs of the reference, the defaults measured first (default {DEFAULTS.repeats}; "
+        "2 where --max-runs cannot give every trial 3); under --gate strict also the most "
+        "runs of each configuration, raced (a clearly slower one stops after one). Under the "
+        "default --gate risk the search runs each configuration once and the verdict's rule "
+        "decides how often one is run again",
     )
     p.add_argument(
         "--fixed-repeats",
         action="store_true",
-        help="give every configuration all --repeats runs (no racing)",
+        help="--gate strict: give every configuration all --repeats runs (no racing); "
+        "refused under --gate risk, whose search runs each configuration once",
     )
     p.add_argument(
         "--assume-noise",
@@ -97,8 +99,9 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         "--objective",
         choices=OBJECTIVES,
         default=DEFAULTS.statistic,
-        help="statistic of a configuration's runs: median (default), mean (what throughput "
-        "follows) or p90 (penalises a heavy tail)",
+        help="statistic of a configuration's runs the search ranks by: median (default), "
+        "mean (what throughput follows) or p90 (penalises a heavy tail); the verdict's "
+        "rank test (--gate risk) compares every run, not a statistic of them",
     )
     p.add_argument(
         "--max-runs",
@@ -111,31 +114,30 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         "--gate",
         choices=GATES,
         default=DEFAULTS.gate,
-        help="how the verdict decides: 'risk' (default) accepts a configuration whose "
-        "expected speedup, from every run of it, is above 1 and whose probability of being "
-        "more than --tolerance slower than the defaults is below --risk; 'strict' confirms "
-        "the --top best in --confirm rounds with a signed-rank test at 5 %%",
+        help="how the verdict decides: 'risk' (default) runs the search's best beside the "
+        "defaults and hands one back only where a configuration --tolerance slower would "
+        "win its pairs of runs with a chance below --risk (docs/architecture.md, 'The "
+        "verdict'); 'strict' confirms the --top best in --confirm rounds with a "
+        "signed-rank test at 5 %%",
     )
     p.add_argument(
         "--risk",
-        type=probability,
+        type=fraction,
         default=DEFAULTS.risk,
-        help=f"--gate risk: the largest accepted probability of being more than --tolerance "
-        f"slower than the defaults (default {DEFAULTS.risk:g}); from 0.5 the verdict hands "
-        "back the highest expected speedup",
+        help=f"--gate risk: the chance, at most, that what the study hands back is more than "
+        f"--tolerance slower than the defaults (default {DEFAULTS.risk:g}: 5 %%); a higher "
+        "risk hands back more often, on fewer runs",
     )
     p.add_argument(
         "--min-gain",
-        type=percentage,
+        type=fraction,
         default=DEFAULTS.min_gain,
-        metavar="PERCENT",
-        help=f"--gate risk: the smallest gain worth a change, in percent: the expected "
-        f"speedup, corrected for the winner's curse, must clear it (default "
-        f"{100 * DEFAULTS.min_gain:g})",
+        help=f"--gate risk: the smallest gain worth a change: the estimated speedup must clear "
+        f"1 + it (default {DEFAULTS.min_gain:g}: 1 %%)",
     )
     p.add_argument(
         "--tolerance",
-        type=probability,
+        type=fraction,
         default=DEFAULTS.tolerance,
         help=f"--gate risk: the slowdown that counts as one (default {DEFAULTS.tolerance:g}: 2 %%)",
     )
@@ -154,14 +156,16 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         "--confirm",
         type=nonnegative_int,
         default=DEFAULTS.confirm,
-        help="first rounds of the confirmation: the best configurations and the default "
-        "once each per round, more rounds while undecided, up to 3x (0: skip)",
+        help="0: no verdict (the search's best is shown, nothing handed back); under --gate "
+        "strict, the first rounds of the confirmation: the best configurations and the "
+        "default once each per round, more rounds while undecided, up to 3x",
     )
     p.add_argument(
         "--top",
         type=positive(int),
-        default=DEFAULTS.top,
-        help=f"configurations the confirmation runs against the default (default {DEFAULTS.top})",
+        help=f"--gate strict: configurations the confirmation runs against the default "
+        f"(default {DEFAULTS.top}); refused under --gate risk, which tests the search's best "
+        "in turn",
     )
     p.add_argument(
         "--metric",
@@ -270,6 +274,11 @@ def plan_of(args: argparse.Namespace) -> Plan:
             sbatch = tuple(shlex.split(sbatch))
         except ValueError as exc:
             raise UsageError(f"--sbatch {args.sbatch!r}: {exc}") from None
+    strict_only = {"--top": args.top is not None, "--fixed-repeats": args.fixed_repeats}
+    for flag in (f for f, given in strict_only.items() if given and args.gate == "risk"):
+        raise UsageError(f"{flag} is --gate strict's: the default verdict (--gate risk) runs "
+                         "each configuration once in the search and tests the search's best "
+                         "in turn; drop it, or add --gate strict")  # fmt: skip
     return Plan(
         strategy=args.strategy,
         strategy_options=_strategy_options(args.strategy_option),
@@ -279,7 +288,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         timeout=args.timeout,
         reference_timeout=args.reference_timeout,
         confirm=args.confirm,
-        top=args.top,
+        top=DEFAULTS.top if args.top is None else args.top,
         max_runs=args.max_runs,
         gate=args.gate,
         risk=args.risk,

@@ -205,10 +205,6 @@ def _verdict(s: StudyData, prefix: str) -> str:
             candidates = {"best": acc.best_values}
         if acc.default_values and candidates:
             body += _img(plots.confirmation(acc.default_values, candidates), "confirmation runs")
-        extra = acc.extra
-        if extra.get("posterior"):
-            curve = plots.posterior(extra["posterior"], extra["tolerance"], extra["risk"])
-            body += _img(curve, "posterior of the speedup")
         rows = [(c.get("trial"), f"{c['speedup']:.2f}x" if c.get("speedup") else "-",
                  f"[{c['ci'][0]:.2f}, {c['ci'][1]:.2f}]" if c.get("ci") else "-",
                  len(c.get("values") or []), c.get("failure") or "")

@@ -170,24 +170,6 @@ def confirmation(default: Sequence[float], candidates: Mapping[str, Sequence[flo
     return png(fig)
 
 
-def posterior(curve: Mapping[str, Sequence[float]], tolerance: float, risk: float) -> str:
-    """The posterior density of the handed-back configuration's speedup over the defaults
-    (``--gate risk``), the defaults at 1 and the tolerated slowdown shaded."""
-    fig, ax = _figure(width=6.0, height=3.2)
-    xs, ys = list(curve["speedup"]), list(curve["density"])
-    ax.plot(xs, ys, color=BEST)
-    ax.fill_between(xs, ys, color=BEST, alpha=0.25)
-    ax.axvline(1.0, color=CONTROL, linestyle="--", linewidth=1, label="the defaults")
-    slow = 1 / (1 + tolerance)
-    ax.axvspan(min(xs[0], slow), slow, color="red", alpha=0.1,
-               label=f"> {tolerance:.0%} slower: {100 * risk:.1f} %")  # fmt: skip
-    ax.set_xlabel("speedup over the defaults")
-    ax.set_ylabel("posterior density")
-    ax.legend(fontsize=8)
-    ax.set_title("what every run says of the speedup", fontsize=10)
-    return png(fig)
-
-
 def compared_convergence(studies: Sequence[StudyData]) -> str:
     """The best-so-far curves of several studies on one axis."""
     fig, ax = _figure()

@@ -145,12 +145,13 @@ def _exact_lines(acc: Acceptance) -> list[str]:
 
 
 def _risk_lines(acc: Acceptance) -> list[str]:
-    """``--gate risk``'s verdict: every run of every arm, the expected gain and the risk."""
+    """``--gate risk``'s verdict (:mod:`commtune.rule`): each configuration tested beside
+    the defaults, what its runs there say, and the rule's sentence for the one handed back
+    (or, where none passed, the best tested)."""
     extra = acc.extra
-    duel = acc.runs()
     head = (
-        f"verdict from every run ({extra.get('arms', 0)} configurations measured; {duel} "
-        "runs beside the defaults where the decision was open)"
+        f"verdict on fresh runs ({extra.get('arms', 0)} configurations measured by the "
+        f"search, {extra.get('tested', 0)} tested beside the defaults in {acc.runs()} runs)"
     )
     lines = [head]
     for c in extra.get("candidates") or []:
@@ -158,18 +159,16 @@ def _risk_lines(acc: Acceptance) -> list[str]:
             lines.append(f"  trial {c['trial']}: {c['failure']}")
         elif c.get("speedup") is not None:
             low, high = c["ci"]
+            end = "passed" if c["faster"] else (c.get("dropped") or "not passed")
             lines.append(
-                f"  trial {c['trial']} ({c['evidence_runs']} runs): expected "
-                f"{c['speedup']:.3f}x ({low:.3f}-{high:.3f}), risk {100 * c['risk']:.1f} %"
+                f"  trial {c['trial']} ({len(c['values'])} runs): {c['speedup']:.3f}x "
+                f"({low:.3f}-{high:.3f}), p = {c['p_value']:.2g}: {end}"
             )
     if extra.get("said"):
-        lines.append(
-            f"trial {acc.trial}: {extra['said']} ({extra.get('evidence_runs', 0)} runs: "
-            f"{extra.get('search_runs', 0)} in the search, {len(acc.best_values)} beside the "
-            "defaults)"
-        )
-    for c in extra.get("clusters") or []:
-        lines.append(f"  a cluster of {c['runs']} runs at {c['median']:.3g}x the defaults' time")
+        earlier = extra.get("earlier") or 0
+        also = f" and the search's {earlier} runs of the defaults" if earlier else ""
+        lines.append(f"trial {acc.trial}: {extra['said']} (its runs compared with the "
+                     f"defaults' beside them{also})")  # fmt: skip
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: trial {acc.trial}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]

@@ -92,7 +92,8 @@ class TuneResult:
             "gate": acc.extra.get("gate", "strict") if acc else None,
             "expected": acc.speedup if risky and acc else None,
             "interval": list(acc.ci) if risky and acc and acc.ci else None,
-            **{k: risky.get(k) for k in ("risk", "tolerance", "evidence_runs", "said")},
+            **{k: risky.get(k) for k in ("share", "tolerance", "evidence_runs", "said")},
+            "more_runs": risky.get("more_runs"),
         }
 
 
