@@ -1,7 +1,8 @@
 """What ``--risk`` holds: how often the verdict hands back a configuration that is slower.
 
-    python benchmarks/risk_calibration.py [--seeds 200] [--noises 0.03,0.05,0.1]
+    python benchmarks/risk_calibration.py [--seeds 200] [--noises 0.03,0.05,0.1,0.2]
         [--choices 6,16] [--slower 0.04] [--risk 0.05] [--jobs 2] [--json]
+    python benchmarks/risk_calibration.py --figure docs/benchmarks/risk_rule.png
 
 A machine where every configuration but the defaults is ``--slower`` (4 %: beyond the 2 %
 tolerance) slower than the defaults, and one where all are equal (``--slower 0``: the null
@@ -12,6 +13,11 @@ at ``--risk``). On the slower machine anything handed back is a slowdown: the sh
 studies that hand something back is the realised rate of what ``--risk`` bounds, printed with
 its 95 % interval (Clopper-Pearson). On the null machine nothing costs the user speed; the
 figure is how often a gain is claimed, and how large.
+
+``--figure PNG`` draws the rule itself (docs/architecture.md, "The verdict, on one page"):
+for the first configuration tested with 5 pairs of runs left and 6 runs of the defaults
+from the search, the chance that one 2 % slower wins at least k pairs, against the share of
+the risk each of its looks may spend.
 
 This is the adversarial case, not the tables' (``benchmarks/strategies.py --tables``), where
 few configurations sit just beyond the tolerance.
@@ -24,6 +30,7 @@ import json
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
@@ -84,6 +91,37 @@ def summarise(case: Case, results: list[tuple[bool, float | None]]) -> dict:
             "claims_max": max(claims) if claims else None}  # fmt: skip
 
 
+def figure(risk: float, path: Path, pairs: int = 5, earlier: int = 6) -> None:
+    """The chance that a configuration 2 % slower wins at least k of the pairs of runs, at
+    each of the first configuration's looks, against the share the look may spend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from commtune import rule
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+    for (n, share), color in zip(rule.looks(risk, 1, pairs, earlier), ("C0", "C1"), strict=False):
+        null = rule._null(n, n + earlier)
+        tail = np.cumsum(null[::-1])[::-1]  # P(U >= k)
+        ks = np.arange(len(tail)) / (n * (n + earlier))
+        said = f"after {n} pairs: {n} runs against {n + earlier} of the defaults"
+        ax.step(ks, tail, where="post", color=color, label=said)
+        ax.axhline(share, color=color, linestyle="--", linewidth=1,
+                   label=f"the share this look may spend: {100 * share:.2g} %")  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_ylim(1e-5, 1.2)
+    ax.set_xlabel("share of the pairs of runs it wins (its runs counted 2 % slower)")
+    ax.set_ylabel("chance for one 2 % slower")
+    ax.set_title(f"--risk {risk:g}: the first configuration tested passes below its line",
+                 fontsize=10)  # fmt: skip
+    ax.legend(fontsize=7, loc="lower left")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=200, help="studies per case")
@@ -96,7 +134,12 @@ def main() -> int:
     parser.add_argument("--risk", type=float, default=DEFAULTS.risk, help="the tuner's --risk")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
+    parser.add_argument("--figure", type=Path, help="draw the rule at --risk here, and stop")
     args = parser.parse_args()
+    if args.figure is not None:
+        figure(args.risk, args.figure)
+        print(f"plot: {args.figure}")
+        return 0
     try:
         cases = [Case(float(n), int(c), float(s), args.risk) for s in args.slower.split(",")
                  for n in args.noises.split(",") for c in args.choices.split(",")]  # fmt: skip

@@ -159,11 +159,20 @@ def decide(
     seq = view.runs_spent()
     with ui.progress("deciding: the search's best beside the defaults", left) as bar:
         rounds = 0
-        for arm in _order(arms, earlier):
+        order = _order(arms, earlier)
+        why = "" if order else (
+            f"none of the {len(arms)} configurations the search measured beat the median of "
+            f"the defaults' {len(earlier)} runs: no run spent on a verdict")  # fmt: skip
+        for arm in order:
             k = 1 + sum(1 for a in arms if a.tested)
             arm.earlier = earlier if k == 1 else []
             arm.schedule = rule.looks(plan.risk, k, left // 2, len(arm.earlier))
             if not arm.schedule:
+                if k == 1:
+                    need = 2 * rule.first_pass(rule.total(plan.risk, 1), len(earlier))
+                    why = (f"{left} runs were left for the verdict, fewer than the "
+                           f"{need} a first pass needs at --risk {plan.risk:g}: raise "
+                           "--max-runs")  # fmt: skip
                 break
             arm.tested = k
             while left >= 2 and not arm.failure and not arm.passed:
@@ -188,7 +197,7 @@ def decide(
                 if arm.dropped:
                     break
     objectives = {id(a): compare_others(default_others, a.others) for a in arms}
-    acc = _verdict(arms, plan, len(view.ran()), objectives)
+    acc = _verdict(arms, plan, len(view.ran()), objectives, why)
     acc = without_defaults(acc, view)
     set_acceptance(study, acc)
     return acc
@@ -258,6 +267,7 @@ def _verdict(
     plan: Plan,
     n_measured: int,
     objectives: dict[int, dict[str, Any]],
+    why: str = "",
 ) -> Acceptance:
     """The arm handed back: the passing one of highest estimate, else the tested one of
     highest estimate (not accepted: the defaults are kept), with its figures."""
@@ -277,7 +287,7 @@ def _verdict(
     if not pool:
         failures = "; ".join(f"trial {a.trial} {a.failure}" for a in arms if a.failure)
         best = min(arms, key=Arm.searched)
-        reason = failures or _untested(arms, plan)
+        reason = failures or why or "every configuration tested failed"
         return Acceptance(Source.SEARCH, dict(best.config), False, reason, trial=best.trial,
                           measured_trials=n_measured, extra=extra)  # fmt: skip
     winner = max(pool, key=lambda a: a.last.speedup)  # type: ignore[union-attr]
@@ -317,16 +327,6 @@ def _verdict(
         best_values=mine,
         extra=extra,
     )
-
-
-def _untested(arms: Sequence[Arm], plan: Plan) -> str:
-    """Why no arm was tested."""
-    if not any(a.tested for a in arms):
-        need = 2 * rule.first_pass(rule.total(plan.risk, 1))
-        return (f"no configuration was tested beside the defaults: the search's runs call none "
-                f"likely to be worth setting, or fewer than the {need} runs a pass needs were "
-                "left")  # fmt: skip
-    return "every configuration tested failed"
 
 
 def _listed(arm: Arm, objectives: dict[str, Any]) -> dict[str, Any]:

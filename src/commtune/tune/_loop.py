@@ -457,6 +457,10 @@ def settled(ctx: Context, ref: TrialRecord) -> Context:
     """The context of the rest of the study once its reference is known: the plan of a
     deterministic study (:func:`exact_plan`) where the reference's runs gave one value."""
     if deterministic(ctx.plan, ctx.executor, ref):
+        if ctx.plan.gate == "strict":
+            ctx.ui.warn("the defaults' runs gave one value (deterministic runs): decided on "
+                        "the values themselves, --gate strict has no noise to test against; "
+                        "--assume-noise to test anyway")  # fmt: skip
         return replace(ctx, target=replace(ctx.target, plan=exact_plan(ctx.plan)))
     return ctx
 
