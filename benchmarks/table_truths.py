@@ -28,7 +28,7 @@ Tables of one run a configuration (simulations: deterministic) have no spread to
 table's estimate over the truth of what the tuner handed back, within ``JUDGED`` or not,
 where the table's truths are known to ``JUDGED`` (the median configuration's and the best's
 standard errors; exact on a deterministic table). Where they are not, the table cannot tell
-an estimate within 3 % from one 10 % off, and says so. """
+an estimate within 3 % from one 10 % off, and says so."""
 
 from __future__ import annotations
 
