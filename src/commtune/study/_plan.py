@@ -46,6 +46,7 @@ class Plan:
     min_gain: float = 0.01
     tolerance: float = 0.02
     explore: float = 0.5  # --gate risk: the share of --max-runs the search may spend
+    settled: bool = False  # a deterministic study's (tune._loop.exact_plan): no reserve
     # -- what is tuned and measured
     mpi: str | None = None  # --mpi: a family, FAMILY@VERSION or a prefix (None: the launcher's)
     knobs: tuple[str, ...] = ()  # --knob NAME[=VALUES]
@@ -90,7 +91,7 @@ class Plan:
         if self.gate == "risk":
             from commtune import rule  # numpy: not at --help
 
-            needed = 2 * rule.first_pass(rule.total(self.risk, 1))
+            needed = 0 if self.settled else 2 * rule.first_pass(rule.total(self.risk, 1))
             return max(1, min(round(self.max_runs * self.explore), self.max_runs - needed))
         return self.max_runs - self.confirm * 2
 

@@ -303,7 +303,7 @@ def _verdict(
         earlier=len(winner.earlier),
         search_runs=len(winner.search),
         said=t.says(),
-        rounds=[i for i in winner.rounds if i in winner.beside],
+        rounds=sorted(i for a in arms for i in a.beside),  # every round with the defaults
     )
     reason = ""
     if not t.passed:

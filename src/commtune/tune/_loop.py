@@ -450,7 +450,8 @@ def exact_plan(plan: Plan) -> Plan:
     if plan.max_runs is not None:
         explore = max(plan.explore, (plan.max_runs - 1) / plan.max_runs)
         trials = max(trials, plan.max_runs)  # the runs bound the study, not the trials
-    return replace(plan, controls=False, repeats=1, explore=explore, gate="risk", trials=trials)
+    return replace(plan, controls=False, repeats=1, explore=explore, gate="risk", trials=trials,
+                   settled=True)  # fmt: skip
 
 
 def settled(ctx: Context, ref: TrialRecord) -> Context:
