@@ -32,6 +32,7 @@ OBJECTIVES = ("median", "mean", "p90")  # stats.STATISTICS, without importing nu
 DEMO_TRIALS = 16
 DEMO_MAX_RUNS = 30  # the demo's verdict, the duel included, in at most 30 runs
 MAX_RUNS = 30  # a study's runs when the user grants none: runs are node-hours
+TWIN_RUNS = 10  # with --twin: the simulation searched, the real runs only decide
 DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
 
 
@@ -106,9 +107,9 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--max-runs",
         type=positive(int),
-        default=DEMO_MAX_RUNS if demo else MAX_RUNS,
         help="bound on every run of the study (reference, controls and the verdict's runs "
-        f"included); default {DEMO_MAX_RUNS if demo else MAX_RUNS}",
+        f"included); default {DEMO_MAX_RUNS if demo else MAX_RUNS}"
+        + ("" if demo else f", {TWIN_RUNS} with --twin"),
     )
     p.add_argument(
         "--gate",
@@ -231,6 +232,23 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
         "in its own settings, a proposal for commtune check on the real machine)",
     )
     p.add_argument(
+        "--twin",
+        metavar="LINE",
+        help="the same program built for SimGrid's SMPI (smpicc) and its smpirun line, "
+        "quoted, e.g. 'smpirun -np 64 -platform cal/platform.xml -hostfile cal/hosts "
+        "./app.smpi 100': its simulated study, tuned as the library of the real line, ranks "
+        "the configurations; the real runs (--max-runs, default 10 here) only decide, the "
+        "simulation's best first",
+    )
+    p.add_argument(
+        "--twin-budget",
+        type=positive(float),
+        default=DEFAULTS.twin_budget,
+        metavar="SECONDS",
+        help=f"--twin: this machine's wall time for the simulated search (default "
+        f"{DEFAULTS.twin_budget:g} s); every configuration where that covers the space",
+    )
+    p.add_argument(
         "--record",
         metavar="FILE",
         help="do not search: run every configuration of the space and the defaults "
@@ -279,6 +297,9 @@ def plan_of(args: argparse.Namespace) -> Plan:
         raise UsageError(f"{flag} is --gate strict's: the default verdict (--gate risk) runs "
                          "each configuration once in the search and tests the search's best "
                          "in turn; drop it, or add --gate strict")  # fmt: skip
+    twin = _twin_line(getattr(args, "twin", None))
+    if args.max_runs is None:
+        args.max_runs = TWIN_RUNS if twin else MAX_RUNS
     return Plan(
         strategy=args.strategy,
         strategy_options=_strategy_options(args.strategy_option),
@@ -312,7 +333,21 @@ def plan_of(args: argparse.Namespace) -> Plan:
         train_from=getattr(args, "train_from", None),
         sbatch=sbatch,
         as_library=getattr(args, "as_library", None),
+        twin=twin,
+        twin_budget=getattr(args, "twin_budget", DEFAULTS.twin_budget),
     )
+
+
+def _twin_line(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    try:
+        line = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise UsageError(f"--twin {text!r}: {exc}") from None
+    if not line:
+        raise UsageError("--twin: an empty line; give the smpirun line of the simulated build")
+    return line
 
 
 def _strategy_options(given: list[str]) -> dict[str, str]:

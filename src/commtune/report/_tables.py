@@ -149,28 +149,31 @@ def _risk_lines(acc: Acceptance) -> list[str]:
     the defaults, what its runs there say, and the rule's sentence for the one handed back
     (or, where none passed, the best tested)."""
     extra = acc.extra
+    ranked = "ranked by the simulation" if extra.get("twin") else "measured by the search"
     head = (
-        f"verdict on fresh runs ({extra.get('arms', 0)} configurations measured by the "
-        f"search, {extra.get('tested', 0)} tested beside the defaults in {acc.runs()} runs)"
+        f"verdict on fresh runs ({extra.get('arms', 0)} configurations {ranked}, "
+        f"{extra.get('tested', 0)} tested beside the defaults in {acc.runs()} runs)"
     )
     lines = [head]
     for c in extra.get("candidates") or []:
+        name = c.get("label") or f"trial {c['trial']}"
         if c.get("failure"):
-            lines.append(f"  trial {c['trial']}: {c['failure']}")
+            lines.append(f"  {name}: {c['failure']}")
         elif c.get("speedup") is not None:
             low, high = c["ci"]
             end = "passed" if c["faster"] else (c.get("dropped") or "not passed")
             lines.append(
-                f"  trial {c['trial']} ({len(c['values'])} runs): {c['speedup']:.3f}x "
+                f"  {name} ({len(c['values'])} runs): {c['speedup']:.3f}x "
                 f"({low:.3f}-{high:.3f}), p = {c['p_value']:.2g}: {end}"
             )
     if extra.get("said"):
         earlier = extra.get("earlier") or 0
-        also = f" and the search's {earlier} runs of the defaults" if earlier else ""
-        lines.append(f"trial {acc.trial}: {extra['said']} (its runs compared with the "
+        also = f" and the study's {earlier} earlier runs of the defaults" if earlier else ""
+        winner = extra.get("label") or f"trial {acc.trial}"
+        lines.append(f"{winner}: {extra['said']} (its runs compared with the "
                      f"defaults' beside them{also})")  # fmt: skip
     if acc.accepted:
-        return [*lines, f"[green]accepted[/green]: trial {acc.trial}"]
+        return [*lines, f"[green]accepted[/green]: {extra.get('label') or f'trial {acc.trial}'}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
 
 

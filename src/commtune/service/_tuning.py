@@ -13,6 +13,7 @@ replay of a recorded table). What it tells the user goes to the ``Progress`` it 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -68,7 +69,15 @@ from commtune.trial import (
     profiled,
     run_process,
 )
-from commtune.tune import Target, TuneResult, Workers, inherited_mpi_env, record, tune
+from commtune.tune import (
+    CONTENDERS,
+    Target,
+    TuneResult,
+    Workers,
+    inherited_mpi_env,
+    record,
+    tune,
+)
 from commtune.util import write_atomic
 
 
@@ -117,12 +126,20 @@ def check(plan: Plan) -> Plan:
         raise UsageError("a profile: --metric needs the interposer (libcommtune)")
     if objectives[0].needs_profile and without:
         raise UsageError(f"--metric {plan.metric} needs the interposer (libcommtune)")
-    confirming = plan.confirm * 2  # one candidate and the default
-    least = plan.repeats + confirming + 1
+    if plan.gate == "risk":  # the verdict's first pass (commtune.rule), a search run unless twinned
+        from commtune import rule
+
+        deciding = 2 * rule.first_pass(rule.total(plan.risk, 1), plan.repeats)
+        searching = 0 if plan.twin is not None else 1
+        what = f"a first pass of the verdict at --risk {plan.risk:g} {deciding}"
+    else:
+        deciding, searching = plan.confirm * 2, 1  # one candidate and the default
+        what = f"the confirmation's first rounds {deciding}"
+    least = plan.repeats + deciding + searching
     if plan.max_runs is not None and plan.max_runs < least:
         raise UsageError(
-            f"--max-runs {plan.max_runs} leaves no run to search: the reference takes "
-            f"{plan.repeats}, the confirmation's first rounds {confirming}; at least {least}"
+            f"--max-runs {plan.max_runs} leaves no run to decide: the reference takes "
+            f"{plan.repeats}, {what}; at least {least}"
         )
     real = [v.value for v in Vendor if not v.impl.simulated]
     if plan.as_library is not None and plan.as_library not in real:
@@ -186,6 +203,7 @@ class Tuning:
     def __init__(self, plan: Plan, ui: UI) -> None:
         self.plan = plan
         self.ui = ui
+        self.inner = False  # a twin's simulated study: its answer is the twin's ranking
         self.objective = Objective.parse(self.plan.metric)
         self.secondary = tuple(Objective.parse(m) for m in self.plan.objectives)
 
@@ -201,6 +219,9 @@ class Tuning:
         if scale is not None:
             command = scale.command()
         inst = resolve_command(command, plan.mpi)
+        twin: dict[str, Any] | None = None
+        if plan.twin is not None:
+            plan, twin = self._twin(plan, inst, command)
         library = _as_library(plan, inst)
         base = {} if library is None else inst.impl.decides_as(library) or {}
         simulated = launch_files(command) if inst.impl.simulated else None
@@ -289,9 +310,88 @@ class Tuning:
             if library is not None
             else f"{inst.impl.title}'s defaults"
         )
-        if library is not None:
+        if library is not None and not self.inner:
             extra["as"] = self._as_proposal(store, name, result, inst, library, base, command)
+        if twin is not None:
+            extra["twin"] = _twin_against(twin, result)
+            for line in _twin_lines(extra["twin"]):
+                ui.info(line)
         return Outcome(result, space, inst.vendor.value, command, extra)
+
+    def _twin(
+        self, plan: Plan, inst: Installation, command: Sequence[str]
+    ) -> tuple[Plan, dict[str, Any]]:
+        """The simulated study of ``plan.twin``, tuned as ``inst``'s library on its
+        simulated cluster within ``plan.twin_budget`` seconds of wall time, and the plan of
+        the real study: the configurations it found faster than the library's own decision,
+        best first, in the real library's settings, for the verdict to test in that order."""
+        from commtune.knobs import load_catalog
+
+        twin = list(plan.twin or ())
+        if inst.impl.simulated:
+            raise UsageError("--twin: the line after '--' is the real launch (mpirun, mpiexec, "
+                             "srun); the simulated one goes in --twin")  # fmt: skip
+        sim = resolve_command(twin, None)
+        if not sim.impl.simulated:
+            raise UsageError(f"--twin {twin[0]}: not a simulator's launch line; give the "
+                             "smpirun line of the program built with smpicc")  # fmt: skip
+        if sim.impl.decides_as(inst.impl) is None:
+            raise UsageError(f"--twin: {sim.impl.title} has no port of {inst.impl.title}'s "
+                             "decision to tune against")  # fmt: skip
+        first = LocalExecutor(launcher_for(sim), twin, [], Objective.parse(sim.impl.run_value),
+                              variables=sim.impl.decides_as(inst.impl))  # fmt: skip
+        start = time.perf_counter()
+        probe_run = first.run(None, plan.reference_timeout)
+        wall = time.perf_counter() - start
+        if probe_run.value is None:
+            raise UsageError(f"--twin: the simulated program did not run: {probe_run.failure}")
+        runs = max(3, min(MOST_TWIN_RUNS, int(plan.twin_budget / max(wall, 1e-3))))
+        digest = hashlib.sha256(json.dumps([twin, list(command)]).encode()).hexdigest()[:6]
+        program = os.path.basename(launch_files(twin).program or "program")
+        name = f"{plan.study}-twin" if plan.study else f"{program}-twin-{digest}"
+        self.ui.info(f"the simulated twin: {wall:.1f} s of wall time a run here; its search "
+                     f"gets {runs} runs ({plan.twin_budget:g} s, --twin-budget), tuned as "
+                     f"{inst.impl.title}")  # fmt: skip
+        inner = replace(plan, twin=None, ranked=(), as_library=inst.vendor.value, study=name,
+                        max_runs=runs, trials=runs, knobs=(), presets=(), record=None,
+                        replay=None, scales=(), trains=(), train_from=None, sbatch=None,
+                        metrics=DEFAULTS.metrics, repeats=1)  # fmt: skip
+        sub = Tuning(inner, self.ui)
+        sub.inner = True
+        sub.run(twin)
+        _, study = load_study(plan.storage, name)
+        view = StudyView(study)
+        ref = view.reference()
+        catalog = load_catalog(inst.vendor.value)
+        available = {n for n, st in installed_knobs(inst).items() if st.available}
+        ranking: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        base = ref.value if ref is not None else None
+        for r in sorted((r for r in view.known().values() if r.value is not None and r.config),
+                        key=lambda r: r.value):  # type: ignore[arg-type,return-value]  # fmt: skip
+            settings = sim.impl.settings_as(inst.impl, {k: str(v) for k, v in r.config.items()})
+            if not settings or base is None or r.value is None:
+                continue
+            speedup = base / r.value
+            key = json.dumps(settings, sort_keys=True)
+            if speedup < 1 + plan.min_gain or key in seen:
+                continue
+            if any(k not in catalog or k not in available for k in settings):
+                continue  # a knob this installation does not have
+            seen.add(key)
+            config = {k: catalog[k].parse(v) for k, v in settings.items()}
+            ranking.append({"settings": settings, "config": config, "simulated": speedup})
+        said = {"study": name, "runs": len(view.ran()), "wall_per_run": wall,
+                "reference": f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
+                "ranking": ranking}  # fmt: skip
+        # the real library's knobs of every operation the simulated search tuned
+        ops = {k.removeprefix(sim.impl.env_prefix) for r in view.known().values()
+               for k in r.config}  # fmt: skip
+        knobs = {inst.impl.algorithm_knob(op) for op in ops if op in inst.impl.smpi_ports}
+        knobs |= {k for r in ranking for k in r["settings"]}
+        ranked = tuple(r["config"] for r in ranking[:CONTENDERS])
+        usable = tuple(sorted(k for k in knobs if k in catalog and k in available))
+        return replace(plan, ranked=ranked, knobs=usable or plan.knobs), said
 
     def _as_proposal(self, store: Store, name: str, result: TuneResult, inst: Installation,
                      library: MPIVendor, base: Mapping[str, str],
@@ -509,3 +609,38 @@ def _check_training_study(url: str, scale: Scale, space: Space) -> None:
         )
     if spec.knob_names() != space.names:
         raise UsageError(f"--train-from {scale.train_from}: trained on other knobs")
+
+
+MOST_TWIN_RUNS = 400  # a twin's simulated search: at most this many runs, whatever the budget
+
+
+def _twin_against(twin: Mapping[str, Any], result: TuneResult) -> dict[str, Any]:
+    """The twin's ranking beside what the real runs said of each configuration tested."""
+    acc = result.acceptance
+    tested = {json.dumps(c["params"], sort_keys=True, default=str): c
+              for c in ((acc.extra.get("candidates") or []) if acc else [])}  # fmt: skip
+    rows = []
+    for i, r in enumerate(twin["ranking"], 1):
+        real = tested.get(json.dumps(r["config"], sort_keys=True, default=str))
+        rows.append({"rank": i, "settings": r["settings"], "simulated": r["simulated"],
+                     "real": real["speedup"] if real else None,
+                     "passed": bool(real and real["faster"]),
+                     "dropped": real.get("dropped") if real else None})  # fmt: skip
+    return {k: v for k, v in twin.items() if k != "ranking"} | {"ranking": rows}
+
+
+def _twin_lines(twin: Mapping[str, Any]) -> list[str]:
+    """The two rankings side by side, as the terminal says them."""
+    if not twin["ranking"]:
+        return [f"the simulation ({twin['runs']} runs, study {twin['study']}) found nothing "
+                f"faster than {twin['reference']}: the real runs measured the defaults "
+                "only"]  # fmt: skip
+    lines = [f"the simulation's ranking (study {twin['study']}, {twin['runs']} runs, against "
+             f"{twin['reference']}) and what the real runs said:"]  # fmt: skip
+    for r in twin["ranking"]:
+        settings = ", ".join(f"{k}={v}" for k, v in r["settings"].items())
+        real = ("not run" if r["real"] is None else
+                f"real {r['real']:.3g}x" + (", passed" if r["passed"] else
+                                            f", {r['dropped'] or 'not passed'}"))  # fmt: skip
+        lines.append(f"  #{r['rank']} {settings}: simulated {r['simulated']:.3g}x, {real}")
+    return lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,13 @@ class Plan:
     # --as LIBRARY: a simulated study tuned as that real library (its decision the reference,
     # its algorithms the space, its own settings the answer)
     as_library: str | None = None
+    # --twin LINE: the same program built for the simulator and its smpirun line; its
+    # simulated study ranks the configurations, the real runs decide (service.Tuning._twin)
+    twin: tuple[str, ...] | None = None
+    twin_budget: float = 600.0  # seconds of this machine's wall time for the simulated search
+    # the configurations a simulation ranked, best first, in the real library's settings: the
+    # study runs no search, the verdict tests them in this order (tune._decide)
+    ranked: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def metric(self) -> str:
@@ -86,6 +94,8 @@ class Plan:
         left allow ``confirm`` rounds of them all); ``risk``: the ``explore`` share of it,
         the rest for the verdict, and never so much that the verdict is left fewer runs than
         the first configuration it tests needs to pass (:func:`commtune.rule.first_pass`)."""
+        if self.ranked or self.twin is not None:  # a simulation searched: the reference only
+            return self.repeats
         if self.max_runs is None:
             return None
         if self.gate == "risk":

@@ -3,7 +3,7 @@ it is given is a :class:`Target` (the study, its typed space and the user's ``Pl
 every step shares one :class:`Context` (``_target``)."""
 
 from commtune.tune._confirm import CONFIRM_CAP, confirm
-from commtune.tune._decide import verdict
+from commtune.tune._decide import CONTENDERS, verdict
 from commtune.tune._loop import (
     MIN_TIMEOUT,
     ReferenceFailed,
@@ -33,6 +33,7 @@ from commtune.tune._workers import Workers
 
 __all__ = [
     "CONFIRM_CAP",
+    "CONTENDERS",
     "CONTROL_EVERY",
     "MIN_TIMEOUT",
     "NO_LONGER_FASTER",

@@ -62,7 +62,7 @@ def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> boo
 class Arm:
     """A configuration and every run of it: (its place in the study's runs, its value)."""
 
-    trial: int
+    trial: int | None  # None: not measured by this study's search (a simulation ranked it)
     config: dict[str, Value]
     search: list[tuple[int, float]]
     rounds: dict[int, tuple[int, float]] = field(default_factory=dict)  # verdict round -> run
@@ -74,6 +74,7 @@ class Arm:
     last: rule.Test | None = None  # the rule at its last look
     dropped: str = ""  # why the verdict stopped testing it
     earlier: list[float] = field(default_factory=list)  # the defaults' runs before its test
+    label: str = ""  # how it is named: "trial 7", "the simulation's #1"
 
     def pairs(self) -> tuple[list[float], list[float]]:
         """(the defaults' runs it is compared with, its runs beside them): the rounds in
@@ -83,7 +84,10 @@ class Arm:
 
     def searched(self) -> float:
         """What the search's runs of it say: their median."""
-        return stats.median([v for _, v in self.search])
+        return stats.median([v for _, v in self.search]) if self.search else float("inf")
+
+    def name(self) -> str:
+        return self.label or f"trial {self.trial}"
 
     @property
     def passed(self) -> bool:
@@ -141,10 +145,11 @@ def decide(
         return stored
     knobs = knobs_of(view)
     defaults = {k: knob.default for k, knob in knobs.items()} if knobs is not None else None
-    arms = _arms(view, defaults)
-    if not arms:
+    twin = plan.twin is not None or bool(plan.ranked)
+    arms = _ranked(plan) if twin else _arms(view, defaults)
+    if not arms and not twin:
         return None
-    if deterministic(plan, executor, ref):
+    if not twin and deterministic(plan, executor, ref):
         exact = _exact(view, arms, executor, timeout, plan)
         if exact is not None:
             exact = without_defaults(exact, view)
@@ -159,8 +164,10 @@ def decide(
     seq = view.runs_spent()
     with ui.progress("deciding: the search's best beside the defaults", left) as bar:
         rounds = 0
-        order = _order(arms, earlier)
+        order = arms[:CONTENDERS] if twin else _order(arms, earlier)
         why = "" if order else (
+            "the simulation found no configuration faster than the library's own decision"
+            if twin else
             f"none of the {len(arms)} configurations the search measured beat the median of "
             f"the defaults' {len(earlier)} runs: no run spent on a verdict")  # fmt: skip
         for arm in order:
@@ -201,6 +208,14 @@ def decide(
     acc = without_defaults(acc, view)
     set_acceptance(study, acc)
     return acc
+
+
+def _ranked(plan: Plan) -> list[Arm]:
+    """The configurations a simulation ranked (``plan.ranked``), best first, as arms with no
+    run of this study's search: the ranking never saw a real run, so every real run of the
+    defaults is as fresh to the first of them as its own runs."""
+    return [Arm(None, dict(c), [], label=f"the simulation's #{i}")
+            for i, c in enumerate(plan.ranked, 1)]  # fmt: skip
 
 
 def _order(arms: Sequence[Arm], earlier: Sequence[float]) -> list[Arm]:
@@ -283,11 +298,15 @@ def _verdict(
         "statistic": plan.statistic,
         "arms": len(arms),
         "tested": sum(1 for a in arms if a.tested),
+        "twin": plan.twin is not None or bool(plan.ranked),
     }
     if not pool:
-        failures = "; ".join(f"trial {a.trial} {a.failure}" for a in arms if a.failure)
-        best = min(arms, key=Arm.searched)
+        failures = "; ".join(f"{a.name()} {a.failure}" for a in arms if a.failure)
         reason = failures or why or "every configuration tested failed"
+        if not arms:
+            return Acceptance(Source.SEARCH, {}, False, reason, measured_trials=n_measured,
+                              extra=extra)  # fmt: skip
+        best = min(arms, key=Arm.searched)
         return Acceptance(Source.SEARCH, dict(best.config), False, reason, trial=best.trial,
                           measured_trials=n_measured, extra=extra)  # fmt: skip
     winner = max(pool, key=lambda a: a.last.speedup)  # type: ignore[union-attr]
@@ -303,6 +322,7 @@ def _verdict(
         earlier=len(winner.earlier),
         search_runs=len(winner.search),
         said=t.says(),
+        label=winner.name(),
         rounds=sorted(i for a in arms for i in a.beside),  # every round with the defaults
     )
     reason = ""
@@ -333,6 +353,7 @@ def _listed(arm: Arm, objectives: dict[str, Any]) -> dict[str, Any]:
     t = arm.last
     return {
         "trial": arm.trial,
+        "label": arm.name(),
         "params": arm.config,
         "values": [v for _, v in arm.rounds.values()],
         "defaults": list(arm.beside.values()),
