@@ -680,3 +680,55 @@ def test_tuned_as_open_mpi_the_reference_is_its_decision_and_the_answer_its_sett
     assert code == 2 and "cannot stand for Open MPI" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(["tune", "--as", "nosuch", "--", *command], capsys)
     assert code == 2 and "--as nosuch: one of openmpi, mpich, intel" in err
+
+
+@needs_smpi
+@pytest.mark.openmpi
+def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tune --twin``: the demo built for SMPI is tuned as Open MPI on a simulated cluster,
+    and the real Open MPI runs (10 at most) only decide: no real search trial, the
+    configurations tested are the simulation's, in its order, each named so, every one the
+    simulation found faster than Open MPI's decision as SMPI ports it; the two rankings side
+    by side in --json. The real line in --twin, or the simulated one after '--', is one
+    line's error."""
+    from commtune.mpi import installation_of
+
+    openmpi = installation_of("openmpi")
+    real = str(native.build(openmpi, "demo/ct_demo.c"))
+    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))
+    write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
+    twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
+            f"{simulated} 300")  # fmt: skip
+    storage = f"sqlite:///{tmp_path}/t.db"
+    launch = openmpi.command(2, [real, "300"])
+    metric = r"regex:time ([0-9.eE+-]+) s"
+    argv = ["tune", "--storage", storage, "--twin", twin, "--twin-budget", "20", "--metric",
+            metric, "--json", "--", *launch]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    data = last_json(out)
+    ranking = data["twin"]["ranking"]
+    assert data["twin"]["reference"] == "Open MPI's own decision as SimGrid SMPI ports it"
+    assert data["reference"] == "Open MPI's defaults"
+    speedups = [r["simulated"] for r in ranking]
+    assert speedups == sorted(speedups, reverse=True) and all(s >= 1.01 for s in speedups)
+    assert all(set(r["settings"]) <= {"coll_tuned_allreduce_algorithm",
+                                      "coll_tuned_bcast_algorithm"} for r in ranking)  # fmt: skip
+    assert data["runs"] <= 10
+    study = optuna.load_study(study_name=data["study"], storage=storage)
+    assert [r.is_search for r in StudyView(study).ran()] == [False]  # the reference alone
+    tested = [c["label"] for c in data["confirmed"]] if data["confirmed"] else []
+    assert tested == [f"the simulation's #{i}" for i in range(1, len(tested) + 1)]
+    for row, c in zip(ranking, data["confirmed"], strict=False):
+        assert row["real"] == c["speedup"]
+    if not ranking:
+        assert "found no configuration faster" in data["reason"]
+    for argv, needle in (
+        (["--twin", " ".join(launch), "--", *launch], "not a simulator's launch line"),
+        (["--twin", twin, "--", *twin.split()], "the line after '--' is the real launch"),
+        (["--twin", twin, "--gate", "strict", "--", *launch], "--twin and --gate strict"),
+    ):
+        code, out, err = run_cli(["tune", "--storage", storage, *argv], capsys)
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err

@@ -126,6 +126,13 @@ def check(plan: Plan) -> Plan:
         raise UsageError("a profile: --metric needs the interposer (libcommtune)")
     if objectives[0].needs_profile and without:
         raise UsageError(f"--metric {plan.metric} needs the interposer (libcommtune)")
+    if plan.twin is not None:
+        clash = next((f for f, on in (("--as", plan.as_library), ("--gate strict", plan.gate
+                      == "strict"), ("--record", plan.record), ("--replay", plan.replay),
+                      ("--knob", plan.knobs), ("--preset", plan.presets)) if on), None)  # fmt: skip
+        if clash:
+            raise UsageError(f"--twin and {clash}: the twin's simulated study chooses the space "
+                             "and the library, and --gate risk's rule decides")  # fmt: skip
     if plan.gate == "risk":  # the verdict's first pass (commtune.rule), a search run unless twinned
         from commtune import rule
 

@@ -79,7 +79,7 @@ class TuneResult:
             "dropped": acc.extra.get("dropped") if acc else None,
             "confirmed": [
                 {k: c[k] for k in ("trial", "params", "speedup", "ci", "p_value", "faster")}
-                | {"failure": c["failure"], "dropped": c.get("dropped")}
+                | {"failure": c["failure"], "dropped": c.get("dropped"), "label": c.get("label")}
                 | {"runs": len(c["values"]), "objectives": c.get("objectives", {})}
                 | {"paired": _paired(c, risky)}
                 for c in (acc.extra.get("candidates") or [] if acc else [])
