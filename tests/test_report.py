@@ -219,3 +219,16 @@ def test_a_log_axis_labels_its_minor_ticks_sparingly() -> None:
     labels = [minor_label(v) for v in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 2, 3, 4, 5, 20, 0.02)]
     assert labels == ["", "0.5", "", "", "", "", "2", "", "", "5", "20", "0.02"]
     assert minor_label(0) == ""
+
+
+def test_the_importance_plot_of_one_knob_keeps_its_title_inside_the_figure() -> None:
+    """Issue 69: the importance plot of a study with one knob cut its title off at the top
+    (a figure 0.9 in tall)."""
+    from commtune.report._plots import importance_figure
+
+    fig = importance_figure({"smpi/allreduce": 1.0}, "which knobs matter (1 knob)")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    title = fig.axes[0].title.get_window_extent(renderer)
+    box = fig.bbox
+    assert box.y0 <= title.y0 and title.y1 <= box.y1 and box.x0 <= title.x0 <= title.x1 <= box.x1

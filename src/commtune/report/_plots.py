@@ -28,7 +28,8 @@ def _figure(width: float = 8.0, height: float = 3.6, rows: int = 1) -> tuple[Fig
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    return plt.subplots(rows, 1, figsize=(width, height), squeeze=rows == 1)
+    # constrained: titles and labels laid out inside the figure, never cut at its edge
+    return plt.subplots(rows, 1, figsize=(width, height), squeeze=rows == 1, layout="constrained")
 
 
 def _log_if_wide(ax: Any, values: Sequence[float]) -> None:
@@ -57,7 +58,8 @@ def png(fig: Figure, dpi: int = 90) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # one not made by _figure
+        fig.tight_layout()
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
@@ -122,12 +124,18 @@ def drift(data: StudyData) -> str:
 
 
 def importance(importances: Mapping[str, float], title: str) -> str:
-    fig, ax = _figure(height=0.5 + 0.4 * len(importances))
+    return png(importance_figure(importances, title))
+
+
+def importance_figure(importances: Mapping[str, float], title: str) -> Figure:
+    """The knobs' importances as bars; one knob's figure is as tall as its title and axis
+    need (it was 0.9 in, its title cut off at the top)."""
+    fig, ax = _figure(height=max(2.0, 0.8 + 0.4 * len(importances)))
     names = list(importances)[::-1]
     ax.barh(names, [importances[n] for n in names], color=BEST)
     ax.set_xlabel("importance (PED-ANOVA, on the relative values)")
     ax.set_title(title, fontsize=10)
-    return png(fig)
+    return fig
 
 
 def slice_plot(knob: str, points: Sequence[tuple[Any, float]]) -> str:
