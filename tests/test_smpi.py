@@ -643,6 +643,13 @@ def test_tuned_as_open_mpi_the_reference_is_its_decision_and_the_answer_its_sett
     # the platform in the words commtune cluster used, not as Slurm's nodes
     assert "runs on a simulated cluster: 64 ranks on 64 nodes" in text
     assert "Slurm nodes" not in text
+    # every speedup named against what it is (issue 69), and the page as Chromium shows it
+    assert "every speedup here is against Open MPI&#x27;s own decision" in text
+    from .test_report import _browse
+
+    dom, _, shot = _browse(page, tmp_path)
+    assert "every speedup here is against Open MPI" in dom and "verdict from" in dom
+    assert shot.is_file() and shot.stat().st_size > 10_000
     # the simulated study's own answer: SMPI's configuration as smpirun arguments, never as
     # shell variables (its names are no variables: a pasted line would fail)
     code, _, err = run_cli(["export", data["study"], "--storage", storage, "--format", "env"],

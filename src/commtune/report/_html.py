@@ -196,6 +196,8 @@ def _verdict(s: StudyData, prefix: str) -> str:
         cls, word = ("ok", "accepted") if acc.accepted else ("no", "not accepted")
         said = [Text.from_markup(line).plain for line in verdict_lines(acc)]
         config = _e(_config(dict(acc.params)))
+        if acc.extra.get("reference"):
+            said.append(f"every speedup here is against {acc.extra['reference']}")
         body = (f'<p><b class="{cls}">{word}</b></p>'
                 + "".join(f"<p>{_e(line)}</p>" for line in said)
                 + f"<p>configuration: <code>{config}</code></p>")  # fmt: skip

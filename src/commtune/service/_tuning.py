@@ -317,6 +317,7 @@ class Tuning:
             if library is not None
             else f"{inst.impl.title}'s defaults"
         )
+        _name_the_reference(store, name, extra["reference"])
         if library is not None and not self.inner:
             extra["as"] = self._as_proposal(store, name, result, inst, library, base, command)
         if twin is not None:
@@ -651,3 +652,15 @@ def _twin_lines(twin: Mapping[str, Any]) -> list[str]:
                                             f", {r['dropped'] or 'not passed'}"))  # fmt: skip
         lines.append(f"  #{r['rank']} {settings}: simulated {r['simulated']:.3g}x, {real}")
     return lines
+
+
+def _name_the_reference(store: Store, name: str, reference: str) -> None:
+    """What every speedup of the study's verdict is against, stored with the verdict (the
+    report says it as the terminal does)."""
+    from commtune.study import acceptance_of, set_acceptance
+
+    study = optuna.load_study(study_name=name, storage=store.optuna)
+    acc = acceptance_of(study)
+    if acc is not None and acc.extra.get("reference") != reference:
+        acc.extra["reference"] = reference
+        set_acceptance(study, acc)
