@@ -73,7 +73,8 @@ def test_the_report_of_a_real_study_renders_in_chromium(
     # --gate risk: the verdict in words, the terminal's (report._tables.verdict_lines)
     assert "verdict on fresh runs" in text
     assert "every speedup here is against Open MPI&#x27;s defaults" in text or (
-        "every speedup here is against Open MPI's defaults" in text)
+        "every speedup here is against Open MPI's defaults" in text
+    )
     assert "mpirun" in text and "btl_vader_eager_limit" in text
     dom, log, shot = _browse(page, tmp_path)
     for section in SECTIONS:
