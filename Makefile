@@ -23,7 +23,7 @@ export COMMTUNE_MPI_PATH ?= $(CURDIR)/$(MPIS)/openmpi5:$(CURDIR)/$(MPIS)/mpich5:
 USER_PATH := $(PATH)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup mpis demo test test-fast test-contracts lint typecheck bench wheel-check clean
+.PHONY: setup mpis demo test check test-fast test-contracts lint typecheck bench wheel-check clean
 
 # apt-get install of the packages missing among $(1), as root on Debian (else nothing)
 define apt_install
@@ -74,6 +74,10 @@ typecheck: $(TEST_STAMP)
 
 test: lint typecheck $(MPIS_STAMP)
 	$(BIN)/python -m pytest -q -ra --durations=20 --durations-min=10
+
+# The quick tier a developer runs while working (under 3 minutes): lint, types and the
+# tests that start no MPI job.
+check: lint typecheck test-fast
 
 # Under a minute: the tests that launch no MPI job, need no root and are not marked slow.
 test-fast: $(TEST_STAMP)

@@ -30,6 +30,7 @@ from .conftest import (
     last_json,
     needs_mpich,
     needs_openmpi,
+    orphaned,
     run_cli,
     shm_segments,
 )
@@ -265,7 +266,7 @@ def test_hanging_configuration_is_killed_and_recorded(
     assert str(TrialRecord.of(failed[0]).failure) == "timeout after 3.0 s"
     assert len(TrialRecord.of(failed[0]).runs) == 1  # its second repeat was skipped
     assert pgrep("sleep 317") == []
-    assert shm_segments() <= before
+    assert orphaned(shm_segments() - before) == set()  # the killed run left none behind
 
 
 def test_the_processes_of_a_tuner_are_found_by_its_mark() -> None:
@@ -389,3 +390,19 @@ def test_knobs_table_fits_80_columns(
     column = [line[: lines[head].index("type")].strip() for line in lines[head + 2 :]]
     text = "".join(column)
     assert all(name in text for name in names)
+
+
+def test_a_segment_counts_as_left_behind_only_when_no_live_process_maps_it() -> None:
+    """The hang test's check: another job's segment, mapped by a live process, is not the
+    test's; an unmapped one is what a killed run left."""
+    import mmap
+
+    path = "/dev/shm/vader_segment.commtune-test.1"
+    with open(path, "wb") as f:
+        f.write(b"\0" * 4096)
+    try:
+        assert orphaned({path}) == {path}
+        with open(path, "r+b") as f, mmap.mmap(f.fileno(), 4096):
+            assert orphaned({path}) == set()
+    finally:
+        os.unlink(path)
