@@ -72,7 +72,8 @@ def main() -> int:
         env = {**os.environ, **inst.tool_env(), **bed.network_env(inst)}
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         calibrated = work / "cal"
-        commtune(bed, env, "calibrate", "--mpi", "openmpi", "--one-node", "none", "--out",
+        site = {**env, **bed.site_env(inst)}  # the plain launch line spreads over the nodes
+        commtune(bed, site, "calibrate", "--mpi", "openmpi", "--one-node", "none", "--out",
                  str(calibrated), "--", inst.launcher, "-np", "2")  # fmt: skip
         grown = work / "cluster"
         subprocess.run([sys.executable, "-m", "commtune", "cluster", "--calibration",
