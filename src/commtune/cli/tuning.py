@@ -234,11 +234,11 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--twin",
         metavar="LINE",
-        help="the same program built for SimGrid's SMPI (smpicc) and its smpirun line, "
-        "quoted, e.g. 'smpirun -np 64 -platform cal/platform.xml -hostfile cal/hosts "
-        "./app.smpi 100': its simulated study, tuned as the library of the real line, ranks "
-        "the configurations; the real runs (--max-runs, default 10 here) only decide, the "
-        "simulation's best first",
+        help="the same program built with the simulator's compiler wrapper and its launch "
+        "line, quoted, with -platform and -hostfile (commtune calibrate writes both): its "
+        "simulated study, tuned as the library of the real line, ranks the configurations; "
+        "the real runs (--max-runs, default 10 here) only decide, the simulation's best "
+        "first (docs/guide/simulate.md)",
     )
     p.add_argument(
         "--twin-budget",
@@ -346,7 +346,7 @@ def _twin_line(text: str | None) -> tuple[str, ...] | None:
     except ValueError as exc:
         raise UsageError(f"--twin {text!r}: {exc}") from None
     if not line:
-        raise UsageError("--twin: an empty line; give the smpirun line of the simulated build")
+        raise UsageError("--twin: an empty line; give the simulator's launch line of its build")
     return line
 
 

@@ -342,7 +342,8 @@ class Tuning:
         sim = resolve_command(twin, None)
         if not sim.impl.simulated:
             raise UsageError(f"--twin {twin[0]}: not a simulator's launch line; give the "
-                             "smpirun line of the program built with smpicc")  # fmt: skip
+                             "simulator's line of the program built with its compiler "
+                             "wrapper")  # fmt: skip
         if sim.impl.decides_as(inst.impl) is None:
             raise UsageError(f"--twin: {sim.impl.title} has no port of {inst.impl.title}'s "
                              "decision to tune against")  # fmt: skip
