@@ -298,19 +298,18 @@ def plan_of(args: argparse.Namespace) -> Plan:
                          "each configuration once in the search and tests the search's best "
                          "in turn; drop it, or add --gate strict")  # fmt: skip
     twin = _twin_line(getattr(args, "twin", None))
-    if args.max_runs is None:
-        args.max_runs = TWIN_RUNS if twin else MAX_RUNS
+    max_runs = args.max_runs if args.max_runs is not None else TWIN_RUNS if twin else MAX_RUNS
     return Plan(
         strategy=args.strategy,
         strategy_options=_strategy_options(args.strategy_option),
         trials=args.trials,
-        repeats=args.repeats or default_repeats(args.max_runs, args.trials),
+        repeats=args.repeats or default_repeats(max_runs, args.trials),
         statistic=args.objective,
         timeout=args.timeout,
         reference_timeout=args.reference_timeout,
         confirm=args.confirm,
         top=DEFAULTS.top if args.top is None else args.top,
-        max_runs=args.max_runs,
+        max_runs=max_runs,
         gate=args.gate,
         risk=args.risk,
         min_gain=args.min_gain,

@@ -166,14 +166,14 @@ def _risk_lines(acc: Acceptance) -> list[str]:
                 f"  {name} ({len(c['values'])} runs): {c['speedup']:.3f}x "
                 f"({low:.3f}-{high:.3f}), p = {c['p_value']:.2g}: {end}"
             )
+    winner = extra.get("label") or f"trial {acc.trial}"
     if extra.get("said"):
         earlier = extra.get("earlier") or 0
         also = f" and the study's {earlier} earlier runs of the defaults" if earlier else ""
-        winner = extra.get("label") or f"trial {acc.trial}"
         lines.append(f"{winner}: {extra['said']} (its runs compared with the "
                      f"defaults' beside them{also})")  # fmt: skip
     if acc.accepted:
-        return [*lines, f"[green]accepted[/green]: {extra.get('label') or f'trial {acc.trial}'}"]
+        return [*lines, f"[green]accepted[/green]: {winner}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
 
 

@@ -226,15 +226,15 @@ class Tuning:
         if scale is not None:
             command = scale.command()
         inst = resolve_command(command, plan.mpi)
+        statuses = installed_knobs(inst)
         twin: dict[str, Any] | None = None
         if plan.twin is not None:
-            plan, twin = self._twin(plan, inst, command)
+            plan, twin = self._twin(plan, inst, command, statuses)
         library = _as_library(plan, inst)
         base = {} if library is None else inst.impl.decides_as(library) or {}
         simulated = launch_files(command) if inst.impl.simulated else None
         if simulated is not None:
             plan = self._simulated(plan, inst.impl)
-        statuses = installed_knobs(inst)
         space = build_space(statuses, inst.vendor.value, plan.knobs, plan.presets,
                             discover(inst), inst.impl.env_name,
                             plan.across_nodes or on_testbed())  # fmt: skip
@@ -327,7 +327,11 @@ class Tuning:
         return Outcome(result, space, inst.vendor.value, command, extra)
 
     def _twin(
-        self, plan: Plan, inst: Installation, command: Sequence[str]
+        self,
+        plan: Plan,
+        inst: Installation,
+        command: Sequence[str],
+        statuses: Mapping[str, KnobStatus],
     ) -> tuple[Plan, dict[str, Any]]:
         """The simulated study of ``plan.twin``, tuned as ``inst``'s library on its
         simulated cluster within ``plan.twin_budget`` seconds of wall time, and the plan of
@@ -372,7 +376,7 @@ class Tuning:
         view = StudyView(study)
         ref = view.reference()
         catalog = load_catalog(inst.vendor.value)
-        available = {n for n, st in installed_knobs(inst).items() if st.available}
+        available = {n for n, st in statuses.items() if st.available}
         ranking: list[dict[str, Any]] = []
         seen: set[str] = set()
         base = ref.value if ref is not None else None

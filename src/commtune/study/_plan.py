@@ -79,6 +79,11 @@ class Plan:
     ranked: tuple[Mapping[str, Any], ...] = ()
 
     @property
+    def twinned(self) -> bool:
+        """Whether a simulation searched (``--twin``): the real study runs no search."""
+        return self.twin is not None or bool(self.ranked)
+
+    @property
     def metric(self) -> str:
         """The metric searched and confirmed."""
         return self.metrics[0]
@@ -94,7 +99,7 @@ class Plan:
         left allow ``confirm`` rounds of them all); ``risk``: the ``explore`` share of it,
         the rest for the verdict, and never so much that the verdict is left fewer runs than
         the first configuration it tests needs to pass (:func:`commtune.rule.first_pass`)."""
-        if self.ranked or self.twin is not None:  # a simulation searched: the reference only
+        if self.twinned:  # a simulation searched: the reference only
             return self.repeats
         if self.max_runs is None:
             return None

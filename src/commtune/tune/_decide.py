@@ -65,7 +65,7 @@ class Arm:
     trial: int | None  # None: not measured by this study's search (a simulation ranked it)
     config: dict[str, Value]
     search: list[tuple[int, float]]
-    rounds: dict[int, tuple[int, float]] = field(default_factory=dict)  # verdict round -> run
+    rounds: dict[int, float] = field(default_factory=dict)  # verdict round -> its run
     beside: dict[int, float] = field(default_factory=dict)  # round -> the defaults' run
     others: dict[int, dict[str, float | None]] = field(default_factory=dict)  # its objectives
     failure: str = ""
@@ -80,7 +80,7 @@ class Arm:
         """(the defaults' runs it is compared with, its runs beside them): the rounds in
         which both ran, and the defaults' runs before its test where it may use them."""
         both = [i for i in self.rounds if i in self.beside]
-        return [*self.earlier, *(self.beside[i] for i in both)], [self.rounds[i][1] for i in both]
+        return [*self.earlier, *(self.beside[i] for i in both)], [self.rounds[i] for i in both]
 
     def searched(self) -> float:
         """What the search's runs of it say: their median."""
@@ -109,15 +109,10 @@ def _arms(view: StudyView, defaults: dict[str, Value] | None) -> list[Arm]:
     return arms
 
 
-def _stream(view: StudyView) -> list[tuple[int, float]]:
+def _stream(view: StudyView) -> list[float]:
     """The runs of the defaults so far: the reference's and the controls'."""
-    return [
-        (run.seq, run.value)
-        for r in view.records
-        if r.is_defaults
-        for run in r.runs
-        if run.value is not None and run.seq is not None
-    ]
+    return [run.value for r in view.records if r.is_defaults for run in r.runs
+            if run.value is not None]  # fmt: skip
 
 
 def verdict(
@@ -145,7 +140,7 @@ def decide(
         return stored
     knobs = knobs_of(view)
     defaults = {k: knob.default for k, knob in knobs.items()} if knobs is not None else None
-    twin = plan.twin is not None or bool(plan.ranked)
+    twin = plan.twinned
     arms = _ranked(plan) if twin else _arms(view, defaults)
     if not arms and not twin:
         return None
@@ -157,11 +152,10 @@ def decide(
             return exact
         ui.warn("the best configuration gave another value when run again: the runs are not "
                 "deterministic after all; deciding on their noise")  # fmt: skip
-    earlier = [v for _, v in _stream(view)]
+    earlier = _stream(view)
     room = None if plan.max_runs is None else plan.max_runs - view.runs_spent()
     left = 2 * rule.UNBOUNDED if room is None else max(0, room)
     default_others: dict[int, dict[str, float | None]] = {}  # round -> the defaults' objectives
-    seq = view.runs_spent()
     with ui.progress("deciding: the search's best beside the defaults", left) as bar:
         rounds = 0
         order = arms[:CONTENDERS] if twin else _order(arms, earlier)
@@ -186,7 +180,6 @@ def decide(
                 for which in (None, arm) if rounds % 2 == 0 else (arm, None):
                     run = executor.run(None if which is None else which.config, timeout)
                     left -= 1
-                    seq += 1
                     bar.advance()
                     if run.value is None:  # a failed run is no evidence; its arm is out
                         whose = "failed when run again" if which else "the defaults' run failed"
@@ -196,7 +189,7 @@ def decide(
                         arm.beside[rounds] = run.value
                         default_others[rounds] = dict(run.secondary)
                     else:
-                        arm.rounds[rounds] = (seq, run.value)
+                        arm.rounds[rounds] = run.value
                         arm.others[rounds] = dict(run.secondary)
                 rounds += 1
                 if not arm.failure:
@@ -298,7 +291,7 @@ def _verdict(
         "statistic": plan.statistic,
         "arms": len(arms),
         "tested": sum(1 for a in arms if a.tested),
-        "twin": plan.twin is not None or bool(plan.ranked),
+        "twin": plan.twinned,
     }
     if not pool:
         failures = "; ".join(f"{a.name()} {a.failure}" for a in arms if a.failure)
@@ -355,7 +348,7 @@ def _listed(arm: Arm, objectives: dict[str, Any]) -> dict[str, Any]:
         "trial": arm.trial,
         "label": arm.name(),
         "params": arm.config,
-        "values": [v for _, v in arm.rounds.values()],
+        "values": list(arm.rounds.values()),
         "defaults": list(arm.beside.values()),
         "rounds": list(arm.rounds),
         "search_runs": len(arm.search),

@@ -301,7 +301,7 @@ def search(ctx: Context) -> None:
     """Batches of proposals to the study's budget, shared with the study's other workers:
     each configuration is claimed before it runs (:mod:`commtune.tune._workers`)."""
     study, workers, plan, space, ui = ctx.study, ctx.workers, ctx.plan, ctx.space, ctx.ui
-    if plan.twin is not None or plan.ranked:
+    if plan.twinned:
         return  # a simulation searched (--twin): the real runs are the verdict's
     workers.sync(study)
     hints = [dict(h) for h in ctx.hints]
