@@ -55,7 +55,7 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--rate", type=float, default=1000.0, help="Mbit/s of each link")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--twin-budget", type=float, default=120.0)
+    parser.add_argument("--sim-budget", type=float, default=120.0)
     parser.add_argument("--json", type=Path, help="write every study's figures here")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -85,7 +85,7 @@ def main() -> int:
         for seed in range(args.seeds):
             for design in ("twin", "cold"):
                 storage = f"sqlite:///{work}/{design}-{seed}.db"
-                extra = (["--twin", twin, "--twin-budget", str(args.twin_budget)]
+                extra = (["--twin", twin, "--sim-budget", str(args.sim_budget)]
                          if design == "twin" else ["--max-runs", "30"])  # fmt: skip
                 out = commtune(bed, env, "tune", "--storage", storage, "--seed", str(seed),
                                "--metric", METRIC, *extra, "--", *launch)  # fmt: skip

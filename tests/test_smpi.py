@@ -259,6 +259,35 @@ def test_tune_a_simulated_cluster_end_to_end(
 
 
 @needs_smpi
+def test_a_simulated_study_given_no_run_bound_tries_a_space_its_wall_time_covers_whole(
+    cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Neither --max-runs nor --trials: one simulated run is timed and --sim-budget's wall
+    time buys the runs. 12 configurations, a run of well under a second here: every one is
+    measured once, and the study hands back the fastest of them or keeps the defaults when
+    none beats them (the runs are deterministic, so that is the space's best)."""
+    program = native.build(_smpi(), "demo/ct_demo.c")
+    platform, hosts = cluster
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    code, out, err = run_cli(["tune", "--json", "--sim-budget", "120", "--storage", storage,
+                              "--knob", "smpi/allreduce=selector,lr,rab_rdb,rdb",
+                              "--knob", "smpi/bcast=selector,flattree,binomial_tree", "--",
+                              "smpirun", "-np", "16", "-platform", platform, "-hostfile", hosts,
+                              str(program), "5"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "of wall time here: the study gets" in err and "--sim-budget 120 s" in err
+    data = last_json(out)
+    study = optuna.load_study(study_name=data["study"], storage=storage)
+    known = [(r.config, r.value) for r in StudyView(study).known().values() if r.config]
+    assert len(known) == 12 and all(v is not None for _, v in known)
+    best = min(v for _, v in known)
+    if data["accepted"]:
+        assert data["speedup"] == pytest.approx(data["default_value"] / best)
+    else:
+        assert best >= data["default_value"] / 1.01
+
+
+@needs_smpi
 def test_a_program_built_by_a_real_mpi_is_refused(
     cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -711,7 +740,7 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     storage = f"sqlite:///{tmp_path}/t.db"
     launch = openmpi.command(2, [real, "300"])
     metric = r"regex:time ([0-9.eE+-]+) s"
-    argv = ["tune", "--storage", storage, "--twin", twin, "--twin-budget", "20", "--metric",
+    argv = ["tune", "--storage", storage, "--twin", twin, "--sim-budget", "20", "--metric",
             metric, "--json", "--", *launch]  # fmt: skip
     code, out, err = run_cli(argv, capsys)
     assert code == 0, err

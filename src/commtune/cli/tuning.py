@@ -71,8 +71,8 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--trials",
         type=positive(int),
-        default=DEMO_TRIALS if demo else DEFAULTS.trials,
-        help="trials in the study, the reference included",
+        help=f"trials in the study, the reference included (default "
+        f"{DEMO_TRIALS if demo else DEFAULTS.trials})",
     )
     p.add_argument(
         "--repeats",
@@ -178,7 +178,8 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         "the first is searched and confirmed, the others are measured in every run, "
         "compared in the confirmation and shown with the Pareto front",
     )
-    p.set_defaults(default_metric=DEMO_METRIC if demo else "wall")
+    p.set_defaults(default_metric=DEMO_METRIC if demo else "wall",
+                   default_trials=DEMO_TRIALS if demo else DEFAULTS.trials)
     p.add_argument(
         "--no-interposer",
         action="store_true",
@@ -241,12 +242,13 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
         "first (docs/guide/simulate.md)",
     )
     p.add_argument(
-        "--twin-budget",
+        "--sim-budget",
         type=positive(float),
-        default=DEFAULTS.twin_budget,
+        default=DEFAULTS.sim_budget,
         metavar="SECONDS",
-        help=f"--twin: this machine's wall time for the simulated search (default "
-        f"{DEFAULTS.twin_budget:g} s); every configuration where that covers the space",
+        help=f"this machine's wall time for a simulated search: --twin's, or a study of a "
+        f"simulated cluster given neither --max-runs nor --trials (default "
+        f"{DEFAULTS.sim_budget:g} s); every configuration where that covers the space",
     )
     p.add_argument(
         "--record",
@@ -299,11 +301,12 @@ def plan_of(args: argparse.Namespace) -> Plan:
                          "in turn; drop it, or add --gate strict")  # fmt: skip
     twin = _twin_line(getattr(args, "twin", None))
     max_runs = args.max_runs if args.max_runs is not None else TWIN_RUNS if twin else MAX_RUNS
+    trials = args.trials if args.trials is not None else args.default_trials
     return Plan(
         strategy=args.strategy,
         strategy_options=_strategy_options(args.strategy_option),
-        trials=args.trials,
-        repeats=args.repeats or default_repeats(max_runs, args.trials),
+        trials=trials,
+        repeats=args.repeats or default_repeats(max_runs, trials),
         statistic=args.objective,
         timeout=args.timeout,
         reference_timeout=args.reference_timeout,
@@ -333,7 +336,8 @@ def plan_of(args: argparse.Namespace) -> Plan:
         sbatch=sbatch,
         as_library=getattr(args, "as_library", None),
         twin=twin,
-        twin_budget=getattr(args, "twin_budget", DEFAULTS.twin_budget),
+        sim_budget=getattr(args, "sim_budget", DEFAULTS.sim_budget),
+        by_wall_time=args.max_runs is None and args.trials is None,
     )
 
 

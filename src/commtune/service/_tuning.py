@@ -38,7 +38,7 @@ from commtune.knobs import (
     installed_knobs,
     space_from_json,
 )
-from commtune.launch import launcher_for
+from commtune.launch import Launcher, launcher_for
 from commtune.mpi import (
     Installation,
     Lack,
@@ -235,6 +235,8 @@ class Tuning:
         simulated = launch_files(command) if inst.impl.simulated else None
         if simulated is not None:
             plan = self._simulated(plan, inst.impl)
+            if plan.by_wall_time and not plan.record:
+                plan = self._budgeted(plan, inst, command, base)
         space = build_space(statuses, inst.vendor.value, plan.knobs, plan.presets,
                             discover(inst), inst.impl.env_name,
                             plan.across_nodes or on_testbed())  # fmt: skip
@@ -334,7 +336,7 @@ class Tuning:
         statuses: Mapping[str, KnobStatus],
     ) -> tuple[Plan, dict[str, Any]]:
         """The simulated study of ``plan.twin``, tuned as ``inst``'s library on its
-        simulated cluster within ``plan.twin_budget`` seconds of wall time, and the plan of
+        simulated cluster within ``plan.sim_budget`` seconds of wall time, and the plan of
         the real study: the configurations it found faster than the library's own decision,
         best first, in the real library's settings, for the verdict to test in that order."""
         from commtune.knobs import load_catalog
@@ -351,24 +353,20 @@ class Tuning:
         if sim.impl.decides_as(inst.impl) is None:
             raise UsageError(f"--twin: {sim.impl.title} has no port of {inst.impl.title}'s "
                              "decision to tune against")  # fmt: skip
-        first = LocalExecutor(launcher_for(sim), twin, [], Objective.parse(sim.impl.run_value),
-                              variables=sim.impl.decides_as(inst.impl))  # fmt: skip
-        start = time.perf_counter()
-        probe_run = first.run(None, plan.reference_timeout)
-        wall = time.perf_counter() - start
-        if probe_run.value is None:
-            raise UsageError(f"--twin: the simulated program did not run: {probe_run.failure}")
-        runs = max(3, min(MOST_TWIN_RUNS, int(plan.twin_budget / max(wall, 1e-3))))
+        program = os.path.basename(launch_files(twin).program or "program")  # checked first
+        wall = _timed_run(launcher_for(sim), twin, sim, sim.impl.decides_as(inst.impl) or {},
+                          plan, "--twin: the simulated program did not run")  # fmt: skip
+        assert wall is not None
+        runs = sim_runs(wall, plan.sim_budget)
         digest = hashlib.sha256(json.dumps([twin, list(command)]).encode()).hexdigest()[:6]
-        program = os.path.basename(launch_files(twin).program or "program")
         name = f"{plan.study}-twin" if plan.study else f"{program}-twin-{digest}"
         self.ui.info(f"the simulated twin: {wall:.1f} s of wall time a run here; its search "
-                     f"gets {runs} runs ({plan.twin_budget:g} s, --twin-budget), tuned as "
+                     f"gets {runs} runs (--sim-budget {plan.sim_budget:g} s), tuned as "
                      f"{inst.impl.title}")  # fmt: skip
         inner = replace(plan, twin=None, ranked=(), as_library=inst.vendor.value, study=name,
                         max_runs=runs, trials=runs, knobs=(), presets=(), record=None,
                         replay=None, scales=(), trains=(), train_from=None, sbatch=None,
-                        metrics=DEFAULTS.metrics, repeats=1)  # fmt: skip
+                        metrics=DEFAULTS.metrics, repeats=1, by_wall_time=False)  # fmt: skip
         sub = Tuning(inner, self.ui)
         sub.inner = True
         sub.run(twin)
@@ -512,6 +510,21 @@ class Tuning:
         self.secondary = tuple(Objective.parse(m) for m in plan.objectives)
         return plan
 
+    def _budgeted(self, plan: Plan, inst: Installation, command: Sequence[str],
+                  base: Mapping[str, str]) -> Plan:  # fmt: skip
+        """The plan of a simulated study whose user bounded neither runs nor trials: as many
+        runs as ``plan.sim_budget`` seconds of this machine's wall time buy (one run of the
+        reference timed here), at most :data:`MOST_SIM_RUNS`: a space that fits is tried
+        whole."""
+        wall = _timed_run(launcher_for(inst, plan.through), command, inst, base, plan)
+        if wall is None:
+            return plan  # the reference's own runs say why
+        runs = sim_runs(wall, plan.sim_budget)
+        self.ui.info(f"a simulated run takes {wall:.1f} s of wall time here: the study gets "
+                     f"{runs} runs (--sim-budget {plan.sim_budget:g} s, at most "
+                     f"{MOST_SIM_RUNS})")  # fmt: skip
+        return replace(plan, max_runs=runs, trials=runs, by_wall_time=False)
+
     def _study(
         self, store: Store, target: Target, executor: Executor, observer: StudyObserver
     ) -> TuneResult:
@@ -624,7 +637,29 @@ def _check_training_study(url: str, scale: Scale, space: Space) -> None:
         raise UsageError(f"--train-from {scale.train_from}: trained on other knobs")
 
 
-MOST_TWIN_RUNS = 400  # a twin's simulated search: at most this many runs, whatever the budget
+MOST_SIM_RUNS = 500  # a simulated search: at most this many runs, whatever its wall-time budget
+
+
+def sim_runs(wall: float, budget: float) -> int:
+    """The runs of a simulated search that ``budget`` seconds buy at ``wall`` seconds a
+    run: at least 3, at most :data:`MOST_SIM_RUNS`."""
+    return max(3, min(MOST_SIM_RUNS, int(budget / max(wall, 1e-3))))
+
+
+def _timed_run(launcher: Launcher, command: Sequence[str], inst: Installation,
+               variables: Mapping[str, str], plan: Plan,
+               refuse: str | None = None) -> float | None:  # fmt: skip
+    """The wall time of one run of ``command`` with ``variables``; None where it failed
+    (UsageError starting with ``refuse``, if given)."""
+    probe = LocalExecutor(launcher, command, [], Objective.parse(inst.impl.run_value),
+                          variables=variables)  # fmt: skip
+    start = time.perf_counter()
+    run = probe.run(None, plan.reference_timeout)
+    if run.value is None:
+        if refuse is not None:
+            raise UsageError(f"{refuse}: {run.failure}")
+        return None
+    return time.perf_counter() - start
 
 
 def _twin_against(twin: Mapping[str, Any], result: TuneResult) -> dict[str, Any]:

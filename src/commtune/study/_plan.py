@@ -37,10 +37,10 @@ class Plan:
     # Runs of the defaults that all give one value make a deterministic study (a
     # simulation): one run a configuration, no controls (tune._loop.exact_plan).
     exact: bool = True
-    # The verdict (tune/_decide.py): ``risk`` accepts a configuration whose expected speedup
-    # clears 1 + ``min_gain``, more likely faster than the defaults than not and more than
-    # ``tolerance`` slower with probability below ``risk`` (from a risk of 0.5: the
-    # expected speedup alone); ``strict`` is the signed-rank gate of the top ``top``
+    # The verdict (tune/_decide.py): ``risk`` hands a configuration back only where its
+    # fresh runs beside the defaults' pass commtune.rule's rank test (its runs counted
+    # ``tolerance`` slower, the chance of a wrong pass below ``risk`` in all, a gain of
+    # ``min_gain`` at least); ``strict`` is the signed-rank gate of the top ``top``
     # confirmed in ``confirm`` rounds (tune/_confirm.py).
     gate: str = "risk"
     risk: float = 0.05
@@ -73,7 +73,10 @@ class Plan:
     # --twin LINE: the same program built for the simulator and its smpirun line; its
     # simulated study ranks the configurations, the real runs decide (service.Tuning._twin)
     twin: tuple[str, ...] | None = None
-    twin_budget: float = 600.0  # seconds of this machine's wall time for the simulated search
+    # seconds of this machine's wall time for a simulated search (the twin's, or a simulated
+    # study's where ``by_wall_time``): as many runs as that buys, at most MOST_SIM_RUNS
+    sim_budget: float = 600.0
+    by_wall_time: bool = False  # the user bounded neither runs nor trials: sim_budget does
     # the configurations a simulation ranked, best first, in the real library's settings: the
     # study runs no search, the verdict tests them in this order (tune._decide)
     ranked: tuple[Mapping[str, Any], ...] = ()
