@@ -768,3 +768,20 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     ):
         code, out, err = run_cli(["tune", "--storage", storage, *argv], capsys)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    # a knob the simulation does not model: searched on the real machine, the simulation's
+    # best pinned in every configuration searched; the verdict is the cold study's
+    knob = "btl_vader_single_copy_mechanism"
+    argv = ["tune", "--storage", storage, "--study", "mixed", "--twin", twin, "--sim-budget",
+            "20", "--knob", knob, "--max-runs", "12", "--metric", metric, "--json", "--",
+            *launch]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    data = last_json(out)
+    assert data["twin"]["on_this_machine"] == [knob] and data["runs"] <= 12
+    pinned = data["twin"]["from_simulation"]
+    assert pinned == (ranking[0]["settings"] if ranking else {})
+    assert "searched on this machine (the simulation does not model them): " + knob in err
+    study = optuna.load_study(study_name="mixed", storage=storage)
+    searched = [r for r in StudyView(study).known().values() if r.config]
+    assert searched and all(knob in r.config for r in searched)
+    assert all(str(r.config[k]) == v for r in searched for k, v in pinned.items())

@@ -109,7 +109,7 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         type=positive(int),
         help="bound on every run of the study (reference, controls and the verdict's runs "
         f"included); default {DEMO_MAX_RUNS if demo else MAX_RUNS}"
-        + ("" if demo else f", {TWIN_RUNS} with --twin"),
+        + ("" if demo else f", {TWIN_RUNS} with --twin and no --knob"),
     )
     p.add_argument(
         "--gate",
@@ -239,7 +239,8 @@ def _add_tune(p: argparse.ArgumentParser) -> None:
         "line, quoted, with -platform and -hostfile (commtune calibrate writes both): its "
         "simulated study, tuned as the library of the real line, ranks the configurations; "
         "the real runs (--max-runs, default 10 here) only decide, the simulation's best "
-        "first (docs/guide/simulate.md)",
+        "first; knobs of --knob/--preset it does not model are searched on the real "
+        "machine, its best pinned (docs/guide/simulate.md)",
     )
     p.add_argument(
         "--sim-budget",
@@ -300,7 +301,8 @@ def plan_of(args: argparse.Namespace) -> Plan:
                          "each configuration once in the search and tests the search's best "
                          "in turn; drop it, or add --gate strict")  # fmt: skip
     twin = _twin_line(getattr(args, "twin", None))
-    max_runs = args.max_runs if args.max_runs is not None else TWIN_RUNS if twin else MAX_RUNS
+    alone = twin and not (args.knob or args.preset)  # the real runs only decide
+    max_runs = args.max_runs if args.max_runs is not None else TWIN_RUNS if alone else MAX_RUNS
     trials = args.trials if args.trials is not None else args.default_trials
     return Plan(
         strategy=args.strategy,

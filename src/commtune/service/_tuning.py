@@ -128,8 +128,8 @@ def check(plan: Plan) -> Plan:
         raise UsageError(f"--metric {plan.metric} needs the interposer (libcommtune)")
     if plan.twin is not None:
         clash = next((f for f, on in (("--as", plan.as_library), ("--gate strict", plan.gate
-                      == "strict"), ("--record", plan.record), ("--replay", plan.replay),
-                      ("--knob", plan.knobs), ("--preset", plan.presets)) if on), None)  # fmt: skip
+                      == "strict"), ("--record", plan.record), ("--replay", plan.replay))
+                      if on), None)  # fmt: skip
         if clash:
             raise UsageError(f"--twin and {clash}: the twin's simulated study chooses the space "
                              "and the library, and --gate risk's rule decides")  # fmt: skip
@@ -137,7 +137,8 @@ def check(plan: Plan) -> Plan:
         from commtune import rule
 
         deciding = 2 * rule.first_pass(rule.total(plan.risk, 1), plan.repeats)
-        searching = 0 if plan.twin is not None else 1
+        alone = plan.twin is not None and not (plan.knobs or plan.presets)
+        searching = 0 if alone else 1  # a twin alone: the real runs only decide
         what = f"a first pass of the verdict at --risk {plan.risk:g} {deciding}"
     else:
         deciding, searching = plan.confirm * 2, 1  # one candidate and the default
@@ -402,7 +403,23 @@ class Tuning:
         knobs |= {k for r in ranking for k in r["settings"]}
         ranked = tuple(r["config"] for r in ranking[:CONTENDERS])
         usable = tuple(sorted(k for k in knobs if k in catalog and k in available))
-        return replace(plan, ranked=ranked, knobs=usable or plan.knobs), said
+        # the knobs asked for that the simulation does not model: the real machine's search
+        modeled = {inst.impl.algorithm_knob(op) for op in inst.impl.smpi_ports}
+        asked = (build_space(dict(statuses), inst.vendor.value, plan.knobs, plan.presets,
+                             discover(inst), inst.impl.env_name).dimensions
+                 if plan.knobs or plan.presets else ())  # fmt: skip
+        machine = [d for d in asked if d.knob.name not in modeled]
+        pinned = dict(ranking[0]["settings"]) if ranking and machine else {}
+        said |= {"from_simulation": pinned if machine else {},
+                 "on_this_machine": [d.knob.name for d in machine],
+                 "left_to_simulation": [d.knob.name for d in asked if d.knob.name in modeled]}
+        if not machine:
+            return replace(plan, ranked=ranked, knobs=usable), said
+        # searched on the real machine as any study, the simulation's best pinned
+        specs = tuple(f"{k}={v}" for k, v in pinned.items()) + tuple(
+            d.knob.name if d.values is None else
+            f"{d.knob.name}={','.join(d.knob.format(v) for v in d.values)}" for d in machine)
+        return replace(plan, twin=None, ranked=(), knobs=specs, presets=()), said
 
     def _as_proposal(self, store: Store, name: str, result: TuneResult, inst: Installation,
                      library: MPIVendor, base: Mapping[str, str],
@@ -680,17 +697,35 @@ def _twin_against(twin: Mapping[str, Any], result: TuneResult) -> dict[str, Any]
 def _twin_lines(twin: Mapping[str, Any]) -> list[str]:
     """The two rankings side by side, as the terminal says them."""
     if not twin["ranking"]:
+        only = ("searched its knobs alone" if twin.get("on_this_machine") else
+                "measured the defaults only")  # fmt: skip
         return [f"the simulation ({twin['runs']} runs, study {twin['study']}) found nothing "
-                f"faster than {twin['reference']}: the real runs measured the defaults "
-                "only"]  # fmt: skip
+                f"faster than {twin['reference']}: the real runs {only}",
+                *_origin_lines(twin)]  # fmt: skip
     lines = [f"the simulation's ranking (study {twin['study']}, {twin['runs']} runs, against "
              f"{twin['reference']}) and what the real runs said:"]  # fmt: skip
+    lines += _origin_lines(twin)
     for r in twin["ranking"]:
         settings = ", ".join(f"{k}={v}" for k, v in r["settings"].items())
         real = ("not run" if r["real"] is None else
                 f"real {r['real']:.3g}x" + (", passed" if r["passed"] else
                                             f", {r['dropped'] or 'not passed'}"))  # fmt: skip
         lines.append(f"  #{r['rank']} {settings}: simulated {r['simulated']:.3g}x, {real}")
+    return lines
+
+
+def _origin_lines(twin: Mapping[str, Any]) -> list[str]:
+    """Which knobs came from the simulation and which the real machine searched."""
+    lines = []
+    if twin.get("from_simulation"):
+        lines.append("  from the simulation (its #1, pinned in every real run but the "
+                     f"defaults'): {_words(twin['from_simulation'])}")  # fmt: skip
+    if twin.get("on_this_machine"):
+        lines.append("  searched on this machine (the simulation does not model them): "
+                     f"{', '.join(twin['on_this_machine'])}")  # fmt: skip
+    if twin.get("left_to_simulation"):
+        lines.append("  asked for and modeled, so the simulation's: "
+                     f"{', '.join(twin['left_to_simulation'])}")  # fmt: skip
     return lines
 
 
