@@ -761,10 +761,27 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
         assert row["real"] == c["speedup"]
     if not ranking:
         assert "found no configuration faster" in data["reason"]
+    # the program as it grows: 1x, 4x, 16x the ranks on the cluster grown as much, while
+    # half the budget lasts; the report shows the table beside the two rankings
+    grown = data["twin"]["scaling"]
+    assert [r["factor"] for r in grown] == [1, 4, 16][: len(grown)]
+    assert grown[0]["ranks"] == 2 and grown[0]["defaults"] > 0
+    assert all(r["ranks"] in (None, 2 * r["factor"]) for r in grown)
+    assert all((r["tuned"] is not None) == bool(ranking) for r in grown if r["defaults"])
+    assert "the program as it grows (simulated time" in err
+    page = tmp_path / "r.html"
+    code, _, err = run_cli(["report", data["study"], "--storage", storage, "-o", str(page)],
+                           capsys)  # fmt: skip
+    assert code == 0, err
+    assert 'id="twin"' in page.read_text() and "The program as it grows" in page.read_text()
     for argv, needle in (
         (["--twin", " ".join(launch), "--", *launch], "not a simulator's launch line"),
         (["--twin", twin, "--", *twin.split()], "the line after '--' is the real launch"),
         (["--twin", twin, "--gate", "strict", "--", *launch], "--twin and --gate strict"),
+        (["--twin", twin.replace(simulated, real), "--", *launch],
+         "built with a real MPI's compiler: rebuild it with smpicc"),
+        (["--twin", twin.replace("-np 2", "-np 4"), "--", *launch],
+         "more ranks than hostfile"),
     ):
         code, out, err = run_cli(["tune", "--storage", storage, *argv], capsys)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err

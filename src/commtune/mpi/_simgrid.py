@@ -270,6 +270,80 @@ def launch_files(command: Sequence[str]) -> Launch:
     return Launch(ranks, platform, hostfile, program)
 
 
+def grown(command: Sequence[str], factor: int, directory: str) -> list[str]:
+    """The ``smpirun`` line ``command`` at ``factor`` times its ranks, on its cluster grown
+    as much (written into ``directory``: the cluster's nodes, its topology's parameters
+    made anew, every other attribute kept, a calibration's configuration file beside it
+    copied), each node as many
+    ranks as the hostfile gave the first; UsageError where the platform is not one
+    ``<cluster>`` or the line names no rank count and hostfile."""
+    found = launch_files(command)
+    if found.ranks is None or found.hostfile is None:
+        raise UsageError("the simulated line needs -np and -hostfile to be grown")
+    with open(found.platform.path) as f:
+        text = f.read()
+    clusters = re.findall(r"<cluster\b[^>]*>", text)
+    if len(clusters) != 1 or re.search(r"<(host|zone|AS)\b", text):
+        raise UsageError(f"platform {found.platform.path} is not one <cluster>: commtune "
+                         "cannot grow it")  # fmt: skip
+    old = clusters[0]
+    attrs = dict(re.findall(r'(\w+)="([^"]*)"', old))
+    nodes = len(_radical(attrs.get("radical", "0")))
+    slots = _hostfile_slots(found.hostfile)
+    per_node = slots.count(slots[0])
+    new = re.sub(r'radical="[^"]*"', f'radical="0-{nodes * factor - 1}"', old)
+    topology = {"FAT_TREE": "fat-tree", "TORUS": "torus", "DRAGONFLY": "dragonfly"}.get(
+        attrs.get("topology", "")
+    )
+    if topology is not None:
+        taper = 1
+        if topology == "fat-tree":  # "2;leaf,spines;1,tops;1,1": the uplinks divided
+            parts = attrs.get("topo_parameters", "").split(";")
+            try:
+                taper = max(1, int(parts[1].split(",")[0]) // int(parts[2].split(",")[1]))
+            except (IndexError, ValueError):
+                taper = 1
+        _, parameters = Cluster(nodes * factor, topology=topology,
+                                taper=taper).topology_parameters()  # fmt: skip
+        new = re.sub(r'topo_parameters="[^"]*"', f'topo_parameters="{parameters}"', new)
+    text = text.replace(old, new).replace(
+        "<!-- written by commtune: ", f"<!-- written by commtune: x{factor} of ", 1
+    )
+    os.makedirs(directory, exist_ok=True)
+    platform = os.path.join(directory, "platform.xml")
+    hosts = os.path.join(directory, "hosts")
+    prefix, suffix = attrs.get("prefix", ""), attrs.get("suffix", "")
+    from commtune.util import write_atomic
+
+    write_atomic(platform, text)
+    beside = os.path.join(os.path.dirname(os.path.abspath(found.platform.path)),
+                          CONFIGURATION_FILE)  # fmt: skip
+    if os.path.isfile(beside):  # a calibration's --cfg= lines go with the cluster
+        with open(beside) as f:
+            write_atomic(os.path.join(directory, CONFIGURATION_FILE), f.read())
+    write_atomic(hosts, "".join(f"{prefix}{i}{suffix}\n" * per_node
+                                for i in range(nodes * factor)))  # fmt: skip
+    out, args = [command[0]], list(command[1:])
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-np", "-n", "-platform", "-hostfile", "-machinefile") and i + 1 < len(args):
+            value = {"-np": str(found.ranks * factor), "-n": str(found.ranks * factor),
+                     "-platform": platform}.get(a, hosts)  # fmt: skip
+            out += [a, value]
+            i += 2
+            continue
+        out.append(a)
+        if a in _WITH_VALUE and i + 1 < len(args):
+            out.append(args[i + 1])
+            i += 1
+        elif not a.startswith("-"):
+            out += args[i + 1 :]
+            break
+        i += 1
+    return out
+
+
 def _hostfile_slots(path: str) -> list[str]:
     try:
         with open(path) as f:

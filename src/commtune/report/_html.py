@@ -109,6 +109,7 @@ def _study(s: StudyData, prefix: str = "") -> str:
         _importance(s, prefix),
         _best(s, prefix),
         _verdict(s, prefix),
+        _twin(s, prefix),
         _sample(s, prefix),
         _prediction(s, prefix),
         _policy(s, prefix),
@@ -218,6 +219,42 @@ def _verdict(s: StudyData, prefix: str) -> str:
             ["knob", "why"], sorted(s.not_applied.items())
         )
     return _section(prefix, "verdict", "Verdict", body)
+
+
+def _twin(s: StudyData, prefix: str) -> str:
+    """A study with a simulated twin: the simulation's ranking beside the real runs', where
+    each knob came from, and the program's simulated time at larger scales."""
+    twin = s.acceptance.extra.get("twin") if s.acceptance else None
+    if not twin:
+        return ""
+    body = _note(f"the simulation ({twin['runs']} runs, study {twin['study']}) ranked "
+                 f"against {twin['reference']}")  # fmt: skip
+    rows = [(r["rank"], _config(r["settings"]), f"{r['simulated']:.3g}x",
+             "not run" if r["real"] is None else f"{r['real']:.3g}x",
+             "passed" if r["passed"] else (r["dropped"] or ("" if r["real"] is None else
+                                                           "not passed")))
+            for r in twin["ranking"]]  # fmt: skip
+    body += (
+        _table(["#", "settings", "simulated", "real", "verdict"], rows)
+        if rows
+        else _note("the simulation found nothing faster than the library's own decision")
+    )
+    if twin.get("from_simulation"):
+        body += f"<p>from the simulation: <code>{_e(_config(twin['from_simulation']))}</code></p>"
+    if twin.get("on_this_machine"):
+        body += f"<p>searched on this machine: {_e(', '.join(twin['on_this_machine']))}</p>"
+    grown = twin.get("scaling") or []
+    if grown:
+        table = _table(["ranks", "own decision (s)", "simulation's #1 (s)", "speedup", "note"],
+                       [(r["ranks"] or f"x{r['factor']}",
+                         "-" if r["defaults"] is None else f"{r['defaults']:.4g}",
+                         "-" if r["tuned"] is None else f"{r['tuned']:.4g}",
+                         f"{r['defaults'] / r['tuned']:.3g}x" if r["defaults"] and r["tuned"]
+                         else "-", r["failure"] or "") for r in grown])  # fmt: skip
+        body += "<h3>The program as it grows (simulated)</h3>" + table
+        if sum(1 for r in grown if r["defaults"]) > 1:
+            body += _img(plots.scaling(grown), "simulated time against ranks")
+    return _section(prefix, "twin", "The simulated twin", body)
 
 
 def _sample(s: StudyData, prefix: str) -> str:

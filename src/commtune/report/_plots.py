@@ -196,3 +196,21 @@ def compared_convergence(studies: Sequence[StudyData]) -> str:
     ax.legend(fontsize=8)
     ax.set_title("convergence, side by side", fontsize=10)
     return png(fig)
+
+
+def scaling(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A program's simulated time against its ranks: the library's own decision and the
+    simulation's best (a twin's scaling table), both axes logarithmic."""
+    fig, ax = _figure(width=6.0, height=3.4)
+    for key, label, color in (("defaults", "the library's own decision", CONTROL),
+                              ("tuned", "the simulation's #1", BEST)):  # fmt: skip
+        points = [(r["ranks"], r[key]) for r in rows if r.get("ranks") and r.get(key)]
+        if points:
+            ax.plot(*zip(*points, strict=True), marker="o", color=color, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("ranks (simulated, the cluster grown as much)")
+    ax.set_ylabel("simulated time (s)")
+    ax.legend(fontsize=8)
+    ax.set_title("how the program's time grows, and what the settings buy", fontsize=10)
+    return png(fig)

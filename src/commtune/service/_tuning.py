@@ -320,12 +320,13 @@ class Tuning:
             if library is not None
             else f"{inst.impl.title}'s defaults"
         )
-        _name_the_reference(store, name, extra["reference"])
+        _with_the_verdict(store, name, reference=extra["reference"])
         if library is not None and not self.inner:
             extra["as"] = self._as_proposal(store, name, result, inst, library, base, command)
         if twin is not None:
             extra["twin"] = _twin_against(twin, result)
-            for line in _twin_lines(extra["twin"]):
+            _with_the_verdict(store, name, twin=extra["twin"])
+            for line in _twin_lines(extra["twin"]) + _scaling_lines(extra["twin"]):
                 ui.info(line)
         return Outcome(result, space, inst.vendor.value, command, extra)
 
@@ -392,10 +393,19 @@ class Tuning:
                 continue  # a knob this installation does not have
             seen.add(key)
             config = {k: catalog[k].parse(v) for k, v in settings.items()}
-            ranking.append({"settings": settings, "config": config, "simulated": speedup})
+            ranking.append({"settings": settings, "config": config, "simulated": speedup,
+                            "sim": {k: str(v) for k, v in r.config.items()}})  # fmt: skip
         said = {"study": name, "runs": len(view.ran()), "wall_per_run": wall,
                 "reference": f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
                 "ranking": ranking}  # fmt: skip
+        said["scaling"] = self._scaling(
+            twin,
+            sim,
+            sim.impl.decides_as(inst.impl) or {},
+            ranking[0]["sim"] if ranking else None,
+            wall,
+            plan,
+        )
         # the real library's knobs of every operation the simulated search tuned
         ops = {k.removeprefix(sim.impl.env_prefix) for r in view.known().values()
                for k in r.config}  # fmt: skip
@@ -410,16 +420,71 @@ class Tuning:
                  if plan.knobs or plan.presets else ())  # fmt: skip
         machine = [d for d in asked if d.knob.name not in modeled]
         pinned = dict(ranking[0]["settings"]) if ranking and machine else {}
-        said |= {"from_simulation": pinned if machine else {},
-                 "on_this_machine": [d.knob.name for d in machine],
-                 "left_to_simulation": [d.knob.name for d in asked if d.knob.name in modeled]}
+        said |= {
+            "from_simulation": pinned if machine else {},
+            "on_this_machine": [d.knob.name for d in machine],
+            "left_to_simulation": [d.knob.name for d in asked if d.knob.name in modeled],
+        }
         if not machine:
             return replace(plan, ranked=ranked, knobs=usable), said
         # searched on the real machine as any study, the simulation's best pinned
         specs = tuple(f"{k}={v}" for k, v in pinned.items()) + tuple(
-            d.knob.name if d.values is None else
-            f"{d.knob.name}={','.join(d.knob.format(v) for v in d.values)}" for d in machine)
+            d.knob.name
+            if d.values is None
+            else f"{d.knob.name}={','.join(d.knob.format(v) for v in d.values)}"
+            for d in machine
+        )
         return replace(plan, twin=None, ranked=(), knobs=specs, presets=()), said
+
+    def _scaling(self, line: Sequence[str], sim: Installation, base: Mapping[str, str],
+                 tuned: Mapping[str, str] | None, wall: float,
+                 plan: Plan) -> list[dict[str, Any]]:  # fmt: skip
+        """The program's simulated time at each of :data:`SCALES` times the twin's ranks,
+        on its cluster grown as much (``mpi.grown``): with the library's own decision, and
+        with the simulation's best (``tuned``; None: it found nothing faster). A size whose
+        runs would take more than half of ``plan.sim_budget`` left is not run, and says so."""
+        import tempfile
+
+        from commtune.mpi import grown
+
+        rows: list[dict[str, Any]] = []
+        left, each = plan.sim_budget / 2, wall
+        objective = Objective.parse(sim.impl.run_value)
+        with tempfile.TemporaryDirectory(prefix="commtune-grown-") as tmp, \
+                self.ui.progress("the program at larger scales (simulated)",
+                                 len(SCALES)) as bar:  # fmt: skip
+            for factor in SCALES:
+                cost = each * factor * (1 if tuned is None else 2)
+                row: dict[str, Any] = {"factor": factor, "ranks": None, "defaults": None,
+                                       "tuned": None, "failure": None}  # fmt: skip
+                try:
+                    command = grown(line, factor, os.path.join(tmp, str(factor)))
+                except UsageError as exc:
+                    row["failure"] = str(exc)
+                    rows.append(row)
+                    break
+                row["ranks"] = int(command[command.index("-np") + 1])
+                if cost > left:
+                    row["failure"] = (f"not run: about {cost:.0f} s of wall time here, over "
+                                      "half of --sim-budget")  # fmt: skip
+                    rows.append(row)
+                    break
+                start = time.perf_counter()
+                for key, settings in (("defaults", {}), ("tuned", tuned)):
+                    if settings is None:
+                        continue
+                    run = LocalExecutor(launcher_for(sim), command, [], objective,
+                                        variables={**base, **settings}).run(
+                                            None, plan.reference_timeout)  # fmt: skip
+                    row[key] = run.value
+                    if run.value is None:
+                        row["failure"] = run.failure
+                spent = time.perf_counter() - start
+                left -= spent
+                each = spent / max(1, factor * (1 if tuned is None else 2))
+                rows.append(row)
+                bar.advance()
+        return rows
 
     def _as_proposal(self, store: Store, name: str, result: TuneResult, inst: Installation,
                      library: MPIVendor, base: Mapping[str, str],
@@ -654,6 +719,7 @@ def _check_training_study(url: str, scale: Scale, space: Space) -> None:
         raise UsageError(f"--train-from {scale.train_from}: trained on other knobs")
 
 
+SCALES = (1, 4, 16)  # a twin's scaling table: these times the real launch's ranks
 MOST_SIM_RUNS = 500  # a simulated search: at most this many runs, whatever its wall-time budget
 
 
@@ -714,6 +780,27 @@ def _twin_lines(twin: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _scaling_lines(twin: Mapping[str, Any]) -> list[str]:
+    """The program's simulated time at larger scales, as the terminal says it."""
+    rows = twin.get("scaling") or []
+    if not rows:
+        return []
+    tuned = any(r["tuned"] is not None for r in rows)
+    lines = ["the program as it grows (simulated time, the library's own decision"
+             + (" -> the simulation's #1):" if tuned else "; the simulation found nothing "
+                "faster):")]  # fmt: skip
+    for r in rows:
+        size = f"  {r['ranks']} ranks (x{r['factor']})" if r["ranks"] else f"  x{r['factor']}"
+        if r["defaults"] is None:
+            lines.append(f"{size}: {r['failure']}")
+            continue
+        said = f"{size}: {r['defaults']:.4g} s"
+        if r["tuned"] is not None:
+            said += f" -> {r['tuned']:.4g} s ({r['defaults'] / r['tuned']:.3g}x)"
+        lines.append(said)
+    return lines
+
+
 def _origin_lines(twin: Mapping[str, Any]) -> list[str]:
     """Which knobs came from the simulation and which the real machine searched."""
     lines = []
@@ -729,13 +816,13 @@ def _origin_lines(twin: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _name_the_reference(store: Store, name: str, reference: str) -> None:
-    """What every speedup of the study's verdict is against, stored with the verdict (the
-    report says it as the terminal does)."""
+def _with_the_verdict(store: Store, name: str, **items: Any) -> None:
+    """What the report says beside the study's verdict, stored with it: ``reference``
+    (what every speedup is against), ``twin`` (the simulation's ranking and scaling)."""
     from commtune.study import acceptance_of, set_acceptance
 
     study = optuna.load_study(study_name=name, storage=store.optuna)
     acc = acceptance_of(study)
-    if acc is not None and acc.extra.get("reference") != reference:
-        acc.extra["reference"] = reference
+    if acc is not None and any(acc.extra.get(k) != v for k, v in items.items()):
+        acc.extra.update(items)
         set_acceptance(study, acc)
