@@ -778,10 +778,11 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
         (["--twin", " ".join(launch), "--", *launch], "not a simulator's launch line"),
         (["--twin", twin, "--", *twin.split()], "the line after '--' is the real launch"),
         (["--twin", twin, "--gate", "strict", "--", *launch], "--twin and --gate strict"),
-        (["--twin", twin.replace(simulated, real), "--", *launch],
-         "built with a real MPI's compiler: rebuild it with smpicc"),
-        (["--twin", twin.replace("-np 2", "-np 4"), "--", *launch],
-         "more ranks than hostfile"),
+        (
+            ["--twin", twin.replace(simulated, real), "--", *launch],
+            "built with a real MPI's compiler: rebuild it with smpicc",
+        ),
+        (["--twin", twin.replace("-np 2", "-np 4"), "--", *launch], "more ranks than hostfile"),
     ):
         code, out, err = run_cli(["tune", "--storage", storage, *argv], capsys)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err

@@ -178,8 +178,10 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         "the first is searched and confirmed, the others are measured in every run, "
         "compared in the confirmation and shown with the Pareto front",
     )
-    p.set_defaults(default_metric=DEMO_METRIC if demo else "wall",
-                   default_trials=DEMO_TRIALS if demo else DEFAULTS.trials)
+    p.set_defaults(
+        default_metric=DEMO_METRIC if demo else "wall",
+        default_trials=DEMO_TRIALS if demo else DEFAULTS.trials,
+    )
     p.add_argument(
         "--no-interposer",
         action="store_true",
