@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
+
 from commtune.mpi import installation_of
 from commtune.testbed import Cluster
 
@@ -42,7 +44,7 @@ RUNS = ("openmpi:4:4,openmpi:4:8,openmpi@5:4:4,openmpi@5:4:8,mpich:2:2,mpich@5:2
 def sample(mpi: str, nodes: int, ranks: int, ops: str, full: bool, storage: Path) -> dict:
     inst = installation_of(mpi)
     with Cluster(nodes, 1) as bed, tempfile.TemporaryDirectory() as out:
-        argv = [sys.executable, "-m", "commtune", "sample", "--mpi", mpi, "--np", str(ranks),
+        argv = [*COMMTUNE, "sample", "--mpi", mpi, "--np", str(ranks),
                 "--ops", ops, "--verify", "--no-plots", "-o", out, "--storage",
                 f"sqlite:///{storage}", "--json", *([] if full else ["--quick"])]  # fmt: skip
         env = {**os.environ, **bed.site_env(inst)}
@@ -52,7 +54,7 @@ def sample(mpi: str, nodes: int, ranks: int, ops: str, full: bool, storage: Path
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"mpi": mpi, "error": tail, "seconds": seconds}
-    data = json.loads(done.stdout.strip().splitlines()[-1])
+    data = last_json(done.stdout)
     data.update(mpi=mpi, library=f"{inst.vendor.value} {inst.version}", seconds=seconds)
     return data
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from demo_verdicts import result_cells  # the benchmarks' directory is on the path
+from instrument import COMMTUNE, last_json
 
 from commtune import native
 from commtune.mpi import installation_of
@@ -36,7 +37,7 @@ def study(mpi: str, nodes: int, trials: int, args: list[str], storage: Path) -> 
     inst = installation_of(mpi)
     program = str(native.build(inst, "demo/ct_phases.c"))
     with Cluster(nodes, 1) as bed:
-        argv = [sys.executable, "-m", "commtune", "tune", "--mpi", mpi, "--preset",
+        argv = [*COMMTUNE, "tune", "--mpi", mpi, "--preset",
                 "collectives", "--trials", str(trials), "--metric", METRIC, "--storage",
                 f"sqlite:///{storage}", "--study", "coll", "--json", "--",
                 *bed.launch(inst, [program, *args])]  # fmt: skip
@@ -46,7 +47,7 @@ def study(mpi: str, nodes: int, trials: int, args: list[str], storage: Path) -> 
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return {"mpi": mpi, "error": tail, "seconds": time.perf_counter() - start}
-    data = json.loads(done.stdout.strip().splitlines()[-1])
+    data = last_json(done.stdout)
     data["seconds"] = time.perf_counter() - start
     data["mpi"], data["library"] = mpi, f"{inst.vendor.value} {inst.version}"
     return data

@@ -20,9 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
+
 
 def demo(mpi: str, fixed: bool, storage: Path, nodes: str | None = None) -> dict:
-    command = [sys.executable, "-m", "commtune", "demo", "--mpi", mpi, "--json"]
+    command = [*COMMTUNE, "demo", "--mpi", mpi, "--json"]
     if nodes:
         command += ["--nodes", nodes]
     command += ["--storage", f"sqlite:///{storage}"]
@@ -30,7 +32,7 @@ def demo(mpi: str, fixed: bool, storage: Path, nodes: str | None = None) -> dict
         command.append("--fixed-repeats")
     start = time.perf_counter()
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1800)
-    data = json.loads(out.stdout.strip().splitlines()[-1])
+    data = last_json(out.stdout)
     data["seconds"] = time.perf_counter() - start
     data["mpi"], data["design"] = mpi, "fixed" if fixed else "raced"
     return data
@@ -61,9 +63,9 @@ def row(d: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mpi", default="openmpi,mpich")
-    parser.add_argument("--times", type=int, default=5)
-    parser.add_argument("--fixed", type=int, default=1)
+    parser.add_argument("--mpi", default="openmpi,mpich", help="installations, comma-separated")
+    parser.add_argument("--times", type=int, default=5, help="demos a design and installation")
+    parser.add_argument("--fixed", type=int, default=1, help="of them with --fixed-repeats")
     parser.add_argument("--nodes", help="the demo across a test bed (N or auto; root)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/demo_verdicts.jsonl"))
     args = parser.parse_args()

@@ -20,13 +20,15 @@ import sys
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE
+
 HERE = Path(__file__).resolve().parent.parent
 
 
 def once(src: Path) -> float:
     env = {**os.environ, "PYTHONPATH": str(src)}
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "commtune", "--help"], env=env, check=True,
+    subprocess.run([*COMMTUNE, "--help"], env=env, check=True,
                    stdout=subprocess.DEVNULL, cwd=src.parent)  # fmt: skip
     return time.perf_counter() - start
 

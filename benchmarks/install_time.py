@@ -18,6 +18,8 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
+from instrument import last_json
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -60,7 +62,7 @@ def main() -> None:
                 "--max-runs", str(args.max_runs), "--storage",
                 f"sqlite:///{folder / 's.db'}", "--json"]  # fmt: skip
         first_s, done = _timed(demo, env=env, cwd=folder)
-        result = json.loads(done.stdout.strip().splitlines()[-1])
+        result = last_json(done.stdout)
     figures = {
         "wheel_bytes": wheel_bytes,
         "sdist_bytes": sdist_bytes,

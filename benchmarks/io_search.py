@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
+
 from commtune import native, stats
 from commtune.knobs import load_catalog
 from commtune.launch import launcher_for
@@ -37,7 +39,6 @@ from commtune.mpi import Vendor, find_installation
 from commtune.profile import Profiling
 from commtune.trial import LocalExecutor, Objective
 
-COMMTUNE = [sys.executable, "-m", "commtune"]
 METRIC = r'regex:"write_s":([0-9.]+)'
 # Spaces of at least 50 configurations of the knobs each MPI-IO implementation reads.
 SPACES = {
@@ -64,7 +65,7 @@ def cli(args: list[str]) -> tuple[dict, float]:
     done = subprocess.run([*COMMTUNE, *args], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"commtune {' '.join(args[:3])} failed: {done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1]), time.perf_counter() - t0
+    return last_json(done.stdout), time.perf_counter() - t0
 
 
 def main() -> int:

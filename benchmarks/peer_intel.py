@@ -31,13 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
+
 from commtune import native, stats
 from commtune.knobs import apply, installed_knobs
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
 from commtune.trial import run_process
 
-COMMTUNE = [sys.executable, "-m", "commtune"]
 COLLECTIVES = "allreduce,bcast,reduce,allgather,alltoall,barrier"
 PROGRAMS = {
     "demo": ("demo/ct_demo.c", ["3000"]),  # about 0.3 s with Intel MPI here
@@ -76,7 +77,7 @@ def commtune_tune(command: list[str], trials: int, storage: Path) -> tuple[dict,
     done = subprocess.run(args, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"commtune tune failed: {done.stderr[-800:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1]), time.perf_counter() - t0
+    return last_json(done.stdout), time.perf_counter() - t0
 
 
 def main() -> int:

@@ -35,6 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
+
 from commtune import native, stats
 from commtune.knobs import installed_knobs
 from commtune.launch import launcher_for
@@ -42,7 +44,6 @@ from commtune.mpi import Vendor, find_installation
 from commtune.trial import run_process
 from commtune.util import TESTBED_ENV
 
-COMMTUNE = [sys.executable, "-m", "commtune"]
 KNOB = {"openmpi": "coll_tuned_allreduce_algorithm", "mpich": "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"}
 CVAR = {"openmpi": "coll_tuned_allreduce_algorithm", "mpich": "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"}
 SMALL = ["1", "100000", "0"]  # one round, only small allreduces
@@ -221,7 +222,7 @@ def recommendations(inst, launcher) -> list[dict[str, object]]:  # type: ignore[
             if done.returncode != 0:
                 out.append({"program": name, "error": done.stderr[-300:]})
                 continue
-            actions = json.loads(done.stdout.strip().splitlines()[-1])["actions"]
+            actions = last_json(done.stdout)["actions"]
             for a in actions:
                 entry = {"program": name, "rule": a["rule"], "knob": a["target"],
                          "value": a["value"]}  # fmt: skip
@@ -234,7 +235,7 @@ def recommendations(inst, launcher) -> list[dict[str, object]]:  # type: ignore[
                         capture_output=True, text=True, check=False,
                     )  # fmt: skip
                     if tune.returncode == 0:
-                        result = json.loads(tune.stdout.strip().splitlines()[-1])
+                        result = last_json(tune.stdout)
                         entry.update(accepted=result["accepted"], speedup=result["speedup"],
                                      ci=result["speedup_ci"], reason=result["reason"])  # fmt: skip
                     else:

@@ -13,7 +13,7 @@ time; the share is (predicted speedup - 1) / (best speedup - 1) and also the pap
 predicted speedup / best speedup.
 
 ``--apps`` also takes the real programs of ``benchmarks/apps`` (``--sources DIR``: their
-snapshots, as ``apps/build.py`` takes them), each with its own metric; for them ``predict``
+snapshots, as ``app_build.py`` takes them), each with its own metric; for them ``predict``
 runs with ``--verify`` (5 interleaved pairs: what a user runs to be handed the prediction only
 where it is faster), the exhaustive grid runs only where the selected knobs have at most
 ``--grid-limit`` configurations, and the rounds say whether what the verification handed
@@ -37,6 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from apps import APPS as REAL
+from instrument import COMMTUNE, last_json
+
 from commtune import native
 from commtune.knobs import Dimension, Space, apply, installed_knobs
 from commtune.launch import Launcher, launcher_for
@@ -44,10 +47,6 @@ from commtune.mpi import Installation, installation_of
 from commtune.trial import Objective, run_process
 from commtune.util import TESTBED_ENV
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
-from apps import APPS as REAL
-
-COMMTUNE = [sys.executable, "-m", "commtune"]
 APPS = {"ct_demo": ("demo/ct_demo.c", "300"), "ct_solver": ("demo/ct_solver.c", "20000")}
 METRIC = r"regex:time ([0-9.eE+-]+) s"
 
@@ -57,7 +56,7 @@ def cli(args: list[str], cwd: Path | None = None) -> dict:
                           cwd=cwd)  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"commtune {args[0]} failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return last_json(done.stdout)
 
 
 def timed(command: list[str], env: dict[str, str], remove: list[str], launcher: Launcher,

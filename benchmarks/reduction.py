@@ -12,12 +12,12 @@ why), the accepted speedup with its 95 % CI, and the runs spent.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
 
+from instrument import COMMTUNE, last_json
 from replay_tables import METRIC, PROGRAMS  # the benchmarks' directory is on the path
 
 from commtune import native
@@ -29,11 +29,11 @@ def tune(mpi: str, program: str, storage: str) -> dict:
     inst = installation_of(mpi)
     source, args = PROGRAMS[program]
     binary = str(native.build(inst, source))
-    argv = [sys.executable, "-m", "commtune", "tune", "--mpi", mpi, "--metric", METRIC,
+    argv = [*COMMTUNE, "tune", "--mpi", mpi, "--metric", METRIC,
             "--storage", storage, "--json", "--", *inst.command(2, [binary, *args])]  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=3600)
-    data = json.loads(done.stdout.strip().splitlines()[-1])
+    data = last_json(done.stdout)
     data["seconds"] = time.perf_counter() - start
     return data
 

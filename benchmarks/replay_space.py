@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import optuna
+from instrument import COMMTUNE
 
 from commtune.store import Store
 from commtune.study import Role, TrialRecord, spec_of
@@ -45,7 +46,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         storage = f"sqlite:///{tmp}/replay.db"
         knobs = [a for k in SPACES[args.mpi] for a in ("--knob", k)]
-        cmd = [sys.executable, "-m", "commtune", "demo", "--mpi", args.mpi, *knobs]
+        cmd = [*COMMTUNE, "demo", "--mpi", args.mpi, *knobs]
         cmd += ["--strategy", "grid", "--trials", "100000", "--repeats", "1", "--confirm", "0"]
         cmd += ["--storage", storage, "--study", "replay", "--no-interposer"]
         subprocess.run(cmd, check=True)

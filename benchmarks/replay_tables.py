@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE
+
 from commtune import native
 from commtune.mpi import installation_of
 
@@ -64,7 +66,7 @@ def record(mpi: str, program: str, repeats: int, nodes: int, out: Path) -> float
     source, args = PROGRAMS[program]
     binary = str(native.build(inst, source))
     knobs = NETWORK if nodes else SPACES[mpi]
-    argv = [sys.executable, "-m", "commtune", "tune", "--mpi", mpi, "--record", str(out),
+    argv = [*COMMTUNE, "tune", "--mpi", mpi, "--record", str(out),
             "--repeats", str(repeats), "--metric", METRIC, "--seed", "1"]  # fmt: skip
     argv += [a for k in knobs for a in ("--knob", k)]
     start = time.perf_counter()

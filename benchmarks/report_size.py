@@ -18,9 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE
+
 from commtune import stats
 
-COMMTUNE = [sys.executable, "-m", "commtune"]
 REPLAY = Path(__file__).parent / "data" / "replay-openmpi.json"
 KNOBS = ["--knob", "btl_vader_eager_limit", "--knob",
          "btl_vader_single_copy_mechanism=cma,emulated,none", "--knob",

@@ -38,8 +38,7 @@ from rich.table import Table
 from scipy.stats import binomtest
 
 from commtune.knobs import Dimension, Space
-from commtune.race import Surface, race_tuner
-from commtune.race._surfaces import cat_knob
+from commtune.race import Surface, cat_knob, race_tuner
 from commtune.study import DEFAULTS
 
 RUNS = 30  # the race's bound on a study's runs (benchmarks/strategies.py, TABLE_RUNS)

@@ -12,19 +12,17 @@ defaults vs the sampled environment (knob values and the selection file). Median
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
+
 from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
-
-COMMTUNE = [sys.executable, "-m", "commtune"]
 
 
 def sample(mpi: str, storage: str, out: Path, quick: bool, verify: bool) -> tuple[dict, float]:
@@ -32,7 +30,7 @@ def sample(mpi: str, storage: str, out: Path, quick: bool, verify: bool) -> tupl
     args += ["--refresh"] + (["--quick"] if quick else []) + (["--verify"] if verify else [])
     t0 = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1]), time.perf_counter() - t0
+    return last_json(done.stdout), time.perf_counter() - t0
 
 
 def demo_pairs(mpi: str, env: dict[str, str], pairs: int) -> tuple[list[float], list[float]]:

@@ -24,9 +24,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
-
-from apps import APPS
+from apps import APPS, COMD_GRID
 from smpi_agreement import calibrate, site
 
 from commtune.knobs import apply, load_catalog
@@ -42,13 +40,10 @@ CONFIGS = {
               "reduce_scatter_allgather": "rab_rdb"},
 }  # fmt: skip
 TOTAL = re.compile(r"total\s+\d+\s+([0-9.]+)")
-# CoMD's decomposition per rank count (i x j x k): -i RANKS alone leaves 8 ranks 3 lattice
-# units each in x, too thin for the potential's cutoff (CoMD exits 2)
-GRID = {2: (2, 1, 1), 4: (2, 2, 1), 8: (2, 2, 2), 16: (4, 2, 2)}
 
 
 def comd(binary: Path, ranks: int) -> list[str]:
-    i, j, k = GRID[ranks]
+    i, j, k = COMD_GRID[ranks]
     return [str(binary), "-i", str(i), "-j", str(j), "-k", str(k), "-x", "24", "-y", "24",
             "-z", "24", "-N", "60", "-n", "20"]  # fmt: skip
 

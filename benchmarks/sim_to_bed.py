@@ -26,16 +26,17 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
 from smpi_agreement import build, calibrate, latency_matched, real_run, value
 
 from commtune.mpi import (
     CONFIGURATION_FILE,
+    Vendor,
     find_installation,
     installation_of,
     read_calibration,
     write_cluster,
 )
-from commtune.mpi._vendor import Vendor
 from commtune.testbed import Cluster as Bed
 
 OPS = ("allreduce", "bcast", "alltoall")
@@ -109,12 +110,12 @@ def main() -> int:
             print(f"{args.nodes} nodes, {args.platform}: {cluster.describe()}", file=sys.stderr)
             out_dir = work / "sample"
             sampled = subprocess.run(
-                [sys.executable, "-m", "commtune", "sample", "--mpi", "smpi", "--platform",
+                [*COMMTUNE, "sample", "--mpi", "smpi", "--platform",
                  platform, "--hostfile", hosts, "--np", str(args.nodes), "--ops", ",".join(OPS),
                  "--for", args.libraries, "-o", str(out_dir), "--storage",
                  f"sqlite:///{work / 's.db'}", "--json"],
                 capture_output=True, text=True, check=True)  # fmt: skip
-            sample = json.loads(sampled.stdout.strip().splitlines()[-1])
+            sample = last_json(sampled.stdout)
             simulated = {(s["target"], s["op"], s["size"]): s for s in sample["savings"]}
             for inst in libraries:
                 vendor = inst.vendor.value

@@ -34,6 +34,8 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
+
 from commtune.mpi import (
     Cluster,
     Installation,
@@ -139,13 +141,13 @@ def latency_matched(program: str, work: Path, nodes: int, rate: float,
 def calibrate(bed: Bed, inst: Installation, spec: str, out: Path, ranks: int = 2) -> dict:
     """``commtune calibrate`` on the bed's first ``ranks`` nodes (the plain launch line
     spreads; more than 2: pairs side by side)."""
-    argv = [sys.executable, "-m", "commtune", "calibrate", "--mpi", spec, "--json",
+    argv = [*COMMTUNE, "calibrate", "--mpi", spec, "--json",
             "--one-node", "none", "--out", str(out), "--", inst.launcher, "-np",
             str(ranks)]  # fmt: skip
     done = bed.run(bed.hostnames[0], argv, timeout=900, env=site(bed, inst))
     if done.returncode != 0:
         raise RuntimeError(f"calibrate: {done.stderr.strip()[-500:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return last_json(done.stdout)
 
 
 def summary(rows: list[dict], platform: str) -> dict:

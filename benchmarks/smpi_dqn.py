@@ -19,9 +19,6 @@ from __future__ import annotations
 import argparse
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from strategies import OPTIONS, TABLE_RUNS, RaceRun, cell, surface, with_bases
 

@@ -26,14 +26,19 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
+from instrument import COMMTUNE, last_json
+from smpi_tables import CLUSTERS
 
 from commtune import native
-from commtune.mpi import NO_COMPUTE, Cluster, find_installation, simulated_time, write_cluster
-from commtune.mpi._vendor import Vendor
+from commtune.mpi import (
+    NO_COMPUTE,
+    Vendor,
+    find_installation,
+    simulated_time,
+    write_cluster,
+)
 
 SELECTORS = ("default", "ompi", "mpich", "mvapich2", "impi")
-CLUSTERS = {"fat": Cluster(256, 4), "taper": Cluster(256, 4, taper=4)}
 
 
 def program(name: str, ranks: int, comd: Path | None) -> list[str]:
@@ -41,14 +46,12 @@ def program(name: str, ranks: int, comd: Path | None) -> list[str]:
     if name == "demo":
         return [str(native.build(inst, "demo/ct_demo.c")), "10"]
     if name == "comd":
-        from apps import APPS
+        from apps import APPS, comd_weak
 
         if comd is None:
             raise SystemExit("smpi_scale.py: comd needs --comd (a snapshot of ECP-copa/CoMD)")
         binary = APPS["comd"].build(comd, inst)
-        i, j, k = {256: (8, 8, 4), 1024: (16, 8, 8)}[ranks]
-        return [str(binary), "-i", str(i), "-j", str(j), "-k", str(k), "-x", str(4 * i),
-                "-y", str(4 * j), "-z", str(4 * k), "-N", "20", "-n", "10"]  # fmt: skip
+        return [str(binary), *comd_weak(ranks)]
     raise SystemExit(f"smpi_scale.py: unknown program {name}")
 
 
@@ -77,14 +80,14 @@ def case(name: str, max_runs: int, comd: Path | None, work: Path) -> dict[str, o
     studies = {}
     for strategy in ("tpe", "random"):
         storage = f"sqlite:///{work / f'{name}-{strategy}.db'}"
-        argv = [sys.executable, "-m", "commtune", "tune", "--json", "--max-runs",
+        argv = [*COMMTUNE, "tune", "--json", "--max-runs",
                 str(max_runs), "--seed", "1", "--strategy", strategy, "--storage", storage,
                 "--", *command]  # fmt: skip
         t0 = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=False)
         wall = time.perf_counter() - t0
         try:
-            data = json.loads(done.stdout.strip().splitlines()[-1])
+            data = last_json(done.stdout)
         except (IndexError, json.JSONDecodeError):
             print(done.stderr[-2000:], file=sys.stderr)
             raise

@@ -25,13 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "apps"))
-
-from apps import APPS
+from apps import APPS, comd_weak
+from instrument import COMMTUNE
 
 from commtune import native
-from commtune.mpi import Cluster, find_installation, simulated_command, write_cluster
-from commtune.mpi._vendor import Vendor
+from commtune.mpi import Cluster, Vendor, find_installation, simulated_command, write_cluster
 
 DATA = Path(__file__).resolve().parent / "data"
 CLUSTERS = {"fat": Cluster(256, 4), "taper": Cluster(256, 4, taper=4)}
@@ -42,10 +40,7 @@ SPACE = ["--knob", "smpi/coll-selector",
 PROGRAMS = {
     "demo": (None, {256: ["10"], 1024: ["10"]}),
     # CoMD prints its times to 0.1 ms (4 % of a step at 256 ranks): SMPI's simulated time
-    "comd": (None,
-             {r: ["-i", str(i), "-j", str(j), "-k", str(k), "-x", str(4 * i), "-y", str(4 * j),
-                  "-z", str(4 * k), "-N", "20", "-n", "10"]
-              for r, (i, j, k) in {256: (8, 8, 4), 512: (8, 8, 8), 1024: (16, 8, 8)}.items()}),
+    "comd": (None, {r: comd_weak(r) for r in (256, 512, 1024)}),
     "minife": (None, {256: ["-nx", "32", "-ny", "32", "-nz", "32"],
                       1024: ["-nx", "48", "-ny", "48", "-nz", "48"]}),
     "amg": (APPS["amg"].metric, {256: ["-problem", "1", "-n", "4", "4", "4", "-P", "8", "8", "4"],
@@ -108,7 +103,7 @@ def record(case: str, sources: dict[str, Path], work: Path) -> Path:
     metric = PROGRAMS[name][0]
     command = case_command(case, sources, work)
     out = DATA / f"table-smpi-{case}.json"
-    argv = [sys.executable, "-m", "commtune", "tune", "--record", str(out), "--repeats", "1",
+    argv = [*COMMTUNE, "tune", "--record", str(out), "--repeats", "1",
             *SPACE, "--storage", f"sqlite:///{work / 'record.db'}"]  # fmt: skip
     if metric:
         argv += ["--metric", metric]

@@ -27,8 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
+from instrument import COMMTUNE, last_json
 from smpi_tables import CLUSTERS, DATA, PROGRAMS, SPACE, case_command
 
 from commtune.mpi import write_cluster
@@ -41,9 +40,9 @@ NO_GAIN = 1.01  # a table whose best is below this has no gain to share
 
 
 def commtune(*argv: str, cwd: Path) -> dict:
-    run = subprocess.run([sys.executable, "-m", "commtune", *argv], cwd=cwd, text=True,
+    run = subprocess.run([*COMMTUNE, *argv], cwd=cwd, text=True,
                          stdout=subprocess.PIPE, check=True)  # fmt: skip
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return last_json(run.stdout)
 
 
 def truth(path: Path, params: dict) -> tuple[float, float | None, float]:

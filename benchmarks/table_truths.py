@@ -40,9 +40,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from strategies import surface, table_path, tables
 
 from commtune.study import read_table

@@ -17,10 +17,10 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 import optuna
+from instrument import COMMTUNE, last_json
 
 from commtune import native
 from commtune.launch import launcher_for
@@ -45,14 +45,14 @@ METRIC = r"regex:time ([0-9.]+) s"
 
 def commtune(args: list[str]) -> dict:
     done = subprocess.run(
-        [sys.executable, "-m", "commtune", args[0], "--json", *args[1:]],
+        [*COMMTUNE, args[0], "--json", *args[1:]],
         capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"commtune {' '.join(args)} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return last_json(done.stdout)
 
 
 def main() -> int:

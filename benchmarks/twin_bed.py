@@ -1,20 +1,26 @@
 """A study with a simulated twin against one without, on the test bed (issue 67).
 
-    python benchmarks/twin_bed.py [--nodes 4] [--rate 1000] [--seeds 3] [--json FILE]
+    python benchmarks/twin_bed.py [--mpi openmpi] [--nodes 4] [--rate 1000] [--repeats 9]
+                                  [--seeds 20] [--json FILE]
 
-The bed's nodes (links shaped by ``tc tbf``, one rank a node, Open MPI 4.1), a platform
-``commtune calibrate`` measured on two of them and ``commtune cluster --calibration`` grew to
-the bed's size, ``ct_demo`` built by ``mpicc`` and by ``smpicc``. Per seed, interleaved:
+On the bed (links shaped by ``tc tbf``, one rank a node) with one library:
 
-- *twin*: ``tune --twin 'smpirun ... demo.smpi' -- mpirun ... demo`` (<= 10 real runs);
-- *cold*: ``tune --max-runs 30 -- mpirun ... demo`` (the default design, its space guided by
-  the profile);
+1. ``commtune calibrate`` measures two nodes; ``commtune cluster --calibration`` grows the
+   platform to the bed's size; ``ct_demo`` is built by the library's ``mpicc`` and by
+   ``smpicc``.
+2. **The table**: ``tune --record --repeats 9`` over the library's allreduce and broadcast
+   algorithms that SMPI ports (the twin's space, in the library's settings), every
+   configuration 9 times in shuffled rounds. Its truths (a configuration's median) give
+   each design's delivered speedup, against the library's defaults.
+3. **The twin, live**: ``tune --twin 'smpirun ...' -- mpirun ...`` once (<= 10 real runs):
+   the simulation's ranking, and what the real runs said.
+4. **The race on the table**, every seed: the twin's real part (the verdict testing the
+   simulation's ranking, at most 10 runs), the cold study at 30 runs, and Optuna's TPE and
+   random at 30 runs, each answered from the table's recorded runs.
 
-and each answer handed back checked by ``commtune check`` (the rule on fresh interleaved
-pairs, up to 10): the speedup it delivers on the bed, against Open MPI's defaults. A study
-that keeps the defaults delivers 1.0 (measured: nothing set). Reported per design: real
-runs spent, answers handed back, the delivered speedups (median and range), and those more
-than 2 % slower than the defaults (the tail). Root only (the bed's namespaces).
+Reported per design: gain captured (mean delivered speedup - 1 over the table's best - 1),
+the tail (studies handing back something more than 2 % slower than the defaults), runs.
+Root only (the bed's namespaces).
 """
 
 from __future__ import annotations
@@ -23,92 +29,139 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from commtune.mpi import installation_of
+from instrument import answer, argv
+
+from commtune import native
+from commtune.knobs import load_catalog
+from commtune.mpi import Vendor, find_installation, installation_of
+from commtune.race import race_one, race_tuner, replayed
 from commtune.testbed import Cluster as Bed
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "native" / "demo" / "ct_demo.c"
 METRIC = r"regex:time ([0-9.eE+-]+) s"
 ITERATIONS = "300"
+OPS = ("allreduce", "bcast")  # what ct_demo calls that SMPI ports for both libraries
+TOLERANCE = 1.02
 
 
 def commtune(bed: Bed, env: dict[str, str], *args: str) -> dict:
-    """``commtune ARGS --json`` on the bed's first node: its last line."""
-    argv = [sys.executable, "-m", "commtune", *args]
-    if "--" in argv:
-        argv.insert(argv.index("--"), "--json")
-    else:
-        argv.append("--json")
-    done = bed.run(bed.hostnames[0], argv, timeout=3600, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:3])}: {done.stderr.strip()[-600:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """``commtune ARGS --json`` on the bed's first node: its answer."""
+    return answer(bed.run(bed.hostnames[0], argv(*args), timeout=7200, env=env), args)
+
+
+def table_knobs(mpi: str) -> list[str]:
+    """``--knob`` specs of the twin's space in the library's settings: each op's algorithm
+    knob at its default and at every algorithm SMPI ports faithfully."""
+    impl = Vendor(mpi).impl
+    catalog = load_catalog(mpi)
+    specs = []
+    for op in OPS:
+        knob = catalog[impl.algorithm_knob(op)]
+        values = [knob.format(knob.default), *impl.smpi_ports[op].values()]
+        specs += ["--knob", f"{knob.name}={','.join(dict.fromkeys(values))}"]
+    return specs
+
+
+def delivered(surface, config: dict | None) -> float:
+    """The defaults' truth over the handed-back configuration's (1.0: defaults kept)."""
+    if not config:
+        return 1.0
+    return surface.default_value / surface.value({**surface.space.defaults(), **config})
+
+
+def summary(surface, speedups: list[float], runs: list[int]) -> dict:
+    best = surface.default_value / surface.optimum
+    mean = statistics.fmean(speedups)
+    return {"gain": (mean - 1) / (best - 1) if best > TOLERANCE - 0.01 else None,
+            "tail": sum(s * TOLERANCE < 1 for s in speedups), "studies": len(speedups),
+            "median": statistics.median(speedups), "worst": min(speedups),
+            "runs": statistics.median(runs)}  # fmt: skip
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mpi", default="openmpi", choices=("openmpi", "mpich"))
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--rate", type=float, default=1000.0, help="Mbit/s of each link")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--sim-budget", type=float, default=120.0)
-    parser.add_argument("--json", type=Path, help="write every study's figures here")
+    parser.add_argument("--table", type=Path, help="use this recorded table, record none")
+    parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error("the test bed needs root (network namespaces)")
-    inst = installation_of("openmpi")
+    inst = installation_of(args.mpi)
     work = Path(tempfile.mkdtemp(prefix="twin-bed-"))
-    real = work / "demo"
-    simulated = work / "demo.smpi"
-    subprocess.run([inst.mpicc, "-O2", "-o", str(real), str(SOURCE)], check=True,
-                   env={**os.environ, **inst.tool_env()})  # fmt: skip
-    subprocess.run(["smpicc", "-O2", "-o", str(simulated), str(SOURCE)], check=True)
-    rows: list[dict] = []
+    real = native.build(inst, "demo/ct_demo.c")
+    simulated = native.build(find_installation(Vendor.SMPI), "demo/ct_demo.c")
+    table = args.table or work / f"table-bed{args.nodes}-{args.mpi}-ct_demo.json"
     with Bed(args.nodes, 1, [args.rate]) as bed:
         env = {**os.environ, **inst.tool_env(), **bed.network_env(inst)}
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        calibrated = work / "cal"
+        calibrated, grown = work / "cal", work / "cluster"
         site = {**env, **bed.site_env(inst)}  # the plain launch line spreads over the nodes
-        commtune(bed, site, "calibrate", "--mpi", "openmpi", "--one-node", "none", "--out",
+        commtune(bed, site, "calibrate", "--mpi", args.mpi, "--one-node", "none", "--out",
                  str(calibrated), "--", inst.launcher, "-np", "2")  # fmt: skip
-        grown = work / "cluster"
-        subprocess.run([sys.executable, "-m", "commtune", "cluster", "--calibration",
-                        str(calibrated), "--nodes", str(args.nodes), "--out", str(grown)],
-                       check=True, capture_output=True)  # fmt: skip
+        commtune(bed, env, "cluster", "--calibration", str(calibrated), "--nodes",
+                 str(args.nodes), "--out", str(grown))  # fmt: skip
         launch = bed.launch(inst, [str(real), ITERATIONS])
         twin = (f"smpirun -np {args.nodes} -platform {grown}/platform.xml -hostfile "
                 f"{grown}/hosts {simulated} {ITERATIONS}")  # fmt: skip
-        for seed in range(args.seeds):
-            for design in ("twin", "cold"):
-                storage = f"sqlite:///{work}/{design}-{seed}.db"
-                extra = (["--twin", twin, "--sim-budget", str(args.sim_budget)]
-                         if design == "twin" else ["--max-runs", "30"])  # fmt: skip
-                out = commtune(bed, env, "tune", "--storage", storage, "--seed", str(seed),
-                               "--metric", METRIC, *extra, "--", *launch)  # fmt: skip
-                delivered = 1.0
-                if out["accepted"]:
-                    check = commtune(bed, env, "check", out["study"], "--storage", storage,
-                                     "--force", "--", *launch)  # fmt: skip
-                    delivered = check["speedup"]
-                rows.append({"design": design, "seed": seed, "runs": out["runs"],
-                             "accepted": out["accepted"], "params": out["accepted_params"],
-                             "claimed": out["speedup"] if out["accepted"] else None,
-                             "delivered": delivered,
-                             "twin": out.get("twin")})  # fmt: skip
-                print(json.dumps(rows[-1], default=str), flush=True)
+        if args.table is None:
+            commtune(bed, env, "tune", "--record", str(table), "--repeats", str(args.repeats),
+                     "--metric", METRIC, *table_knobs(args.mpi), "--", *launch)  # fmt: skip
+        live = commtune(bed, env, "tune", "--storage", f"sqlite:///{work}/twin.db",
+                        "--twin", twin, "--sim-budget", str(args.sim_budget), "--metric",
+                        METRIC, "--", *launch)  # fmt: skip
+    surface = replayed(table)
+    space = surface.space
+    names = set(space.names)
+    ranked = [{k: space[k].knob.parse(v) for k, v in r["settings"].items()}
+              for r in live["twin"]["ranking"] if set(r["settings"]) <= names]  # fmt: skip
+    designs: dict[str, tuple[list[float], list[int]]] = {}
+    for seed in range(args.seeds):
+        runs = {
+            "twin": race_tuner(surface, 0.0, seed, 10, ranked=ranked),
+            "cold": race_tuner(surface, 0.0, seed, 30),
+        }
+        for name, run in runs.items():
+            got = designs.setdefault(name, ([], []))
+            got[0].append(delivered(surface, run.answer))
+            got[1].append(run.runs)
+        for strategy in ("tpe", "random"):
+            run = race_one(strategy, surface, 0.0, seed, 30, design="fixed", repeats=1)
+            got = designs.setdefault(strategy, ([], []))
+            got[0].append(delivered(surface, run.known if run.changed else None))
+            got[1].append(run.runs)
+    best = surface.default_value / surface.optimum
+    out = {"table": str(table), "mpi": args.mpi, "nodes": args.nodes, "rate": args.rate,
+           "best": best, "ranking": live["twin"]["ranking"],
+           "simulated_speedups": {json.dumps(r["settings"]): r["simulated"]
+                                  for r in live["twin"]["ranking"]},
+           "live": {k: live[k] for k in ("runs", "accepted", "accepted_params", "reason")},
+           "designs": {k: summary(surface, *v) for k, v in designs.items()}}  # fmt: skip
+    print(f"table {table.name}: best {best:.3f}x against {args.mpi}'s defaults; the twin "
+          f"live: {live['runs']} real runs, "
+          + (f"handed back {live['accepted_params']}" if live["accepted"] else
+             f"kept the defaults ({live['reason']})"))  # fmt: skip
+    for r in live["twin"]["ranking"]:
+        truth = delivered(surface, {k: space[k].knob.parse(v) for k, v in r["settings"].items()}
+                          ) if set(r["settings"]) <= names else None  # fmt: skip
+        print(
+            f"  simulation #{r['rank']} {r['settings']}: simulated {r['simulated']:.3f}x, "
+            f"the table {'-' if truth is None else f'{truth:.3f}x'}"
+        )
+    for name, fig in out["designs"].items():
+        gain = "-" if fig["gain"] is None else f"{100 * fig['gain']:.0f} %"
+        print(
+            f"{name:>6}: gain captured {gain}, tail {fig['tail']}/{fig['studies']}, runs "
+            f"{fig['runs']:g}, delivered median {fig['median']:.3f}x worst {fig['worst']:.3f}x"
+        )
     if args.json:
-        args.json.write_text(json.dumps(rows, default=str, indent=1))
-    for design in ("twin", "cold"):
-        mine = [r for r in rows if r["design"] == design]
-        got = [r["delivered"] for r in mine]
-        print(f"{design}: real runs {statistics.median(r['runs'] for r in mine):g} (median), "
-              f"handed back {sum(r['accepted'] for r in mine)} of {len(mine)}, delivered "
-              f"{statistics.median(got):.3f}x ({min(got):.3f}-{max(got):.3f}), more than 2 % "
-              f"slower: {sum(g < 1 / 1.02 for g in got)}")  # fmt: skip
+        args.json.write_text(json.dumps(out, indent=1, default=str))
     return 0
 
 

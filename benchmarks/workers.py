@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import optuna
+from instrument import COMMTUNE, last_json
 
 from commtune import native, stats
 from commtune.knobs import installed_knobs
@@ -38,7 +39,6 @@ from commtune.mpi import Vendor, find_installation
 from commtune.study import Role, TrialRecord, config_key
 from commtune.trial import run_process
 
-COMMTUNE = [sys.executable, "-m", "commtune"]
 KNOBS = ["btl_vader_eager_limit=4K,8K,16K,32K,64K", "btl_vader_single_copy_mechanism",
          "coll_tuned_allreduce_algorithm"]  # fmt: skip
 ITERATIONS = 300
@@ -73,7 +73,7 @@ def study(workers: int, trials: int, storage_kind: str, tmp: Path, tag: str) -> 
     wall = time.perf_counter() - start
     failed = [err.strip().splitlines()[-1:] for p, (_, err) in zip(procs, outs, strict=True)
               if p.returncode != 0]  # fmt: skip
-    result = json.loads(outs[0][0].strip().splitlines()[-1]) if not failed else {}
+    result = last_json(outs[0][0]) if not failed else {}
     from commtune.store import Store
 
     s = optuna.load_study(study_name=tag, storage=Store(url).optuna)

@@ -15,7 +15,7 @@ from commtune.mpi import MPISpec, find_installations
 
 from .conftest import needs_intel
 
-BUILD = Path(__file__).resolve().parent.parent / "benchmarks" / "apps" / "build.py"
+BUILD = Path(__file__).resolve().parent.parent / "benchmarks" / "app_build.py"
 
 
 def _build(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

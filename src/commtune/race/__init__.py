@@ -2,7 +2,7 @@
 strategies on them through the real tuning loop (``benchmarks/strategies.py``)."""
 
 from commtune.race._run import REACHED, RaceRun, Summary, race_one, race_tuner
-from commtune.race._surfaces import SYNTHETIC, Surface, SurfaceExecutor, replayed
+from commtune.race._surfaces import SYNTHETIC, Surface, SurfaceExecutor, cat_knob, replayed
 
 __all__ = [
     "REACHED",
@@ -11,6 +11,7 @@ __all__ = [
     "Summary",
     "Surface",
     "SurfaceExecutor",
+    "cat_knob",
     "race_one",
     "race_tuner",
     "replayed",

@@ -125,12 +125,15 @@ def race_one(
     risk: float = DEFAULTS.risk,
     min_gain: float = DEFAULTS.min_gain,
     explore: float = DEFAULTS.explore,
+    ranked: Sequence[Mapping[str, Value]] = (),
 ) -> RaceRun:
     """One study of ``budget`` trials (reference included); see the module docstring.
     ``confirm_rounds``: then the confirmation, of the best 3 (raced) or the best alone
     (fixed, as before top-k). ``max_runs``: the study's bound on runs, confirmation
     included (``tune --max-runs``); ``hints``: configurations tried first (what earlier
-    studies found, as ``commtune.knowledge`` hands them to a study)."""
+    studies found, as ``commtune.knowledge`` hands them to a study); ``ranked``: what a
+    simulated twin ranked, best first (``tune --twin``): no search, the verdict tests them
+    in that order."""
     import optuna
 
     optuna.logging.set_verbosity(logging.WARNING)
@@ -150,6 +153,7 @@ def race_one(
         risk=risk,
         min_gain=min_gain,
         explore=explore,
+        ranked=tuple(ranked),
     )
     target = Target.of("race", ["race", surface.name], surface.space, plan)
     storage = optuna.storages.InMemoryStorage()
@@ -221,6 +225,7 @@ def race_tuner(
     explore: float = DEFAULTS.explore,
     hints: Sequence[Mapping[str, Value]] = (),
     drift: float = 1.0,
+    ranked: Sequence[Mapping[str, Value]] = (),
 ) -> RaceRun:
     """One study as ``commtune tune --max-runs max_runs`` makes it with the tuner's defaults
     (its trials, the repeats those runs allow, controls, racing, its verdict): the design
@@ -228,7 +233,7 @@ def race_tuner(
     return race_one(strategy, surface, noise, seed, DEFAULTS.trials, design="raced",
                     repeats=default_repeats(max_runs, DEFAULTS.trials), confirm_rounds=confirm,
                     max_runs=max_runs, hints=hints, drift=drift, gate=gate, risk=risk,
-                    min_gain=min_gain, explore=explore)  # fmt: skip
+                    min_gain=min_gain, explore=explore, ranked=ranked)  # fmt: skip
 
 
 def curve(study: Any, surface: Surface) -> tuple[list[float], list[float]]:

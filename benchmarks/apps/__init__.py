@@ -4,7 +4,7 @@ Each program is an :class:`App`: where its source lives (a public repository and
 its figures were made with; `fetch` or `git clone` brings it, nothing of it is in this
 repository), how it is built with an MPI installation's own compiler wrappers into
 commtune's cache, a small input that runs in 2-30 s on 2 ranks here, and the metric its own
-output reports (``--metric``). ``python benchmarks/apps/build.py NAME --source DIR --mpi X``
+output reports (``--metric``). ``python benchmarks/app_build.py NAME --source DIR --mpi X``
 builds one and prints the command to tune it.
 """
 
@@ -117,6 +117,20 @@ def _comd_build(src: Path, dest: Path, inst: Installation, env: dict[str, str]) 
     shutil.copy(dest / "src" / "Makefile.vanilla", dest / "src" / "Makefile")
     _run(["make", f"CC={wrapper(inst, 'c')}", "OPTFLAGS=-O2"], dest / "src", env)
     return dest / "bin" / "CoMD-mpi"
+
+
+# CoMD's decomposition per rank count (i x j x k): -i RANKS alone leaves 8 ranks 3 lattice
+# units each in x, too thin for the potential's cutoff (CoMD exits 2)
+COMD_GRID = {2: (2, 1, 1), 4: (2, 2, 1), 8: (2, 2, 2), 16: (4, 2, 2), 256: (8, 8, 4),
+             512: (8, 8, 8), 1024: (16, 8, 8)}  # fmt: skip
+
+
+def comd_weak(ranks: int) -> list[str]:
+    """CoMD's arguments at ``ranks`` ranks, 4 lattice units a rank each way (weak scaling),
+    20 steps printed every 10: the simulated tables' and the scale runs' case."""
+    i, j, k = COMD_GRID[ranks]
+    return ["-i", str(i), "-j", str(j), "-k", str(k), "-x", str(4 * i), "-y", str(4 * j),
+            "-z", str(4 * k), "-N", "20", "-n", "10"]  # fmt: skip
 
 
 def _comd_args(binary: Path, work: Path, ranks: int) -> list[str]:

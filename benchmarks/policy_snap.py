@@ -1,7 +1,7 @@
 """SNAP under the policy engine (the MVAPICH2 + TAU seed's case, issue 42 point 4): a run-time
 switch against every static setting, on a shaped test bed.
 
-    python benchmarks/apps/policy_snap.py --sources /tmp/src [--mpi openmpi] [--bed 4]
+    python benchmarks/policy_snap.py --sources /tmp/src [--mpi openmpi] [--bed 4]
         [--rate 1000] [--rounds 6] [--out benchmarks/out/policy_snap.json]
 
 SNAP (lanl/SNAP, the commit in apps.py) runs with libcommtune preloaded in every arm, so that
@@ -33,8 +33,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/policy.py
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from apps import APPS, on_bed
 from policy import mpit
 

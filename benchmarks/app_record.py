@@ -7,7 +7,7 @@ it), and then ``commtune tune --record`` of every configuration ``--repeats`` ti
 shuffled rounds. The table's description says the program, its repository and commit, the
 input and command, and why each knob is there.
 
-    python benchmarks/apps/record.py --sources DIR --apps comd,hpcg --mpis openmpi,mpich
+    python benchmarks/app_record.py --sources DIR --apps comd,hpcg --mpis openmpi,mpich
         [--out benchmarks/data] [--repeats 9] [--most 24] [--bed NODES]
 
 ``--bed 4`` records inside the first node of a 4-node test bed (root), with 4 ranks,
@@ -29,9 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from apps import APPS, App, BuildError, on_bed
+from instrument import COMMTUNE
 
 from commtune.knobs import Knob, Value, installed_knobs
 from commtune.mpi import Installation, installation_of
@@ -78,7 +77,7 @@ def space_for(inst: Installation, profile: Profile, across: bool, most: int,
 
 def _cli(argv: list[str], env: dict[str, str], cwd: Path,
          runner: list[str]) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    return subprocess.run([*runner, sys.executable, "-m", "commtune", *argv], cwd=cwd, env=env,
+    return subprocess.run([*runner, *COMMTUNE, *argv], cwd=cwd, env=env,
                           capture_output=True, text=True, check=False)  # fmt: skip
 
 
@@ -108,7 +107,7 @@ def record_one(app: App, source: Path, inst: Installation, out: Path, repeats: i
         data = json.loads(out.read_text())
         where = f"{len(bed.hostnames)} test-bed nodes, one rank each" if bed else "one node"
         data["description"] = (
-            f"program: {app.name} ({app.repo} {app.commit}), built by benchmarks/apps/build.py "
+            f"program: {app.name} ({app.repo} {app.commit}), built by benchmarks/app_build.py "
             f"{app.name}; {where}; input and command: {shlex.join(command)}; space: the "
             f"profile's guided knobs ({'; '.join(reasons)})"
         )

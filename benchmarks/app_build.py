@@ -1,7 +1,7 @@
 """Build a real program from its public source with an MPI installation, into the cache,
 and print the command that tunes it (or, with ``--run``, run it once and print the metric).
 
-    python benchmarks/apps/build.py snap --source /path/to/SNAP --mpi openmpi [--run]
+    python benchmarks/app_build.py snap --source /path/to/SNAP --mpi openmpi [--run]
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apps import APPS, BuildError
 

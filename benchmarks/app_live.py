@@ -4,7 +4,7 @@ installation; a table of the space chosen (and whether it holds the algorithm of
 collective the program spends most in), the verdict, the expected gain with its interval,
 and the runs.
 
-    python benchmarks/apps/live.py --sources DIR [--apps comd,amg] [--mpis openmpi,mpich]
+    python benchmarks/app_live.py --sources DIR [--apps comd,amg] [--mpis openmpi,mpich]
         [--max-runs 30] [--out docs/benchmarks/issue42-live.md] [--bed 4]
 
 ``--bed N`` (root) runs each study inside the first node of an N-node test bed with the bed's
@@ -26,9 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from apps import APPS, App, BuildError, on_bed
+from instrument import COMMTUNE, last_json
 
 from commtune.mpi import Installation, installation_of
 from commtune.testbed import Cluster
@@ -85,7 +84,7 @@ def _study(args: argparse.Namespace, app: App, inst: Installation, binary: Path,
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         command = app.command(inst, binary, work, ranks=ranks)
-        argv = [*runner, sys.executable, "-m", "commtune", "tune", "--mpi", inst.prefix,
+        argv = [*runner, *COMMTUNE, "tune", "--mpi", inst.prefix,
                 "--metric", app.metric, "--max-runs", str(args.max_runs),
                 "--strategy", strategy,
                 "--storage", f"sqlite:///{work / 's.db'}", "--json", "--",
@@ -97,7 +96,7 @@ def _study(args: argparse.Namespace, app: App, inst: Installation, binary: Path,
     if done.returncode != 0:
         print(f"{app.name} {inst.name}: failed: {done.stderr[-400:]}", file=sys.stderr)
         return {**row, "error": done.stderr.strip().splitlines()[-1:]}
-    data = json.loads(done.stdout.strip().splitlines()[-1])
+    data = last_json(done.stdout)
     space = [c["knob"] for c in data.get("space_from_profile", [])]
     out = {**row, "space": space,
            "reasons": [c["reason"] for c in data.get("space_from_profile", [])],

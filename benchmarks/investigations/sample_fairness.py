@@ -1,6 +1,7 @@
 """The sample's launch-time curves, measured fairly? Agreement where methods cannot differ.
 
-    python benchmarks/sample_fairness.py [--mpi openmpi,mpich] [--times 3] [--full]
+    cd benchmarks && python -m investigations.sample_fairness [--mpi openmpi,mpich] [--times 3]
+        [--full]
 
 Per MPI: ``commtune sample --quick --refresh --ops pingpong`` ``--times`` times, each a
 fresh sample. Below the eager limit (Open MPI's vader: 4 KiB; the sizes up to 1 KiB are
@@ -17,7 +18,6 @@ sample per MPI (every operation), timed.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -25,17 +25,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from instrument import COMMTUNE, last_json
+
 from commtune.store import Store
 
 BELOW = 1024  # bytes: below every eager limit / rendezvous threshold of both MPIs here
 
 
 def sample(mpi: str, storage: str, out: Path, extra: list[str]) -> tuple[dict, float]:
-    args = [sys.executable, "-m", "commtune", "sample", "--mpi", mpi, "--storage", storage]
+    args = [*COMMTUNE, "sample", "--mpi", mpi, "--storage", storage]
     args += ["-o", str(out), "--json", "--refresh", *extra]
     t0 = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1]), time.perf_counter() - t0
+    return last_json(done.stdout), time.perf_counter() - t0
 
 
 def agreement(profile: dict) -> tuple[float, float, float, list[str]]:

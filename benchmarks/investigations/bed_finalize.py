@@ -3,7 +3,7 @@ with the bed's network environment as it is and with one UCX variable changed, t
 interleaved run by run on one bed. A run that has not ended in ``--timeout`` seconds is a
 hang: the ranks' stacks are printed (gdb, where present), the run is killed.
 
-    python benchmarks/bed_finalize.py [--mpi mpich] [--nodes 2] [--runs 120]
+    python benchmarks/investigations/bed_finalize.py [--mpi mpich] [--nodes 2] [--runs 120]
         [--arm UCX_TCP_PUT_ENABLE=y] [--arm UCX_TCP_PUT_ENABLE=n] [--json]
 
 Needs root (the test bed). Issue 41's CI: Debian's MPICH 4.0 (UCX 1.13) hung in
