@@ -1,0 +1,78 @@
+"""A simulated study's search against Optuna's TPE and random at the same runs (issue 67).
+
+    python benchmarks/sim_search.py [--runs 50,100,200] [--seeds 10] [--json FILE]
+
+A simulation's runs are deterministic and each costs about the same wall time, so the same
+wall time is the same number of runs. Spaces of at most 500 configurations a simulated
+study given ``--sim-budget`` measures whole (tests/test_smpi.py checks it on SMPI); this
+instrument covers the larger ones: the race's five synthetic spaces (576 to 65,536
+configurations, noise 0: the deterministic design), and the recorded SMPI tables (40
+configurations each) as a check of the whole-space case. Per space and run budget, over
+seeds: how often each design hands back a configuration within 2 % of the space's best
+(against its defaults), and the median share of the best speedup delivered.
+
+- *tuner*: ``tune --max-runs N`` (its default design; a deterministic study: every run but
+  the reference's and the verdict's one goes to the search);
+- *TPE*, *random*: N single runs, the best measured handed back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from commtune.race import REACHED, SYNTHETIC, race_one, race_tuner, replayed
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def share(surface, regret: float) -> float:
+    """The share of the best speedup a configuration of this regret delivers."""
+    best = surface.default_value / surface.optimum
+    got = surface.default_value / (surface.optimum * (1 + regret))
+    return (got - 1) / (best - 1) if best > 1.0001 else 1.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", default="50,100,200")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--tables", action="store_true", help="also the recorded SMPI tables")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    surfaces = {name: make() for name, make in SYNTHETIC.items()}
+    if args.tables:
+        surfaces |= {p.stem: replayed(p) for p in sorted(DATA.glob("table-smpi-*.json"))}
+    rows = []
+    for name, surface in surfaces.items():
+        for runs in (int(r) for r in args.runs.split(",")):
+            found: dict[str, list[tuple[bool, float]]] = {"tuner": [], "tpe": [], "random": []}
+            for seed in range(args.seeds):
+                ours = race_tuner(surface, 0.0, seed, runs)
+                regret = ours.confirmed if ours.confirmed is not None else surface.default_regret
+                found["tuner"].append((regret <= REACHED, share(surface, regret)))
+                for strategy in ("tpe", "random"):
+                    plain = race_one(strategy, surface, 0.0, seed, runs, design="fixed",
+                                     repeats=1)  # fmt: skip
+                    best = min(plain.found) if plain.found else surface.default_regret
+                    best = min(best, surface.default_regret)  # the defaults kept if better
+                    found[strategy].append((best <= REACHED, share(surface, best)))
+            row = {"space": name, "size": surface.space.size(), "runs": runs,
+                   "best": surface.default_value / surface.optimum}  # fmt: skip
+            for k, v in found.items():
+                row[k] = {"found": sum(f for f, _ in v), "seeds": len(v),
+                          "share": statistics.median(s for _, s in v)}  # fmt: skip
+            rows.append(row)
+            print(f"{name:>28} ({row['size']:>5} configurations, best {row['best']:.3f}x) at "
+                  f"{runs:>3} runs: " + ", ".join(
+                      f"{k} {row[k]['found']}/{row[k]['seeds']} ({100 * row[k]['share']:.0f} %)"
+                      for k in found), flush=True)  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
