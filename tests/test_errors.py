@@ -60,6 +60,7 @@ def check_error(
         (["tune", "--metric", "regex:no group", *TRUE_OMPI], "needs a group"),
         (["tune", "--trials", "0", *TRUE_OMPI], "must be positive"),
         (["tune", "--max-runs", "5", *TRUE_OMPI], "--max-runs 5 leaves no run to decide"),
+        (["check", "s", "--max-runs", "4", *TRUE_OMPI], "a check needs at least 6 runs"),
         (["tune", "--objective", "p99", *TRUE_OMPI], "invalid choice: 'p99'"),
         # flags that do what they say (issue 66): the strict gate's refused under the default,
         # one convention for shares (a fraction, or a percentage with its sign)

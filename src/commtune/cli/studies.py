@@ -80,6 +80,13 @@ def _add_check(p: argparse.ArgumentParser) -> None:
         help="check even where nothing differs from the study's installation and platform",
     )
     p.add_argument("--timeout", type=positive(float), default=600.0, help=_TIMEOUT_HELP)
+    p.add_argument(
+        "--max-runs",
+        type=positive(int),
+        help="bound on the check's runs, pairs of the defaults and the configuration "
+        "(default 20: commtune.tune's MAX_ROUNDS pairs); undecided at it, the "
+        "configuration is not used",
+    )
     add_json(p)
     add_storage(p)
 
@@ -207,7 +214,12 @@ def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.mpi import resolve_command
     from commtune.report import UI, differences_table
     from commtune.service import load_study, study_knobs
+    from commtune.tune import MIN_ROUNDS
 
+    if args.max_runs is not None and args.max_runs < 2 * MIN_ROUNDS:
+        raise UsageError(f"--max-runs {args.max_runs}: a check needs at least "
+                         f"{2 * MIN_ROUNDS} runs ({MIN_ROUNDS} pairs) to say a configuration "
+                         "is no faster")  # fmt: skip
     command = need_command(command, "to check the study's configuration with")
     store, study = load_study(args.storage, args.study)
     library, knobs = study_knobs(study)
@@ -219,7 +231,8 @@ def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
         config, extra = proposed
         _check_knobs_exist(config, inst, args.study)
         check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
-                             ui, stored=False, proposal=True)  # fmt: skip
+                             ui, stored=False, proposal=True,
+                             max_runs=args.max_runs)  # fmt: skip
         ui.info(f"{inst.describe()}: the proposal {check.line()}")
         if args.json:
             print_json({"study": args.study, **check.to_json()})
@@ -234,7 +247,7 @@ def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
     config, extra = chosen
     _check_knobs_exist(config, inst, args.study)  # refused, naming the knob
     check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout, ui,
-                         stored=False, force=args.force)  # fmt: skip
+                         stored=False, force=args.force, max_runs=args.max_runs)  # fmt: skip
     if check.differences:
         ui.print(differences_table(check.differences, f"study {args.study} then and now"))
     ui.info(f"{inst.describe()}: {check.line()}")
@@ -257,13 +270,15 @@ def _stale_check(
     stored: bool,
     force: bool = False,
     proposal: bool = False,
+    max_runs: int | None = None,
 ) -> StaleCheck:
     """What differs from the study's installation and platform, and, where something does
     (or ``force``), the configuration checked against the defaults here, stored on the
     study. ``stored``: a check stored for this installation and platform answers instead.
     ``proposal``: the study holds a proposal no run has measured (a prediction): it is
     checked in any case, by the tuner's rule at its default risk, and the study's verdict
-    becomes what the runs said (accepted with its figures, or the defaults kept)."""
+    becomes what the runs said (accepted with its figures, or the defaults kept).
+    ``max_runs``: the check's bound (None: MAX_ROUNDS pairs)."""
     from commtune.knobs import enumerators
     from commtune.launch import launcher_for
     from commtune.platform import Fingerprint
@@ -314,8 +329,12 @@ def _stale_check(
     # the rule of the verdict checked, at its risk (the tuner's defaults where it said none)
     rule = (float(said["risk_limit"]), float(said["tolerance"]),
             float(said.get("min_gain", 0.0))) if said.get("gate") == "risk" else None  # fmt: skip
+    from commtune.tune import MAX_ROUNDS
+
+    pairs = MAX_ROUNDS if max_runs is None else max_runs // 2
     verdict, cmp, rounds, runs, decided = recheck(defaults, config, timeout, ui,
-                                                  configured=configured, rule=rule)  # fmt: skip
+                                                  configured=configured, rule=rule,
+                                                  max_rounds=pairs)  # fmt: skip
     check = StaleCheck(
         verdict,
         diffs,

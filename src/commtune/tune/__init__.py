@@ -17,6 +17,8 @@ from commtune.tune._loop import (
 from commtune.tune._record import Recording, configurations, record
 from commtune.tune._schedule import CONTROL_EVERY, RACE_Z, Scheduler
 from commtune.tune._stale import (
+    MAX_ROUNDS,
+    MIN_ROUNDS,
     NO_LONGER_FASTER,
     STILL_FASTER,
     UNCHANGED,
@@ -35,6 +37,8 @@ __all__ = [
     "CONFIRM_CAP",
     "CONTENDERS",
     "CONTROL_EVERY",
+    "MAX_ROUNDS",
+    "MIN_ROUNDS",
     "MIN_TIMEOUT",
     "NO_LONGER_FASTER",
     "RACE_Z",
