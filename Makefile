@@ -72,16 +72,19 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
+# The tests that start no MPI job and need no root run two at a time (pytest-xdist, a file's
+# tests on one worker); then those that do, one at a time, as an MPI job takes both cores.
 test: lint typecheck $(MPIS_STAMP)
-	$(BIN)/python -m pytest -q -ra --durations=20 --durations-min=10
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile -m "not mpi and not root"
+	$(BIN)/python -m pytest -q -ra --durations=20 --durations-min=10 -m "mpi or root"
 
 # The quick tier a developer runs while working (under 3 minutes): lint, types and the
 # tests that start no MPI job.
 check: lint typecheck test-fast
 
-# Under a minute: the tests that launch no MPI job, need no root and are not marked slow.
+# About two minutes: the tests that launch no MPI job, need no root and are not marked slow.
 test-fast: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q -ra -m "not mpi and not slow and not root"
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile -m "not mpi and not slow and not root"
 
 # The contract suite alone, on every MPI installation found (discovery, apply and read back,
 # one short study).

@@ -740,7 +740,7 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     storage = f"sqlite:///{tmp_path}/t.db"
     launch = openmpi.command(2, [real, "300"])
     metric = r"regex:time ([0-9.eE+-]+) s"
-    argv = ["tune", "--storage", storage, "--twin", twin, "--sim-budget", "20", "--metric",
+    argv = ["tune", "--storage", storage, "--twin", twin, "--sim-budget", "10", "--metric",
             metric, "--json", "--", *launch]  # fmt: skip
     code, out, err = run_cli(argv, capsys)
     assert code == 0, err
@@ -790,7 +790,7 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     # best pinned in every configuration searched; the verdict is the cold study's
     knob = "btl_vader_single_copy_mechanism"
     argv = ["tune", "--storage", storage, "--study", "mixed", "--twin", twin, "--sim-budget",
-            "20", "--knob", knob, "--max-runs", "12", "--metric", metric, "--json", "--",
+            "10", "--knob", knob, "--max-runs", "12", "--metric", metric, "--json", "--",
             *launch]  # fmt: skip
     code, out, err = run_cli(argv, capsys)
     assert code == 0, err

@@ -130,8 +130,9 @@ def test_every_installation_runs_across_nodes_over_the_network(mpi: str, tmp_pat
     transport half its four-node runs hung in MPI_Finalize (one rank flushing its endpoints
     while the others waited in PMI's barrier; openucx/ucx#8738), MPICH 5's UCX did not; two
     nodes hung too, rarely (1 of 510 runs with the bed's UCX_TCP_PUT_ENABLE=n, 5 of 322
-    without: ``benchmarks/investigations/bed_finalize.py``): a launch of it that hangs is judged, once, on
-    what its ranks said before the hang (the hang is the library's, in MPI_Finalize)."""
+    without: ``benchmarks/investigations/bed_finalize.py``): a launch of it that hangs is
+    judged, once, on what its ranks said before the hang (the hang is the library's, in
+    MPI_Finalize)."""
     inst = installation_of(mpi)
     old_mpich = inst.vendor is Vendor.MPICH and inst.version.startswith("4.")
     nodes = 2 if old_mpich else 4
