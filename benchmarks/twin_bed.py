@@ -36,7 +36,7 @@ from instrument import answer, argv
 
 from commtune import native
 from commtune.knobs import load_catalog
-from commtune.mpi import Vendor, find_installation, installation_of
+from commtune.mpi import Installation, Vendor, find_installation, installation_of
 from commtune.race import race_one, race_tuner, replayed
 from commtune.testbed import Cluster as Bed
 
@@ -46,9 +46,28 @@ OPS = ("allreduce", "bcast")  # what ct_demo calls that SMPI ports for both libr
 TOLERANCE = 1.02
 
 
-def commtune(bed: Bed, env: dict[str, str], *args: str) -> dict:
-    """``commtune ARGS --json`` on the bed's first node: its answer."""
-    return answer(bed.run(bed.hostnames[0], argv(*args), timeout=7200, env=env), args)
+def commtune(bed: Bed, env: dict[str, str], cwd: Path, *args: str) -> dict:
+    """``commtune ARGS --json`` on the bed's first node, in ``cwd``: its answer."""
+    return answer(bed.run(bed.hostnames[0], argv(*args), timeout=7200, env=env, cwd=cwd), args)
+
+
+def program(inst: Installation, name: str, source: Path | None,
+            nodes: int) -> tuple[Path, Path, list[str], str]:  # fmt: skip
+    """The program built by the library's wrapper and by SMPI's, its arguments at ``nodes``
+    ranks and its metric: ct_demo, or CoMD from a snapshot (``--source``)."""
+    smpi = find_installation(Vendor.SMPI)
+    if name == "demo":
+        return (native.build(inst, "demo/ct_demo.c"), native.build(smpi, "demo/ct_demo.c"),
+                [ITERATIONS], METRIC)  # fmt: skip
+    if source is None:
+        raise SystemExit("twin_bed.py: --program comd needs --source (a snapshot of ECP-copa/CoMD)")
+    from apps import APPS, COMD_GRID
+
+    i, j, k = COMD_GRID[nodes]
+    args = ["-i", str(i), "-j", str(j), "-k", str(k), "-x", "24", "-y", "24", "-z", "24",
+            "-N", "60", "-n", "20"]  # fmt: skip
+    return (APPS["comd"].build(source, inst), APPS["comd"].build(source, smpi), args,
+            r"regex:total\s+\d+\s+([0-9.]+)")  # fmt: skip
 
 
 def table_knobs(mpi: str) -> list[str]:
@@ -83,6 +102,8 @@ def summary(surface, speedups: list[float], runs: list[int]) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mpi", default="openmpi", choices=("openmpi", "mpich"))
+    parser.add_argument("--program", default="demo", choices=("demo", "comd"))
+    parser.add_argument("--source", type=Path, help="--program comd: a snapshot of CoMD")
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--rate", type=float, default=1000.0, help="Mbit/s of each link")
     parser.add_argument("--repeats", type=int, default=9)
@@ -95,27 +116,28 @@ def main() -> int:
         parser.error("the test bed needs root (network namespaces)")
     inst = installation_of(args.mpi)
     work = Path(tempfile.mkdtemp(prefix="twin-bed-"))
-    real = native.build(inst, "demo/ct_demo.c")
-    simulated = native.build(find_installation(Vendor.SMPI), "demo/ct_demo.c")
-    table = args.table or work / f"table-bed{args.nodes}-{args.mpi}-ct_demo.json"
+    real, simulated, program_args, metric = program(inst, args.program, args.source, args.nodes)
+    name = "ct_demo" if args.program == "demo" else args.program
+    table = args.table or work / f"table-bed{args.nodes}-{args.mpi}-{name}.json"
     with Bed(args.nodes, 1, [args.rate]) as bed:
         env = {**os.environ, **inst.tool_env(), **bed.network_env(inst)}
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         calibrated, grown = work / "cal", work / "cluster"
         site = {**env, **bed.site_env(inst)}  # the plain launch line spreads over the nodes
-        commtune(bed, site, "calibrate", "--mpi", args.mpi, "--one-node", "none", "--out",
+        commtune(bed, site, work, "calibrate", "--mpi", args.mpi, "--one-node", "none", "--out",
                  str(calibrated), "--", inst.launcher, "-np", "2")  # fmt: skip
-        commtune(bed, env, "cluster", "--calibration", str(calibrated), "--nodes",
+        commtune(bed, env, work, "cluster", "--calibration", str(calibrated), "--nodes",
                  str(args.nodes), "--out", str(grown))  # fmt: skip
-        launch = bed.launch(inst, [str(real), ITERATIONS])
+        launch = bed.launch(inst, [str(real), *program_args])
         twin = (f"smpirun -np {args.nodes} -platform {grown}/platform.xml -hostfile "
-                f"{grown}/hosts {simulated} {ITERATIONS}")  # fmt: skip
+                f"{grown}/hosts {simulated} {' '.join(program_args)}")  # fmt: skip
         if args.table is None:
-            commtune(bed, env, "tune", "--record", str(table), "--repeats", str(args.repeats),
-                     "--metric", METRIC, *table_knobs(args.mpi), "--", *launch)  # fmt: skip
-        live = commtune(bed, env, "tune", "--storage", f"sqlite:///{work}/twin.db",
+            commtune(bed, env, work, "tune", "--record", str(table), "--repeats",
+                     str(args.repeats), "--metric", metric, *table_knobs(args.mpi), "--",
+                     *launch)  # fmt: skip
+        live = commtune(bed, env, work, "tune", "--storage", f"sqlite:///{work}/twin.db",
                         "--twin", twin, "--sim-budget", str(args.sim_budget), "--metric",
-                        METRIC, "--", *launch)  # fmt: skip
+                        metric, "--", *launch)  # fmt: skip
     surface = replayed(table)
     space = surface.space
     names = set(space.names)
