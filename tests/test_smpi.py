@@ -258,6 +258,64 @@ def test_tune_a_simulated_cluster_end_to_end(
         assert own / mine == pytest.approx(data["speedup"], rel=0.02)
 
 
+PING_PONG = r"""
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    static char buf[1 << 17];
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < 200; i++) {
+        if (rank == 0) {
+            MPI_Send(buf, sizeof buf, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(buf, sizeof buf, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            MPI_Recv(buf, sizeof buf, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, sizeof buf, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+    if (rank == 0) printf("time %.6f s\n", MPI_Wtime() - t0);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@needs_smpi
+@pytest.mark.openmpi
+def test_a_twin_of_a_program_whose_profile_calls_for_nothing_it_models_ranks_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ping-pong's simulated profile calls for the eager threshold alone, which no
+    algorithm of Open MPI stands for: the twin says it ranks nothing, in one warning, and
+    the real runs measure the defaults (it was an error that stopped the study: CoMD on the
+    bed, benchmarks/twin_bed.py)."""
+    from commtune.mpi import installation_of
+
+    source = tmp_path / "pp.c"
+    source.write_text(PING_PONG)
+    openmpi = installation_of("openmpi")
+    real, simulated = tmp_path / "pp", tmp_path / "pp.smpi"
+    subprocess.run([openmpi.mpicc, "-o", str(real), str(source)], check=True,
+                   env={**os.environ, **openmpi.tool_env()})  # fmt: skip
+    subprocess.run([_smpi().mpicc, "-o", str(simulated), str(source)], check=True,
+                   capture_output=True)  # fmt: skip
+    write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
+    twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
+            f"{simulated}")  # fmt: skip
+    launch = openmpi.command(2, [str(real)])
+    code, out, err = run_cli(["tune", "--storage", f"sqlite:///{tmp_path}/t.db", "--twin", twin,
+                              "--sim-budget", "10", "--metric", r"regex:time ([0-9.eE+-]+) s",
+                              "--json", "--", *launch], capsys)  # fmt: skip
+    assert code == 0, err
+    data = last_json(out)
+    assert data["twin"]["ranking"] == [] and "models faithfully" in data["twin"]["nothing"]
+    assert "the simulated twin ranks nothing" in err and not data["accepted"]
+    assert data["runs"] <= 10
+
+
 @needs_smpi
 def test_a_simulated_study_given_no_run_bound_tries_a_space_its_wall_time_covers_whole(
     cluster: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -194,10 +194,15 @@ def _space_as(space: Space, inst: Installation, library: MPIVendor) -> Space:
         if len(values) > 1:
             dims.append(replace(dim, values=values))
     if not dims:
-        raise UsageError(f"--as {library.vendor.value}: none of {', '.join(space.names)} has an "
-                         f"algorithm of {library.title} that {inst.impl.title} models "
-                         "faithfully")  # fmt: skip
+        raise NothingFaithful(f"--as {library.vendor.value}: none of {', '.join(space.names)} "
+                              f"has an algorithm of {library.title} that {inst.impl.title} "
+                              "models faithfully")  # fmt: skip
     return Space(space.library, tuple(dims))
+
+
+class NothingFaithful(UsageError):
+    """A space tuned as a library (``--as``) keeps no knob: none of its knobs has a choice
+    of that library the simulator models faithfully. A twin ranks nothing then."""
 
 
 def _words(variables: Mapping[str, str]) -> str:
@@ -371,7 +376,16 @@ class Tuning:
                         metrics=DEFAULTS.metrics, repeats=1, by_wall_time=False)  # fmt: skip
         sub = Tuning(inner, self.ui)
         sub.inner = True
-        sub.run(twin)
+        try:
+            sub.run(twin)
+        except NothingFaithful as exc:  # the program's profile calls for nothing it models
+            self.ui.warn(f"the simulated twin ranks nothing: {str(exc).split(': ', 1)[1]}; "
+                         "the real runs measure the defaults")  # fmt: skip
+            return replace(plan, ranked=(), knobs=()), {
+                "study": name, "runs": 0, "wall_per_run": wall, "ranking": [], "scaling": [],
+                "reference": f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
+                "nothing": str(exc).split(": ", 1)[1], "from_simulation": {},
+                "on_this_machine": [], "left_to_simulation": []}  # fmt: skip
         _, study = load_study(plan.storage, name)
         view = StudyView(study)
         ref = view.reference()
@@ -762,6 +776,9 @@ def _twin_against(twin: Mapping[str, Any], result: TuneResult) -> dict[str, Any]
 
 def _twin_lines(twin: Mapping[str, Any]) -> list[str]:
     """The two rankings side by side, as the terminal says them."""
+    if twin.get("nothing"):
+        return [f"the simulation ranked nothing ({twin['nothing']}): the real runs measured "
+                "the defaults only"]  # fmt: skip
     if not twin["ranking"]:
         only = ("searched its knobs alone" if twin.get("on_this_machine") else
                 "measured the defaults only")  # fmt: skip
