@@ -207,8 +207,15 @@ def scaling(rows: Sequence[Mapping[str, Any]]) -> str:
         points = [(r["ranks"], r[key]) for r in rows if r.get("ranks") and r.get(key)]
         if points:
             ax.plot(*zip(*points, strict=True), marker="o", color=color, label=label)
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
     ax.set_xscale("log", base=2)
+    ranks = sorted({r["ranks"] for r in rows if r.get("ranks")})
+    ax.set_xticks(ranks, [str(r) for r in ranks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: minor_label(v)))
     ax.set_xlabel("ranks (simulated, the cluster grown as much)")
     ax.set_ylabel("simulated time (s)")
     ax.legend(fontsize=8)
