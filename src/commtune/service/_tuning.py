@@ -376,16 +376,17 @@ class Tuning:
                         metrics=DEFAULTS.metrics, repeats=1, by_wall_time=False)  # fmt: skip
         sub = Tuning(inner, self.ui)
         sub.inner = True
+        said: dict[str, Any] = {
+            "study": name, "runs": 0, "wall_per_run": wall, "ranking": [], "scaling": [],
+            "reference": f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
+            "from_simulation": {}, "on_this_machine": [], "left_to_simulation": []}  # fmt: skip
         try:
             sub.run(twin)
         except NothingFaithful as exc:  # the program's profile calls for nothing it models
-            self.ui.warn(f"the simulated twin ranks nothing: {str(exc).split(': ', 1)[1]}; "
-                         "the real runs measure the defaults")  # fmt: skip
-            return replace(plan, ranked=(), knobs=()), {
-                "study": name, "runs": 0, "wall_per_run": wall, "ranking": [], "scaling": [],
-                "reference": f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
-                "nothing": str(exc).split(": ", 1)[1], "from_simulation": {},
-                "on_this_machine": [], "left_to_simulation": []}  # fmt: skip
+            said["nothing"] = str(exc).split(": ", 1)[1]
+            self.ui.warn(f"the simulated twin ranks nothing: {said['nothing']}; the real runs "
+                         "measure the defaults")  # fmt: skip
+            return replace(plan, ranked=(), knobs=()), said
         _, study = load_study(plan.storage, name)
         view = StudyView(study)
         ref = view.reference()
@@ -409,9 +410,7 @@ class Tuning:
             config = {k: catalog[k].parse(v) for k, v in settings.items()}
             ranking.append({"settings": settings, "config": config, "simulated": speedup,
                             "sim": {k: str(v) for k, v in r.config.items()}})  # fmt: skip
-        said = {"study": name, "runs": len(view.ran()), "wall_per_run": wall,
-                "reference": f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
-                "ranking": ranking}  # fmt: skip
+        said |= {"runs": len(view.ran()), "ranking": ranking}
         said["scaling"] = self._scaling(
             twin,
             sim,
