@@ -6,7 +6,8 @@
 On the bed (links shaped by ``tc tbf``, one rank a node) with one library:
 
 1. ``commtune calibrate`` measures two nodes; ``commtune cluster --calibration`` grows the
-   platform to the bed's size; ``ct_demo`` is built by the library's ``mpicc`` and by
+   platform to the bed's size (``--topology``, default flat: the bed's bridge, a non-blocking
+   switch); ``ct_demo`` is built by the library's ``mpicc`` and by
    ``smpicc``.
 2. **The table**: ``tune --record --repeats 9`` over the library's allreduce and broadcast
    algorithms that SMPI ports (the twin's space, in the library's settings), every
@@ -109,6 +110,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--sim-budget", type=float, default=120.0)
+    parser.add_argument("--topology", default="flat",
+                        help="the grown platform's (default flat: the bed's bridge)")  # fmt: skip
     parser.add_argument("--table", type=Path, help="use this recorded table, record none")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
@@ -127,7 +130,7 @@ def main() -> int:
         commtune(bed, site, work, "calibrate", "--mpi", args.mpi, "--one-node", "none", "--out",
                  str(calibrated), "--", inst.launcher, "-np", "2")  # fmt: skip
         commtune(bed, env, work, "cluster", "--calibration", str(calibrated), "--nodes",
-                 str(args.nodes), "--out", str(grown))  # fmt: skip
+                 str(args.nodes), "--topology", args.topology, "--out", str(grown))  # fmt: skip
         launch = bed.launch(inst, [str(real), *program_args])
         twin = (f"smpirun -np {args.nodes} -platform {grown}/platform.xml -hostfile "
                 f"{grown}/hosts {simulated} {' '.join(program_args)}")  # fmt: skip
@@ -160,6 +163,7 @@ def main() -> int:
             got[1].append(run.runs)
     best = surface.default_value / surface.optimum
     out = {"table": str(table), "mpi": args.mpi, "nodes": args.nodes, "rate": args.rate,
+           "topology": args.topology,
            "best": best, "ranking": live["twin"]["ranking"],
            "simulated_speedups": {json.dumps(r["settings"]): r["simulated"]
                                   for r in live["twin"]["ranking"]},

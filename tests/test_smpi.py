@@ -172,6 +172,33 @@ def test_a_rounded_time_repeated_is_not_a_simulation() -> None:
 
 
 # -- end to end, on SimGrid --------------------------------------------------------------------
+@needs_smpi
+def test_a_flat_clusters_switch_is_non_blocking_unless_its_backbone_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Four nodes exchanging halos at once: through a switch that shares one link's bandwidth
+    among every flow (the old default, a test bed's bridge modelled 4x too slow) each node
+    waits on the others; through a non-blocking one only its own link counts."""
+    smpi = _smpi()
+    demo = native.build(smpi, "demo/ct_demo.c")
+    times = {}
+    for name, extra in (("switch", []), ("shared", ["--backbone", "1Gbps"])):
+        code, _, err = run_cli(["cluster", "--nodes", "4", "--topology", "flat", "--bandwidth",
+                                "1Gbps", "--out", str(tmp_path / name), *extra], capsys)  # fmt: skip
+        assert code == 0, err
+        done = subprocess.run(
+            ["smpirun", "-np", "4", "-platform", str(tmp_path / name / "platform.xml"),
+             "-hostfile", str(tmp_path / name / "hosts"), str(demo), "5",
+             "--cfg=smpi/display-timing:yes"],
+            capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-800:]
+        times[name] = simulated_time(done.stderr)
+    assert 'bb_sharing_policy="FATPIPE"' in (tmp_path / "switch" / "platform.xml").read_text()
+    assert "bb_sharing_policy" not in (tmp_path / "shared" / "platform.xml").read_text()
+    assert times["switch"] is not None and times["shared"] is not None
+    assert 1.5 * times["switch"] < times["shared"], times
+
+
 @pytest.fixture
 def cluster(tmp_path: Path) -> tuple[str, str]:
     return write_cluster(Cluster(16, topology="fat-tree"), str(tmp_path / "cluster"))

@@ -252,7 +252,8 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
     p.add_argument("--taper", type=positive(int), default=d.taper,
                    help="fat tree: the leaf switches' uplinks divided by this (1: full "
                    "bisection)")  # fmt: skip
-    p.add_argument("--backbone", help="flat: the switch's bandwidth (default: a link's)")
+    p.add_argument("--backbone", help="flat: the switch's bandwidth, shared by every flow "
+                   "(default: non-blocking, each flow at its link's rate)")  # fmt: skip
     p.add_argument("--out", required=True, help="directory for platform.xml and hosts")
     add_json(p)
 

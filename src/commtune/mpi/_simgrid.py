@@ -13,7 +13,8 @@ compiler.
 The topologies are SimGrid's own cluster kinds (``<cluster topology=...>``): a two-level fat
 tree (``fat-tree``; ``taper`` divides the leaf switches' uplinks: 1 is full bisection), a
 3-D torus (``torus``), a dragonfly (``dragonfly``) and a flat cluster whose nodes' links
-meet at one backbone (``flat``: a switch, ``backbone`` its bandwidth; a test bed's bridge).
+meet at one switch (``flat``: a test bed's bridge; non-blocking, every flow at its link's
+rate, unless ``backbone`` gives the switch's bandwidth, which its flows then share).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Cluster:
     latency: str = "1us"
     speed: str = "100Gf"  # a core's compute speed (what SMPI scales compute bursts to)
     taper: int = 1  # fat tree: the leaf switches' uplinks divided by this
-    backbone: str | None = None  # flat: the switch all links meet at (None: a link's)
+    backbone: str | None = None  # flat: the switch's shared bandwidth (None: non-blocking)
     # ranks of one node: the node's own link (None: a network link's, as SimGrid's default)
     loopback_bandwidth: str | None = None
     loopback_latency: str | None = None
@@ -88,6 +89,9 @@ class Cluster:
             f' topology="{topology}" topo_parameters="{parameters}"'
             if topology
             else f' bb_bw="{self.backbone or self.bandwidth}" bb_lat="0us"'
+            # no backbone given: a non-blocking switch (SimGrid's fat pipe: flows do not
+            # share it), not one link's bandwidth shared by every flow in the cluster
+            + ("" if self.backbone else ' bb_sharing_policy="FATPIPE"')
         )
         return (
             "<?xml version='1.0'?>\n"
