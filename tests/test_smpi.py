@@ -183,8 +183,8 @@ def test_a_flat_clusters_switch_is_non_blocking_unless_its_backbone_is_given(
     demo = native.build(smpi, "demo/ct_demo.c")
     times = {}
     for name, extra in (("switch", []), ("shared", ["--backbone", "1Gbps"])):
-        code, _, err = run_cli(["cluster", "--nodes", "4", "--topology", "flat", "--bandwidth",
-                                "1Gbps", "--out", str(tmp_path / name), *extra], capsys)  # fmt: skip
+        cli = ["cluster", "--nodes", "4", "--topology", "flat", "--bandwidth", "1Gbps"]
+        code, _, err = run_cli([*cli, "--out", str(tmp_path / name), *extra], capsys)
         assert code == 0, err
         done = subprocess.run(
             ["smpirun", "-np", "4", "-platform", str(tmp_path / name / "platform.xml"),
