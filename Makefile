@@ -72,11 +72,14 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-# The tests that start no MPI job and need no root run two at a time (pytest-xdist, a file's
-# tests on one worker); then those that do, one at a time, as an MPI job takes both cores.
+# Two tiers: the tests that start no real MPI job (simulated clusters included: one process
+# on one core) two at a time (pytest-xdist, a file's tests on one worker); then the real MPI
+# and root tests one at a time (two 2-rank jobs on two cores would halve each run's speed
+# under the tests' run timeouts).
 test: lint typecheck $(MPIS_STAMP)
-	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile -m "not mpi and not root"
-	$(BIN)/python -m pytest -q -ra --durations=20 --durations-min=10 -m "mpi or root"
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile -m "not root and (not mpi or sim_only)"
+	$(BIN)/python -m pytest -q -ra --durations=20 --durations-min=10 \
+		-m "root or (mpi and not sim_only)"
 
 # The quick tier a developer runs while working (under 3 minutes): lint, types and the
 # tests that start no MPI job.

@@ -1,7 +1,8 @@
 """A study with a simulated twin against one without, on the test bed (issue 67).
 
     python benchmarks/twin_bed.py [--mpi openmpi] [--nodes 4] [--rate 1000] [--repeats 9]
-                                  [--seeds 20] [--json FILE]
+        [--seeds 20] [--program demo|comd|minife --source SNAPSHOT] [--table RECORDED]
+        [--topology flat] [--json FILE]
 
 On the bed (links shaped by ``tc tbf``, one rank a node) with one library:
 
@@ -33,6 +34,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from apps import APPS, COMD_GRID
 from instrument import answer, argv
 
 from commtune import native
@@ -45,6 +47,7 @@ METRIC = r"regex:time ([0-9.eE+-]+) s"
 ITERATIONS = "300"
 OPS = ("allreduce", "bcast")  # what ct_demo calls that SMPI ports for both libraries
 TOLERANCE = 1.02
+MINIFE_EDGE = "50"  # miniFE's mesh edge: small, so that its messages weigh against compute
 
 
 def commtune(bed: Bed, env: dict[str, str], cwd: Path, *args: str) -> dict:
@@ -55,20 +58,22 @@ def commtune(bed: Bed, env: dict[str, str], cwd: Path, *args: str) -> dict:
 def program(inst: Installation, name: str, source: Path | None,
             nodes: int) -> tuple[Path, Path, list[str], str]:  # fmt: skip
     """The program built by the library's wrapper and by SMPI's, its arguments at ``nodes``
-    ranks and its metric: ct_demo, or CoMD from a snapshot (``--source``)."""
+    ranks and its metric: ct_demo, or CoMD or miniFE from a snapshot (``--source``)."""
     smpi = find_installation(Vendor.SMPI)
     if name == "demo":
         return (native.build(inst, "demo/ct_demo.c"), native.build(smpi, "demo/ct_demo.c"),
                 [ITERATIONS], METRIC)  # fmt: skip
     if source is None:
-        raise SystemExit("twin_bed.py: --program comd needs --source (a snapshot of ECP-copa/CoMD)")
-    from apps import APPS, COMD_GRID
-
-    i, j, k = COMD_GRID[nodes]
-    args = ["-i", str(i), "-j", str(j), "-k", str(k), "-x", "24", "-y", "24", "-z", "24",
-            "-N", "60", "-n", "20"]  # fmt: skip
-    return (APPS["comd"].build(source, inst), APPS["comd"].build(source, smpi), args,
-            r"regex:total\s+\d+\s+([0-9.]+)")  # fmt: skip
+        raise SystemExit(f"twin_bed.py: --program {name} needs --source (a snapshot of "
+                         f"{APPS[name].repo})")  # fmt: skip
+    if name == "comd":
+        i, j, k = COMD_GRID[nodes]
+        args = ["-i", str(i), "-j", str(j), "-k", str(k), "-x", "24", "-y", "24", "-z", "24",
+                "-N", "60", "-n", "20"]  # fmt: skip
+        metric = APPS[name].metric
+    else:  # miniFE: a CG solve whose dot products are 8-byte allreduces; its whole run timed
+        args, metric = ["-nx", MINIFE_EDGE, "-ny", MINIFE_EDGE, "-nz", MINIFE_EDGE], "wall"
+    return APPS[name].build(source, inst), APPS[name].build(source, smpi), args, metric
 
 
 def table_knobs(mpi: str) -> list[str]:
@@ -100,28 +105,11 @@ def summary(surface, speedups: list[float], runs: list[int]) -> dict:
             "runs": statistics.median(runs)}  # fmt: skip
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mpi", default="openmpi", choices=("openmpi", "mpich"))
-    parser.add_argument("--program", default="demo", choices=("demo", "comd"))
-    parser.add_argument("--source", type=Path, help="--program comd: a snapshot of CoMD")
-    parser.add_argument("--nodes", type=int, default=4)
-    parser.add_argument("--rate", type=float, default=1000.0, help="Mbit/s of each link")
-    parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--sim-budget", type=float, default=120.0)
-    parser.add_argument("--topology", default="flat",
-                        help="the grown platform's (default flat: the bed's bridge)")  # fmt: skip
-    parser.add_argument("--table", type=Path, help="use this recorded table, record none")
-    parser.add_argument("--json", type=Path, help="write the figures here")
-    args = parser.parse_args()
-    if os.geteuid() != 0:
-        parser.error("the test bed needs root (network namespaces)")
+def live_twin(args: argparse.Namespace, work: Path, table: Path) -> dict:
+    """On the bed: calibrate, grow the platform, record the table (unless given), and run
+    ``tune --twin`` once; its ``--json`` answer."""
     inst = installation_of(args.mpi)
-    work = Path(tempfile.mkdtemp(prefix="twin-bed-"))
     real, simulated, program_args, metric = program(inst, args.program, args.source, args.nodes)
-    name = "ct_demo" if args.program == "demo" else args.program
-    table = args.table or work / f"table-bed{args.nodes}-{args.mpi}-{name}.json"
     with Bed(args.nodes, 1, [args.rate]) as bed:
         env = {**os.environ, **inst.tool_env(), **bed.network_env(inst)}
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -138,9 +126,42 @@ def main() -> int:
             commtune(bed, env, work, "tune", "--record", str(table), "--repeats",
                      str(args.repeats), "--metric", metric, *table_knobs(args.mpi), "--",
                      *launch)  # fmt: skip
-        live = commtune(bed, env, work, "tune", "--storage", f"sqlite:///{work}/twin.db",
+        return commtune(bed, env, work, "tune", "--storage", f"sqlite:///{work}/twin.db",
                         "--twin", twin, "--sim-budget", str(args.sim_budget), "--metric",
                         metric, "--", *launch)  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mpi", default="openmpi", choices=("openmpi", "mpich"))
+    parser.add_argument("--program", default="demo", choices=("demo", "comd", "minife"))
+    parser.add_argument(
+        "--source", type=Path, help="a snapshot of the program's repository (comd, minife)"
+    )
+    parser.add_argument("--nodes", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=1000.0, help="Mbit/s of each link")
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--sim-budget", type=float, default=120.0)
+    parser.add_argument("--topology", default="flat",
+                        help="the grown platform's (default flat: the bed's bridge)")  # fmt: skip
+    parser.add_argument("--table", type=Path, help="use this recorded table, record none")
+    parser.add_argument("--again", type=Path, metavar="JSON",
+                        help="an earlier run's --json: race its table and live twin's ranking "
+                        "again, without the bed")  # fmt: skip
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+    if args.again:
+        earlier = json.loads(args.again.read_text())
+        table, live = args.table or Path(earlier["table"]), earlier["live"]
+        live["twin"] = {"ranking": earlier["ranking"]}
+    else:
+        if os.geteuid() != 0:
+            parser.error("the test bed needs root (network namespaces)")
+        work = Path(tempfile.mkdtemp(prefix="twin-bed-"))
+        name = "ct_demo" if args.program == "demo" else args.program
+        table = args.table or work / f"table-bed{args.nodes}-{args.mpi}-{name}.json"
+        live = live_twin(args, work, table)
     surface = replayed(table)
     space = surface.space
     names = set(space.names)
@@ -148,14 +169,15 @@ def main() -> int:
               for r in live["twin"]["ranking"] if set(r["settings"]) <= names]  # fmt: skip
     designs: dict[str, tuple[list[float], list[int]]] = {}
     for seed in range(args.seeds):
-        runs = {
-            "twin": race_tuner(surface, 0.0, seed, 10, ranked=ranked),
-            "cold": race_tuner(surface, 0.0, seed, 30),
-        }
-        for name, run in runs.items():
+        runs = {"cold": race_tuner(surface, 0.0, seed, 30)}
+        if ranked:  # an empty ranking: the reference's 2 runs alone, the defaults kept
+            runs |= {"twin": race_tuner(surface, 0.0, seed, 10, ranked=ranked),
+                     "twin, 30": race_tuner(surface, 0.0, seed, 30, ranked=ranked)}  # fmt: skip
+        for name in ("twin", "twin, 30", "cold"):
+            run = runs.get(name)
             got = designs.setdefault(name, ([], []))
-            got[0].append(delivered(surface, run.answer))
-            got[1].append(run.runs)
+            got[0].append(delivered(surface, run.answer) if run else 1.0)
+            got[1].append(run.runs + run.confirm_runs if run else 2)  # search and verdict
         for strategy in ("tpe", "random"):
             run = race_one(strategy, surface, 0.0, seed, 30, design="fixed", repeats=1)
             got = designs.setdefault(strategy, ([], []))
@@ -167,7 +189,7 @@ def main() -> int:
            "best": best, "ranking": live["twin"]["ranking"],
            "simulated_speedups": {json.dumps(r["settings"]): r["simulated"]
                                   for r in live["twin"]["ranking"]},
-           "live": {k: live[k] for k in ("runs", "accepted", "accepted_params", "reason")},
+           "live": {k: live.get(k) for k in ("runs", "accepted", "accepted_params", "reason")},
            "designs": {k: summary(surface, *v) for k, v in designs.items()}}  # fmt: skip
     print(f"table {table.name}: best {best:.3f}x against {args.mpi}'s defaults; the twin "
           f"live: {live['runs']} real runs, "
@@ -183,7 +205,7 @@ def main() -> int:
     for name, fig in out["designs"].items():
         gain = "-" if fig["gain"] is None else f"{100 * fig['gain']:.0f} %"
         print(
-            f"{name:>6}: gain captured {gain}, tail {fig['tail']}/{fig['studies']}, runs "
+            f"{name:>8}: gain captured {gain}, tail {fig['tail']}/{fig['studies']}, runs "
             f"{fig['runs']:g}, delivered median {fig['median']:.3f}x worst {fig['worst']:.3f}x"
         )
     if args.json:

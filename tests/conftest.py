@@ -85,6 +85,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.mpi)
             if not HAVE[vendor]:
                 item.add_marker(pytest.mark.skip(reason=f"{vendor.title} is not installed"))
+        # a simulated cluster is one process on one core: such tests run two at a time
+        real = [v for v in Vendor if v is not Vendor.SMPI and item.get_closest_marker(v.value)]
+        if item.get_closest_marker("smpi") and not real and not item.get_closest_marker("root"):
+            item.add_marker(pytest.mark.sim_only)
 
 
 @pytest.fixture
