@@ -73,13 +73,14 @@ typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 # Two tiers: the tests that start no real MPI job (simulated clusters included: one process
-# on one core) two at a time (pytest-xdist, a file's tests on one worker); then the real MPI
-# and root tests one at a time (two 2-rank jobs on two cores would halve each run's speed
-# under the tests' run timeouts).
+# on one core, and the "alongside" tests, mostly pip) two at a time (pytest-xdist, a file's
+# tests on one worker); then the real MPI and root tests one at a time (two 2-rank jobs on two
+# cores would halve each run's speed under the tests' run timeouts).
 test: lint typecheck $(MPIS_STAMP)
-	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile -m "not root and (not mpi or sim_only)"
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile \
+		-m "alongside or (not root and (not mpi or sim_only))"
 	$(BIN)/python -m pytest -q -ra --durations=20 --durations-min=10 \
-		-m "root or (mpi and not sim_only)"
+		-m "not alongside and (root or mpi and not sim_only)"
 
 # The quick tier a developer runs while working (under 3 minutes): lint, types and the
 # tests that start no MPI job.

@@ -190,11 +190,14 @@ def main() -> int:
            "simulated_speedups": {json.dumps(r["settings"]): r["simulated"]
                                   for r in live["twin"]["ranking"]},
            "live": {k: live.get(k) for k in ("runs", "accepted", "accepted_params", "reason")},
+           "fidelity": live["twin"].get("fidelity"),
            "designs": {k: summary(surface, *v) for k, v in designs.items()}}  # fmt: skip
     print(f"table {table.name}: best {best:.3f}x against {args.mpi}'s defaults; the twin "
           f"live: {live['runs']} real runs, "
           + (f"handed back {live['accepted_params']}" if live["accepted"] else
              f"kept the defaults ({live['reason']})"))  # fmt: skip
+    if live["twin"].get("fidelity"):
+        print(f"  {live['twin']['fidelity']}")
     for r in live["twin"]["ranking"]:
         truth = delivered(surface, {k: space[k].knob.parse(v) for k, v in r["settings"].items()}
                           ) if set(r["settings"]) <= names else None  # fmt: skip

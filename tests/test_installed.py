@@ -30,6 +30,7 @@ USER = "ctuser"  # the ordinary user the checks run as
 pytestmark = [
     pytest.mark.root,
     pytest.mark.slow,
+    pytest.mark.alongside,  # mostly pip and the build: run beside the tests of no MPI job
     pytest.mark.skipif(os.geteuid() != 0, reason="creating an ordinary user needs root"),
 ]
 

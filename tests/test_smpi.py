@@ -98,6 +98,39 @@ def test_a_configuration_reaches_smpi_as_cfg_arguments_only() -> None:
     assert not any(k.startswith("smpi/") for k in plan.env) and plan.env["COMMTUNE_X"] == "1"
 
 
+@needs_smpi
+def test_the_calibration_beside_a_platform_reaches_every_run_the_line_does_not_set(
+    tmp_path: Path,
+) -> None:
+    """``commtune calibrate`` / ``cluster --calibration`` write the simulator's configuration
+    (``smpi.cfg``) beside the platform: a run of a line naming that platform gets it, but for
+    the names the line or the configuration under test set; and it changes what is
+    simulated (a network 10x slower by its factor, a longer simulated time)."""
+    smpi = _smpi()
+    demo = str(native.build(smpi, "demo/ct_demo.c"))
+    platform, hosts = write_cluster(Cluster(2), str(tmp_path / "c"))
+    line = ["smpirun", "-np", "2", "-platform", platform, "-hostfile", hosts, demo, "5"]
+    plain = LocalLauncher(smpi).plan(line, {})
+
+    def simulated(argv: list[str]) -> float | None:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr[-800:]
+        return simulated_time(done.stderr)
+
+    before = simulated(plain.argv)
+    (tmp_path / "c" / "smpi.cfg").write_text(
+        "# calibrated\n--cfg=smpi/bw-factor:0:0.1\n--cfg=smpi/send-is-detached-thresh:1000\n"
+        "--cfg=smpi/os:0:1e-06:0\n"
+    )
+    mine = [*line[:1], "--cfg=smpi/os:0:0:0", *line[1:]]
+    plan = LocalLauncher(smpi).plan(mine, {"smpi/send-is-detached-thresh": "5"})
+    cfg = [a for a in plan.argv if a.startswith("--cfg=smpi/") and "display" not in a]
+    assert sorted(cfg) == ["--cfg=smpi/bw-factor:0:0.1", "--cfg=smpi/os:0:0:0",
+                           "--cfg=smpi/send-is-detached-thresh:5"]  # fmt: skip
+    after = simulated(LocalLauncher(smpi).plan(line, {}).argv)
+    assert before is not None and after is not None and after > 2 * before, (before, after)
+
+
 def test_the_simulated_time_and_the_listed_algorithms_are_read_from_smpi() -> None:
     log = ("[0.1] [smpi_utils/INFO] Simulated time: 0.0989894 seconds. \n"
            "The simulation took 3.2 seconds\n")  # fmt: skip
@@ -846,6 +879,15 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
         assert row["real"] == c["speedup"]
     if not ranking:
         assert "found no configuration faster" in data["reason"]
+    # how far the simulation stands from the machine: the defaults by the program's own
+    # timer, simulated (a simulated MPI_Wtime) and real (the reference's median)
+    twin_said = data["twin"]
+    assert twin_said["defaults_simulated"] > 0 and twin_said["metric"] == metric
+    assert twin_said["defaults_real"] == data["default_value"]
+    ratio = twin_said["defaults_simulated"] / twin_said["defaults_real"]
+    assert f"({ratio:.2f}x)" in twin_said["fidelity"]
+    assert " ".join(twin_said["fidelity"].split()) in " ".join(err.split())  # as wrapped
+    assert twin_said["faithful"] is (0.8 <= ratio <= 1.25)  # a warning of its own if not
     # the program as it grows: 1x, 4x, 16x the ranks on the cluster grown as much, while
     # half the budget lasts; the report shows the table beside the two rankings
     grown = data["twin"]["scaling"]
@@ -859,6 +901,7 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
                            capsys)  # fmt: skip
     assert code == 0, err
     assert 'id="twin"' in page.read_text() and "The program as it grows" in page.read_text()
+    assert "the defaults by the program&#x27;s own timer" in page.read_text()
     for argv, needle in (
         (["--twin", " ".join(launch), "--", *launch], "not a simulator's launch line"),
         (["--twin", twin, "--", *twin.split()], "the line after '--' is the real launch"),

@@ -111,7 +111,7 @@ class Launcher(abc.ABC):
         if launched and to_ranks:
             argv[1:1] = self.rank_args(to_ranks)
         if launched:
-            argv[1:1] = impl.run_args()
+            argv[1:1] = [*impl.run_args(), *impl.line_args(command, variables)]
         if options:
             if not launched:
                 raise UsageError(

@@ -301,6 +301,11 @@ class MPIVendor(abc.ABC):
         """Launcher options every run gets (SMPI: print the simulated time)."""
         return []
 
+    def line_args(self, command: Sequence[str], variables: Mapping[str, str]) -> list[str]:
+        """Launcher options a run of ``command`` gets from what the line names (SMPI: the
+        calibration written beside its platform), none that the line or ``variables`` set."""
+        return []
+
     def launch_args(self, options: Mapping[str, str]) -> list[str]:
         """Launcher options for ``options`` (name -> value: ``bind-to`` -> ``core``), as its
         launcher spells them (hydra: ``-bind-to core``)."""

@@ -131,6 +131,18 @@ class SMPI(MPIVendor):
         return [f"--cfg={name}:{value}" for name, value in variables.items()
                 if self.configured_by_args(name) and value != FOLLOW_SELECTOR]  # fmt: skip
 
+    def line_args(self, command: Sequence[str], variables: Mapping[str, str]) -> list[str]:
+        # a platform calibrated from a machine is its links with the configuration beside it
+        # (factors, overheads, thresholds, the host's speed): without it the links alone,
+        # SMPI's InfiniBand factors and a compute speed unrelated to the machine
+        args = list(command)
+        if "-platform" not in args[:-1]:
+            return []
+        given = {a.removeprefix("--cfg=").split(":", 1)[0] for a in args if a.startswith("--cfg=")}
+        given |= set(variables)
+        return [a for a in calibrated_args(args[args.index("-platform") + 1])
+                if a.removeprefix("--cfg=").split(":", 1)[0] not in given]  # fmt: skip
+
     def run_failure(self, stderr: str) -> str | None:
         if any(word in stderr for word in DEADLOCK):
             at = simulated_time(stderr)

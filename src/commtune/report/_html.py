@@ -229,6 +229,8 @@ def _twin(s: StudyData, prefix: str) -> str:
         return ""
     body = _note(f"the simulation ({twin['runs']} runs, study {twin['study']}) ranked "
                  f"against {twin['reference']}")  # fmt: skip
+    if twin.get("fidelity"):  # the defaults simulated and real, by the program's own timer
+        body += _note(twin["fidelity"])
     rows = [(r["rank"], _config(r["settings"]), f"{r['simulated']:.3g}x",
              "not run" if r["real"] is None else f"{r['real']:.3g}x",
              "passed" if r["passed"] else (r["dropped"] or ("" if r["real"] is None else

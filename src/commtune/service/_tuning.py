@@ -330,7 +330,12 @@ class Tuning:
             extra["as"] = self._as_proposal(store, name, result, inst, library, base, command)
         if twin is not None:
             extra["twin"] = _twin_against(twin, result)
+            if extra["twin"].get("defaults_simulated") is not None and result.default_value:
+                extra["twin"]["defaults_real"] = result.default_value
+                extra["twin"] |= _fidelity(extra["twin"])
             _with_the_verdict(store, name, twin=extra["twin"])
+            if extra["twin"].get("faithful") is False:
+                ui.warn(extra["twin"]["fidelity"])
             for line in _twin_lines(extra["twin"]) + _scaling_lines(extra["twin"]):
                 ui.info(line)
         return Outcome(result, space, inst.vendor.value, command, extra)
@@ -361,9 +366,15 @@ class Tuning:
             raise UsageError(f"--twin: {sim.impl.title} has no port of {inst.impl.title}'s "
                              "decision to tune against")  # fmt: skip
         program = os.path.basename(launch_files(twin).program or "program")  # checked first
-        wall = _timed_run(launcher_for(sim), twin, sim, sim.impl.decides_as(inst.impl) or {},
-                          plan, "--twin: the simulated program did not run")  # fmt: skip
-        assert wall is not None
+        # the program's own timer reads simulated time under the simulator: the defaults'
+        # simulated and real values in one unit, how far this simulation stands from the
+        # machine (a wall time or a profile field has no simulated counterpart)
+        own = Objective.parse(plan.metric)
+        timed = _timed_run(launcher_for(sim), twin, sim, sim.impl.decides_as(inst.impl) or {},
+                           plan, "--twin: the simulated program did not run",
+                           also=(own,) if own.pattern is not None else ())  # fmt: skip
+        assert timed is not None
+        wall, first = timed
         runs = sim_runs(wall, plan.sim_budget)
         digest = hashlib.sha256(json.dumps([twin, list(command)]).encode()).hexdigest()[:6]
         name = f"{plan.study}-twin" if plan.study else f"{program}-twin-{digest}"
@@ -378,6 +389,7 @@ class Tuning:
         sub.inner = True
         said: dict[str, Any] = {
             "study": name, "runs": 0, "wall_per_run": wall, "ranking": [], "scaling": [],
+            "defaults_simulated": first.secondary.get(own.spec), "metric": plan.metric,
             "reference": f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
             "from_simulation": {}, "on_this_machine": [], "left_to_simulation": []}  # fmt: skip
         try:
@@ -611,9 +623,10 @@ class Tuning:
         runs as ``plan.sim_budget`` seconds of this machine's wall time buy (one run of the
         reference timed here), at most :data:`MOST_SIM_RUNS`: a space that fits is tried
         whole."""
-        wall = _timed_run(launcher_for(inst, plan.through), command, inst, base, plan)
-        if wall is None:
+        timed = _timed_run(launcher_for(inst, plan.through), command, inst, base, plan)
+        if timed is None:
             return plan  # the reference's own runs say why
+        wall = timed[0]
         runs = sim_runs(wall, plan.sim_budget)
         self.ui.info(f"a simulated run takes {wall:.1f} s of wall time here: the study gets "
                      f"{runs} runs (--sim-budget {plan.sim_budget:g} s, at most "
@@ -743,19 +756,20 @@ def sim_runs(wall: float, budget: float) -> int:
 
 
 def _timed_run(launcher: Launcher, command: Sequence[str], inst: Installation,
-               variables: Mapping[str, str], plan: Plan,
-               refuse: str | None = None) -> float | None:  # fmt: skip
-    """The wall time of one run of ``command`` with ``variables``; None where it failed
-    (UsageError starting with ``refuse``, if given)."""
+               variables: Mapping[str, str], plan: Plan, refuse: str | None = None,
+               also: Sequence[Objective] = ()) -> tuple[float, RunRecord] | None:  # fmt: skip
+    """The wall time of one run of ``command`` with ``variables`` and the run (``also``: more
+    objectives it measures); None where it failed (UsageError starting with ``refuse``, if
+    given)."""
     probe = LocalExecutor(launcher, command, [], Objective.parse(inst.impl.run_value),
-                          variables=variables)  # fmt: skip
+                          variables=variables, secondary=also)  # fmt: skip
     start = time.perf_counter()
     run = probe.run(None, plan.reference_timeout)
     if run.value is None:
         if refuse is not None:
             raise UsageError(f"{refuse}: {run.failure}")
         return None
-    return time.perf_counter() - start
+    return time.perf_counter() - start, run
 
 
 def _twin_against(twin: Mapping[str, Any], result: TuneResult) -> dict[str, Any]:
@@ -774,7 +788,32 @@ def _twin_against(twin: Mapping[str, Any], result: TuneResult) -> dict[str, Any]
 
 
 def _twin_lines(twin: Mapping[str, Any]) -> list[str]:
-    """The two rankings side by side, as the terminal says them."""
+    """The two rankings side by side, as the terminal says them (a simulation far from the
+    machine is a warning of its own)."""
+    near = twin.get("faithful") and twin.get("fidelity")
+    return [*([twin["fidelity"]] if near else []), *_ranking_lines(twin)]
+
+
+FAITHFUL = (0.8, 1.25)  # simulated over real of the defaults: a simulation near the machine
+
+
+def _fidelity(twin: Mapping[str, Any]) -> dict[str, Any]:
+    """How far the simulation stands from this machine on the program's defaults (its own
+    timer, simulated and real): ``fidelity`` the line that says it, ``faithful`` whether the
+    two are within :data:`FAITHFUL` of each other."""
+    sim, real = twin["defaults_simulated"], twin["defaults_real"]
+    ratio = sim / real
+    line = (f"the defaults by the program's own timer: simulated {sim:.4g}, real {real:.4g} "
+            f"({ratio:.2f}x)")  # fmt: skip
+    if FAITHFUL[0] <= ratio <= FAITHFUL[1]:
+        return {"fidelity": line, "faithful": True}
+    return {"fidelity": line + ": the simulation stands far from this machine on this "
+            "program, its ranking a guess here (calibrate the platform on this machine: "
+            "commtune calibrate)", "faithful": False}  # fmt: skip
+
+
+def _ranking_lines(twin: Mapping[str, Any]) -> list[str]:
+    """The simulation's ranking beside what the real runs said of it."""
     if twin.get("nothing"):
         return [f"the simulation ranked nothing ({twin['nothing']}): the real runs measured "
                 "the defaults only"]  # fmt: skip
