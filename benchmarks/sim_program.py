@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from apps import APPS, COMD_GRID
+from apps import APPS, comd_box
 from smpi_agreement import calibrate, site
 
 from commtune.knobs import apply, load_catalog
@@ -39,13 +39,11 @@ CONFIGS = {
     "mpich": {"auto": None, "recursive_doubling": "rdb",
               "reduce_scatter_allgather": "rab_rdb"},
 }  # fmt: skip
-TOTAL = re.compile(r"total\s+\d+\s+([0-9.]+)")
+TOTAL = re.compile(APPS["comd"].metric.removeprefix("regex:"))  # CoMD's own "total" timer
 
 
 def comd(binary: Path, ranks: int) -> list[str]:
-    i, j, k = COMD_GRID[ranks]
-    return [str(binary), "-i", str(i), "-j", str(j), "-k", str(k), "-x", "24", "-y", "24",
-            "-z", "24", "-N", "60", "-n", "20"]  # fmt: skip
+    return [str(binary), *comd_box(ranks)]
 
 
 def total(text: str) -> float:

@@ -34,7 +34,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from apps import APPS, COMD_GRID
+from apps import APPS, comd_box
 from instrument import answer, argv
 
 from commtune import native
@@ -67,10 +67,7 @@ def program(inst: Installation, name: str, source: Path | None,
         raise SystemExit(f"twin_bed.py: --program {name} needs --source (a snapshot of "
                          f"{APPS[name].repo})")  # fmt: skip
     if name == "comd":
-        i, j, k = COMD_GRID[nodes]
-        args = ["-i", str(i), "-j", str(j), "-k", str(k), "-x", "24", "-y", "24", "-z", "24",
-                "-N", "60", "-n", "20"]  # fmt: skip
-        metric = APPS[name].metric
+        args, metric = comd_box(nodes), APPS[name].metric
     else:  # miniFE: a CG solve whose dot products are 8-byte allreduces; its whole run timed
         args, metric = ["-nx", MINIFE_EDGE, "-ny", MINIFE_EDGE, "-nz", MINIFE_EDGE], "wall"
     return APPS[name].build(source, inst), APPS[name].build(source, smpi), args, metric
@@ -154,7 +151,7 @@ def main() -> int:
     if args.again:
         earlier = json.loads(args.again.read_text())
         table, live = args.table or Path(earlier["table"]), earlier["live"]
-        live["twin"] = {"ranking": earlier["ranking"]}
+        live["twin"] = {"ranking": earlier["ranking"], "fidelity": earlier.get("fidelity")}
     else:
         if os.geteuid() != 0:
             parser.error("the test bed needs root (network namespaces)")

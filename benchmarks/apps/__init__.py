@@ -133,6 +133,14 @@ def comd_weak(ranks: int) -> list[str]:
             "-z", str(4 * k), "-N", "20", "-n", "10"]  # fmt: skip
 
 
+def comd_box(ranks: int) -> list[str]:
+    """CoMD's arguments at ``ranks`` ranks across the bed: the one-node tables' 24^3 box,
+    decomposed by :data:`COMD_GRID`, 60 steps printed every 20."""
+    i, j, k = COMD_GRID[ranks]
+    return ["-i", str(i), "-j", str(j), "-k", str(k), "-x", "24", "-y", "24", "-z", "24",
+            "-N", "60", "-n", "20"]  # fmt: skip
+
+
 def _comd_args(binary: Path, work: Path, ranks: int) -> list[str]:
     return [
         str(binary),

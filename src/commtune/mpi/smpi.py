@@ -138,10 +138,9 @@ class SMPI(MPIVendor):
         args = list(command)
         if "-platform" not in args[:-1]:
             return []
-        given = {a.removeprefix("--cfg=").split(":", 1)[0] for a in args if a.startswith("--cfg=")}
-        given |= set(variables)
+        given = {_cfg_name(a) for a in args if a.startswith("--cfg=")} | set(variables)
         return [a for a in calibrated_args(args[args.index("-platform") + 1])
-                if a.removeprefix("--cfg=").split(":", 1)[0] not in given]  # fmt: skip
+                if _cfg_name(a) not in given]  # fmt: skip
 
     def run_failure(self, stderr: str) -> str | None:
         if any(word in stderr for word in DEADLOCK):
@@ -202,6 +201,11 @@ def simulated_command(installation: Installation, platform: str, hostfile: str, 
     return [installation.launcher, "-np", str(ranks), "-platform", platform,
             "-hostfile", hostfile, *calibrated_args(platform), NO_COMPUTE,
             *program]  # fmt: skip
+
+
+def _cfg_name(arg: str) -> str:
+    """The configuration name of a ``--cfg=NAME:VALUE`` argument."""
+    return arg.removeprefix("--cfg=").split(":", 1)[0]
 
 
 def calibrated_args(platform: str) -> list[str]:

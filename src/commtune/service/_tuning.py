@@ -331,8 +331,8 @@ class Tuning:
         if twin is not None:
             extra["twin"] = _twin_against(twin, result)
             if extra["twin"].get("defaults_simulated") is not None and result.default_value:
-                extra["twin"]["defaults_real"] = result.default_value
-                extra["twin"] |= _fidelity(extra["twin"])
+                extra["twin"] |= _fidelity(extra["twin"]["defaults_simulated"],
+                                           result.default_value)  # fmt: skip
             _with_the_verdict(store, name, twin=extra["twin"])
             if extra["twin"].get("faithful") is False:
                 ui.warn(extra["twin"]["fidelity"])
@@ -790,26 +790,27 @@ def _twin_against(twin: Mapping[str, Any], result: TuneResult) -> dict[str, Any]
 def _twin_lines(twin: Mapping[str, Any]) -> list[str]:
     """The two rankings side by side, as the terminal says them (a simulation far from the
     machine is a warning of its own)."""
-    near = twin.get("faithful") and twin.get("fidelity")
-    return [*([twin["fidelity"]] if near else []), *_ranking_lines(twin)]
+    return [*([twin["fidelity"]] if twin.get("faithful") else []), *_ranking_lines(twin)]
 
 
 FAITHFUL = (0.8, 1.25)  # simulated over real of the defaults: a simulation near the machine
 
 
-def _fidelity(twin: Mapping[str, Any]) -> dict[str, Any]:
-    """How far the simulation stands from this machine on the program's defaults (its own
-    timer, simulated and real): ``fidelity`` the line that says it, ``faithful`` whether the
-    two are within :data:`FAITHFUL` of each other."""
-    sim, real = twin["defaults_simulated"], twin["defaults_real"]
+def _fidelity(sim: float, real: float) -> dict[str, Any]:
+    """How far the simulation stands from this machine on the program's defaults, by its own
+    timer (``sim`` simulated, ``real`` the real runs' median): ``defaults_real``, the line
+    that says it (``fidelity``) and whether the two are within :data:`FAITHFUL` of each
+    other (``faithful``)."""
     ratio = sim / real
+    faithful = FAITHFUL[0] <= ratio <= FAITHFUL[1]
     line = (f"the defaults by the program's own timer: simulated {sim:.4g}, real {real:.4g} "
             f"({ratio:.2f}x)")  # fmt: skip
-    if FAITHFUL[0] <= ratio <= FAITHFUL[1]:
-        return {"fidelity": line, "faithful": True}
-    return {"fidelity": line + ": the simulation stands far from this machine on this "
-            "program, its ranking a guess here (calibrate the platform on this machine: "
-            "commtune calibrate)", "faithful": False}  # fmt: skip
+    if not faithful:
+        line += (
+            ": the simulation stands far from this machine on this program, its ranking "
+            "a guess here (calibrate the platform on this machine: commtune calibrate)"
+        )
+    return {"defaults_real": real, "fidelity": line, "faithful": faithful}
 
 
 def _ranking_lines(twin: Mapping[str, Any]) -> list[str]:
