@@ -149,7 +149,7 @@ def test_a_deterministic_study_runs_each_configuration_once_without_controls() -
     (exact=False) spends controls and repeats on the same table."""
     COST.update(c=0.8, d=0.9)
     try:
-        settings = _settings(2, 3, ("a", "b", "c", "d", "fast", "slow"), confirm=5, max_runs=12,
+        settings = _settings(2, 3, ("a", "b", "c", "d", "fast", "slow"), confirm=5, max_runs=16,
                              gate="risk", exact=True)  # fmt: skip
         executor = Simulated()
         study = open_study(optuna.storages.InMemoryStorage(), settings)
@@ -196,7 +196,7 @@ def test_a_rounded_time_repeated_is_not_a_simulation() -> None:
     assert [stats.digits(v) for v in (1.23, 0.0989894, 1200.0, 0.1368)] == [3, 6, 2, 4]
     assert not repeats_exactly(Table(), [1.23, 1.23])
     assert repeats_exactly(Table(), [0.0989894, 0.0989894])
-    settings = _settings(2, 3, ("a", "b", "fast", "slow"), confirm=5, max_runs=12, gate="risk",
+    settings = _settings(2, 3, ("a", "b", "fast", "slow"), confirm=5, max_runs=16, gate="risk",
                          exact=True)  # fmt: skip
     executor = Table()  # every run of the defaults gives 1.0: one digit
     study = open_study(optuna.storages.InMemoryStorage(), settings)
@@ -495,7 +495,7 @@ def test_a_noisy_table_is_not_deterministic_where_its_draws_repeat(tmp_path: Pat
     table.write_text(json.dumps(recorded))
     assert ReplayExecutor(table).deterministic is False
     assert ReplayExecutor("benchmarks/data/table-smpi-comd-256-fat.json").deterministic
-    settings = _settings(2, 3, ("a", "b", "fast", "slow"), confirm=5, max_runs=12, gate="risk",
+    settings = _settings(2, 3, ("a", "b", "fast", "slow"), confirm=5, max_runs=16, gate="risk",
                          exact=True)  # fmt: skip
     executor = Table()  # every run of the defaults gives 1.0
     executor.deterministic = False

@@ -77,7 +77,7 @@ def test_a_clear_winner_is_accepted_with_its_figures_in_words() -> None:
     assert acc.extra["evidence_runs"] == len(acc.best_values) >= 1
     said = acc.extra["said"]
     assert said.startswith(f"{acc.speedup:.3g}x (90 % interval")
-    assert "counted 2% slower, it wins" in said and "this look may spend" in said
+    assert "counted 2% faster, it wins" in said and "this look may spend" in said
     # every run of the study is within the bound: the search's, its controls', the duel's
     assert StudyView(study).runs_spent(acc) == machine.calls <= 30
     # the further objective, compared in the same rounds as the time: twice the memory
@@ -98,14 +98,17 @@ def test_configurations_slower_than_the_defaults_are_handed_back_at_most_at_the_
     noise: float,
 ) -> None:
     """What ``--risk`` bounds: every configuration 4 % slower than the defaults (beyond the
-    2 % tolerance); of 40 seeded studies at 3, 10 and 20 % noise, at most the stated 5 %
-    (2) hand one back. (Under the rule before, 4 of these 40 at 10 % noise, and 38 of 400.)"""
+    2 % tolerance); of 60 seeded studies at 3, 10 and 20 % noise, no more hand one back than
+    the stated 5 % allows by chance (the binomial's 99.5 % quantile: 8; 3 seen at most).
+    Spending the whole risk at every pair instead hands back more."""
+    from scipy.stats import binom
+
     accepted = 0
-    for seed in range(40):
+    for seed in range(60):
         acc, _, _ = study_of(lambda c, n: 1.0 if c == "defaults" else 1.04, seed=seed,
                              noise=noise)  # fmt: skip
         accepted += bool(acc is not None and acc.accepted)
-    assert accepted <= 0.05 * 40
+    assert accepted <= binom.ppf(0.995, 60, 0.05)
 
 
 def test_a_configuration_equal_to_the_defaults_by_value_is_not_an_arm() -> None:
@@ -168,21 +171,22 @@ def test_the_strict_gate_is_still_there() -> None:
 
 def test_the_stale_check_judges_a_risk_verdict_by_the_same_rule() -> None:
     """``recheck`` with the risk gate's rule: a configuration 0.6x the defaults' time is
-    still faster, with the expected speedup and its interval; one that runs as the defaults
-    do is no longer worth setting, decided before the last round."""
+    still faster, with the expected speedup and its interval; one 10 % slower than the
+    defaults is no longer worth setting, decided before the last round (the coins seeded:
+    the outcome is the rule's, not the order's luck)."""
     from commtune.tune import NO_LONGER_FASTER, STILL_FASTER, recheck
 
     fast = Machine(lambda c, n: 0.6 if c == "c" else 1.0, 0.03, seed=5)
     verdict_, cmp, rounds, runs, decided = recheck(
-        fast, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02, 0.01)
+        fast, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02, 0.01), seed=1
     )
     assert (verdict_, decided) == (STILL_FASTER, True)
     assert cmp is not None and cmp.ci_low < cmp.speedup < cmp.ci_high
     assert cmp.speedup == pytest.approx(1 / 0.6, rel=0.05)
     assert runs == 2 * rounds == fast.calls
-    same = Machine(lambda c, n: 1.0, 0.03, seed=6)
+    slower = Machine(lambda c, n: 1.1 if c == "c" else 1.0, 0.03, seed=6)
     verdict_, cmp, rounds, _, decided = recheck(
-        same, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02, 0.01)
+        slower, {KNOB: "c"}, 60.0, Silent(), rule=(0.05, 0.02, 0.01), seed=1
     )
     assert (verdict_, decided) == (NO_LONGER_FASTER, True)
     assert rounds < 10
@@ -230,21 +234,25 @@ def test_a_lone_fast_arm_among_slow_ones_gets_the_duels_runs() -> None:
         acc, _, _ = study_of(lambda c, n: costs.get(c, 1.0), seed=seed, noise=0.04)
         assert acc is not None
         answers.append(acc.params.get(KNOB) if acc.accepted else None)
-    assert set(answers) <= {"c", None}  # never a slower one
+    # never one more than 2 % slower (the defaults' own value under another name, "a", is
+    # not: the promise allows it, and its claim of gain is the estimate's)
+    assert set(answers) <= {"c", "a", None}
     assert answers.count("c") >= 14, answers
 
 
 @pytest.mark.parametrize("risk", [0.01, 0.05, 0.2, 0.5])
 def test_the_users_risk_reaches_the_decision(risk: float) -> None:
-    """The same runs pass at one risk and not at another: six runs of a configuration
-    beside six of the defaults, winning 29 of the 36 pairs (counted 2 % slower): a chance
-    of 4.7 % for one 2 % slower. It passes where the last look may spend more than that."""
-    defaults = [1.0, 1.06, 0.97, 1.03, 0.99, 1.02]
-    config = [0.93, 0.95, 0.9, 1.05, 0.96, 0.94]
-    limit = rule.limit_at(rule.looks(risk, 1, 6), 6)
+    """The same pairs pass at one risk and not at another: seven pairs of runs, the
+    configuration (counted 2 % faster) winning six, losing the pair of the second smallest
+    difference: 3 of the 128 sign patterns do as well, a chance of 2.3 % for one 2 % slower.
+    It passes where its one look may spend more than that (the whole risk: in 7 pairs no
+    second configuration could pass)."""
+    defaults = [1.0, 1.06, 0.97, 1.03, 0.99, 1.02, 1.0]
+    config = [0.93, 0.95, 0.9, 1.06, 1.003, 0.94, 0.91]
+    limit = rule.limit_at(rule.looks(risk, 1, 7, 7), 7)
     t = rule.test(defaults, config, limit=limit, tolerance=0.02, min_gain=0.01)
-    assert t.won == 29 and 0.046 < t.p < 0.047
-    assert t.passed is (limit >= t.p) is (risk >= 0.2)
+    assert t.won == 6 and t.p == pytest.approx(3 / 128)
+    assert t.passed is (limit >= t.p) is (risk >= 0.05)
 
 
 def test_no_gain_below_the_minimum_worthwhile_one_is_proposed() -> None:

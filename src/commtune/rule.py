@@ -1,34 +1,42 @@
-"""The rule that hands a configuration back: one rank test, the stated risk split over its looks.
+"""The rule that hands a configuration back: one paired randomization test, the stated risk
+split over its looks.
 
-A configuration is compared with the defaults only on runs made *after* it was chosen, each
-beside a run of the defaults (the order alternating, so neither always gets the warmer
-machine). Each of its runs is counted ``tolerance`` (2 %) slower than it was, and the
-statistic is how many (its run, a run of the defaults) pairs it then still wins: the
-Mann-Whitney count. Were the configuration ``tolerance`` slower than the defaults, every
-order of the two lists of runs would be as likely as the one measured, whatever the
-machine's noise (heavy tails, modes, a run caught by another job), so the chance of a count
-this high (the p-value) is exact: no model of the noise is assumed.
+The null, as every page states the promise: the configuration is ``tolerance`` (2 %) *slower*
+than the defaults. A configuration is compared with the defaults only on runs made *after* it
+was chosen, in pairs: each round runs it and the defaults beside each other, which of the two
+goes first drawn by a fair coin. Each of its runs is counted ``tolerance`` faster than it was
+(divided by ``1 + tolerance``) and each pair gives the difference of the logs of the two
+times. Under the null, in every pair the two counted runs are equally likely to have come in
+either order, whatever the machine did (warmed up, drifted, stepped, oscillated, ran another
+job): the coin decided which of the pair's two slots the configuration got. So every pattern
+of signs of the differences is as likely as the one measured, and the chance of a pattern at
+least as favourable (the p-value) is exact: no model of the noise, none of the drift. The
+statistic is the signed rank (Wilcoxon: the ranks of the pairs it wins, counted by the size of
+the difference), ties between sign patterns broken by the sum of the differences, so the
+p-value steps by 1 / 2 ** pairs and the risk is spent to its last share. Runs of the defaults
+made earlier (the search's) do not join: under drift they tell nothing of the defaults now.
 
 The stated risk is what the rule may spend on every chance to pass by luck. The first
-configuration tested gets ``FIRST`` of it (four fifths: most studies test one), the later
-ones halve the rest between them (a tenth, a twentieth, ...); a lone configuration, as
-``commtune check`` tests, all of it. It is looked at
-twice at most: *early*, as soon as winning every pair of runs would pass on ``EARLY`` of
-its share (a clear winner is decided without spending the runs), and when its runs end (the
-pairs the budget left it when its test began), on the rest. The shares add up to ``risk``,
-so the chance that anything more than ``tolerance`` slower is handed back is at most
-``risk``: the promise, for one study, on any machine whose runs do not depend on the runs
-before them.
+configuration tested gets ``FIRST`` of it (four fifths), the later ones halve the rest between
+them; where the runs could never pass a second one (:func:`total`), the first gets all of it;
+a lone configuration, as ``commtune check`` tests, all of it. It is looked at twice at most:
+*early*, as soon as winning every pair would pass on ``EARLY`` of its share, where that comes
+before its runs end (a clear winner is decided without spending the runs), and when its runs
+end, on the rest. The shares add up to ``risk``, so the chance that anything more than
+``tolerance`` slower is handed back is at most ``risk``: the promise, for one study, on any
+machine.
 
-A pass also asks the estimate (the Hodges-Lehmann speedup: the median over every pair of
-runs of the defaults' time over the configuration's) to clear ``1 + min_gain``: a
-configuration no faster is not handed back with a claim of gain it does not have.
+A pass also asks the estimate (the Hodges-Lehmann speedup of the pairs: the median of their
+Walsh averages) to clear ``1 + min_gain``: a configuration no faster is not handed back with a
+claim of gain it does not have.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import math
+import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,97 +46,150 @@ FIRST = 0.8  # the share of the risk the first configuration tested may spend
 EARLY = 0.1  # the share of a configuration's risk its early look may spend
 UNBOUNDED = 15  # the pairs a configuration's test ends at where the study has no bound
 MOST = 64  # the most pairs more a study is told would decide
-NO_FASTER_AFTER = 3  # pairs after which a configuration its runs show no faster is dropped
+NO_FASTER_AFTER = 3  # pairs after which ``commtune check`` calls one its runs show no faster
+ENUMERATED = 16  # up to these pairs every sign pattern is counted (the finest p-value)
 
 
-def total(risk: float, arm: int = 0) -> float:
-    """What the ``arm``-th configuration tested (from 1; 0: a lone configuration) may spend
-    of ``risk``."""
+def first_pass(limit: float) -> int:
+    """The fewest pairs of runs in which winning every pair passes at ``limit``."""
+    return max(1, math.ceil(math.log2(1 / limit) - 1e-12)) if limit > 0 else 10**9
+
+
+def fewest(risk: float) -> int:
+    """The fewest pairs in which a verdict can pass anything at ``risk`` (its first
+    configuration then spends the whole risk: no second could pass, :func:`total`)."""
+    return first_pass(risk)
+
+
+def coins(seed: int | None = None) -> Iterator[bool]:
+    """The fair coins that order each pair of runs (True: the configuration first): the
+    design the test's exactness rests on. Seeded: a study's orders can be told again."""
+    rng = random.Random(seed)
+    while True:
+        yield rng.random() < 0.5
+
+
+def total(risk: float, arm: int = 0, pairs: int | None = None) -> float:
+    """What the ``arm``-th configuration tested (from 1; 0: a lone configuration) may spend of
+    ``risk``, in a verdict with ``pairs`` pairs of runs in all (None: unbounded). Where the
+    second could never pass (the pairs less the first one's first cannot pass it at its
+    share), the first gets the whole risk and the later ones none."""
     if arm == 0:
         return risk
+    alone = pairs is not None and pairs - 1 < first_pass((1 - FIRST) * risk / 2)
+    if alone:
+        return risk if arm == 1 else 0.0
     return FIRST * risk if arm == 1 else (1 - FIRST) * risk / 2 ** (arm - 1)
 
 
-@functools.cache
-def _counts(n: int, m: int) -> np.ndarray:
-    """The orders of ``n`` runs of one side and ``m`` of the other giving each count U = 0 ..
-    n m of (run of the first, run of the second) pairs in which the first's is lower. The
-    highest of all the runs is either the first's (lower than none: U of the rest) or the
-    second's (every run of the first is lower: n more)."""
-    if n == 0 or m == 0:
-        return np.ones(1)
-    out = np.zeros(n * m + 1)
-    first = _counts(n - 1, m)
-    out[: len(first)] += first
-    second = _counts(n, m - 1)
-    out[n : n + len(second)] += second
-    return out
-
-
-@functools.cache
-def _null(n: int, m: int) -> np.ndarray:
-    """P(U = u) for runs in a random order."""
-    counts = _counts(n, m)
-    return counts / counts.sum()
-
-
-def first_pass(limit: float, earlier: int = 0) -> int:
-    """The fewest pairs of runs in which winning every pair (and being faster than the
-    ``earlier`` runs of the defaults it is compared with too) passes at ``limit``."""
-    n = 1
-    while _null(n, n + earlier)[-1] > limit:
-        n += 1
-    return n
-
-
-def looks(risk: float, arm: int, pairs: int, earlier: int = 0) -> list[tuple[int, float]]:
+def looks(risk: float, arm: int, pairs: int, verdict: int | None = None) -> list[tuple[int, float]]:
     """The looks at the ``arm``-th configuration tested when ``pairs`` pairs of runs are left
-    for it (and ``earlier`` runs of the defaults are compared with its runs too): (the pairs
-    after which each is made, the share of the risk it may spend)."""
-    mine = total(risk, arm)
-    early = first_pass(EARLY * mine, earlier)
+    for it (of ``verdict`` pairs the verdict had: :func:`total`): (the pairs after which each
+    is made, the share of the risk it may spend). Empty: it could not pass."""
+    mine = total(risk, arm, verdict)
+    if mine <= 0:
+        return []
+    early = first_pass(EARLY * mine)
     if early < pairs:
         return [(early, EARLY * mine), (pairs, (1 - EARLY) * mine)]
-    return [(pairs, mine)] if first_pass(mine, earlier) <= pairs else []
+    return [(pairs, mine)] if first_pass(mine) <= pairs else []
+
+
+def differences(defaults: Sequence[float], config: Sequence[float], tolerance: float) -> np.ndarray:
+    """Pair by pair, log(the defaults' time) less log(the configuration's counted
+    ``tolerance`` faster): above 0 where the configuration wins the pair."""
+    d = np.log(np.asarray(defaults, dtype=float))
+    c = np.log(np.asarray(config, dtype=float) / (1 + tolerance))
+    return d - c
 
 
 def wins(defaults: Sequence[float], config: Sequence[float], tolerance: float) -> int:
-    """The pairs of runs (one of each) in which the configuration, counted ``tolerance``
-    slower, is faster than the defaults. A tie is not a win (the count can only be lower
-    than a random breaking of ties would give: the test stays exact)."""
-    slowed = np.asarray(config, dtype=float) * (1 + tolerance)
-    return int((slowed[:, None] < np.asarray(defaults, dtype=float)[None, :]).sum())
+    """The pairs in which the configuration, counted ``tolerance`` faster, is faster than the
+    defaults' run beside it. A tie is not a win."""
+    if not len(config):
+        return 0
+    return int((differences(defaults, config, tolerance) > 0).sum())
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Twice the ranks of ``|x|`` (ties averaged): integers."""
+    from scipy.stats import rankdata
+
+    return np.rint(2 * rankdata(np.abs(x))).astype(np.int64)
+
+
+@functools.cache
+def _signs(n: int) -> np.ndarray:
+    """Every pattern of ``n`` signs, one a row (+1 / -1)."""
+    bits = (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
+    return (2 * bits - 1).astype(np.int8)
+
+
+def _tail(scores: np.ndarray, observed: int) -> float:
+    """P(sum of the scores of the pairs won >= ``observed``) over fair coins (integer scores:
+    the distribution by counting)."""
+    dist = np.zeros(int(scores.sum()) + 1)
+    dist[0] = 1.0
+    for s in scores:
+        dist[s:] = dist[s:] + dist[: len(dist) - s]
+    dist /= dist.sum()
+    return float(dist[observed:].sum())
 
 
 def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float) -> float:
-    """The chance that a configuration ``tolerance`` slower than the defaults wins as many
-    pairs as this one did."""
-    if not defaults or not config:
+    """The chance that a configuration ``tolerance`` slower than the defaults, its pairs'
+    order drawn by coins, does at least as well as this one: the share of the sign patterns
+    of the differences whose signed rank (then sum) is at least the one measured."""
+    n = min(len(defaults), len(config))
+    if n == 0:
         return 1.0
-    u = wins(defaults, config, tolerance)
-    return float(_null(len(config), len(defaults))[u:].sum())
+    x = differences(defaults[:n], config[:n], tolerance)
+    r = _ranks(x)
+    won = x > 0
+    w = int(r[won].sum())
+    if n > ENUMERATED:
+        return _tail(r, w)
+    signs = _signs(n)
+    w_all = ((signs > 0) * r).sum(axis=1)
+    size = np.abs(x)
+    t = float(np.where(won, size, -size).sum())
+    t_all = signs @ size
+    better = (w_all > w) | ((w_all == w) & (t_all >= t - 1e-12 * (1 + abs(t))))
+    return float(better.mean())
+
+
+@functools.cache
+def _rank_cdf(n: int) -> np.ndarray:
+    """P(W <= w) for the signed rank of ``n`` pairs under fair coins, w = 0 .. n(n+1)/2."""
+    dist = np.zeros(n * (n + 1) // 2 + 1)
+    dist[0] = 1.0
+    for k in range(1, n + 1):
+        dist[k:] = dist[k:] + dist[:-k]
+    return np.cumsum(dist / dist.sum())
 
 
 def estimate(
     defaults: Sequence[float], config: Sequence[float]
 ) -> tuple[float, tuple[float, float]]:
-    """The speedup (Hodges-Lehmann: the median over every pair of runs of the defaults' time
-    over the configuration's) and its ``LEVEL`` interval (the rank test's, inverted)."""
-    ratios = np.sort((np.asarray(defaults, dtype=float)[None, :]
-                      / np.asarray(config, dtype=float)[:, None]).ravel())  # fmt: skip
-    cdf = np.cumsum(_null(len(config), len(defaults)))
-    k = max(1, int(np.searchsorted(cdf, (1 - LEVEL) / 2, side="right")))
-    k = min(k, len(ratios))
-    return float(np.median(ratios)), (float(ratios[k - 1]), float(ratios[len(ratios) - k]))
+    """The speedup of the pairs (Hodges-Lehmann: exp of the median of the Walsh averages of
+    log(the defaults' time / the configuration's)) and its ``LEVEL`` interval (the signed-rank
+    test's, inverted)."""
+    n = min(len(defaults), len(config))
+    x = differences(defaults[:n], config[:n], 0.0)
+    i, j = np.triu_indices(n)
+    walsh = np.sort((x[i] + x[j]) / 2)
+    k = max(1, int(np.searchsorted(_rank_cdf(n), (1 - LEVEL) / 2, side="right")))
+    k = min(k, len(walsh))
+    low, high = walsh[k - 1], walsh[len(walsh) - k]
+    return float(np.exp(np.median(walsh))), (float(np.exp(low)), float(np.exp(high)))
 
 
 @dataclass(frozen=True)
 class Test:
     """A configuration against the rule."""
 
-    runs: int  # the configuration's runs beside the defaults
-    beside: int  # the defaults' runs beside them
-    won: int  # the pairs of runs it wins, counted ``tolerance`` slower
+    runs: int  # the pairs of runs: its runs, each beside one of the defaults
+    won: int  # the pairs it wins, counted ``tolerance`` faster
     p: float
     limit: float  # the share of the risk this look may spend (0: not a look)
     speedup: float
@@ -137,15 +198,19 @@ class Test:
     tolerance: float
     min_gain: float
 
+    @property
+    def beside(self) -> int:
+        """The defaults' runs beside its runs (one a pair)."""
+        return self.runs
+
     def says(self) -> str:
         """The test in words: the one sentence of the verdict."""
         low, high = self.interval
         text = (f"{self.speedup:.3g}x ({round(100 * LEVEL)} % interval {low:.3g}-{high:.3g}) "
-                f"in {self.runs} runs beside {self.beside} of the defaults; counted "
-                f"{self.tolerance:.0%} slower, it wins {self.won} of the "
-                f"{self.runs * self.beside} pairs of runs, which a configuration "
-                f"{self.tolerance:.0%} slower than the defaults does with probability "
-                f"{_percent(self.p)}")  # fmt: skip
+                f"in {self.runs} pairs of runs beside the defaults, each pair's order drawn "
+                f"at random; counted {self.tolerance:.0%} faster, it wins {self.won} of the "
+                f"{self.runs} pairs, as well as a configuration {self.tolerance:.0%} slower "
+                f"than the defaults does with probability {_percent(self.p)}")  # fmt: skip
         if self.passed:
             return f"{text}: below the {_percent(self.limit)} of the risk this look may spend"
         if self.limit <= 0:
@@ -167,13 +232,15 @@ def test(
     tolerance: float,
     min_gain: float,
 ) -> Test:
-    """The rule at a look that may spend ``limit`` of the risk (0: its figures only)."""
+    """The rule at a look that may spend ``limit`` of the risk (0: its figures only), on the
+    pairs (``defaults[i]``, ``config[i]``)."""
+    if len(defaults) != len(config):
+        raise ValueError(f"{len(defaults)} runs of the defaults beside {len(config)}: pairs")
     p = p_value(defaults, config, tolerance)
     speedup, interval = estimate(defaults, config)
     passed = p <= limit and speedup >= 1 + min_gain
     won = wins(defaults, config, tolerance)
-    return Test(len(config), len(defaults), won, p, limit, speedup, interval, passed,
-                tolerance, min_gain)  # fmt: skip
+    return Test(len(config), won, p, limit, speedup, interval, passed, tolerance, min_gain)
 
 
 def limit_at(schedule: Sequence[tuple[int, float]], pairs: int) -> float:
@@ -187,16 +254,18 @@ def could_pass(
     config: Sequence[float] = (),
     tolerance: float = 0.0,
 ) -> bool:
-    """Whether a configuration with these runs so far could still pass at a look to come,
-    winning every pair of runs from here on."""
-    n, m = len(config), len(defaults)
-    u = wins(defaults, config, tolerance) if n and m else 0
+    """Whether a configuration with these pairs so far could still pass at a look to come,
+    winning every pair from here on by more than any so far."""
+    n = min(len(defaults), len(config))
+    x = differences(defaults[:n], config[:n], tolerance) if n else np.zeros(0)
+    top = float(np.abs(x).max()) if n else 0.0
     for pairs, share in schedule:
         extra = pairs - n
         if extra <= 0:
             continue
-        best = u + extra * (m + extra) + n * extra  # its new runs below every run of theirs
-        if float(_null(n + extra, m + extra)[best:].sum()) <= share:
+        best = np.concatenate([x, top + 1.0 + np.arange(extra)])
+        d = np.exp(best)  # the defaults' runs that give these differences beside runs of 1
+        if p_value(list(d), [1.0] * len(d), 0.0) <= share:
             return True
     return False
 
@@ -210,13 +279,14 @@ def more_pairs(
     min_gain: float,
 ) -> int | None:
     """The pairs of runs more that would decide at a look spending ``limit``, if they went
-    as these did (each side's runs repeated in turn); None beyond ``MOST``, or if runs like
-    these never would."""
+    as these did (the pairs repeated in turn); None beyond ``MOST``, or if pairs like these
+    never would."""
     if not defaults or not config:
         return None
+    n = min(len(defaults), len(config))
     for extra in range(1, MOST + 1):
-        d = [*defaults, *(defaults[i % len(defaults)] for i in range(extra))]
-        c = [*config, *(config[i % len(config)] for i in range(extra))]
+        d = [*defaults[:n], *(defaults[i % n] for i in range(extra))]
+        c = [*config[:n], *(config[i % n] for i in range(extra))]
         if test(d, c, limit=limit, tolerance=tolerance, min_gain=min_gain).passed:
             return extra
     return None

@@ -137,6 +137,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune import rule
     from commtune.errors import RunFailed
     from commtune.launch import launcher_for
     from commtune.mpi import Lack, resolve_command
@@ -209,10 +210,12 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         predicted_times: list[float] = []
         # a simulation leaving computation out is deterministic: one pair is the measurement
         pairs = 1 if cluster else args.pairs
+        coins = rule.coins()
         with ui.progress("verify: default and predicted, interleaved", 2 * pairs) as bar:
-            for i in range(pairs):  # the check's loop: the order alternates by round
+            for i in range(pairs):  # the check's loop: each pair's order drawn by a coin
                 try:
-                    d, c = run_pair(i, executor, config, args.timeout, bar)
+                    d, c = run_pair(i, executor, config, args.timeout, bar,
+                                    config_first=next(coins))  # fmt: skip
                 except RunFailed as exc:
                     raise UsageError(f"a verification run failed: {exc}") from None
                 default_times.append(d)

@@ -102,7 +102,7 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         default=DEFAULTS.statistic,
         help="statistic of a configuration's runs the search ranks by: median (default), "
         "mean (what throughput follows) or p90 (penalises a heavy tail); the verdict's "
-        "rank test (--gate risk) compares every run, not a statistic of them",
+        "paired test (--gate risk) compares every pair of runs, not a statistic of them",
     )
     p.add_argument(
         "--max-runs",
@@ -116,8 +116,9 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         choices=GATES,
         default=DEFAULTS.gate,
         help="how the verdict decides: 'risk' (default) runs the search's best beside the "
-        "defaults and hands one back only where a configuration --tolerance slower would "
-        "win its pairs of runs with a chance below --risk (docs/architecture.md, 'The "
+        "defaults, each pair's order drawn at random, and hands one back only where a "
+        "configuration --tolerance slower would do as well in its pairs of runs with a "
+        "chance below --risk (docs/architecture.md, 'The "
         "verdict'); 'strict' confirms the --top best in --confirm rounds with a "
         "signed-rank test at 5 %%",
     )

@@ -2,9 +2,10 @@
 strategies on them through the real tuning loop (``benchmarks/strategies.py``)."""
 
 from commtune.race._run import REACHED, RaceRun, Summary, race_one, race_tuner
-from commtune.race._surfaces import SYNTHETIC, Surface, SurfaceExecutor, cat_knob, replayed
+from commtune.race._surfaces import DRIFTS, SYNTHETIC, Surface, SurfaceExecutor, cat_knob, replayed
 
 __all__ = [
+    "DRIFTS",
     "REACHED",
     "SYNTHETIC",
     "RaceRun",

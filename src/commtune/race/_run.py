@@ -126,6 +126,7 @@ def race_one(
     min_gain: float = DEFAULTS.min_gain,
     explore: float = DEFAULTS.explore,
     ranked: Sequence[Mapping[str, Value]] = (),
+    shape: str = "",
 ) -> RaceRun:
     """One study of ``budget`` trials (reference included); see the module docstring.
     ``confirm_rounds``: then the confirmation, of the best 3 (raced) or the best alone
@@ -133,7 +134,7 @@ def race_one(
     included (``tune --max-runs``); ``hints``: configurations tried first (what earlier
     studies found, as ``commtune.knowledge`` hands them to a study); ``ranked``: what a
     simulated twin ranked, best first (``tune --twin``): no search, the verdict tests them
-    in that order."""
+    in that order; ``shape``: a set drift of the synthetic machine (``race.DRIFTS``)."""
     import optuna
 
     optuna.logging.set_verbosity(logging.WARNING)
@@ -157,7 +158,7 @@ def race_one(
     )
     target = Target.of("race", ["race", surface.name], surface.space, plan)
     storage = optuna.storages.InMemoryStorage()
-    executor = surface.executor(noise, seed * 7919 + 17, drift)
+    executor = surface.executor(noise, seed * 7919 + 17, drift, shape)
     ui = Silent()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -226,6 +227,7 @@ def race_tuner(
     hints: Sequence[Mapping[str, Value]] = (),
     drift: float = 1.0,
     ranked: Sequence[Mapping[str, Value]] = (),
+    shape: str = "",
 ) -> RaceRun:
     """One study as ``commtune tune --max-runs max_runs`` makes it with the tuner's defaults
     (its trials, the repeats those runs allow, controls, racing, its verdict): the design
@@ -233,7 +235,7 @@ def race_tuner(
     return race_one(strategy, surface, noise, seed, DEFAULTS.trials, design="raced",
                     repeats=default_repeats(max_runs, DEFAULTS.trials), confirm_rounds=confirm,
                     max_runs=max_runs, hints=hints, drift=drift, gate=gate, risk=risk,
-                    min_gain=min_gain, explore=explore, ranked=ranked)  # fmt: skip
+                    min_gain=min_gain, explore=explore, ranked=ranked, shape=shape)  # fmt: skip
 
 
 def curve(study: Any, surface: Surface) -> tuple[list[float], list[float]]:

@@ -75,12 +75,42 @@ class Surface:
         """How much slower than the optimum, noise-free (0.02: within 2 %)."""
         return self.value(config) / self.optimum - 1.0
 
-    def executor(self, noise: float, seed: int, drift: float = 1.0) -> Executor:
+    def executor(self, noise: float, seed: int, drift: float = 1.0, shape: str = "") -> Executor:
         if self.replay is not None:
             # drift on a replayed table: its recorded rounds are the machine's phases
             seed_ = seed if self.drawn else None
             return ReplayExecutor(self.replay, self.space.defaults(), seed_, drift > 1.0)
-        return SurfaceExecutor(self, noise, seed, drift)
+        return SurfaceExecutor(self, noise, seed, drift, shape)
+
+
+# A machine that drifts in a set way over a study's runs (the verdict's promise is tested
+# under each, benchmarks/risk_calibration.py): every value multiplied by ``shape(run)``, the
+# machine getting *faster* over the study, so runs made earlier flatter what runs later.
+DRIFT_RUNS = 30  # the study the shapes are drawn over
+
+
+def _warmup(i: int) -> float:  # the first runs 10 % slower, warm by the sixth
+    return 1.0 + 0.10 * max(0.0, 1.0 - i / 6)
+
+
+def _trend(i: int) -> float:  # 10 % slower at the start, linearly to none at the end
+    return 1.0 + 0.10 * max(0.0, 1.0 - i / DRIFT_RUNS)
+
+
+def _step(i: int) -> float:  # 10 % slower until midway, then at once not
+    return 1.10 if i < DRIFT_RUNS // 2 else 1.0
+
+
+def _wave(i: int) -> float:  # a slow oscillation, 10 % peak to peak, 20 runs a period
+    return 1.0 + 0.05 * math.sin(2 * math.pi * i / 20)
+
+
+DRIFTS: dict[str, Callable[[int], float]] = {
+    "warmup": _warmup,
+    "trend": _trend,
+    "step": _step,
+    "wave": _wave,
+}
 
 
 class SurfaceExecutor(Executor):
@@ -89,13 +119,20 @@ class SurfaceExecutor(Executor):
     ``drift`` > 1: the machine goes through phases (5-30 runs long, drawn) in which every
     value is multiplied by 1 or by ``drift``, alternately (the 2.5x phases seen on these
     machines), on top of the per-run noise. The phases come from a generator of their own,
-    so the per-run noise is the same draw with and without drift."""
+    so the per-run noise is the same draw with and without drift. ``shape``: one of
+    :data:`DRIFTS`, a set drift over the study's runs (the k-th run's value times
+    ``DRIFTS[shape](k)``)."""
 
-    def __init__(self, surface: Surface, noise: float, seed: int, drift: float = 1.0) -> None:
+    def __init__(
+        self, surface: Surface, noise: float, seed: int, drift: float = 1.0, shape: str = ""
+    ) -> None:
+        if shape and shape not in DRIFTS:
+            raise ValueError(f"drift {shape!r}: one of {', '.join(DRIFTS)}")
         self.surface = surface
         self.noise = noise
         self.drift = drift
-        self.deterministic = noise == 0 and drift == 1.0
+        self.shape = DRIFTS.get(shape)
+        self.deterministic = noise == 0 and drift == 1.0 and not shape
         self.rng = np.random.default_rng(seed)
         self.phases = np.random.default_rng(seed + 1)
         self.slow = bool(self.phases.integers(2))
@@ -109,6 +146,8 @@ class SurfaceExecutor(Executor):
         if not math.isfinite(value):
             return RunRecord(None, 0.0, 1, "exit status 1 (synthetic crash)")
         noisy = value * max(0.05, 1.0 + self.noise * float(self.rng.standard_normal()))
+        if self.shape is not None:
+            noisy *= self.shape(self.calls - 1)
         if self.drift != 1.0:
             if self.left == 0:
                 self.slow = not self.slow

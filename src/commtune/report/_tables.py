@@ -168,10 +168,7 @@ def _risk_lines(acc: Acceptance) -> list[str]:
             )
     winner = extra.get("label") or f"trial {acc.trial}"
     if extra.get("said"):
-        earlier = extra.get("earlier") or 0
-        also = f" and the study's {earlier} earlier runs of the defaults" if earlier else ""
-        lines.append(f"{winner}: {extra['said']} (its runs compared with the "
-                     f"defaults' beside them{also})")  # fmt: skip
+        lines.append(f"{winner}: {extra['said']}")
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: {winner}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]

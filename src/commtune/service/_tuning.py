@@ -136,7 +136,7 @@ def check(plan: Plan) -> Plan:
     if plan.gate == "risk":  # the verdict's first pass (commtune.rule), a search run unless twinned
         from commtune import rule
 
-        deciding = 2 * rule.first_pass(rule.total(plan.risk, 1), plan.repeats)
+        deciding = 2 * rule.fewest(plan.risk)
         alone = plan.twin is not None and not (plan.knobs or plan.presets)
         searching = 0 if alone else 1  # a twin alone: the real runs only decide
         what = f"a first pass of the verdict at --risk {plan.risk:g} {deciding}"

@@ -38,10 +38,10 @@ class Plan:
     # simulation): one run a configuration, no controls (tune._loop.exact_plan).
     exact: bool = True
     # The verdict (tune/_decide.py): ``risk`` hands a configuration back only where its
-    # fresh runs beside the defaults' pass commtune.rule's rank test (its runs counted
-    # ``tolerance`` slower, the chance of a wrong pass below ``risk`` in all, a gain of
-    # ``min_gain`` at least); ``strict`` is the signed-rank gate of the top ``top``
-    # confirmed in ``confirm`` rounds (tune/_confirm.py).
+    # fresh runs beside the defaults' pass commtune.rule's paired test (its runs counted
+    # ``tolerance`` faster; the null: it is ``tolerance`` slower; the chance of a wrong pass
+    # below ``risk`` in all, a gain of ``min_gain`` at least); ``strict`` is the
+    # signed-rank gate of the top ``top`` confirmed in ``confirm`` rounds (tune/_confirm.py).
     gate: str = "risk"
     risk: float = 0.05
     min_gain: float = 0.01
@@ -101,7 +101,8 @@ class Plan:
         confirmation of one candidate (more candidates are confirmed only where the runs
         left allow ``confirm`` rounds of them all); ``risk``: the ``explore`` share of it,
         the rest for the verdict, and never so much that the verdict is left fewer runs than
-        the first configuration it tests needs to pass (:func:`commtune.rule.first_pass`)."""
+        the first configuration it tests needs to pass (:func:`commtune.rule.fewest`), and
+        an even number of runs left for the verdict's pairs."""
         if self.twinned:  # a simulation searched: the reference only
             return self.repeats
         if self.max_runs is None:
@@ -109,8 +110,10 @@ class Plan:
         if self.gate == "risk":
             from commtune import rule  # numpy: not at --help
 
-            needed = 0 if self.settled else 2 * rule.first_pass(rule.total(self.risk, 1))
-            return max(1, min(round(self.max_runs * self.explore), self.max_runs - needed))
+            needed = 0 if self.settled else 2 * rule.fewest(self.risk)
+            limit = max(1, min(round(self.max_runs * self.explore), self.max_runs - needed))
+            # the verdict's runs go in pairs: an odd one left over goes to the search
+            return limit + (self.max_runs - limit) % 2 if not self.settled else limit
         return self.max_runs - self.confirm * 2
 
     def search_repeats(self) -> int:

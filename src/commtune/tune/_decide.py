@@ -3,15 +3,15 @@
 Every configuration the search measured is an arm, ranked by its search runs (the fastest
 first). The search's runs of an arm do not decide: it was chosen *because* they looked
 good, and they would flatter it. What decides is :mod:`commtune.rule`, on runs made after
-the choice: each round runs the arm and the defaults beside each other (the order
-alternating), and at the rule's looks its rank test asks whether a configuration 2 %
-(``tolerance``) slower than the defaults would win as many pairs of runs. The first arm is
-compared with every run of the defaults, the search's too (the ranking never looked at
-them, so they are as fresh to it as its own runs); a later one only with the defaults' runs
-beside its own (the runs before were looked at in deciding to test it).
+the choice: each round runs the arm and the defaults beside each other, which goes first
+drawn by a coin, and at the rule's looks its paired test asks whether a configuration 2 %
+(``tolerance``) slower than the defaults would do as well. Only the pairs decide: the
+defaults' runs of the search were made earlier, on a machine that may since have warmed up
+or drifted.
 
-An arm is dropped, and the next taken, when its runs beside the defaults show it no faster
-or when no look to come could pass it; once one passes, the runs left test the next arms
+An arm is dropped, and the next taken, when no look to come could pass it (its runs left,
+all won, would not be enough) or when its looks end; a pair lost by chance does not drop
+it while the runs could still decide it. Once one passes, the runs left test the next arms
 while one could still pass, and the arm handed back is the passing one of highest estimate.
 Failing to pass costs nothing of the risk; each look costs its share (:func:`rule.looks`),
 so whatever is handed back is more than ``tolerance`` slower with probability at most
@@ -73,14 +73,12 @@ class Arm:
     schedule: list[tuple[int, float]] = field(default_factory=list)  # its looks (rule.looks)
     last: rule.Test | None = None  # the rule at its last look
     dropped: str = ""  # why the verdict stopped testing it
-    earlier: list[float] = field(default_factory=list)  # the defaults' runs before its test
     label: str = ""  # how it is named: "trial 7", "the simulation's #1"
 
     def pairs(self) -> tuple[list[float], list[float]]:
-        """(the defaults' runs it is compared with, its runs beside them): the rounds in
-        which both ran, and the defaults' runs before its test where it may use them."""
+        """(the defaults' runs, its runs beside them): the rounds in which both ran."""
         both = [i for i in self.rounds if i in self.beside]
-        return [*self.earlier, *(self.beside[i] for i in both)], [self.rounds[i] for i in both]
+        return [self.beside[i] for i in both], [self.rounds[i] for i in both]
 
     def searched(self) -> float:
         """What the search's runs of it say: their median."""
@@ -155,6 +153,8 @@ def decide(
     earlier = _stream(view)
     room = None if plan.max_runs is None else plan.max_runs - view.runs_spent()
     left = 2 * rule.UNBOUNDED if room is None else max(0, room)
+    pairs = left // 2  # the verdict's pairs in all: how the risk is shared (rule.total)
+    coins = rule.coins(plan.seed)
     default_others: dict[int, dict[str, float | None]] = {}  # round -> the defaults' objectives
     with ui.progress("deciding: the search's best beside the defaults", left) as bar:
         rounds = 0
@@ -166,18 +166,17 @@ def decide(
             f"the defaults' {len(earlier)} runs: no run spent on a verdict")  # fmt: skip
         for arm in order:
             k = 1 + sum(1 for a in arms if a.tested)
-            arm.earlier = earlier if k == 1 else []
-            arm.schedule = rule.looks(plan.risk, k, left // 2, len(arm.earlier))
+            arm.schedule = rule.looks(plan.risk, k, left // 2, pairs)
             if not arm.schedule:
                 if k == 1:
-                    need = 2 * rule.first_pass(rule.total(plan.risk, 1), len(earlier))
+                    need = 2 * rule.fewest(plan.risk)
                     why = (f"{left} runs were left for the verdict, fewer than the "
                            f"{need} a first pass needs at --risk {plan.risk:g}: raise "
                            "--max-runs")  # fmt: skip
                 break
             arm.tested = k
             while left >= 2 and not arm.failure and not arm.passed:
-                for which in (None, arm) if rounds % 2 == 0 else (arm, None):
+                for which in (arm, None) if next(coins) else (None, arm):
                     run = executor.run(None if which is None else which.config, timeout)
                     left -= 1
                     bar.advance()
@@ -205,8 +204,7 @@ def decide(
 
 def _ranked(plan: Plan) -> list[Arm]:
     """The configurations a simulation ranked (``plan.ranked``), best first, as arms with no
-    run of this study's search: the ranking never saw a real run, so every real run of the
-    defaults is as fresh to the first of them as its own runs."""
+    run of this study's search."""
     return [Arm(None, dict(c), [], label=f"the simulation's #{i}")
             for i, c in enumerate(plan.ranked, 1)]  # fmt: skip
 
@@ -222,8 +220,7 @@ def _order(arms: Sequence[Arm], earlier: Sequence[float]) -> list[Arm]:
 
 def _look(arm: Arm, plan: Plan) -> None:
     """The rule after this round (a look where the arm's schedule has one); the arm dropped
-    where its runs beside the defaults show it no faster, or where no look to come could
-    pass it."""
+    where its looks are over or no look to come could pass it."""
     defaults, mine = arm.pairs()
     n = len(mine)
     arm.last = rule.test(defaults, mine, limit=rule.limit_at(arm.schedule, n),
@@ -231,11 +228,9 @@ def _look(arm: Arm, plan: Plan) -> None:
     if arm.passed:
         return
     if n >= arm.schedule[-1][0]:
-        arm.dropped = f"its {n} runs beside the defaults ended without passing"
-    elif n >= rule.NO_FASTER_AFTER and arm.last.speedup <= 1.0:
-        arm.dropped = f"no faster in {n} runs beside the defaults ({arm.last.speedup:.3g}x)"
+        arm.dropped = f"its {n} pairs of runs beside the defaults ended without passing"
     elif not rule.could_pass(arm.schedule, defaults, mine, plan.tolerance):
-        arm.dropped = f"after {n} runs beside the defaults, no run left could make it pass"
+        arm.dropped = f"after {n} pairs of runs beside the defaults, no run left could make it pass"
 
 
 def _exact(
@@ -312,7 +307,7 @@ def _verdict(
         share=t.limit,
         level=rule.LEVEL,
         evidence_runs=t.runs,
-        earlier=len(winner.earlier),
+        order="random",
         search_runs=len(winner.search),
         said=t.says(),
         label=winner.name(),

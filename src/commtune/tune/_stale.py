@@ -6,8 +6,8 @@ be faster still, no faster, or name a knob the library no longer has. What diffe
 from the study's record (the platform's fingerprint, the installation it ran) against this
 one (:func:`differences`); a configuration naming a knob this installation lacks is refused
 (``run``'s own check, before anything runs); else the configuration is run against the
-library's defaults, interleaved (default and configuration in each round, the order
-alternating round by round), and judged by the tuner's rule (:mod:`commtune.rule`, the
+library's defaults, interleaved (default and configuration in each round, which goes first
+drawn by a coin: the rule's design), and judged by the tuner's rule (:mod:`commtune.rule`, the
 configuration tested alone) at each of its looks: it stops as soon as the configuration
 passes (*still faster*) or, from ``MIN_ROUNDS`` on, its runs show it no faster or its
 interval ends below ``NEGLIGIBLE`` (*no longer faster*: slower, or at most 2 % faster);
@@ -177,14 +177,17 @@ def run_pair(
     timeout: float,
     bar: Bar,
     configured: Executor | None = None,
+    *,
+    config_first: bool,
 ) -> tuple[float, float]:
     """Round ``i`` of an interleaved comparison: the defaults and the configuration beside
-    each other, the defaults first in even rounds and second in odd ones (neither always
-    gets the warmer machine); (the defaults' value, the configuration's). A run that fails
+    each other, the configuration first where ``config_first`` (a coin of
+    :func:`commtune.rule.coins`: neither gets the warmer machine by design, and the rule's
+    test is exact under any drift); (the defaults' value, the configuration's). A run that fails
     raises :class:`RunFailed`: nothing is concluded from it. The one loop of ``check``,
     ``run --study``'s check and ``predict --verify``."""
     pair: dict[bool, float] = {}
-    for is_config in (False, True) if i % 2 == 0 else (True, False):
+    for is_config in (True, False) if config_first else (False, True):
         if is_config:
             run = (configured or executor).run(dict(config), timeout)
         else:
@@ -211,13 +214,14 @@ def recheck(
     max_rounds: int = MAX_ROUNDS,
     configured: Executor | None = None,
     rule: tuple[float, float, float] | None = None,
+    seed: int | None = None,
 ) -> tuple[str, stats.Comparison | None, int, int, bool]:
     """The sequential interleaved comparison (module docstring): (verdict, comparison,
     rounds, runs, decided); a run that fails raises :class:`RunFailed` (no measurement).
     ``executor`` runs the defaults, ``configured`` (the same if None) the configuration: it
     may carry variables only the configuration sets (the selection file of a sampled one).
     ``rule``: (risk, tolerance, min_gain) of the verdict checked (None: the tuner's
-    defaults)."""
+    defaults); ``seed``: of the coins that order each pair (None: drawn)."""
     risk, tolerance, min_gain = rule or (DEFAULTS.risk, DEFAULTS.tolerance, DEFAULTS.min_gain)
     schedule = the_rule.looks(risk, 0, max_rounds)
     default: list[float] = []
@@ -225,10 +229,12 @@ def recheck(
     runs = 0
     cmp: stats.Comparison | None = None
     rounds = 0
+    coins = the_rule.coins(seed)
     with ui.progress("checking the configuration against the defaults", 2 * min_rounds) as bar:
         for i in range(max_rounds):
             rounds = i + 1
-            d, c = run_pair(i, executor, config, timeout, bar, configured)
+            d, c = run_pair(i, executor, config, timeout, bar, configured,
+                            config_first=next(coins))  # fmt: skip
             runs += 2
             default.append(d)
             chosen.append(c)
