@@ -1,15 +1,15 @@
 """The verdict's ceiling at a run budget: the rule handed each table's best configuration.
 
-    python benchmarks/verdict_bound.py [--runs 15] [--earlier 6] [--risk 0.05] [--seeds 200]
+    python benchmarks/verdict_bound.py [--runs 14] [--risk 0.05] [--seeds 200]
 
 For each recorded table with a gain (``benchmarks/data/table-*.json``), the rule
 (:mod:`commtune.rule`) is given what no study has: the table's truly best configuration,
-to test first. ``--runs`` runs are left for it (the verdict's half of 30), beside the
-defaults in alternating order, with ``--earlier`` runs of the defaults from a search before
-it, every run dealt from the table's recorded runs of that configuration (as the race
-deals them). The share of ``--seeds`` such verdicts that pass is the most gain the rule can
-capture on that table at that budget: a study that finds the best and spends every run left
-on it. The median over the tables is the bound the race's gain captured is judged against.
+to test first. ``--runs`` runs are left for it (the verdict's half of 30, even), in pairs
+beside the defaults, each pair's order drawn by a coin, every run dealt from the table's
+recorded runs of that configuration (as the race deals them). The share of ``--seeds`` such
+verdicts that pass is the most gain the rule can capture on that table at that budget: a
+study that finds the best and spends every run left on it. The median over the tables is the
+bound the race's gain captured is judged against.
 """
 
 from __future__ import annotations
@@ -30,24 +30,25 @@ DATA = Path(__file__).with_name("data")
 NO_GAIN = DEFAULTS.min_gain  # a table whose best is not this much faster has no gain
 
 
-def passes(path: Path, runs: int, earlier: int, risk: float, seeds: int) -> tuple[float, float]:
+def passes(path: Path, runs: int, risk: float, seeds: int) -> tuple[float, float]:
     """(the table's best speedup, the share of seeded verdicts that pass its best)."""
     surface = replayed(path)
     best = min(surface.configs(), key=surface.value)
     speedup = surface.default_value / surface.value(best)
-    schedule = rule.looks(risk, 1, runs // 2, earlier)
+    schedule = rule.looks(risk, 1, runs // 2, runs // 2)
     passed = 0
     for seed in range(seeds):
         executor = surface.executor(0.0, seed)
-        defaults = [executor.run(None, 60.0).value for _ in range(earlier)]
+        coins = rule.coins(seed)
+        defaults: list[float] = []
         mine: list[float] = []
-        for i in range(runs // 2):
-            if i % 2 == 0:  # the order alternates, as the verdict's rounds do
-                d = executor.run(None, 60.0).value
+        for _ in range(runs // 2):
+            if next(coins):  # the configuration first
                 c = executor.run(best, 60.0).value
+                d = executor.run(None, 60.0).value
             else:
-                c = executor.run(best, 60.0).value
                 d = executor.run(None, 60.0).value
+                c = executor.run(best, 60.0).value
             if d is None or c is None:
                 break
             defaults.append(d)
@@ -62,17 +63,16 @@ def passes(path: Path, runs: int, earlier: int, risk: float, seeds: int) -> tupl
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=15, help="runs left for the verdict")
-    parser.add_argument("--earlier", type=int, default=6, help="the defaults' search runs")
+    parser.add_argument("--runs", type=int, default=14, help="runs left for the verdict")
     parser.add_argument("--risk", type=float, default=DEFAULTS.risk)
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
     args = parser.parse_args()
-    if args.runs < 2 or args.earlier < 0 or args.seeds < 1 or not 0 < args.risk < 1:
-        parser.error("--runs >= 2, --earlier >= 0, --seeds >= 1, 0 < --risk < 1")
+    if args.runs < 2 or args.seeds < 1 or not 0 < args.risk < 1:
+        parser.error("--runs >= 2, --seeds >= 1, 0 < --risk < 1")
     rows = []
     for path in sorted(DATA.glob("table-*.json")):
-        speedup, share = passes(path, args.runs, args.earlier, args.risk, args.seeds)
+        speedup, share = passes(path, args.runs, args.risk, args.seeds)
         if speedup >= 1 + NO_GAIN:
             rows.append({"table": path.stem.removeprefix("table-"), "best": speedup,
                          "passes": share})  # fmt: skip
@@ -84,11 +84,11 @@ def main() -> int:
     }
     medians = {k: statistics.median(r["passes"] for r in v) for k, v in groups.items() if v}
     if args.json:
-        print(json.dumps({"runs": args.runs, "earlier": args.earlier, "risk": args.risk,
+        print(json.dumps({"runs": args.runs, "risk": args.risk,
                           "seeds": args.seeds, "tables": rows, "medians": medians}))  # fmt: skip
         return 0
-    title = (f"the rule handed the best configuration: {args.runs} runs left, {args.earlier} "
-             f"earlier runs of the defaults, --risk {args.risk:g}")  # fmt: skip
+    title = (f"the rule handed the best configuration: {args.runs} runs left, "
+             f"--risk {args.risk:g}")  # fmt: skip
     table = Table(title=title)
     for col in ("table", "best", "verdicts that pass it"):
         table.add_column(col)

@@ -32,7 +32,7 @@ OBJECTIVES = ("median", "mean", "p90")  # stats.STATISTICS, without importing nu
 DEMO_TRIALS = 16
 DEMO_MAX_RUNS = 30  # the demo's verdict, the duel included, in at most 30 runs
 MAX_RUNS = 30  # a study's runs when the user grants none: runs are node-hours
-TWIN_RUNS = 10  # with --twin: the simulation searched, the real runs only decide
+TWIN_RUNS = 14  # with --twin: the simulation searched, the real runs only decide (6 pairs)
 DEMO_METRIC = r"regex:time ([0-9.eE+-]+) s"
 
 

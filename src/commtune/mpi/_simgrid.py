@@ -300,13 +300,7 @@ def grown(command: Sequence[str], factor: int, directory: str) -> list[str]:
         attrs.get("topology", "")
     )
     if topology is not None:
-        taper = 1
-        if topology == "fat-tree":  # "2;leaf,spines;1,tops;1,1": the uplinks divided
-            parts = attrs.get("topo_parameters", "").split(";")
-            try:
-                taper = max(1, int(parts[1].split(",")[0]) // int(parts[2].split(",")[1]))
-            except (IndexError, ValueError):
-                taper = 1
+        taper = _taper(text, attrs) if topology == "fat-tree" else 1
         _, parameters = Cluster(nodes * factor, topology=topology,
                                 taper=taper).topology_parameters()  # fmt: skip
         new = re.sub(r'topo_parameters="[^"]*"', f'topo_parameters="{parameters}"', new)
@@ -346,6 +340,22 @@ def grown(command: Sequence[str], factor: int, directory: str) -> list[str]:
             break
         i += 1
     return out
+
+
+def _taper(text: str, attrs: dict[str, str]) -> int:
+    """A fat tree's taper: as commtune's comment says it (``(taper 2:1)``), else as its
+    parameters ``2;leaf,spines;1,tops;1,1`` give it (``leaf // tops``: exact only where
+    ``tops`` was not rounded, so the comment first)."""
+    said = re.search(r"\(taper (\d+):1\)", text)
+    if said:
+        return int(said.group(1))
+    if "<!-- written by commtune: " in text:
+        return 1  # commtune says the taper where there is one
+    parts = attrs.get("topo_parameters", "").split(";")
+    try:
+        return max(1, int(parts[1].split(",")[0]) // int(parts[2].split(",")[1]))
+    except (IndexError, ValueError, ZeroDivisionError):
+        return 1
 
 
 def _hostfile_slots(path: str) -> list[str]:

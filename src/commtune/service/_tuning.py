@@ -470,7 +470,7 @@ class Tuning:
         runs would take more than half of ``plan.sim_budget`` left is not run, and says so."""
         import tempfile
 
-        from commtune.mpi import grown
+        from commtune.mpi import grown, launch_files
 
         rows: list[dict[str, Any]] = []
         left, each = plan.sim_budget / 2, wall
@@ -488,7 +488,7 @@ class Tuning:
                     row["failure"] = str(exc)
                     rows.append(row)
                     break
-                row["ranks"] = int(command[command.index("-np") + 1])
+                row["ranks"] = launch_files(command).ranks  # -np or -n
                 if cost > left:
                     row["failure"] = (f"not run: about {cost:.0f} s of wall time here, over "
                                       "half of --sim-budget")  # fmt: skip
