@@ -18,7 +18,7 @@ from commtune.knobs import (
     load_catalog,
     space_from_json,
 )
-from commtune.knobs._discovery import parse_cvar_lines
+from commtune.knobs._discovery import cache_path, parse_cvar_lines
 from commtune.knobs._select import parse_knob_spec
 from commtune.mpi import VENDOR_NAMES, Vendor
 from commtune.mpi.mpich import parse_algorithm_names
@@ -388,3 +388,25 @@ UCX_ZCOPY_THRESH=auto
     zcopy = layer_domain(knobs["UCX_ZCOPY_THRESH"], found["UCX_ZCOPY_THRESH"])
     assert zcopy.any_size and set(zcopy.words) == {"inf", "auto"}
     assert zcopy.parse("3000") == 3000
+
+
+def test_the_discovery_cache_is_read_again_when_a_layers_tool_changes(tmp_path: Path) -> None:
+    """Issue 76: a cache written before ``ucx-utils`` was installed kept MPICH without its UCX
+    variables (``--knob UCX_...`` then an unknown knob, on that machine a failing suite).
+    The key holds the tools the discovery reads: one installed, or changed, is read again."""
+    import os
+
+    from commtune.mpi import Installation
+
+    (tmp_path / "bin").mkdir()
+    launcher = tmp_path / "bin" / "mpiexec"
+    launcher.write_text("#!/bin/sh\n")
+    inst = Installation(Vendor.MPICH, "4.0.2", "ch4:ucx", str(launcher), "mpicc")
+    before = cache_path(inst)
+    assert cache_path(inst) == before  # nothing changed: the same cache
+    tool = tmp_path / "bin" / "ucx_info"
+    tool.write_text("#!/bin/sh\necho UCX_TLS=all\n")
+    installed = cache_path(inst)
+    assert installed != before
+    os.utime(tool, (2e9, 2e9))  # upgraded
+    assert cache_path(inst) not in (before, installed)

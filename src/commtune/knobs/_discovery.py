@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from commtune import native
 from commtune.errors import UsageError
@@ -95,13 +96,35 @@ def _fi_info(installation: Installation) -> str:
     return _layer_tool(installation, installation.impl.fabric_info, ["-e"])
 
 
+def _candidates(installation: Installation, names: tuple[str, ...]) -> list[str]:
+    """Where a layer's tool may be: ``names`` in the installation's ``bin/``, then the last
+    name on PATH; those that exist."""
+    own = [os.path.join(installation.prefix, "bin", name) for name in names]
+    found = [*own, shutil.which(os.path.basename(names[-1]))]
+    return [tool for tool in found if tool and os.path.exists(tool)]
+
+
+def _tools_stamp(installation: Installation) -> str:
+    """What the discovery reads, as it stands: the library's launcher and the layers' tools
+    found (path, size, time of change). A tool installed, upgraded or removed since (UCX's
+    ``ucx_info`` after ``apt install ucx-utils``) makes another key: discovered again."""
+    tools = [installation.launcher,
+             *_candidates(installation, ("ucx_info",)),
+             *_candidates(installation, installation.impl.fabric_info)]  # fmt: skip
+    stamps = []
+    for tool in tools:
+        try:
+            st = os.stat(tool)
+        except OSError:
+            continue
+        stamps.append(f"{tool}:{st.st_size}:{int(st.st_mtime)}")
+    return ";".join(stamps)
+
+
 def _layer_tool(installation: Installation, names: tuple[str, ...], args: list[str]) -> str:
     """stdout of the tool of a layer the library runs over (UCX, libfabric): the first of
     ``names`` in the installation's ``bin/``, else the last name on PATH; "" if none runs."""
-    own = [os.path.join(installation.prefix, "bin", name) for name in names]
-    for tool in [*own, shutil.which(os.path.basename(names[-1]))]:
-        if not tool or not os.path.exists(tool):
-            continue
+    for tool in _candidates(installation, names):
         done = subprocess.run([tool, *args], capture_output=True, encoding="utf-8",
                               errors="replace", check=False, timeout=60,
                               env=installation.tool_env())  # fmt: skip
@@ -187,17 +210,25 @@ def _ucx_kind(syntax: str) -> tuple[str, tuple[str, ...]]:
     return "string", ()
 
 
-@functools.cache
-def discover(installation: Installation) -> dict[str, Variable]:
-    """Control variables of the installation, by name (cached per installation and per
-    catalog: the catalog's choices help read the library's descriptions, so a catalog that
-    gains a knob reads them again)."""
+def cache_path(installation: Installation) -> Path:
+    """Where :func:`discover` keeps what it found for ``installation``: a key of the
+    installation, its catalog and the tools it reads as they stand."""
     catalog = load_catalog(installation.vendor.value)
-    known = json.dumps(sorted((k.name, k.choices) for k in catalog.values()))
+    known = json.dumps([sorted((k.name, k.choices) for k in catalog.values()),
+                        _tools_stamp(installation)])  # fmt: skip
     digest = hashlib.sha256(known.encode()).hexdigest()[:10]
     key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-{digest}"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
-    path = native.cache_dir() / "discovery" / f"{safe}.json"
+    return native.cache_dir() / "discovery" / f"{safe}.json"
+
+
+@functools.cache
+def discover(installation: Installation) -> dict[str, Variable]:
+    """Control variables of the installation, by name (cached per installation, per catalog
+    and per state of the tools read: the catalog's choices help read the library's
+    descriptions, so a catalog that gains a knob reads them again; a layer's tool installed
+    or changed since is read)."""
+    path = cache_path(installation)
     if path.exists():
         data = json.loads(path.read_text())
         return {name: Variable.from_json(name, v) for name, v in data.items()}

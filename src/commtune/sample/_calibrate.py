@@ -535,10 +535,18 @@ def simulate(smpi: Installation, calibration: Calibration, directory: Path, size
             "--log=root.thres:critical", str(program), "-f", str(sizes_file), "-r", "1",
             "-p"]  # fmt: skip
     done = run_process(argv, dict(os.environ), timeout)
+    if done.timed_out:
+        raise UsageError(f"the simulator did not finish the calibrated platform's ping-pong in "
+                         f"{timeout:.0f} s (--timeout)")  # fmt: skip
     if done.returncode != 0:
         why = stderr_summary(done.stderr_tail) or f"exit status {done.returncode}"
         raise UsageError(f"the simulator refused the calibrated platform: {why}")
-    return Measurement.parse(done.stdout).medians("pingpong")
+    try:
+        return Measurement.parse(done.stdout).medians("pingpong")
+    except ValueError:  # SMPI exits 0 where its ranks deadlock
+        why = stderr_summary(done.stderr_tail) or "no output"
+        raise UsageError(f"the simulator printed no measurement on the calibrated platform "
+                         f"({why})") from None  # fmt: skip
 
 
 def _agreement(measured: Mapping[int, float], simulated: Mapping[int, float]) -> Agreement:
