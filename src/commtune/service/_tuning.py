@@ -370,21 +370,26 @@ class Tuning:
         # simulated and real values in one unit, how far this simulation stands from the
         # machine (a wall time or a profile field has no simulated counterpart)
         own = Objective.parse(plan.metric)
+        start = time.perf_counter()  # --sim-budget bounds all of it: timed run, search, scaling
         timed = _timed_run(launcher_for(sim), twin, sim, sim.impl.decides_as(inst.impl) or {},
                            plan, "--twin: the simulated program did not run",
                            also=(own,) if own.pattern is not None else ())  # fmt: skip
         assert timed is not None
         wall, first = timed
-        runs = sim_runs(wall, plan.sim_budget)
+        # the search gets SEARCH_SHARE of the budget the timed run left, the scaling the rest
+        runs = sim_runs(wall, max(0.0, plan.sim_budget - wall) * SEARCH_SHARE)
         digest = hashlib.sha256(json.dumps([twin, list(command)]).encode()).hexdigest()[:6]
         name = f"{plan.study}-twin" if plan.study else f"{program}-twin-{digest}"
         self.ui.info(f"the simulated twin: {wall:.1f} s of wall time a run here; its search "
-                     f"gets {runs} runs (--sim-budget {plan.sim_budget:g} s), tuned as "
-                     f"{inst.impl.title}")  # fmt: skip
+                     f"gets {runs} runs (--sim-budget {plan.sim_budget:g} s, the scaling "
+                     f"what is left), tuned as {inst.impl.title}")  # fmt: skip
+        # the reference twice: two equal values make it a deterministic study, every run of
+        # it a configuration's (tune._loop.exact_plan), none a control's or a verdict's pair
         inner = replace(plan, twin=None, ranked=(), as_library=inst.vendor.value, study=name,
                         max_runs=runs, trials=runs, knobs=(), presets=(), record=None,
                         replay=None, scales=(), trains=(), train_from=None, sbatch=None,
-                        metrics=DEFAULTS.metrics, repeats=1, by_wall_time=False)  # fmt: skip
+                        metrics=DEFAULTS.metrics, repeats=2, by_wall_time=False,
+                        exact=True)  # fmt: skip
         sub = Tuning(inner, self.ui)
         sub.inner = True
         said: dict[str, Any] = {
@@ -430,6 +435,7 @@ class Tuning:
             ranking[0]["sim"] if ranking else None,
             wall,
             plan,
+            plan.sim_budget - (time.perf_counter() - start),
         )
         # the real library's knobs of every operation the simulated search tuned
         ops = {k.removeprefix(sim.impl.env_prefix) for r in view.known().values()
@@ -462,18 +468,19 @@ class Tuning:
         return replace(plan, twin=None, ranked=(), knobs=specs, presets=()), said
 
     def _scaling(self, line: Sequence[str], sim: Installation, base: Mapping[str, str],
-                 tuned: Mapping[str, str] | None, wall: float,
-                 plan: Plan) -> list[dict[str, Any]]:  # fmt: skip
+                 tuned: Mapping[str, str] | None, wall: float, plan: Plan,
+                 budget: float) -> list[dict[str, Any]]:  # fmt: skip
         """The program's simulated time at each of :data:`SCALES` times the twin's ranks,
         on its cluster grown as much (``mpi.grown``): with the library's own decision, and
         with the simulation's best (``tuned``; None: it found nothing faster). A size whose
-        runs would take more than half of ``plan.sim_budget`` left is not run, and says so."""
+        runs would take more than the ``budget`` seconds left of ``--sim-budget`` is not run,
+        and says so."""
         import tempfile
 
         from commtune.mpi import grown, launch_files
 
         rows: list[dict[str, Any]] = []
-        left, each = plan.sim_budget / 2, wall
+        left, each = budget, wall
         objective = Objective.parse(sim.impl.run_value)
         with tempfile.TemporaryDirectory(prefix="commtune-grown-") as tmp, \
                 self.ui.progress("the program at larger scales (simulated)",
@@ -491,7 +498,7 @@ class Tuning:
                 row["ranks"] = launch_files(command).ranks  # -np or -n
                 if cost > left:
                     row["failure"] = (f"not run: about {cost:.0f} s of wall time here, over "
-                                      "half of --sim-budget")  # fmt: skip
+                                      f"the {max(0.0, left):.0f} s left of --sim-budget")  # fmt: skip
                     rows.append(row)
                     break
                 start = time.perf_counter()
@@ -747,6 +754,7 @@ def _check_training_study(url: str, scale: Scale, space: Space) -> None:
 
 SCALES = (1, 4, 16)  # a twin's scaling table: these times the real launch's ranks
 MOST_SIM_RUNS = 500  # a simulated search: at most this many runs, whatever its wall-time budget
+SEARCH_SHARE = 2 / 3  # a twin's share of --sim-budget for its search (the scaling: the rest)
 
 
 def sim_runs(wall: float, budget: float) -> int:
