@@ -497,8 +497,9 @@ class Tuning:
                     break
                 row["ranks"] = launch_files(command).ranks  # -np or -n
                 if cost > left:
-                    row["failure"] = (f"not run: about {cost:.0f} s of wall time here, over "
-                                      f"the {max(0.0, left):.0f} s left of --sim-budget")  # fmt: skip
+                    row["failure"] = (f"not run: about {cost:.0f} s of wall time here, "
+                                      f"over the {max(0.0, left):.0f} s left of "
+                                      "--sim-budget")  # fmt: skip
                     rows.append(row)
                     break
                 start = time.perf_counter()
