@@ -236,11 +236,12 @@ def _twin(s: StudyData, prefix: str) -> str:
              "passed" if r["passed"] else (r["dropped"] or ("" if r["real"] is None else
                                                            "not passed")))
             for r in twin["ranking"]]  # fmt: skip
-    body += (
-        _table(["#", "settings", "simulated", "real", "verdict"], rows)
-        if rows
-        else _note("the simulation found nothing faster than the library's own decision")
-    )
+    if rows:
+        body += _table(["#", "settings", "simulated", "real", "verdict"], rows)
+    elif twin.get("nothing"):  # nothing it models to search: not "nothing faster"
+        body += _note(f"the simulation ranked nothing: {twin['nothing']}")
+    else:
+        body += _note("the simulation found nothing faster than the library's own decision")
     if twin.get("from_simulation"):
         body += f"<p>from the simulation: <code>{_e(_config(twin['from_simulation']))}</code></p>"
     if twin.get("on_this_machine"):

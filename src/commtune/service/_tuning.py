@@ -334,6 +334,12 @@ class Tuning:
                 extra["twin"] |= _fidelity(extra["twin"]["defaults_simulated"],
                                            result.default_value)  # fmt: skip
             _with_the_verdict(store, name, twin=extra["twin"])
+            if extra["twin"].get("nothing") and result.acceptance is not None:
+                # not "found no configuration faster": it had nothing it models to search
+                why = (f"the simulation ranked nothing ({extra['twin']['nothing']}): the real "
+                       "runs measured the defaults only")  # fmt: skip
+                result.acceptance = replace(result.acceptance, reason=why)
+                _with_the_verdict(store, name, reason=why)
             if extra["twin"].get("faithful") is False:
                 ui.warn(extra["twin"]["fidelity"])
             for line in _twin_lines(extra["twin"]) + _scaling_lines(extra["twin"]):
@@ -881,13 +887,19 @@ def _origin_lines(twin: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _with_the_verdict(store: Store, name: str, **items: Any) -> None:
+def _with_the_verdict(store: Store, name: str, reason: str | None = None, **items: Any) -> None:
     """What the report says beside the study's verdict, stored with it: ``reference``
-    (what every speedup is against), ``twin`` (the simulation's ranking and scaling)."""
+    (what every speedup is against), ``twin`` (the simulation's ranking and scaling);
+    ``reason``: why the verdict is what it is, where the service knows better."""
     from commtune.study import acceptance_of, set_acceptance
 
     study = optuna.load_study(study_name=name, storage=store.optuna)
     acc = acceptance_of(study)
-    if acc is not None and any(acc.extra.get(k) != v for k, v in items.items()):
+    if acc is None:
+        return
+    if reason is not None and acc.reason != reason:
+        acc = replace(acc, reason=reason)
+        set_acceptance(study, acc)
+    if any(acc.extra.get(k) != v for k, v in items.items()):
         acc.extra.update(items)
         set_acceptance(study, acc)
