@@ -968,3 +968,20 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     searched = [r for r in StudyView(study).known().values() if r.config]
     assert searched and all(knob in r.config for r in searched)
     assert all(str(r.config[k]) == v for r in searched for k, v in pinned.items())
+
+
+def test_a_scaling_row_whose_tuned_run_failed_says_so() -> None:
+    """Issue 76: where the simulation's #1 failed at a size (its runs all failed), the
+    terminal said "the simulation found nothing faster" and dropped the error."""
+    from commtune.service._tuning import _scaling_lines
+
+    twin = {"ranking": [{"settings": {"coll_tuned_bcast_algorithm": "binomial"}}],
+            "scaling": [{"factor": 1, "ranks": 2, "defaults": 1.0, "tuned": 0.8,
+                         "failure": None},
+                        {"factor": 4, "ranks": 8, "defaults": 2.0, "tuned": None,
+                         "failure": "exit status 1 (deadlock)"}]}  # fmt: skip
+    lines = _scaling_lines(twin)
+    assert "found nothing faster" not in lines[0] and "the simulation's #1" in lines[0]
+    assert lines[2].endswith("-> failed: exit status 1 (deadlock)")
+    nothing = _scaling_lines({"ranking": [], "scaling": twin["scaling"][:1]})
+    assert "found nothing faster" in nothing[0]

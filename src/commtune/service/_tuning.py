@@ -856,7 +856,7 @@ def _scaling_lines(twin: Mapping[str, Any]) -> list[str]:
     rows = twin.get("scaling") or []
     if not rows:
         return []
-    tuned = any(r["tuned"] is not None for r in rows)
+    tuned = bool(twin.get("ranking"))  # a #1 was run beside (its runs may have failed)
     lines = ["the program as it grows (simulated time, the library's own decision"
              + (" -> the simulation's #1):" if tuned else "; the simulation found nothing "
                 "faster):")]  # fmt: skip
@@ -868,6 +868,8 @@ def _scaling_lines(twin: Mapping[str, Any]) -> list[str]:
         said = f"{size}: {r['defaults']:.4g} s"
         if r["tuned"] is not None:
             said += f" -> {r['tuned']:.4g} s ({r['defaults'] / r['tuned']:.3g}x)"
+        elif tuned:
+            said += f" -> failed: {r['failure']}"
         lines.append(said)
     return lines
 
