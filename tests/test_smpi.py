@@ -145,6 +145,12 @@ def test_the_calibration_beside_a_platform_reaches_every_run_the_line_does_not_s
                            "--cfg=smpi/send-is-detached-thresh:5"]  # fmt: skip
     after = simulated(LocalLauncher(smpi).plan(line, {}).argv)
     assert before is not None and after is not None and after > 2 * before, (before, after)
+    # issue 76: a calibration pins the asynchronous-small threshold; a detached threshold
+    # tuned below it tripped SimGrid's assertion (the run aborted): it is lowered with it
+    (tmp_path / "c" / "smpi.cfg").write_text("--cfg=smpi/async-small-thresh:65536\n")
+    tuned = LocalLauncher(smpi).plan(line, {"smpi/send-is-detached-thresh": "1024"})
+    assert "--cfg=smpi/async-small-thresh:1024" in tuned.argv
+    assert simulated(tuned.argv) is not None
 
 
 def test_the_simulated_time_and_the_listed_algorithms_are_read_from_smpi() -> None:

@@ -139,8 +139,18 @@ class SMPI(MPIVendor):
         if "-platform" not in args[:-1]:
             return []
         given = {_cfg_name(a) for a in args if a.startswith("--cfg=")} | set(variables)
-        return [a for a in calibrated_args(args[args.index("-platform") + 1])
-                if _cfg_name(a) not in given]  # fmt: skip
+        out = [a for a in calibrated_args(args[args.index("-platform") + 1])
+               if _cfg_name(a) not in given]  # fmt: skip
+        # SimGrid refuses an asynchronous-small threshold above the detached one (an
+        # assertion, smpi_config.cpp): a detached threshold tuned below the file's lowers it
+        detached = variables.get(DETACHED) or next(
+            (a.split(":", 1)[1] for a in args if _cfg_name(a) == DETACHED and ":" in a), None
+        )
+        if detached is not None and detached.isdigit():
+            out = [f"--cfg={ASYNC_SMALL}:{min(int(a.split(':', 1)[1]), int(detached))}"
+                   if _cfg_name(a) == ASYNC_SMALL and a.split(":", 1)[1].isdigit() else a
+                   for a in out]  # fmt: skip
+        return out
 
     def run_failure(self, stderr: str) -> str | None:
         if any(word in stderr for word in DEADLOCK):
@@ -206,6 +216,10 @@ def simulated_command(installation: Installation, platform: str, hostfile: str, 
 def _cfg_name(arg: str) -> str:
     """The configuration name of a ``--cfg=NAME:VALUE`` argument."""
     return arg.removeprefix("--cfg=").split(":", 1)[0]
+
+
+DETACHED = "smpi/send-is-detached-thresh"
+ASYNC_SMALL = "smpi/async-small-thresh"  # SimGrid: at most the detached threshold
 
 
 def calibrated_args(platform: str) -> list[str]:
