@@ -11,15 +11,18 @@ curves; a linear fit per size segment. :func:`calibrate` does the same with the 
    (two ranks that share it), each rank's compute rate beside; a launch line of more ranks
    (``srun -N 8 -n 8``) measures ranks 0 and 1 while every other pair does the same: the
    machine under the load of all its nodes talking at once, as in a collective;
-2. the eager limit where ``MPI_Send`` starts to wait for the transfer (the send's time over
-   the one-way time), and the size below which a receive finds the message already there;
+2. the eager limit where ``MPI_Isend`` stops handing the whole message over (the time it
+   keeps the sender drops: :func:`eager_limit`), and the size below which a receive finds
+   the message already there;
 3. the one-way time split into the sender's and the receiver's overheads and the network's
-   part, the network's part cut into segments by a least-squares search for breakpoints
+   part (below the eager limit the two overheads together, ``os + or``, capped at
+   ``CPU_SHARE`` of the one-way time; ``ois``, the ``MPI_Isend`` overhead, is not capped), the network's part cut into segments by a least-squares search for breakpoints
    (dynamic programming, the number of segments by BIC) and fitted per segment: latency and
    bandwidth factors against the link's latency and its bandwidth at the largest sizes;
 4. the simulator run on the calibrated platform with the same sizes, and each segment's
-   factors corrected by what it got wrong (three rounds at most): the figure of how far the
-   simulation stands for the machine is this agreement, reported per size.
+   factors corrected by what it got wrong (three rounds at most). This agreement is on the
+   sizes and medians the fit used: in sample, a measure of the fit, not of how far the
+   simulation stands for the machine on anything else (issue 76).
 
 Nothing is written before every step has passed; a launch on one node where two were
 asked, a launch that fails, or a platform the simulation cannot bring within 2x of the
