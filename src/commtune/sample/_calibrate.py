@@ -16,7 +16,8 @@ curves; a linear fit per size segment. :func:`calibrate` does the same with the 
    the message already there;
 3. the one-way time split into the sender's and the receiver's overheads and the network's
    part (below the eager limit the two overheads together, ``os + or``, capped at
-   ``CPU_SHARE`` of the one-way time; ``ois``, the ``MPI_Isend`` overhead, is not capped), the network's part cut into segments by a least-squares search for breakpoints
+   ``CPU_SHARE`` of the one-way time; ``ois``, the ``MPI_Isend`` overhead, is not capped),
+   the network's part cut into segments by a least-squares search for breakpoints
    (dynamic programming, the number of segments by BIC) and fitted per segment: latency and
    bandwidth factors against the link's latency and its bandwidth at the largest sizes;
 4. the simulator run on the calibrated platform with the same sizes, and each segment's
