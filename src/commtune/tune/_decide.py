@@ -358,4 +358,5 @@ def _listed(arm: Arm, objectives: dict[str, Any]) -> dict[str, Any]:
         "objectives": objectives,
         "key": config_key(arm.config),
         "evidence_runs": t.runs if t else 0,
+        "looks": [[n, share] for n, share in arm.schedule],  # (pairs, share of the risk)
     }
