@@ -198,11 +198,6 @@ class Test:
     tolerance: float
     min_gain: float
 
-    @property
-    def beside(self) -> int:
-        """The defaults' runs beside its runs (one a pair)."""
-        return self.runs
-
     def says(self) -> str:
         """The test in words: the one sentence of the verdict."""
         low, high = self.interval

@@ -333,13 +333,8 @@ class Tuning:
             if extra["twin"].get("defaults_simulated") is not None and result.default_value:
                 extra["twin"] |= _fidelity(extra["twin"]["defaults_simulated"],
                                            result.default_value)  # fmt: skip
-            _with_the_verdict(store, name, twin=extra["twin"])
-            if extra["twin"].get("nothing") and result.acceptance is not None:
-                # not "found no configuration faster": it had nothing it models to search
-                why = (f"the simulation ranked nothing ({extra['twin']['nothing']}): the real "
-                       "runs measured the defaults only")  # fmt: skip
-                result.acceptance = replace(result.acceptance, reason=why)
-                _with_the_verdict(store, name, reason=why)
+            _with_the_verdict(store, name, reason=_nothing_ranked(result, extra["twin"]),
+                              twin=extra["twin"])  # fmt: skip
             if extra["twin"].get("faithful") is False:
                 ui.warn(extra["twin"]["fidelity"])
             for line in _twin_lines(extra["twin"]) + _scaling_lines(extra["twin"]):
@@ -389,14 +384,7 @@ class Tuning:
         self.ui.info(f"the simulated twin: {wall:.1f} s of wall time a run here; its search "
                      f"gets {runs} runs (--sim-budget {plan.sim_budget:g} s, the scaling "
                      f"what is left), tuned as {inst.impl.title}")  # fmt: skip
-        # the reference twice: two equal values make it a deterministic study, every run of
-        # it a configuration's (tune._loop.exact_plan), none a control's or a verdict's pair
-        inner = replace(plan, twin=None, ranked=(), as_library=inst.vendor.value, study=name,
-                        max_runs=runs, trials=runs, knobs=(), presets=(), record=None,
-                        replay=None, scales=(), trains=(), train_from=None, sbatch=None,
-                        metrics=DEFAULTS.metrics, repeats=2, by_wall_time=False,
-                        exact=True)  # fmt: skip
-        sub = Tuning(inner, self.ui)
+        sub = Tuning(_simulated_plan(plan, inst.vendor.value, name, runs), self.ui)
         sub.inner = True
         said: dict[str, Any] = {
             "study": name, "runs": 0, "wall_per_run": wall, "ranking": [], "scaling": [],
@@ -764,6 +752,16 @@ MOST_SIM_RUNS = 500  # a simulated search: at most this many runs, whatever its 
 SEARCH_SHARE = 2 / 3  # a twin's share of --sim-budget for its search (the scaling: the rest)
 
 
+def _simulated_plan(plan: Plan, library: str, name: str, runs: int) -> Plan:
+    """The twin's simulated study: tuned as ``library`` in ``runs`` runs. Its reference runs
+    twice: two equal values make it a deterministic study, every other run a
+    configuration's (tune._loop.exact_plan), none a control's or a verdict's pair."""
+    return replace(plan, twin=None, ranked=(), as_library=library, study=name, max_runs=runs,
+                   trials=runs, knobs=(), presets=(), record=None, replay=None, scales=(),
+                   trains=(), train_from=None, sbatch=None, metrics=DEFAULTS.metrics,
+                   repeats=2, by_wall_time=False, exact=True)  # fmt: skip
+
+
 def sim_runs(wall: float, budget: float) -> int:
     """The runs of a simulated search that ``budget`` seconds buy at ``wall`` seconds a
     run: at least 3, at most :data:`MOST_SIM_RUNS`."""
@@ -889,6 +887,19 @@ def _origin_lines(twin: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _nothing_ranked(result: TuneResult, twin: Mapping[str, Any]) -> str | None:
+    """Where the twin had nothing it models to search, the verdict's reason (not "found no
+    configuration faster"), set on ``result``; else None."""
+    if not twin.get("nothing") or result.acceptance is None:
+        return None
+    why = (
+        f"the simulation ranked nothing ({twin['nothing']}): the real runs measured the "
+        "defaults only"
+    )
+    result.acceptance = replace(result.acceptance, reason=why)
+    return why
+
+
 def _with_the_verdict(store: Store, name: str, reason: str | None = None, **items: Any) -> None:
     """What the report says beside the study's verdict, stored with it: ``reference``
     (what every speedup is against), ``twin`` (the simulation's ranking and scaling);
@@ -899,9 +910,7 @@ def _with_the_verdict(store: Store, name: str, reason: str | None = None, **item
     acc = acceptance_of(study)
     if acc is None:
         return
-    if reason is not None and acc.reason != reason:
-        acc = replace(acc, reason=reason)
-        set_acceptance(study, acc)
-    if any(acc.extra.get(k) != v for k, v in items.items()):
-        acc.extra.update(items)
-        set_acceptance(study, acc)
+    new = replace(acc, reason=reason if reason is not None else acc.reason,
+                  extra={**acc.extra, **items})  # fmt: skip
+    if new != acc:
+        set_acceptance(study, new)
