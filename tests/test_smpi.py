@@ -404,7 +404,7 @@ def test_a_twin_of_a_program_whose_profile_calls_for_nothing_it_models_ranks_not
     code, _, err = run_cli(["report", data["study"], "--storage", f"sqlite:///{tmp_path}/t.db",
                             "-o", str(page)], capsys)  # fmt: skip
     assert code == 0, err
-    assert "the simulation ranked nothing:" in page.read_text()
+    assert "the simulation ranked nothing (" in page.read_text()
     assert "found nothing faster" not in page.read_text()
 
 
@@ -979,15 +979,15 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
 def test_a_scaling_row_whose_tuned_run_failed_says_so() -> None:
     """Issue 76: where the simulation's #1 failed at a size (its runs all failed), the
     terminal said "the simulation found nothing faster" and dropped the error."""
-    from commtune.service._tuning import _scaling_lines
+    from commtune.study import Ranked, ScalingRow, TwinReport
 
-    twin = {"ranking": [{"settings": {"coll_tuned_bcast_algorithm": "binomial"}}],
-            "scaling": [{"factor": 1, "ranks": 2, "defaults": 1.0, "tuned": 0.8,
-                         "failure": None},
-                        {"factor": 4, "ranks": 8, "defaults": 2.0, "tuned": None,
-                         "failure": "exit status 1 (deadlock)"}]}  # fmt: skip
-    lines = _scaling_lines(twin)
+    ranked = Ranked({"coll_tuned_bcast_algorithm": "binomial"}, {}, 1.2, {})
+    rows = (ScalingRow(1, 2, 1.0, 0.8), ScalingRow(4, 8, 2.0, None, "exit status 1 (deadlock)"))
+    twin = TwinReport("s", "the defaults", "wall", ranking=(ranked,), scaling=rows)
+    lines = twin.lines()[-3:]
     assert "found nothing faster" not in lines[0] and "the simulation's #1" in lines[0]
     assert lines[2].endswith("-> failed: exit status 1 (deadlock)")
-    nothing = _scaling_lines({"ranking": [], "scaling": twin["scaling"][:1]})
-    assert "found nothing faster" in nothing[0]
+    # the report stores it as JSON and reads it back to the same lines (one rendering)
+    assert TwinReport.from_json(twin.to_json()).lines() == twin.lines()
+    nothing = TwinReport("s", "the defaults", "wall", scaling=rows[:1]).lines()
+    assert "found nothing faster" in nothing[-2]

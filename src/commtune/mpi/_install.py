@@ -18,12 +18,15 @@ import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Vendor
 from commtune.settings import MPI_PATH
+
+if TYPE_CHECKING:
+    from commtune.mpi._simgrid import Launch
 
 LAUNCHER_NAMES = frozenset(
     name for v in Vendor for name in (*v.impl.launcher_names, *v.impl.launcher_aliases)
@@ -68,6 +71,16 @@ class Installation:
 
     def describe(self) -> str:
         return f"{self.vendor.title} {self.version} ({self.impl.device_label(self.device)})"
+
+    def cluster(self, command: Sequence[str]) -> Launch | None:
+        """The simulated cluster ``command`` runs on (its platform, hostfile, ranks and
+        program, checked: ``launch_files``); None on a real machine. The one place outside
+        the vendors that asks whether an installation is a simulator."""
+        if not self.impl.simulated:
+            return None
+        from commtune.mpi._simgrid import launch_files
+
+        return launch_files(command)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -83,6 +83,16 @@ class Vendor(enum.Enum):
     def title(self) -> str:
         return self.impl.title
 
+    @classmethod
+    def real(cls) -> list[str]:
+        """The names of the real libraries (``--as``'s choices)."""
+        return [v.value for v in cls if not v.impl.simulated]
+
+    @classmethod
+    def simulators(cls) -> list[str]:
+        """The names of the simulated clusters' libraries (``--mpi smpi``)."""
+        return [v.value for v in cls if v.impl.simulated]
+
 
 @dataclass(frozen=True)
 class Variable:
@@ -381,6 +391,15 @@ class MPIVendor(abc.ABC):
         """``config`` (this simulator's knob -> value, chosen among :meth:`values_as`) as
         ``library``'s own knob -> value; what stands for its decision is left out."""
         raise ValueError(f"{self.title} stands for no other library (decides_as is None)")
+
+    def models_of(self, library: MPIVendor) -> frozenset[str]:
+        """The knobs of ``library`` this simulator models (it carries ports of their
+        choices); empty: none (a real library models nothing of another)."""
+        return frozenset()
+
+    def knob_as(self, library: MPIVendor, knob: str) -> str | None:
+        """``library``'s knob that this simulator's ``knob`` stands for; None: none."""
+        return None
 
     # -- export -----------------------------------------------------------------------------
     @property

@@ -194,6 +194,13 @@ class SMPI(MPIVendor):
             out[library.algorithm_knob(op)] = library.smpi_ports[op][value]
         return out
 
+    def models_of(self, library: MPIVendor) -> frozenset[str]:
+        return frozenset(library.algorithm_knob(op) for op in library.smpi_ports)
+
+    def knob_as(self, library: MPIVendor, knob: str) -> str | None:
+        op = knob.removeprefix(self.env_prefix)
+        return library.algorithm_knob(op) if op in library.smpi_ports else None
+
     # -- export -------------------------------------------------------------------------------
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
         if fmt != "cfg":

@@ -20,7 +20,7 @@ import math
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -154,7 +154,6 @@ def race_one(
         risk=risk,
         min_gain=min_gain,
         explore=explore,
-        ranked=tuple(ranked),
     )
     target = Target.of("race", ["race", surface.name], surface.space, plan)
     storage = optuna.storages.InMemoryStorage()
@@ -164,11 +163,12 @@ def race_one(
         warnings.simplefilter("ignore")
         study = open_study(storage, target)
         ctx = Context.solo(study, target, executor, ui, 60.0, tuple(hints))
+        ctx = replace(ctx, ranked=tuple(ranked) or None)  # a twin's ranking: no search
         ctx = settled(ctx, run_reference(ctx))
         search(ctx)
         verdict = None
         if confirm_rounds:
-            verdict = decide_study(study, executor, 60.0, ui, ctx.plan)
+            verdict = decide_study(study, executor, 60.0, ui, ctx.plan, ctx.ranked)
     confirmed = None
     accepted = None
     if confirm_rounds:  # the verdict's configuration; the default's when nothing is accepted

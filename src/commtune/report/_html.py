@@ -222,41 +222,21 @@ def _verdict(s: StudyData, prefix: str) -> str:
 
 
 def _twin(s: StudyData, prefix: str) -> str:
-    """A study with a simulated twin: the simulation's ranking beside the real runs', where
-    each knob came from, and the program's simulated time at larger scales."""
-    twin = s.acceptance.extra.get("twin") if s.acceptance else None
-    if not twin:
+    """A study with a simulated twin: what the terminal said of it (``TwinReport.lines``: the
+    simulation's ranking beside the real runs', where each knob came from, the program's
+    simulated time at larger scales), with the scaling drawn."""
+    from commtune.study import TwinReport
+
+    said = s.acceptance.extra.get("twin_report") if s.acceptance else None
+    if not said:
         return ""
-    body = _note(f"the simulation ({twin['runs']} runs, study {twin['study']}) ranked "
-                 f"against {twin['reference']}")  # fmt: skip
-    if twin.get("fidelity"):  # the defaults simulated and real, by the program's own timer
-        body += _note(twin["fidelity"])
-    rows = [(r["rank"], _config(r["settings"]), f"{r['simulated']:.3g}x",
-             "not run" if r["real"] is None else f"{r['real']:.3g}x",
-             "passed" if r["passed"] else (r["dropped"] or ("" if r["real"] is None else
-                                                           "not passed")))
-            for r in twin["ranking"]]  # fmt: skip
-    if rows:
-        body += _table(["#", "settings", "simulated", "real", "verdict"], rows)
-    elif twin.get("nothing"):  # nothing it models to search: not "nothing faster"
-        body += _note(f"the simulation ranked nothing: {twin['nothing']}")
-    else:
-        body += _note("the simulation found nothing faster than the library's own decision")
-    if twin.get("from_simulation"):
-        body += f"<p>from the simulation: <code>{_e(_config(twin['from_simulation']))}</code></p>"
-    if twin.get("on_this_machine"):
-        body += f"<p>searched on this machine: {_e(', '.join(twin['on_this_machine']))}</p>"
-    grown = twin.get("scaling") or []
+    report = TwinReport.from_json(said)
+    body = "<pre>" + "\n".join(_e(line) for line in report.lines()) + "</pre>"
+    grown = [r.to_json() for r in report.scaling]
     if grown:
-        table = _table(["ranks", "own decision (s)", "simulation's #1 (s)", "speedup", "note"],
-                       [(r["ranks"] or f"x{r['factor']}",
-                         "-" if r["defaults"] is None else f"{r['defaults']:.4g}",
-                         "-" if r["tuned"] is None else f"{r['tuned']:.4g}",
-                         f"{r['defaults'] / r['tuned']:.3g}x" if r["defaults"] and r["tuned"]
-                         else "-", r["failure"] or "") for r in grown])  # fmt: skip
-        body += "<h3>The program as it grows (simulated)</h3>" + table
-        if sum(1 for r in grown if r["defaults"]) > 1:
-            body += _img(plots.scaling(grown), "simulated time against ranks")
+        body += "<h3>The program as it grows (simulated)</h3>"
+    if sum(1 for r in grown if r["defaults"]) > 1:
+        body += _img(plots.scaling(grown), "simulated time against ranks")
     return _section(prefix, "twin", "The simulated twin", body)
 
 

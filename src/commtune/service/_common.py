@@ -3,6 +3,7 @@ probe knob values, set up the interposer, load a study and its knobs."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -16,11 +17,11 @@ from commtune.knobs import Knob, Space, load_catalog, space_from_json
 from commtune.launch import Launcher
 from commtune.libcommtune import PVAR_INTERVAL
 from commtune.mpi import Installation, Vendor
-from commtune.platform import Fingerprint
+from commtune.platform import Fingerprint, slurm_node_type
 from commtune.profile import Profiling
 from commtune.progress import Progress
 from commtune.store import Store
-from commtune.study import platform_of, spec_of
+from commtune.study import Plan, platform_of, spec_of
 from commtune.trial import probe_space
 
 
@@ -91,3 +92,15 @@ def study_knobs(study: optuna.Study) -> tuple[str, list[Knob]]:
     spec = spec_of(study)
     space = space_from_json(spec.library, spec.space, load_catalog(spec.library))
     return spec.library, [d.knob for d in space.dimensions]
+
+
+def slurm_nodes(plan: Plan, command: Sequence[str]) -> str | None:
+    """The Slurm nodes' type, for the fingerprint, where the runs are Slurm's: each its own
+    job (the partition of ``--sbatch``), or steps of the allocation the tuner runs in."""
+    if plan.sbatch is not None:
+        sbatch = argparse.ArgumentParser(add_help=False)
+        sbatch.add_argument("-p", "--partition")
+        return slurm_node_type(sbatch.parse_known_args(list(plan.sbatch))[0].partition)
+    if os.environ.get("SLURM_JOB_ID") or os.path.basename(command[0]) == "srun":
+        return slurm_node_type()
+    return None

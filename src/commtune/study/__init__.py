@@ -33,6 +33,7 @@ from commtune.study._record import (
 )
 from commtune.study._scale import Scale, magnitude
 from commtune.study._table import RecordedTable, read_table
+from commtune.study._twin import Ranked, ScalingRow, TwinReport, words
 from commtune.study._view import (
     Failure,
     FailureKind,
@@ -57,15 +58,18 @@ __all__ = [
     "FailureKind",
     "Noise",
     "Plan",
+    "Ranked",
     "RecordedTable",
     "Role",
     "Scale",
+    "ScalingRow",
     "Source",
     "StoredRun",
     "StudySpec",
     "StudyView",
     "TrialRecord",
     "TrialWriter",
+    "TwinReport",
     "acceptance_of",
     "add_check",
     "ask",
@@ -85,4 +89,5 @@ __all__ = [
     "set_spec",
     "spec_of",
     "upgrade",
+    "words",
 ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,6 @@ class Plan:
     min_gain: float = 0.01
     tolerance: float = 0.02
     explore: float = 0.5  # --gate risk: the share of --max-runs the search may spend
-    settled: bool = False  # a deterministic study's (tune._loop.exact_plan): no reserve
     # -- what is tuned and measured
     mpi: str | None = None  # --mpi: a family, FAMILY@VERSION or a prefix (None: the launcher's)
     knobs: tuple[str, ...] = ()  # --knob NAME[=VALUES]
@@ -77,14 +75,6 @@ class Plan:
     # study's where ``by_wall_time``): as many runs as that buys, at most MOST_SIM_RUNS
     sim_budget: float = 600.0
     by_wall_time: bool = False  # the user bounded neither runs nor trials: sim_budget does
-    # the configurations a simulation ranked, best first, in the real library's settings: the
-    # study runs no search, the verdict tests them in this order (tune._decide)
-    ranked: tuple[Mapping[str, Any], ...] = ()
-
-    @property
-    def twinned(self) -> bool:
-        """Whether a simulation searched (``--twin``): the real study runs no search."""
-        return self.twin is not None or bool(self.ranked)
 
     @property
     def metric(self) -> str:
@@ -96,25 +86,33 @@ class Plan:
         """The further metrics, measured in every run and shown beside."""
         return self.metrics[1:]
 
-    def search_limit(self) -> int | None:
+    def deciding_runs(self) -> int:
+        """The runs the verdict's first decision needs: under ``risk``, the pairs of the
+        first configuration it tests before it can pass (:func:`commtune.rule.fewest`);
+        under ``strict``, the confirmation's first rounds of one candidate and the default.
+        The one count that :func:`commtune.service.check`, :meth:`search_limit` and the
+        verdict share."""
+        if self.gate == "risk":
+            from commtune import rule  # numpy: not at --help
+
+            return 2 * rule.fewest(self.risk)
+        return 2 * self.confirm
+
+    def search_limit(self, settled: bool = False) -> int | None:
         """Runs the search may reach. ``strict``: ``max_runs`` less the first rounds of a
         confirmation of one candidate (more candidates are confirmed only where the runs
         left allow ``confirm`` rounds of them all); ``risk``: the ``explore`` share of it,
         the rest for the verdict, and never so much that the verdict is left fewer runs than
-        the first configuration it tests needs to pass (:func:`commtune.rule.fewest`), and
-        an even number of runs left for the verdict's pairs."""
-        if self.twinned:  # a simulation searched: the reference only
-            return self.repeats
+        :meth:`deciding_runs`, and an even number of runs left for the verdict's pairs.
+        ``settled``: a deterministic study (``tune._loop.exact_plan``), no reserve."""
         if self.max_runs is None:
             return None
         if self.gate == "risk":
-            from commtune import rule  # numpy: not at --help
-
-            needed = 0 if self.settled else 2 * rule.fewest(self.risk)
+            needed = 0 if settled else self.deciding_runs()
             limit = max(1, min(round(self.max_runs * self.explore), self.max_runs - needed))
             # the verdict's runs go in pairs: an odd one left over goes to the search
-            return limit + (self.max_runs - limit) % 2 if not self.settled else limit
-        return self.max_runs - self.confirm * 2
+            return limit + (self.max_runs - limit) % 2 if not settled else limit
+        return self.max_runs - self.deciding_runs()
 
     def search_repeats(self) -> int:
         """A configuration's runs in the search: ``repeats`` (raced) under the strict gate;

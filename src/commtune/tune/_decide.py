@@ -26,7 +26,7 @@ runs repeat exactly) is decided on its values (:func:`_exact`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -114,21 +114,33 @@ def _stream(view: StudyView) -> list[float]:
 
 
 def verdict(
-    study: optuna.Study, executor: Executor, timeout: float, ui: Progress, plan: Plan
+    study: optuna.Study,
+    executor: Executor,
+    timeout: float,
+    ui: Progress,
+    plan: Plan,
+    ranked: Sequence[Mapping[str, Value]] | None = None,
 ) -> Acceptance | None:
     """The study's verdict by ``plan.gate``: this module's (``risk``) or the strict
-    confirmation's (``tune._confirm``); stored. None where ``--confirm 0`` asks for none."""
+    confirmation's (``tune._confirm``); stored. None where ``--confirm 0`` asks for none.
+    ``ranked``: what a simulation ranked, best first (``--twin``), tested in that order."""
     if plan.gate != "risk":
         return confirm(study, executor, timeout, ui, plan)
     if plan.confirm <= 0:
         return None
-    return decide(study, executor, timeout, ui, plan)
+    return decide(study, executor, timeout, ui, plan, ranked)
 
 
 def decide(
-    study: optuna.Study, executor: Executor, timeout: float, ui: Progress, plan: Plan
+    study: optuna.Study,
+    executor: Executor,
+    timeout: float,
+    ui: Progress,
+    plan: Plan,
+    ranked: Sequence[Mapping[str, Value]] | None = None,
 ) -> Acceptance | None:
-    """The verdict of the study (see the module docstring), stored."""
+    """The verdict of the study (see the module docstring), stored; ``ranked``: the
+    configurations a simulation ranked, best first, tested in that order (no search ran)."""
     view = StudyView(study)
     ref = view.reference()
     if ref is None or ref.value is None:
@@ -138,8 +150,8 @@ def decide(
         return stored
     knobs = knobs_of(view)
     defaults = {k: knob.default for k, knob in knobs.items()} if knobs is not None else None
-    twin = plan.twinned
-    arms = _ranked(plan) if twin else _arms(view, defaults)
+    twin = ranked is not None
+    arms = _ranked(ranked) if ranked is not None else _arms(view, defaults)
     if not arms and not twin:
         return None
     if not twin and deterministic(plan, executor, ref):
@@ -169,7 +181,7 @@ def decide(
             arm.schedule = rule.looks(plan.risk, k, left // 2, pairs)
             if not arm.schedule:
                 if k == 1:
-                    need = 2 * rule.fewest(plan.risk)
+                    need = plan.deciding_runs()
                     why = (f"{left} runs were left for the verdict, fewer than the "
                            f"{need} a first pass needs at --risk {plan.risk:g}: raise "
                            "--max-runs")  # fmt: skip
@@ -196,17 +208,17 @@ def decide(
                 if arm.dropped:
                     break
     objectives = {id(a): compare_others(default_others, a.others) for a in arms}
-    acc = _verdict(arms, plan, len(view.ran()), objectives, why)
+    acc = _verdict(arms, plan, len(view.ran()), objectives, why, twin)
     acc = without_defaults(acc, view)
     set_acceptance(study, acc)
     return acc
 
 
-def _ranked(plan: Plan) -> list[Arm]:
-    """The configurations a simulation ranked (``plan.ranked``), best first, as arms with no
-    run of this study's search."""
+def _ranked(ranked: Sequence[Mapping[str, Value]]) -> list[Arm]:
+    """The configurations a simulation ranked, best first, as arms with no run of this
+    study's search."""
     return [Arm(None, dict(c), [], label=f"the simulation's #{i}")
-            for i, c in enumerate(plan.ranked, 1)]  # fmt: skip
+            for i, c in enumerate(ranked, 1)]  # fmt: skip
 
 
 def _order(arms: Sequence[Arm], earlier: Sequence[float]) -> list[Arm]:
@@ -271,6 +283,7 @@ def _verdict(
     n_measured: int,
     objectives: dict[int, dict[str, Any]],
     why: str = "",
+    twin: bool = False,
 ) -> Acceptance:
     """The arm handed back: the passing one of highest estimate, else the tested one of
     highest estimate (not accepted: the defaults are kept), with its figures."""
@@ -286,7 +299,7 @@ def _verdict(
         "statistic": plan.statistic,
         "arms": len(arms),
         "tested": sum(1 for a in arms if a.tested),
-        "twin": plan.twinned,
+        "twin": twin,
     }
     if not pool:
         failures = "; ".join(f"{a.name()} {a.failure}" for a in arms if a.failure)

@@ -301,7 +301,7 @@ def search(ctx: Context) -> None:
     """Batches of proposals to the study's budget, shared with the study's other workers:
     each configuration is claimed before it runs (:mod:`commtune.tune._workers`)."""
     study, workers, plan, space, ui = ctx.study, ctx.workers, ctx.plan, ctx.space, ctx.ui
-    if plan.twinned:
+    if ctx.ranked is not None:
         return  # a simulation searched (--twin): the real runs are the verdict's
     workers.sync(study)
     hints = [dict(h) for h in ctx.hints]
@@ -330,7 +330,7 @@ def search(ctx: Context) -> None:
         controls=plan.controls,
         racing=plan.racing,
         control_every=plan.control_every,
-        limit=plan.search_limit(),
+        limit=plan.search_limit(ctx.settled),
     )
     repeated = 0  # duplicates proposed in a row
     start = scheduler.spent
@@ -452,8 +452,7 @@ def exact_plan(plan: Plan) -> Plan:
     if plan.max_runs is not None:
         explore = max(plan.explore, (plan.max_runs - 1) / plan.max_runs)
         trials = max(trials, plan.max_runs)  # the runs bound the study, not the trials
-    return replace(plan, controls=False, repeats=1, explore=explore, gate="risk", trials=trials,
-                   settled=True)  # fmt: skip
+    return replace(plan, controls=False, repeats=1, explore=explore, gate="risk", trials=trials)
 
 
 def settled(ctx: Context, ref: TrialRecord) -> Context:
@@ -464,7 +463,7 @@ def settled(ctx: Context, ref: TrialRecord) -> Context:
             ctx.ui.warn("the defaults' runs gave one value (deterministic runs): decided on "
                         "the values themselves, --gate strict has no noise to test against; "
                         "--assume-noise to test anyway")  # fmt: skip
-        return replace(ctx, target=replace(ctx.target, plan=exact_plan(ctx.plan)))
+        return replace(ctx, target=replace(ctx.target, plan=exact_plan(ctx.plan)), settled=True)
     return ctx
 
 
@@ -475,15 +474,18 @@ def tune(
     ui: Progress,
     workers: Workers | None = None,
     observer: Observer | None = None,
+    ranked: Sequence[Mapping[str, Value]] | None = None,
 ) -> TuneResult:
     """Run (or resume) a study to its budget, confirm the best, and return the result.
     Several tuners may run it at once on one storage (``workers``, see ``_workers``). A study
     at a training scale (``spec.scale`` with training values) trains first, with
-    ``executor.at`` running the command at each training scale."""
+    ``executor.at`` running the command at each training scale. ``ranked``: what a
+    simulation ranked, best first (``--twin``): no search, the verdict tests them."""
     tidy_leftovers(ui)
     study = open_study(storage, target)
     workers = workers or Workers.solo(target.study)
-    ctx = Context(study, target, executor, ui, workers, observer or Observer())
+    ctx = Context(study, target, executor, ui, workers, observer or Observer(),
+                  ranked=None if ranked is None else tuple(ranked))  # fmt: skip
     plan = target.plan
     with workers.heartbeat():
         interrupted = workers.recover(study)
@@ -524,7 +526,7 @@ def tune(
             search(ctx)
 
         def run_confirmation() -> Acceptance | None:
-            return verdict(study, executor, timeout, ui, plan)
+            return verdict(study, executor, timeout, ui, plan, ctx.ranked)
 
         if plan.confirm <= 0 or not StudyView(study).best(1):
             acceptance = run_confirmation()  # nothing to run: no need to wait on another

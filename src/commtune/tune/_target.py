@@ -70,7 +70,8 @@ class Observer:
 class Context:
     """One run of a study: the study, its target, how its runs are made (``executor``, with
     ``timeout`` seconds each once the reference has set it), where the user hears of it
-    (``ui``), the study's other workers, the caller's observer and what it hinted."""
+    (``ui``), the study's other workers, the caller's observer and what it hinted; the
+    results it carries from one step to the next (``ranked``, ``settled``), never the plan."""
 
     study: optuna.Study
     target: Target
@@ -80,6 +81,10 @@ class Context:
     observer: Observer
     timeout: float = 0.0
     hints: tuple[Mapping[str, Value], ...] = ()  # configurations to try first (the observer's)
+    # what a simulation ranked, best first (--twin): no search, the verdict tests them in
+    # that order; None: the study searches
+    ranked: tuple[Mapping[str, Value], ...] | None = None
+    settled: bool = False  # the reference's runs gave one value (tune._loop.exact_plan)
 
     @classmethod
     def solo(

@@ -83,7 +83,7 @@ def train(ctx: Context) -> None:
             statistic=plan.statistic,
             racing=False,
             control_every=plan.control_every,
-            limit=plan.search_limit(),
+            limit=plan.search_limit(ctx.settled),
             scale=values,
         )
         if not scheduler.affordable(len(todo)):

@@ -1,0 +1,79 @@
+"""The space of a study: the one the reference's first run, profiled, calls for where no
+knob is named (``profile.guided``), and a training study's checked against it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import optuna
+
+from commtune.errors import UsageError
+from commtune.knobs import Dimension, KnobStatus, Space, space_from_json
+from commtune.mpi import Installation
+from commtune.platform import on_testbed
+from commtune.profile import Choice, guided, one_sided
+from commtune.report import UI, guided_table
+from commtune.service._common import load_study
+from commtune.store import Store, backend
+from commtune.study import Plan, Scale, spec_of
+from commtune.trial import Executor, RunRecord
+
+
+def guided_space(
+    plan: Plan,
+    inst: Installation,
+    statuses: Mapping[str, KnobStatus],
+    look: Executor,
+    default: Space,
+    ui: UI,
+) -> tuple[Space, list[Choice], RunRecord | None]:
+    """No knob named: the space one profiled run of the defaults (by ``look``) calls for
+    (``profile.guided``), each knob with its reason, and that run (the reference's
+    first); a study resumed keeps its own space."""
+    assert plan.study is not None
+    store = Store(plan.storage, create=False) if backend(plan.storage).exists() else None
+    if store is not None:
+        try:
+            study = optuna.load_study(study_name=plan.study, storage=store.optuna)
+            knobs = {name: s.knob for name, s in statuses.items()}
+            return space_from_json(inst.vendor.value, spec_of(study).space, knobs), [], None
+        except KeyError:
+            pass  # a new study
+    ui.info("no knob named: the reference's first run (profiled) chooses the space")
+    run = look.run(None, plan.reference_timeout)
+    if run.profile is None or run.value is None:
+        ui.warn(f"the profiled run failed ({run.failure or 'no profile'}): the default space")
+        return default, [], None
+    available = [s.knob for s in statuses.values() if s.available]
+    choices = guided(run.profile, available, plan.across_nodes or on_testbed())
+    rma = one_sided(run.profile)
+    if rma >= 0.05 and not any("rma" in statuses[c.knob].knob.presets for c in choices):
+        ui.info(f"one-sided calls are {rma:.0%} of MPI time; {inst.vendor.title}'s catalog "
+                "has no knob of them")  # fmt: skip
+    if not choices:
+        ui.info("the profile calls for no knob in particular: the default space")
+        return default, [], run
+    ui.print(guided_table(choices, "the space, from the program's profile"))
+    dims = tuple(Dimension(statuses[c.knob].knob) for c in choices)
+    return Space(inst.vendor.value, dims), choices, run
+
+
+def check_training_study(url: str, scale: Scale, space: Space) -> None:
+    """``--train-from STUDY``: it exists in the storage (nothing is created to find out),
+    was trained with the same template and scale names, and on these knobs."""
+    assert scale.train_from is not None
+    try:
+        _, other = load_study(url, scale.train_from)
+    except UsageError as exc:
+        raise UsageError(f"--train-from: {exc}") from None
+    spec = spec_of(other)
+    theirs = spec.scale
+    if theirs is None or not theirs.train:
+        raise UsageError(f"--train-from {scale.train_from}: that study has no training runs")
+    if theirs.template != scale.template or theirs.target.keys() != scale.target.keys():
+        raise UsageError(
+            f"--train-from {scale.train_from}: trained with another command template "
+            f"({' '.join(theirs.template)})"
+        )
+    if spec.knob_names() != space.names:
+        raise UsageError(f"--train-from {scale.train_from}: trained on other knobs")

@@ -1,0 +1,180 @@
+"""``tune --twin LINE``: the program's simulated twin searched first, tuned as the real library
+on its simulated cluster within ``--sim-budget`` seconds of wall time; its ranking, in the
+real library's settings, is what the real runs' verdict tests (or, where the user asked for
+knobs the simulator does not model, the simulation's best is pinned and the real machine
+searches those). :func:`twin` returns the real study's plan, the ranking and the
+:class:`~commtune.study.TwinReport` the terminal and the report show."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from commtune.errors import UsageError
+from commtune.knobs import KnobStatus, Value, build_space, discover, load_catalog
+from commtune.launch import launcher_for
+from commtune.mpi import Installation, launch_files, resolve_command
+from commtune.progress import Progress
+from commtune.service._as import NothingFaithful
+from commtune.service._common import load_study
+from commtune.service._scaling import scaling
+from commtune.service._simulation import sim_runs, timed_run
+from commtune.study import DEFAULTS, Plan, Ranked, StudyView, TwinReport
+from commtune.trial import Objective
+from commtune.tune import CONTENDERS
+
+SEARCH_SHARE = 2 / 3  # a twin's share of --sim-budget for its search (the scaling: the rest)
+
+# runs the simulated study of ``plan`` on ``line`` (Tuning.search): a search-only call
+Search = Callable[[Plan, Sequence[str]], Any]
+
+
+@dataclass(frozen=True)
+class Twinned:
+    """What the twin hands the real study: its ``plan``, the configurations its verdict
+    tests in order (``ranked``; None: the real machine searches, the simulation's best
+    pinned) and the ``report``."""
+
+    plan: Plan
+    ranked: tuple[Mapping[str, Value], ...] | None
+    report: TwinReport
+
+
+def twin(plan: Plan, inst: Installation, command: Sequence[str],
+         statuses: Mapping[str, KnobStatus], ui: Progress, search: Search) -> Twinned:  # fmt: skip
+    """The simulated study of ``plan.twin``, tuned as ``inst``'s library, and the real
+    study's plan: the configurations it found faster than the library's own decision, best
+    first, in the real library's settings, for the verdict to test in that order."""
+    line = list(plan.twin or ())
+    sim = _simulator(line, inst, command)
+    base = sim.impl.decides_as(inst.impl) or {}
+    # the program's own timer reads simulated time under the simulator: the defaults'
+    # simulated and real values in one unit (a wall time or a profile field has none)
+    own = Objective.parse(plan.metric)
+    start = time.perf_counter()  # --sim-budget bounds all of it: timed run, search, scaling
+    timed = timed_run(launcher_for(sim), line, sim, base, plan, "--twin: the simulated program "
+                      "did not run", also=(own,) if own.pattern is not None else ())  # fmt: skip
+    assert timed is not None
+    wall, first = timed
+    runs = sim_runs(wall, max(0.0, plan.sim_budget - wall) * SEARCH_SHARE)
+    program = os.path.basename(launch_files(line).program or "program")
+    digest = hashlib.sha256(json.dumps([line, list(command)]).encode()).hexdigest()[:6]
+    name = f"{plan.study}-twin" if plan.study else f"{program}-twin-{digest}"
+    ui.info(f"the simulated twin: {wall:.1f} s of wall time a run here; its search gets {runs} "
+            f"runs (--sim-budget {plan.sim_budget:g} s, the scaling what is left), tuned as "
+            f"{inst.impl.title}")  # fmt: skip
+    report = TwinReport(study=name, metric=plan.metric, wall_per_run=wall,
+                        reference=f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
+                        defaults_simulated=first.secondary.get(own.spec))  # fmt: skip
+    try:
+        search(simulated_study(plan, inst.vendor.value, name, runs), line)
+    except NothingFaithful as exc:  # the program's profile calls for nothing it models
+        nothing = str(exc).split(": ", 1)[1]
+        ui.warn(f"the simulated twin ranks nothing: {nothing}; the real runs measure the "
+                "defaults")  # fmt: skip
+        return Twinned(replace(plan, knobs=()), (), replace(report, nothing=nothing))
+    view = StudyView(load_study(plan.storage, name)[1])
+    ranking = _ranking(view, sim, inst, statuses, plan.min_gain)
+    rows = scaling(line, sim, base, ranking[0].sim if ranking else None, wall,
+                   plan.reference_timeout, plan.sim_budget - (time.perf_counter() - start),
+                   ui)  # fmt: skip
+    report = replace(report, runs=len(view.ran()), ranking=ranking, scaling=rows)
+    return _real(plan, inst, statuses, view, sim, report)
+
+
+def simulated_study(plan: Plan, library: str, name: str, runs: int) -> Plan:
+    """The twin's simulated study: tuned as ``library`` in ``runs`` runs. Its reference runs
+    twice: two equal values make it a deterministic study, every other run a
+    configuration's (tune._loop.exact_plan), none a control's or a verdict's pair."""
+    return replace(plan, twin=None, as_library=library, study=name, max_runs=runs,
+                   trials=runs, knobs=(), presets=(), record=None, replay=None, scales=(),
+                   trains=(), train_from=None, sbatch=None, metrics=DEFAULTS.metrics,
+                   repeats=2, by_wall_time=False, exact=True)  # fmt: skip
+
+
+def _simulator(line: Sequence[str], inst: Installation, command: Sequence[str]) -> Installation:
+    """The simulator of ``--twin``'s line, checked against the real installation that runs
+    ``command``."""
+    sim = resolve_command(list(line), None)
+    if sim.cluster(line) is None:
+        raise UsageError(f"--twin {line[0]}: not a simulator's launch line; give the "
+                         "simulator's line of the program built with its compiler "
+                         "wrapper")  # fmt: skip
+    if sim.impl.decides_as(inst.impl) is None:
+        if inst.cluster(command) is not None:
+            raise UsageError("--twin: the line after '--' is the real launch (mpirun, "
+                             "mpiexec, srun); the simulated one goes in --twin")  # fmt: skip
+        raise UsageError(f"--twin: {sim.impl.title} has no port of {inst.impl.title}'s "
+                         "decision to tune against")  # fmt: skip
+    return sim
+
+
+def _ranking(
+    view: StudyView,
+    sim: Installation,
+    inst: Installation,
+    statuses: Mapping[str, KnobStatus],
+    min_gain: float,
+) -> tuple[Ranked, ...]:
+    """What the simulated study measured faster than the library's own decision by
+    ``min_gain`` at least, fastest first, once each in the real library's settings, among
+    the knobs this installation has."""
+    ref = view.reference()
+    base = ref.value if ref is not None else None
+    catalog = load_catalog(inst.vendor.value)
+    available = {n for n, st in statuses.items() if st.available}
+    ranking: list[Ranked] = []
+    seen: set[str] = set()
+    measured = [r for r in view.known().values() if r.value is not None and r.config]
+    for r in sorted(measured, key=lambda r: r.value or 0.0):
+        settings = sim.impl.settings_as(inst.impl, {k: str(v) for k, v in r.config.items()})
+        if not settings or base is None or r.value is None:
+            continue
+        speedup = base / r.value
+        key = json.dumps(settings, sort_keys=True)
+        if speedup < 1 + min_gain or key in seen:
+            continue
+        if any(k not in catalog or k not in available for k in settings):
+            continue  # a knob this installation does not have
+        seen.add(key)
+        ranking.append(Ranked(settings, {k: catalog[k].parse(v) for k, v in settings.items()},
+                              speedup, {k: str(v) for k, v in r.config.items()}))  # fmt: skip
+    return tuple(ranking)
+
+
+def _real(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus], view: StudyView,
+          sim: Installation, report: TwinReport) -> Twinned:  # fmt: skip
+    """The real study's plan: the ranking tested where the simulation models every knob
+    asked for; else the simulation's best pinned and the other knobs searched here."""
+    catalog = load_catalog(inst.vendor.value)
+    available = {n for n, st in statuses.items() if st.available}
+    # the real library's knobs of every operation the simulated search tuned
+    knobs = {sim.impl.knob_as(inst.impl, k) for r in view.known().values() for k in r.config}
+    knobs |= {k for r in report.ranking for k in r.settings}
+    usable = tuple(sorted(k for k in knobs if k and k in catalog and k in available))
+    ranked = tuple(r.config for r in report.ranking[:CONTENDERS])
+    modeled = sim.impl.models_of(inst.impl)
+    asked = (build_space(dict(statuses), inst.vendor.value, plan.knobs, plan.presets,
+                         discover(inst), inst.impl.env_name).dimensions
+             if plan.knobs or plan.presets else ())  # fmt: skip
+    machine = [d for d in asked if d.knob.name not in modeled]
+    report = replace(report, on_this_machine=tuple(d.knob.name for d in machine),
+                     left_to_simulation=tuple(d.knob.name for d in asked
+                                              if d.knob.name in modeled))  # fmt: skip
+    if not machine:
+        return Twinned(replace(plan, knobs=usable), ranked, report)
+    # searched on the real machine as any study, the simulation's best pinned
+    pinned = dict(report.ranking[0].settings) if report.ranking else {}
+    specs = tuple(f"{k}={v}" for k, v in pinned.items()) + tuple(
+        d.knob.name
+        if d.values is None
+        else f"{d.knob.name}={','.join(d.knob.format(v) for v in d.values)}"
+        for d in machine
+    )
+    return Twinned(replace(plan, twin=None, knobs=specs, presets=()), None,
+                   replace(report, from_simulation=pinned))  # fmt: skip
