@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from commtune import settings
 from commtune.errors import UsageError
-from commtune.mpi import VENDOR_NAMES, Vendor
+from commtune.mpi import VENDOR_NAMES
 from commtune.util import parse_size
 
 Handler = Callable[[argparse.Namespace, "list[str] | None"], int]
@@ -135,15 +135,6 @@ def need_command(command: list[str] | None, what: str = "to run") -> list[str]:
 
 
 def cluster_files(args: argparse.Namespace, inst: Any, doing: str) -> tuple[str, str] | None:
-    """``--platform`` and ``--hostfile``: the simulated cluster a command works on, both
-    needed on SMPI and refused on a real MPI (one line each); None on a real MPI."""
-    if not inst.impl.simulated:
-        if args.platform or args.hostfile:
-            simulators = " or ".join(f"--mpi {v.value}" for v in Vendor if v.impl.simulated)
-            raise UsageError(f"--platform and --hostfile describe a simulated cluster; "
-                             f"{inst.describe()} runs on this machine ({simulators})")  # fmt: skip
-        return None
-    if not args.platform or not args.hostfile:
-        raise UsageError(f"{doing} a simulated cluster needs --platform FILE and --hostfile FILE "
-                         "(commtune cluster --nodes N --out DIR writes both)")  # fmt: skip
-    return args.platform, args.hostfile
+    """``--platform`` and ``--hostfile`` (``Installation.cluster_files``)."""
+    files: tuple[str, str] | None = inst.cluster_files(args.platform, args.hostfile, doing)
+    return files

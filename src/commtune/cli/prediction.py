@@ -137,17 +137,13 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
-    from commtune import rule
-    from commtune.errors import RunFailed
     from commtune.launch import launcher_for
     from commtune.mpi import Lack, resolve_command
     from commtune.platform import Fingerprint
     from commtune.predict import Predictor, features_of, model_store
     from commtune.report import UI, prediction_table
     from commtune.service import default_study_name, profiling
-    from commtune.stats import Comparison
     from commtune.study import (
-        DEFAULTS,
         PROPOSAL,
         Acceptance,
         Source,
@@ -155,16 +151,12 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         save_result_study,
     )
     from commtune.trial import LocalExecutor, Objective, profiled
-    from commtune.tune import judge_pairs, run_pair
 
     command = need_command(command)
     inst = resolve_command(command, args.mpi)
-    cluster, metric = None, args.metric
-    if inst.impl.simulated:  # the value is the installation's; the profile as it is taken
-        from commtune.mpi import launch_files
-
-        cluster = launch_files(command).cluster
-        metric = inst.impl.run_value if metric == "wall" else metric
+    launch = inst.cluster(command)  # a simulated cluster's: its value the installation's
+    cluster = launch.cluster if launch is not None else None
+    metric = inst.impl.run_value if args.metric == "wall" else args.metric
     objective = Objective.parse(metric)
     ui = UI(json_mode=args.json)
     store = model_store(args.storage, inst)
@@ -206,57 +198,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         extra={"features": features, PROPOSAL: True},
     )
     if args.verify:
-        default_times: list[float] = []
-        predicted_times: list[float] = []
-        # a simulation leaving computation out is deterministic: one pair is the measurement
-        pairs = 1 if cluster else args.pairs
-        coins = rule.coins()
-        with ui.progress("verify: default and predicted, interleaved", 2 * pairs) as bar:
-            for i in range(pairs):  # the check's loop: each pair's order drawn by a coin
-                try:
-                    d, c = run_pair(i, executor, config, args.timeout, bar,
-                                    config_first=next(coins))  # fmt: skip
-                except RunFailed as exc:
-                    raise UsageError(f"a verification run failed: {exc}") from None
-                default_times.append(d)
-                predicted_times.append(c)
-        if cluster:  # one pair of deterministic runs: the speedup is theirs, faster when
-            # it clears the minimum gain
-            s = default_times[0] / predicted_times[0]
-            cmp = Comparison(s, s, s, float("nan"), s >= 1 + DEFAULTS.min_gain)
-            verdict.extra.update(gate="exact", min_gain=DEFAULTS.min_gain)
-            verdict.reason = (
-                f"predicted; verified: {s:.4g}x in deterministic runs"
-                if cmp.faster
-                else f"predicted; {s:.4g}x in deterministic runs, below the minimum "
-                f"gain of {DEFAULTS.min_gain:.0%}: the default stays"
-            )
-        else:  # the tuner's rule (--gate risk) on the interleaved pairs
-            cmp = judge_pairs(default_times, predicted_times, DEFAULTS.risk,
-                              DEFAULTS.tolerance, DEFAULTS.min_gain)  # fmt: skip
-            verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk,
-                                 tolerance=DEFAULTS.tolerance,
-                                 min_gain=DEFAULTS.min_gain)  # fmt: skip
-            verdict.reason = (
-                "predicted; verified: expected faster at the risk allowed"
-                if cmp.faster
-                else "predicted; not shown faster at the risk allowed: the default stays"
-            )
-        verdict.accepted = cmp.faster
-        verdict.extra[PROPOSAL] = False
-        verdict.speedup, verdict.ci = cmp.speedup, (cmp.ci_low, cmp.ci_high)
-        verdict.default_values, verdict.best_values = default_times, predicted_times
-        out["verify"] = {
-            "speedup": cmp.speedup,
-            "ci": [cmp.ci_low, cmp.ci_high],
-            "faster": cmp.faster,
-            "default": default_times,
-            "predicted": predicted_times,
-        }
-        ui.info(
-            f"expected {cmp.speedup:.3f}x (90 % interval {cmp.ci_low:.3f}-{cmp.ci_high:.3f}); "
-            f"{verdict.reason}"
-        )
+        out["verify"] = _verify(executor, config, args, cluster is not None, verdict, ui)
     spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), metric, 1)
     save_result_study(
         store.optuna, name, spec, verdict, platform=Fingerprint.of(inst, nodes=cluster).key
@@ -269,6 +211,66 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     if args.json:
         print_json(out)
     return 0
+
+
+def _verify(executor: Any, config: dict[str, Any], args: argparse.Namespace, exact: bool,
+            verdict: Any, ui: Any) -> dict[str, Any]:  # fmt: skip
+    """``predict --verify``: the prediction beside the defaults in pairs whose order a coin
+    draws, judged by the tuner's rule (``exact``: a simulation leaving computation out, one
+    pair of deterministic runs is the measurement); ``verdict`` updated, the figures
+    returned for ``--json``."""
+    from commtune import rule
+    from commtune.errors import RunFailed
+    from commtune.stats import Comparison
+    from commtune.study import DEFAULTS, PROPOSAL
+    from commtune.tune import judge_pairs, run_pair
+
+    default_times: list[float] = []
+    predicted_times: list[float] = []
+    # a simulation leaving computation out is deterministic: one pair is the measurement
+    pairs = 1 if exact else args.pairs
+    coins = rule.coins()
+    with ui.progress("verify: default and predicted, interleaved", 2 * pairs) as bar:
+        for i in range(pairs):  # the check's loop: each pair's order drawn by a coin
+            try:
+                d, c = run_pair(i, executor, config, args.timeout, bar,
+                                config_first=next(coins))  # fmt: skip
+            except RunFailed as exc:
+                raise UsageError(f"a verification run failed: {exc}") from None
+            default_times.append(d)
+            predicted_times.append(c)
+    if exact:  # one pair of deterministic runs: the speedup is theirs, faster when
+        # it clears the minimum gain
+        s = default_times[0] / predicted_times[0]
+        cmp = Comparison(s, s, s, float("nan"), s >= 1 + DEFAULTS.min_gain)
+        verdict.extra.update(gate="exact", min_gain=DEFAULTS.min_gain)
+        verdict.reason = (
+            f"predicted; verified: {s:.4g}x in deterministic runs"
+            if cmp.faster
+            else f"predicted; {s:.4g}x in deterministic runs, below the minimum "
+            f"gain of {DEFAULTS.min_gain:.0%}: the default stays"
+        )
+    else:  # the tuner's rule (--gate risk) on the interleaved pairs
+        cmp = judge_pairs(default_times, predicted_times, DEFAULTS.risk,
+                          DEFAULTS.tolerance, DEFAULTS.min_gain)  # fmt: skip
+        verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk,
+                             tolerance=DEFAULTS.tolerance,
+                             min_gain=DEFAULTS.min_gain)  # fmt: skip
+        verdict.reason = (
+            "predicted; verified: expected faster at the risk allowed"
+            if cmp.faster
+            else "predicted; not shown faster at the risk allowed: the default stays"
+        )
+    verdict.accepted = cmp.faster
+    verdict.extra[PROPOSAL] = False
+    verdict.speedup, verdict.ci = cmp.speedup, (cmp.ci_low, cmp.ci_high)
+    verdict.default_values, verdict.best_values = default_times, predicted_times
+    ui.info(
+        f"expected {cmp.speedup:.3f}x (90 % interval {cmp.ci_low:.3f}-{cmp.ci_high:.3f}); "
+        f"{verdict.reason}"
+    )
+    return {"speedup": cmp.speedup, "ci": [cmp.ci_low, cmp.ci_high], "faster": cmp.faster,
+            "default": default_times, "predicted": predicted_times}  # fmt: skip
 
 
 COMMANDS = [

@@ -279,23 +279,16 @@ def _stale_check(
     checked in any case, by the tuner's rule at its default risk, and the study's verdict
     becomes what the runs said (accepted with its figures, or the defaults kept).
     ``max_runs``: the check's bound (None: MAX_ROUNDS pairs)."""
-    from commtune.knobs import enumerators
-    from commtune.launch import launcher_for
     from commtune.platform import Fingerprint
-    from commtune.service import profiling
     from commtune.study import (
         DEFAULTS,
-        PROPOSAL,
         acceptance_of,
         add_check,
         checks_of,
         installation_of,
         platform_of,
-        set_acceptance,
-        spec_of,
     )
-    from commtune.trial import LocalExecutor, Objective
-    from commtune.tune import UNCHANGED, StaleCheck, differences, recheck
+    from commtune.tune import MAX_ROUNDS, UNCHANGED, StaleCheck, differences, recheck
 
     key = platform_of(study)
     then = store.platform(key) if key else None
@@ -309,13 +302,7 @@ def _stale_check(
             check = StaleCheck.from_json(data)
             if check.platform == now.key and check.installation.get("prefix") == here["prefix"]:
                 return check
-    spec = spec_of(study)
-    launcher, objective = launcher_for(inst), Objective.parse(spec.metric)
-    interposer, names = profiling(inst), enumerators(inst)
-    defaults = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
-                             enumerators=names)  # fmt: skip
-    configured = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
-                               enumerators=names, variables=extra)  # fmt: skip
+    defaults, configured = _check_executors(study, inst, command, knobs, extra)
     why = (
         "checking the proposal against the defaults" if proposal else "checking as asked (--force)"
     )
@@ -329,8 +316,6 @@ def _stale_check(
     # the rule of the verdict checked, at its risk (the tuner's defaults where it said none)
     rule = (float(said["risk_limit"]), float(said["tolerance"]),
             float(said.get("min_gain", 0.0))) if said.get("gate") == "risk" else None  # fmt: skip
-    from commtune.tune import MAX_ROUNDS
-
     pairs = MAX_ROUNDS if max_runs is None else max_runs // 2
     verdict, cmp, rounds, runs, decided = recheck(defaults, config, timeout, ui,
                                                   configured=configured, rule=rule,
@@ -348,13 +333,39 @@ def _stale_check(
     )
     add_check(study, check.to_json())
     if proposal and accepted is not None:
-        accepted.accepted = check.use_configuration
-        accepted.speedup, accepted.ci = check.speedup, check.ci
-        accepted.extra[PROPOSAL] = False
-        undecided = "" if check.decided else f" (undecided after {check.rounds} rounds)"
-        accepted.reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
-        set_acceptance(study, accepted)
+        _proposal_checked(study, accepted, check)
     return check
+
+
+def _check_executors(study: optuna.Study, inst: Installation, command: list[str],
+                     knobs: list[Knob], extra: Mapping[str, str]) -> tuple[Any, Any]:  # fmt: skip
+    """The runs of a check: the defaults', and the configuration's (with ``extra``)."""
+    from commtune.knobs import enumerators
+    from commtune.launch import launcher_for
+    from commtune.service import profiling
+    from commtune.study import spec_of
+    from commtune.trial import LocalExecutor, Objective
+
+    launcher, objective = launcher_for(inst), Objective.parse(spec_of(study).metric)
+    interposer, names = profiling(inst), enumerators(inst)
+    defaults = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
+                             enumerators=names)  # fmt: skip
+    configured = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
+                               enumerators=names, variables=extra)  # fmt: skip
+    return defaults, configured
+
+
+def _proposal_checked(study: optuna.Study, accepted: Any, check: Any) -> None:
+    """A proposal's verdict becomes what its check said (accepted with its figures, or the
+    defaults kept): a proposal no more."""
+    from commtune.study import PROPOSAL, set_acceptance
+
+    accepted.accepted = check.use_configuration
+    accepted.speedup, accepted.ci = check.speedup, check.ci
+    accepted.extra[PROPOSAL] = False
+    undecided = "" if check.decided else f" (undecided after {check.rounds} rounds)"
+    accepted.reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
+    set_acceptance(study, accepted)
 
 
 def _proposed(study: optuna.Study) -> tuple[dict[str, Value], dict[str, str]] | None:

@@ -68,6 +68,13 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         metavar="KEY=VALUE",
         help="an option of the strategy, e.g. population=12 for ga; repeatable",
     )
+    _add_budget_options(p, demo)
+    _add_verdict_options(p)
+    _add_study_options(p, demo)
+
+
+def _add_budget_options(p: argparse.ArgumentParser, demo: bool) -> None:
+    """How many trials and runs a study spends, and how it weighs their noise."""
     p.add_argument(
         "--trials",
         type=positive(int),
@@ -111,6 +118,10 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         f"included); default {DEMO_MAX_RUNS if demo else MAX_RUNS}"
         + ("" if demo else f", {TWIN_RUNS} with --twin and no --knob"),
     )
+
+
+def _add_verdict_options(p: argparse.ArgumentParser) -> None:
+    """How the verdict decides, and the bounds of each run."""
     p.add_argument(
         "--gate",
         choices=GATES,
@@ -169,6 +180,10 @@ def _add_tune_options(p: argparse.ArgumentParser, demo: bool) -> None:
         f"(default {DEFAULTS.top}); refused under --gate risk, which tests the search's best "
         "in turn",
     )
+
+
+def _add_study_options(p: argparse.ArgumentParser, demo: bool) -> None:
+    """What is measured, what the study starts from, its name and storage."""
     p.add_argument(
         "--metric",
         action="append",

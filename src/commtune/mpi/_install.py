@@ -72,6 +72,40 @@ class Installation:
     def describe(self) -> str:
         return f"{self.vendor.title} {self.version} ({self.impl.device_label(self.device)})"
 
+    def cluster_files(self, platform: str | None, hostfile: str | None,
+                      doing: str) -> tuple[str, str] | None:  # fmt: skip
+        """``--platform`` and ``--hostfile``: the simulated cluster a command works on, both
+        needed on a simulator and refused on a real MPI (one line each); None on a real MPI."""
+        if not self.impl.simulated:
+            if platform or hostfile:
+                simulators = " or ".join(f"--mpi {v}" for v in Vendor.simulators())
+                raise UsageError("--platform and --hostfile describe a simulated cluster; "
+                                 f"{self.describe()} runs on this machine "
+                                 f"({simulators})")  # fmt: skip
+            return None
+        if not platform or not hostfile:
+            raise UsageError(f"{doing} a simulated cluster needs --platform FILE and --hostfile "
+                             "FILE (commtune cluster --nodes N --out DIR writes both)")  # fmt: skip
+        return platform, hostfile
+
+    def stands_for(self, line: Sequence[str], real: Installation,
+                   command: Sequence[str]) -> dict[str, str]:  # fmt: skip
+        """``line`` (this simulator's launch, ``--twin``'s) checked as a stand-in for the real
+        installation ``real`` that runs ``command``: the variables under which it decides as
+        ``real`` does; UsageError naming what does not fit."""
+        if self.cluster(line) is None:
+            raise UsageError(f"--twin {line[0]}: not a simulator's launch line; give the "
+                             "simulator's line of the program built with its compiler "
+                             "wrapper")  # fmt: skip
+        port = self.impl.decides_as(real.impl)
+        if port is not None:
+            return port
+        if real.impl.simulated:
+            raise UsageError("--twin: the line after '--' is the real launch (mpirun, mpiexec, "
+                             "srun); the simulated one goes in --twin")  # fmt: skip
+        raise UsageError(f"--twin: {self.impl.title} has no port of {real.impl.title}'s "
+                         "decision to tune against")  # fmt: skip
+
     def cluster(self, command: Sequence[str]) -> Launch | None:
         """The simulated cluster ``command`` runs on (its platform, hostfile, ranks and
         program, checked: ``launch_files``); None on a real machine. The one place outside

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from commtune.errors import UsageError
 from commtune.knobs import KnobStatus, Value, build_space, discover, load_catalog
 from commtune.launch import launcher_for
 from commtune.mpi import Installation, launch_files, resolve_command
@@ -99,18 +98,9 @@ def simulated_study(plan: Plan, library: str, name: str, runs: int) -> Plan:
 
 def _simulator(line: Sequence[str], inst: Installation, command: Sequence[str]) -> Installation:
     """The simulator of ``--twin``'s line, checked against the real installation that runs
-    ``command``."""
+    ``command`` (``Installation.stands_for``)."""
     sim = resolve_command(list(line), None)
-    if sim.cluster(line) is None:
-        raise UsageError(f"--twin {line[0]}: not a simulator's launch line; give the "
-                         "simulator's line of the program built with its compiler "
-                         "wrapper")  # fmt: skip
-    if sim.impl.decides_as(inst.impl) is None:
-        if inst.cluster(command) is not None:
-            raise UsageError("--twin: the line after '--' is the real launch (mpirun, "
-                             "mpiexec, srun); the simulated one goes in --twin")  # fmt: skip
-        raise UsageError(f"--twin: {sim.impl.title} has no port of {inst.impl.title}'s "
-                         "decision to tune against")  # fmt: skip
+    sim.stands_for(line, inst, command)
     return sim
 
 

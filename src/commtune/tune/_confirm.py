@@ -143,6 +143,30 @@ def confirm(
     if room is not None:
         candidates = candidates[: _affordable(len(candidates), rounds, room)]
     level = 1 - (1 - LEVEL) / len(candidates)
+    default, default_others = _rounds(executor, timeout, ui, candidates, rounds, statistic,
+                                      level, room)  # fmt: skip
+    _compare(default, candidates, statistic, level)
+    for c in candidates:
+        c.others_cmp = compare_others(default_others, c.others, level)
+    acc = without_defaults(_verdict(candidates, default, statistic, n_measured), view)
+    set_acceptance(study, acc)
+    return acc
+
+
+def _rounds(
+    executor: Executor,
+    timeout: float,
+    ui: Progress,
+    candidates: list[Candidate],
+    rounds: int,
+    statistic: str,
+    level: float,
+    room: int | None,
+) -> tuple[dict[int, float], dict[int, dict[str, float | None]]]:
+    """The confirmation's rounds: the default and every candidate still in once each a
+    round, the order rotated, from the first look on the clearly slower dropped and the
+    rounds stopped once the leader is decided; the default's runs (round -> value) and its
+    further objectives returned, the candidates' kept on them."""
     default: dict[int, float] = {}  # round -> the default's run
     default_others: dict[int, dict[str, float | None]] = {}
     active = list(candidates)
@@ -184,12 +208,7 @@ def confirm(
             active = [c for c in active if not c.failure]
             if not active:
                 break
-    _compare(default, candidates, statistic, level)
-    for c in candidates:
-        c.others_cmp = compare_others(default_others, c.others, level)
-    acc = without_defaults(_verdict(candidates, default, statistic, n_measured), view)
-    set_acceptance(study, acc)
-    return acc
+    return default, default_others
 
 
 def _affordable(k: int, rounds: int, room: int) -> int:
@@ -257,28 +276,7 @@ def _verdict(
     default = list(rounds.values())
     faster = [c for c in candidates if c.cmp is not None and c.cmp.faster and not c.failure]
     winner = max(faster, key=lambda c: c.cmp.speedup) if faster else _leader(candidates)  # type: ignore[union-attr]
-    smaller = next((c for c in faster if c.reduced is not None), None)
-    reduced_from = _origin(candidates, smaller) if smaller is not None else {}
-    if (
-        winner is not None
-        and winner.cmp is not None
-        and smaller is not None
-        and smaller is not winner
-        # the winner's configuration, reduced: every knob it sets, set as the winner does
-        # (reduced from the winner's trial or from a trial that measured as fast)
-        and all(winner.config.get(k) == v for k, v in smaller.config.items())
-        and smaller.cmp is not None
-        and smaller.cmp.ci_high >= winner.cmp.speedup
-    ):
-        if smaller.trial != winner.trial:  # reduced from another trial that measured as fast
-            why = smaller.reduced or {}
-            smaller = replace(smaller, reduced={
-                k: why[k] if k in why and reduced_from.get(k) == v
-                else "as fast without it in the confirmation"
-                for k, v in winner.config.items() if k not in smaller.config
-            })  # fmt: skip
-            reduced_from = dict(winner.config)
-        winner = smaller
+    winner, reduced_from = _smaller(candidates, faster, winner)
     listed = [c.to_json() for c in candidates]
     if winner is None or winner.cmp is None:
         first = candidates[0]
@@ -333,6 +331,36 @@ def _verdict(
             ),
         },
     )
+
+
+def _smaller(
+    candidates: list[Candidate], faster: list[Candidate], winner: Candidate | None
+) -> tuple[Candidate | None, dict[str, Any]]:
+    """The winner, or its reduced configuration where that was confirmed as fast (every
+    knob it sets set as the winner does), with what it was reduced from."""
+    smaller = next((c for c in faster if c.reduced is not None), None)
+    reduced_from = _origin(candidates, smaller) if smaller is not None else {}
+    if (
+        winner is not None
+        and winner.cmp is not None
+        and smaller is not None
+        and smaller is not winner
+        # the winner's configuration, reduced: every knob it sets, set as the winner does
+        # (reduced from the winner's trial or from a trial that measured as fast)
+        and all(winner.config.get(k) == v for k, v in smaller.config.items())
+        and smaller.cmp is not None
+        and smaller.cmp.ci_high >= winner.cmp.speedup
+    ):
+        if smaller.trial != winner.trial:  # reduced from another trial that measured as fast
+            why = smaller.reduced or {}
+            smaller = replace(smaller, reduced={
+                k: why[k] if k in why and reduced_from.get(k) == v
+                else "as fast without it in the confirmation"
+                for k, v in winner.config.items() if k not in smaller.config
+            })  # fmt: skip
+            reduced_from = dict(winner.config)
+        winner = smaller
+    return winner, reduced_from
 
 
 def knobs_of(view: StudyView) -> dict[str, Knob] | None:

@@ -171,11 +171,7 @@ def decide(
     with ui.progress("deciding: the search's best beside the defaults", left) as bar:
         rounds = 0
         order = arms[:CONTENDERS] if twin else _order(arms, earlier)
-        why = "" if order else (
-            "the simulation found no configuration faster than the library's own decision"
-            if twin else
-            f"none of the {len(arms)} configurations the search measured beat the median of "
-            f"the defaults' {len(earlier)} runs: no run spent on a verdict")  # fmt: skip
+        why = "" if order else _why_none(twin, len(arms), len(earlier))
         for arm in order:
             k = 1 + sum(1 for a in arms if a.tested)
             arm.schedule = rule.looks(plan.risk, k, left // 2, pairs)
@@ -212,6 +208,14 @@ def decide(
     acc = without_defaults(acc, view)
     set_acceptance(study, acc)
     return acc
+
+
+def _why_none(twin: bool, arms: int, earlier: int) -> str:
+    """Why the verdict tests nothing."""
+    if twin:
+        return "the simulation found no configuration faster than the library's own decision"
+    return (f"none of the {arms} configurations the search measured beat the median of the "
+            f"defaults' {earlier} runs: no run spent on a verdict")  # fmt: skip
 
 
 def _ranked(ranked: Sequence[Mapping[str, Value]]) -> list[Arm]:
