@@ -153,6 +153,40 @@ def test_the_calibration_beside_a_platform_reaches_every_run_the_line_does_not_s
     assert simulated(tuned.argv) is not None
 
 
+@needs_smpi
+def test_a_knob_a_calibration_pins_is_the_reference_at_its_pinned_value(tmp_path: Path) -> None:
+    """Issue 76: a calibration beside the platform pins ``send-is-detached-thresh`` (16384
+    here): the reference runs that value, so a configuration at the catalog's default
+    (65536) is a change, not the defaults under another name; the verdict kept it out of
+    its arms and dropped it from what it handed back."""
+    from commtune.knobs import Dimension, Space, load_catalog
+    from commtune.study import Acceptance, Source
+    from commtune.tune import Target
+    from commtune.tune._confirm import knobs_of, without_defaults
+
+    platform, hosts = write_cluster(Cluster(2), str(tmp_path / "c"))
+    (tmp_path / "c" / "smpi.cfg").write_text("--cfg=smpi/send-is-detached-thresh:16384\n")
+    line = ["smpirun", "-np", "2", "-platform", platform, "-hostfile", hosts, "./a", "--cfg=x:1"]
+    smpi = _smpi()
+    assert smpi.impl.baseline(line) == {"smpi/send-is-detached-thresh": "16384", "x": "1"}
+    knob = load_catalog("smpi")["smpi/send-is-detached-thresh"]
+    assert knob.default == 65536
+    space = Space("smpi", (Dimension(knob, (16384, 65536)),)).pinned(smpi.impl.baseline(line))
+    assert space.defaults() == {knob.name: 16384}
+    target = Target.of("pinned", line, space, Plan())
+    study = open_study(optuna.storages.InMemoryStorage(), target)
+    view = StudyView(study)
+    knobs = knobs_of(view)  # what the verdict's arms and its answer compare with
+    assert knobs is not None and knobs[knob.name].default == 16384
+    acc = Acceptance(Source.SEARCH, {knob.name: 65536}, True, speedup=1.1)
+    assert without_defaults(acc, view).params == {knob.name: 65536}
+    # and a platform with no calibration keeps the catalog's default
+    bare = ["smpirun", "-np", "2", "-platform", str(tmp_path / "none.xml"), "./a"]
+    assert Space("smpi", (Dimension(knob),)).pinned(smpi.impl.baseline(bare)).defaults() == {
+        knob.name: 65536
+    }
+
+
 def test_the_simulated_time_and_the_listed_algorithms_are_read_from_smpi() -> None:
     log = ("[0.1] [smpi_utils/INFO] Simulated time: 0.0989894 seconds. \n"
            "The simulation took 3.2 seconds\n")  # fmt: skip

@@ -278,10 +278,18 @@ class Knob:
 
 @dataclass(frozen=True)
 class Dimension:
-    """One knob under tuning; ``values`` restricts it to a list (None: its whole domain)."""
+    """One knob under tuning; ``values`` restricts it to a list (None: its whole domain);
+    ``baseline``: the value the study's reference runs with where that is not the knob's
+    default (a simulated cluster's calibration pins it beside the platform)."""
 
     knob: Knob
     values: tuple[Value, ...] | None = None
+    baseline: Value | None = None
+
+    @property
+    def reference(self) -> Knob:
+        """The knob as the study's reference has it: its default the baseline, if any."""
+        return self.knob if self.baseline is None else replace(self.knob, default=self.baseline)
 
     def candidates(self) -> list[Value]:
         return list(self.values) if self.values is not None else self.knob.domain()
@@ -299,6 +307,8 @@ class Dimension:
         }
         if self.knob.adhoc:  # not in any catalog: the study keeps what it is
             entry["definition"] = self.knob.to_json()
+        if self.baseline is not None:
+            entry["baseline"] = self.baseline
         return entry
 
 
@@ -331,7 +341,24 @@ class Space:
         return total
 
     def defaults(self) -> dict[str, Value]:
-        return {d.knob.name: d.knob.default for d in self.dimensions}
+        """The configuration the study's reference runs: every knob at its default, or at
+        its baseline where one is pinned (``Dimension.baseline``)."""
+        return {d.knob.name: d.reference.default for d in self.dimensions}
+
+    def pinned(self, values: Mapping[str, str]) -> Space:
+        """The space whose reference runs with ``values`` (knob -> text, e.g. what a
+        calibration beside a simulated platform sets): each knob they set to another value
+        than its default gets it as its baseline."""
+        dims = []
+        for d in self.dimensions:
+            try:
+                text = values.get(d.knob.name)
+                value = d.knob.parse(text) if text is not None else None
+            except (ValueError, UsageError):  # a value the knob cannot hold: not its baseline
+                value = None
+            dims.append(d if value is None or value == d.knob.default else
+                        replace(d, baseline=value))  # fmt: skip
+        return Space(self.library, tuple(dims))
 
     def internal(self, config: Mapping[str, Value]) -> dict[str, Any]:
         """A whole configuration as the strategies and Optuna see it (``Knob.to_internal``);

@@ -199,5 +199,5 @@ def space_from_json(
         else:
             raise UsageError(f"stored space names knob {entry['knob']!r}, unknown to {library}")
         values = tuple(entry["values"]) if entry.get("values") is not None else None
-        dims.append(Dimension(knob, values))
+        dims.append(Dimension(knob, values, entry.get("baseline")))
     return Space(library, tuple(dims))

@@ -392,6 +392,12 @@ class MPIVendor(abc.ABC):
         ``library``'s own knob -> value; what stands for its decision is left out."""
         raise ValueError(f"{self.title} stands for no other library (decides_as is None)")
 
+    def baseline(self, command: Sequence[str]) -> dict[str, str]:
+        """The values ``command`` runs its knobs with when the study sets none (knob ->
+        text): what the launch line or a configuration beside its platform pins; {}: the
+        library's defaults."""
+        return {}
+
     def models_of(self, library: MPIVendor) -> frozenset[str]:
         """The knobs of ``library`` this simulator models (it carries ports of their
         choices); empty: none (a real library models nothing of another)."""

@@ -194,6 +194,14 @@ class SMPI(MPIVendor):
             out[library.algorithm_knob(op)] = library.smpi_ports[op][value]
         return out
 
+    def baseline(self, command: Sequence[str]) -> dict[str, str]:
+        args = list(command)
+        pinned = (
+            calibrated_args(args[args.index("-platform") + 1]) if "-platform" in args[:-1] else []
+        )
+        pinned += [a for a in args if a.startswith("--cfg=")]  # the line's own, after the file's
+        return dict(a.removeprefix("--cfg=").split(":", 1) for a in pinned if ":" in a)
+
     def models_of(self, library: MPIVendor) -> frozenset[str]:
         return frozenset(library.algorithm_knob(op) for op in library.smpi_ports)
 

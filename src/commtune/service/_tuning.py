@@ -233,6 +233,7 @@ class Tuning:
         plan = setup.plan
         if setup.library is not None:
             space = space_as(space, inst, setup.library)
+        space = space.pinned(inst.impl.baseline(setup.command))  # a calibration's values
         # Everything is valid: from here on, the storage is written.
         nodes = setup.cluster.describe() if setup.cluster else slurm_nodes(plan, setup.command)
         store, platform = open_store(plan.storage, inst, nodes)

@@ -364,7 +364,9 @@ def _smaller(
 
 
 def knobs_of(view: StudyView) -> dict[str, Knob] | None:
-    """The study's knobs (None: its catalog no longer has one of them)."""
+    """The study's knobs as its reference runs them (a knob's default its baseline where a
+    calibration pins another value: ``Dimension.reference``); None: its catalog no longer
+    has one of them."""
     from commtune.knobs import space_from_json
 
     spec = view.spec()
@@ -375,7 +377,7 @@ def knobs_of(view: StudyView) -> dict[str, Knob] | None:
             space = space_from_json(spec.library, spec.space, {})  # the stored definitions
         except UsageError:
             return None
-    return {d.knob.name: d.knob for d in space.dimensions}
+    return {d.knob.name: d.reference for d in space.dimensions}
 
 
 def without_defaults(acc: Acceptance, view: StudyView) -> Acceptance:
