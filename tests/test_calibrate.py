@@ -252,6 +252,13 @@ def test_calibrated_on_two_bed_nodes_and_a_large_cluster_built_from_it(
     _check_written(out, data, one_node=True)
     # the link runs at the shaped rate: 1 Gbit/s is 125 MB/s, within a factor of 2
     assert 6e7 < data["calibration"]["link_bandwidth"] < 2.5e8
+    # checked out of sample (issue 76): a fresh launch on sizes the fit never saw, beside
+    # the same links with SimGrid's own factors
+    fitted = set(data["measured"]["pingpong"])
+    for key in ("held_out", "held_out_plain"):
+        held = set(data[key]["ratios"])
+        assert len(held) >= 8 and not held & fitted, (key, held & fitted)
+    assert set(data["held_out"]["ratios"]) == set(data["held_out_plain"]["ratios"])
     # one core a node: the pair below crosses the calibrated link (the one-node fit, from
     # one noisy node, is the weaker: 64 KiB read as cheap as 1 B in two suite runs of 2026-11-28)
     code, stdout, _ = run_cli(["cluster", "--calibration", str(out), "--nodes", "16", "--cores",

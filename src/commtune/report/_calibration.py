@@ -60,12 +60,17 @@ def calibration_lines(result: CalibrationResult) -> list[str]:
     if c.loopback_bandwidth is not None and c.loopback_latency is not None:
         lines.append(f"within a node: {c.loopback_bandwidth * 8 / 1e9:.3g} Gbit/s, "
                      f"{c.loopback_latency * 1e6:.3g} us")  # fmt: skip
-    for where, agreement in (("2 nodes", result.agreement), ("1 node", result.agreement_within)):
+    for where, agreement in (
+        ("2 nodes, the sizes fitted (in sample)", result.agreement),
+        ("1 node, in sample", result.agreement_within),
+        ("2 nodes, held out (a fresh launch, sizes not fitted)", result.held_out),
+        ("the same held-out runs, SimGrid's own factors on these links", result.held_out_plain),
+    ):
         if agreement is not None:
             lines.append(
                 f"simulated over measured, {where}: median {agreement.median:.2f}, "
-                f"{agreement.within(0.8, 1.25):.0%} of sizes within 0.8-1.25, "
-                f"{agreement.within(0.5, 2.0):.0%} within 0.5-2"
+                f"{agreement.within(0.8, 1.25):.0%} of {len(agreement.ratios)} sizes within "
+                f"0.8-1.25, {agreement.within(0.5, 2.0):.0%} within 0.5-2"
             )
     return lines
 

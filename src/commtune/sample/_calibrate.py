@@ -22,8 +22,12 @@ curves; a linear fit per size segment. :func:`calibrate` does the same with the 
    bandwidth factors against the link's latency and its bandwidth at the largest sizes;
 4. the simulator run on the calibrated platform with the same sizes, and each segment's
    factors corrected by what it got wrong (three rounds at most). This agreement is on the
-   sizes and medians the fit used: in sample, a measure of the fit, not of how far the
-   simulation stands for the machine on anything else (issue 76).
+   sizes and medians the fit used: in sample, a measure of the fit;
+5. the check out of sample (:func:`held_out`): a fresh launch of ``ct_calibrate`` between
+   the two nodes on sizes the fit never saw (drawn from another seed, none of the fit's),
+   simulated on the calibrated platform and on the same links with SimGrid's own factors;
+   both agreements are reported. It is still a ping-pong: how the platform orders
+   collectives is another question (issue 78).
 
 Nothing is written before every step has passed; a launch on one node where two were
 asked, a launch that fails, or a platform the simulation cannot bring within 2x of the
@@ -163,13 +167,17 @@ class CalibrationResult:
     calibration: Calibration
     between: Measurement
     within: Measurement | None
-    agreement: Agreement  # between two nodes
+    agreement: Agreement  # between two nodes, on the sizes the fit used (in sample)
     agreement_within: Agreement | None  # two ranks of one node
     simulated: dict[int, float]  # one-way time simulated between two nodes, per size
     simulated_within: dict[int, float] | None
     launch: list[str]
     one_node: list[str] | None
     installation: str
+    # out of sample: a fresh launch on sizes the fit never saw, the calibrated platform and
+    # the same links with SimGrid's own factors (None: not measured)
+    held_out: Agreement | None = None
+    held_out_plain: Agreement | None = None
 
     def to_json(self) -> dict[str, Any]:
         def curves(m: Measurement) -> dict[str, dict[str, float]]:
@@ -185,6 +193,9 @@ class CalibrationResult:
             "agreement": self.agreement.to_json(),
             "agreement_within": (None if self.agreement_within is None
                                  else self.agreement_within.to_json()),
+            "held_out": None if self.held_out is None else self.held_out.to_json(),
+            "held_out_plain": (None if self.held_out_plain is None
+                               else self.held_out_plain.to_json()),
             "measured": curves(self.between),
             "measured_within": None if self.within is None else curves(self.within),
             "simulated": {str(s): t for s, t in self.simulated.items()},
@@ -525,9 +536,10 @@ def host_speed(smpi: Installation, directory: Path) -> float:
 
 
 def simulate(smpi: Installation, calibration: Calibration, directory: Path, sizes_file: Path,
-             same_node: bool, timeout: float) -> dict[int, float]:  # fmt: skip
+             same_node: bool, timeout: float, plain: bool = False) -> dict[int, float]:  # fmt: skip
     """The one-way time per size of ``ct_calibrate -p`` simulated on two nodes of the
-    calibrated platform (``same_node``: two ranks of one node)."""
+    calibrated platform (``same_node``: two ranks of one node; ``plain``: its links with
+    SimGrid's own factors and thresholds, nothing calibrated beside them)."""
     cluster = calibration.cluster(2, 2 if same_node else 1, "flat")
     platform, _ = write_cluster(cluster, str(directory / "sim"))
     hosts = directory / "sim" / ("hosts-one" if same_node else "hosts-two")
@@ -535,7 +547,8 @@ def simulate(smpi: Installation, calibration: Calibration, directory: Path, size
     names = [first, first] if same_node else sorted(set(cluster.hostfile().split()))[:2]
     hosts.write_text("".join(f"{n}\n" for n in names))
     program = native.build(smpi, PROGRAM)
-    argv = [*launch_line(platform, str(hosts), 2), NO_COMPUTE, *calibration.cfg_args(),
+    argv = [*launch_line(platform, str(hosts), 2), NO_COMPUTE,
+            *([] if plain else calibration.cfg_args()),
             "--log=root.thres:critical", str(program), "-f", str(sizes_file), "-r", "1",
             "-p"]  # fmt: skip
     done = run_process(argv, dict(os.environ), timeout)
@@ -568,7 +581,7 @@ def calibrate(inst: Installation, launch: Sequence[str], one_node: Sequence[str]
         sizes_file = directory / "sizes"
         sizes_file.write_text("".join(f"{s}\n" for s in draw_sizes(count, largest, seed)))
         args = ["-f", str(sizes_file), "-r", str(reps), "-s", str(seed)]
-        with ui.progress("calibrate: measure, fit, check in the simulator", 4) as bar:
+        with ui.progress("calibrate: measure, fit, check in the simulator", 5) as bar:
             between = measure(inst, launch, args, timeout, "between two nodes")
             if between.hosts[0] == between.hosts[1]:
                 raise UsageError(f"'{' '.join(launch)}' put both ranks on one node "
@@ -610,12 +623,39 @@ def calibrate(inst: Installation, launch: Sequence[str], one_node: Sequence[str]
                     calibration, simulated_within = candidate, again
                 agreement_within = _agreement(inside, simulated_within)
             bar.advance()
-    agreement = _agreement(measured, simulated)
-    check_agreement(agreement)
+            agreement = _agreement(measured, simulated)
+            check_agreement(agreement)
+            fitted = [int(x) for x in sizes_file.read_text().split()]
+            held, plain = held_out(inst, launch, calibration, fitted, max(8, count // 3), reps,
+                                   largest, seed, timeout, smpi, directory)  # fmt: skip
+            bar.advance()
     return CalibrationResult(calibration, between, within, agreement, agreement_within,
                              simulated, simulated_within, list(launch),
                              None if one_node is None else list(one_node),
-                             inst.describe())  # fmt: skip
+                             inst.describe(), held, plain)  # fmt: skip
+
+
+HELD_OUT_SEED = 7919  # added to --seed: the held-out sizes' draw
+
+
+def held_out(inst: Installation, launch: Sequence[str], calibration: Calibration,
+             fitted: Sequence[int], count: int, reps: int, largest: int, seed: int,
+             timeout: float, smpi: Installation, directory: Path
+             ) -> tuple[Agreement, Agreement]:  # fmt: skip
+    """The calibration out of sample: a fresh launch between the two nodes on ``count``
+    sizes none of which the fit used (``fitted``), simulated on the calibrated platform and
+    on its links with SimGrid's own factors; (calibrated, plain) agreements."""
+    used = set(fitted)
+    sizes = [s for s in draw_sizes(4 * count, largest, seed + HELD_OUT_SEED) if s not in used]
+    sizes = list(dict.fromkeys(sizes))[:count]
+    sizes_file = directory / "held-out"
+    sizes_file.write_text("".join(f"{s}\n" for s in sizes))
+    args = ["-f", str(sizes_file), "-r", str(reps), "-s", str(seed + HELD_OUT_SEED)]
+    fresh = measure(inst, launch, args, timeout, "held out, a fresh launch between two nodes")
+    measured = fresh.medians("pingpong")
+    calibrated = simulate(smpi, calibration, directory, sizes_file, False, timeout)
+    plain = simulate(smpi, calibration, directory, sizes_file, False, timeout, plain=True)
+    return _agreement(measured, calibrated), _agreement(measured, plain)
 
 
 def check_agreement(agreement: Agreement) -> None:
