@@ -29,6 +29,9 @@ _MPIS = Path(__file__).resolve().parent.parent / ".mpis"
 os.environ.setdefault(
     "COMMTUNE_MPI_PATH", os.pathsep.join(str(_MPIS / n) for n in ("openmpi5", "mpich5", "impi"))
 )
+# The suite's own build and discovery cache (issue 76): what a user's studies left in
+# ~/.cache/commtune (a discovery made before ucx-utils was installed) never answers for it.
+os.environ["COMMTUNE_CACHE"] = str(Path(__file__).resolve().parent.parent / "build" / "test-cache")
 
 
 def _installed(vendor: Vendor) -> bool:

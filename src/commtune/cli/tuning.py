@@ -294,6 +294,12 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
         "one rank on each, over TCP) of N nodes (2-8); auto: one node per core (2-4) when "
         "the machine allows it, else the one-node demo",
     )
+    p.add_argument(
+        "--build",
+        metavar="DIR",
+        help="tune nothing: build the programs the guides run (ct_demo, ct_solver, ct_phases, "
+        "ct_io; with SMPI installed also NAME.smpi) with --mpi's compiler wrapper into DIR",
+    )
 
 
 def _nodes(text: str) -> int | str:
@@ -396,6 +402,13 @@ def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.service import check, demo
 
     ui = UI(json_mode=args.json)
+    if args.build:
+        from commtune.service import build_programs
+
+        made = build_programs(plan_of(args), args.build, ui)
+        if args.json:
+            print_json({"built": [str(p) for p in made]})
+        return 0
     return _print(ui, demo(check(plan_of(args)), ui, args.np, args.nodes), args)
 
 

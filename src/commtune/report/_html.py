@@ -160,6 +160,7 @@ def _convergence(s: StudyData, prefix: str) -> str:
         body += _note(f"{failed} of {len(s.searched)} search trials failed (marked x)")
     if s.default_runs:
         body += _img(plots.drift(s), "the defaults over time")
+        body += _img(plots.timeline(s), "every run in order: reference, search, verdict")
     return _section(prefix, "convergence", "Convergence", body)
 
 

@@ -123,6 +123,47 @@ def drift(data: StudyData) -> str:
     return png(fig)
 
 
+def timeline(data: StudyData) -> str:
+    """A study's runs in the order it made them: the reference (the defaults), the search
+    with its controls (the defaults beside it), then the verdict's pairs (the defaults and
+    the configuration tested, each pair's order drawn by a coin), its looks marked."""
+    return png(timeline_figure(data))
+
+
+def timeline_figure(data: StudyData) -> Figure:
+    fig, ax = _figure(height=3.2)
+    ref = [(s, v) for s, v, kind in data.default_runs if kind == "reference"]
+    ctl = [(s, v) for s, v, kind in data.default_runs if kind == "control"]
+    if ref:
+        ax.scatter(*zip(*ref, strict=True), color=BEST, marker="s", s=22, label="reference")
+    if data.search_runs:
+        ax.scatter(*zip(*data.search_runs, strict=True), color="C1", s=14, label="search")
+    if ctl:
+        ax.scatter(*zip(*ctl, strict=True), color=CONTROL, marker="s", s=14, label="controls")
+    acc = data.acceptance
+    tested = [c for c in (acc.extra.get("candidates") or []) if c.get("values")] if acc else []
+    start = 1 + max([s for s, _ in data.search_runs] + [s for s, _, _ in data.default_runs],
+                    default=0)  # fmt: skip
+    for k, c in enumerate(tested):
+        pairs = list(zip(c["defaults"], c["values"], strict=False))
+        xs = [start + 2 * i for i in range(len(pairs))]
+        ax.scatter(xs, [d for d, _ in pairs], color=CONTROL, marker="s", s=14,
+                   label="verdict: the defaults" if k == 0 else None)  # fmt: skip
+        ax.scatter([x + 1 for x in xs], [v for _, v in pairs], color="C2", marker="D", s=16,
+                   label="verdict: the configuration" if k == 0 else None)  # fmt: skip
+        for n, _share in c.get("looks") or []:
+            if n <= len(pairs):
+                ax.axvline(start + 2 * n - 0.5, color="C2", linestyle=":", linewidth=1)
+        start += 2 * len(pairs)
+    ax.set_xlabel("run, in the order the study made it (a verdict pair in either order, as a "
+                  "coin drew it, shown defaults first; dotted: the verdict's looks)", fontsize=8)
+    ax.set_ylabel(data.metric)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title(f"{data.name}: reference, search with controls, the verdict's pairs",
+                 fontsize=10)  # fmt: skip
+    return fig
+
+
 def importance(importances: Mapping[str, float], title: str) -> str:
     return png(importance_figure(importances, title))
 

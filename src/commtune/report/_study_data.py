@@ -61,6 +61,7 @@ class StudyData:
     exports: dict[str, str]
     sample: PlatformProfile | None = None
     policy_actions: list[dict[str, Any]] = field(default_factory=list)
+    search_runs: list[tuple[int, float]] = field(default_factory=list)  # (run order, raw value)
 
     @property
     def metric(self) -> str:
@@ -77,6 +78,7 @@ def collect(store: Store, study: optuna.Study) -> StudyData:
     knobs = [(d.knob.name, d.candidates()) for d in space.dimensions]
     rows: list[TrialRow] = []
     default_runs: list[tuple[int, float, str]] = []
+    search_runs: list[tuple[int, float]] = []
     not_applied: dict[str, str] = {}
     seq = 0
     for t in view.records:
@@ -97,6 +99,8 @@ def collect(store: Store, study: optuna.Study) -> StudyData:
             order = run.seq if run.seq is not None else seq + i
             if t.is_defaults and t.role is not None and run.value is not None:
                 default_runs.append((order, run.value, t.role.value))
+            elif t.is_search and run.value is not None:
+                search_runs.append((order, run.value))
         seq += len(t.runs)
         not_applied.update(t.not_applied)
     ran = {t.number for t in view.ran() if t.is_search}
@@ -122,6 +126,7 @@ def collect(store: Store, study: optuna.Study) -> StudyData:
         trials=rows,
         searched=searched,
         default_runs=sorted(default_runs),
+        search_runs=sorted(search_runs),
         noise_cv=noise.cv,
         drift=noise.drift,
         runs=view.runs_spent(acceptance),

@@ -14,7 +14,7 @@ from commtune.service._common import (
     profiling,
     study_knobs,
 )
-from commtune.service._demo import demo
+from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
 from commtune.service._observer import StudyObserver
 from commtune.service._tuning import Outcome, Recorded, Tuning, check
@@ -28,6 +28,7 @@ __all__ = [
     "Sampled",
     "StudyObserver",
     "Tuning",
+    "build_programs",
     "check",
     "default_study_name",
     "demo",

@@ -21,6 +21,7 @@ from commtune.testbed import Cluster, available
 from commtune.util import TESTBED_ENV
 
 ITERATIONS = 1000
+PROGRAMS = ("demo/ct_demo.c", "demo/ct_solver.c", "demo/ct_phases.c")  # demo --build
 BED = "ctbdemo"  # a fixed name: the study's launch line is the same at every resume
 
 
@@ -77,3 +78,31 @@ def _across_nodes(
         done = Tuning(plan, ui).run(command)
     # the bed goes with the demo: what to type next brings one of the same name up again
     return replace(done, bed=(BED, nodes)) if isinstance(done, Outcome) else done
+
+
+def build_programs(plan: Plan, directory: str, ui: UI) -> list[Path]:
+    """``demo --build DIR``: the bundled programs the guides run, built with the MPI
+    installation's ``mpicc`` (``ct_demo``, ``ct_solver``, ``ct_phases``, the I/O kernel
+    ``ct_io``) and, where SimGrid's SMPI is installed, with ``smpicc`` (``NAME.smpi``),
+    copied into ``directory``."""
+    import shutil
+
+    from commtune.mpi import Vendor, find_installation
+
+    out = Path(directory)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--build {directory}: not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    inst = installation_of(plan.mpi)
+    built = [native.build(inst, p) for p in PROGRAMS] + [native.build_io(inst)[0]]
+    made = [Path(shutil.copy2(b, out / b.name)) for b in built]
+    try:
+        smpi = find_installation(Vendor.SMPI)
+    except UsageError:
+        smpi = None
+    if smpi is not None:
+        made += [Path(shutil.copy2(native.build(smpi, p), out / f"{Path(p).stem}.smpi"))
+                 for p in PROGRAMS]  # fmt: skip
+    for path in made:
+        ui.info(f"built {path}")
+    return made
