@@ -49,7 +49,9 @@ def commands(page: Path) -> list[str]:
             text = line.strip()
             if text.startswith("commtune "):
                 words = shlex.split(text, comments=True)
-                found.append(shlex.join(words))
+                cut = next((i for i, w in enumerate(words) if w in ("|", ">", ">>", "&&", ";")),
+                           len(words))  # fmt: skip
+                found.append(shlex.join(words[:cut]))  # the shell's redirections are not ours
     return found
 
 
