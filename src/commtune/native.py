@@ -119,6 +119,14 @@ def build_interposer(installation: Installation) -> Path:
     )
 
 
+def build_race(installation: Installation) -> Path:
+    """Path of ``libctrace.so`` (``native/race/ct_race.c``): one collective's algorithms raced
+    call by call inside one run, preloaded alone into every rank (issue 77)."""
+    source = source_path("race/ct_race.c")
+    return _compile(installation, "libctrace.so", [source], _shared_headers(),
+                    ("-O2", "-fPIC", "-shared"))  # fmt: skip
+
+
 def _compile(
     installation: Installation,
     name: str,

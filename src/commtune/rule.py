@@ -48,6 +48,8 @@ UNBOUNDED = 15  # the pairs a configuration's test ends at where the study has n
 MOST = 64  # the most pairs more a study is told would decide
 NO_FASTER_AFTER = 3  # pairs after which ``commtune check`` calls one its runs show no faster
 ENUMERATED = 16  # up to these pairs every sign pattern is counted (the finest p-value)
+COUNTED = 300  # up to these pairs the signed rank's law is counted exactly; beyond, drawn
+DRAWS = 20_000  # random sign patterns beyond COUNTED pairs (an in-run race's thousands of calls)
 
 
 def first_pass(limit: float) -> int:
@@ -130,8 +132,9 @@ def _tail(scores: np.ndarray, observed: int) -> float:
     the distribution by counting)."""
     dist = np.zeros(int(scores.sum()) + 1)
     dist[0] = 1.0
-    for s in scores:
+    for s in scores:  # each coin halves the mass it moves: no overflow at thousands of pairs
         dist[s:] = dist[s:] + dist[: len(dist) - s]
+        dist *= 0.5
     dist /= dist.sum()
     return float(dist[observed:].sum())
 
@@ -147,6 +150,9 @@ def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float
     r = _ranks(x)
     won = x > 0
     w = int(r[won].sum())
+    if n > COUNTED:  # a randomization test on drawn patterns: exact, p at least 1/(DRAWS+1)
+        flips = np.random.default_rng(n).integers(0, 2, size=(DRAWS, n), dtype=np.int8)
+        return float((1 + int(((flips @ r) >= w).sum())) / (DRAWS + 1))
     if n > ENUMERATED:
         return _tail(r, w)
     signs = _signs(n)
@@ -165,6 +171,7 @@ def _rank_cdf(n: int) -> np.ndarray:
     dist[0] = 1.0
     for k in range(1, n + 1):
         dist[k:] = dist[k:] + dist[:-k]
+        dist *= 0.5  # a probability throughout: no overflow at thousands of pairs
     return np.cumsum(dist / dist.sum())
 
 
@@ -178,7 +185,13 @@ def estimate(
     x = differences(defaults[:n], config[:n], 0.0)
     i, j = np.triu_indices(n)
     walsh = np.sort((x[i] + x[j]) / 2)
-    k = max(1, int(np.searchsorted(_rank_cdf(n), (1 - LEVEL) / 2, side="right")))
+    if n > COUNTED:  # the signed rank's law by its normal limit (the interval, not the test)
+        from scipy.stats import norm
+
+        mean, sd = n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        k = max(1, int(mean + norm.ppf((1 - LEVEL) / 2) * sd))
+    else:
+        k = max(1, int(np.searchsorted(_rank_cdf(n), (1 - LEVEL) / 2, side="right")))
     k = min(k, len(walsh))
     low, high = walsh[k - 1], walsh[len(walsh) - k]
     return float(np.exp(np.median(walsh))), (float(np.exp(low)), float(np.exp(high)))

@@ -12,13 +12,24 @@ import threading
 from collections.abc import Sequence
 
 from commtune import __version__
-from commtune.cli import bed, interposer, knobs, platform, policy, prediction, studies, tuning
+from commtune.cli import (
+    bed,
+    interposer,
+    knobs,
+    platform,
+    policy,
+    prediction,
+    racing,
+    studies,
+    tuning,
+)
 from commtune.cli._common import Command, Parser
 from commtune.errors import RunFailed, Stopped, UsageError
 
 # Every command, in the order ``commtune --help`` lists them; a group adds its own.
 COMMANDS: tuple[Command, ...] = (
     *tuning.COMMANDS,
+    *racing.COMMANDS,
     *knobs.COMMANDS,
     *studies.COMMANDS,
     *interposer.COMMANDS,

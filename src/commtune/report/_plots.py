@@ -155,8 +155,11 @@ def timeline_figure(data: StudyData) -> Figure:
             if n <= len(pairs):
                 ax.axvline(start + 2 * n - 0.5, color="C2", linestyle=":", linewidth=1)
         start += 2 * len(pairs)
-    ax.set_xlabel("run, in the order the study made it (a verdict pair in either order, as a "
-                  "coin drew it, shown defaults first; dotted: the verdict's looks)", fontsize=8)
+    ax.set_xlabel(
+        "run, in the order the study made it (a verdict pair in either order, as a "
+        "coin drew it, shown defaults first; dotted: the verdict's looks)",
+        fontsize=8,
+    )
     ax.set_ylabel(data.metric)
     ax.legend(fontsize=7, loc="upper right")
     ax.set_title(f"{data.name}: reference, search with controls, the verdict's pairs",

@@ -17,6 +17,7 @@ from commtune.service._common import (
 from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
 from commtune.service._observer import StudyObserver
+from commtune.service._race import RaceRun, race
 from commtune.service._tuning import Outcome, Recorded, Tuning, check
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Knowledge",
     "Outcome",
     "Prediction",
+    "RaceRun",
     "Recorded",
     "Sampled",
     "StudyObserver",
@@ -38,5 +40,6 @@ __all__ = [
     "open_store",
     "probe",
     "profiling",
+    "race",
     "study_knobs",
 ]

@@ -4,6 +4,7 @@ every step shares one :class:`Context` (``_target``)."""
 
 from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._decide import CONTENDERS, verdict
+from commtune.tune._inrun import Race, Raced, decide_race
 from commtune.tune._loop import (
     MIN_TIMEOUT,
     ReferenceFailed,
@@ -47,6 +48,8 @@ __all__ = [
     "Context",
     "Difference",
     "Observer",
+    "Race",
+    "Raced",
     "Recording",
     "ReferenceFailed",
     "Row",
@@ -57,6 +60,7 @@ __all__ = [
     "Workers",
     "configurations",
     "confirm",
+    "decide_race",
     "differences",
     "inherited_mpi_env",
     "judge_pairs",

@@ -1,0 +1,346 @@
+/* libctrace: one collective's algorithms raced call by call inside one run (issue 77).
+ *
+ * Preloaded alone (LD_PRELOAD) into every rank of an unchanged program. Each call of the raced
+ * collective on a communicator of the world's size is assigned a candidate algorithm in
+ * randomized complete blocks: the calls of one message size (the same on every rank) form a
+ * stratum, and every block of K calls of a stratum holds each of the K candidates once, in an
+ * order drawn from COMMTUNE_RACE_SEED, the stratum and the block's number alone, so every rank
+ * draws the same order (never from local timings: a rank that chose differently would
+ * deadlock). The first candidate is the reference: the library's own decision.
+ *
+ * How a candidate is applied (COMMTUNE_RACE_MODE):
+ *   call  MPICH: the MPI_T control variable is written before every call (MPICH reads
+ *         MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call; the launch sets
+ *         MPIR_CVAR_DEVICE_COLLECTIVES=none so that it governs the whole call);
+ *   dup   Open MPI: coll/tuned copies coll_tuned_<coll>_algorithm when a communicator is made,
+ *         so at the first raced call on a communicator the variable is written and the
+ *         communicator duplicated once per candidate (then written back), and each call goes
+ *         to its candidate's duplicate. It needs coll_tuned_use_dynamic_rules=1 at launch:
+ *         without it the write does nothing, and the race is refused.
+ *
+ * Each rank times its calls with MPI_Wtime; at MPI_Finalize the times are combined across the
+ * ranks (the slowest rank's time of each call: what the program waits for) and rank 0 writes
+ * COMMTUNE_RACE_OUT (JSON): the candidates, the assignment and the time of every raced call.
+ * A setup that cannot race (no such variable, a value out of range, dynamic rules off) is
+ * written there as "refused" with the reason, and the program runs untouched.
+ *
+ *   COMMTUNE_RACE_OP      allreduce | bcast | reduce | allgather | alltoall
+ *   COMMTUNE_RACE_CVAR    the MPI_T name of the variable choosing its algorithm
+ *   COMMTUNE_RACE_VALUES  the candidates' integer codes, comma-separated, the reference first
+ *   COMMTUNE_RACE_MODE    call | dup
+ *   COMMTUNE_RACE_SEED    the blocks' seed (an unsigned integer)
+ *   COMMTUNE_RACE_OUT     the JSON file rank 0 writes
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../include/ct_mpit_text.h"
+
+#define MAX_CANDIDATES 16
+#define MAX_COMMS 64
+#define MAX_CALLS (1L << 21)
+#define MAX_SLOTS 64 /* message sizes raced apart; more share the last */
+
+enum { MODE_CALL, MODE_DUP };
+
+static int active;
+static int mode;
+static char op_name[32];
+static char cvar_name[256];
+static char out_path[4096];
+static char refused[512];
+static int values[MAX_CANDIDATES];
+static int k;
+static uint64_t seed;
+static int world_size;
+static MPI_T_cvar_handle handle;
+static int have_handle;
+static int mpit_up;
+static int original;
+
+static long calls;
+static long capacity;
+static unsigned char *assigned;
+static unsigned char *slot_of_call;
+static double *times;
+
+static struct {
+    long bytes;
+    long calls;
+    int order[MAX_CANDIDATES];
+} slots[MAX_SLOTS];
+static int nslots;
+
+static struct {
+    MPI_Comm comm;
+    MPI_Comm dups[MAX_CANDIDATES];
+} comms[MAX_COMMS];
+static int ncomms;
+
+static uint64_t splitmix(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* The order of block ``block`` of stratum ``s``: a Fisher-Yates shuffle drawn from the seed,
+ * the stratum and the block. */
+static void draw_order(int s, long block) {
+    int *order = slots[s].order;
+    uint64_t state = seed ^ ((uint64_t)block * 0xD1B54A32D192ED03ULL) ^
+                     ((uint64_t)(s + 1) * 0x8CB92BA72F3D8DD7ULL);
+    for (int i = 0; i < k; ++i)
+        order[i] = i;
+    for (int i = k - 1; i > 0; --i) {
+        int j = (int)(splitmix(&state) % (uint64_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* The stratum of a call of ``bytes`` bytes (every rank sees the sizes in the same order). */
+static int slot_of(long bytes) {
+    for (int i = 0; i < nslots; ++i)
+        if (slots[i].bytes == bytes) return i;
+    if (nslots == MAX_SLOTS) return MAX_SLOTS - 1;
+    slots[nslots].bytes = bytes;
+    return nslots++;
+}
+
+static void refuse(const char *why) {
+    snprintf(refused, sizeof refused, "%s", why);
+    active = 0;
+}
+
+static int write_value(int value) { return MPI_T_cvar_write(handle, &value) == MPI_SUCCESS; }
+
+static void setup(void) {
+    const char *op = getenv("COMMTUNE_RACE_OP");
+    const char *cvar = getenv("COMMTUNE_RACE_CVAR");
+    const char *vals = getenv("COMMTUNE_RACE_VALUES");
+    const char *how = getenv("COMMTUNE_RACE_MODE");
+    const char *s = getenv("COMMTUNE_RACE_SEED");
+    const char *out = getenv("COMMTUNE_RACE_OUT");
+    if (!op || !cvar || !vals || !out) return;
+    snprintf(op_name, sizeof op_name, "%s", op);
+    snprintf(cvar_name, sizeof cvar_name, "%s", cvar);
+    snprintf(out_path, sizeof out_path, "%s", out);
+    seed = s ? strtoull(s, NULL, 10) : 0;
+    mode = how && strcmp(how, "dup") == 0 ? MODE_DUP : MODE_CALL;
+    active = 1;
+    char *copy = strdup(vals);
+    for (char *tok = strtok(copy, ","); tok && k < MAX_CANDIDATES; tok = strtok(NULL, ","))
+        values[k++] = atoi(tok);
+    free(copy);
+    if (k < 2) return refuse("fewer than two candidates");
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    int provided;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return refuse("MPI_T could not be initialised");
+    mpit_up = 1;
+    int index, count;
+    if (MPI_T_cvar_get_index(cvar_name, &index) != MPI_SUCCESS)
+        return refuse("the library has no such control variable");
+    if (MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) != MPI_SUCCESS)
+        return refuse("the control variable could not be bound");
+    have_handle = 1;
+    if (MPI_T_cvar_read(handle, &original) != MPI_SUCCESS)
+        return refuse("the control variable could not be read");
+    if (mode == MODE_DUP) { /* without dynamic rules coll/tuned ignores the variable */
+        int dyn_index, dyn = 0, n;
+        MPI_T_cvar_handle dyn_handle;
+        if (MPI_T_cvar_get_index("coll_tuned_use_dynamic_rules", &dyn_index) != MPI_SUCCESS ||
+            MPI_T_cvar_handle_alloc(dyn_index, NULL, &dyn_handle, &n) != MPI_SUCCESS)
+            return refuse("coll/tuned has no dynamic rules here: a write would do nothing");
+        MPI_T_cvar_read(dyn_handle, &dyn);
+        MPI_T_cvar_handle_free(&dyn_handle);
+        if (!dyn)
+            return refuse("coll_tuned_use_dynamic_rules is 0 at launch: a write would do nothing");
+    }
+    for (int i = 0; i < k; ++i) { /* every candidate can be written, then the original back */
+        int back;
+        if (!write_value(values[i]) || MPI_T_cvar_read(handle, &back) != MPI_SUCCESS ||
+            back != values[i]) {
+            write_value(original);
+            char why[128];
+            snprintf(why, sizeof why, "the library refused the value %d", values[i]);
+            return refuse(why);
+        }
+    }
+    write_value(original);
+    capacity = 4096;
+    assigned = malloc((size_t)capacity);
+    slot_of_call = malloc((size_t)capacity);
+    times = malloc(sizeof(double) * (size_t)capacity);
+}
+
+/* The communicator a call of candidate ``c`` on ``comm`` goes to (Open MPI: its duplicate). */
+static MPI_Comm route(MPI_Comm comm, int c) {
+    if (mode == MODE_CALL) {
+        write_value(values[c]);
+        return comm;
+    }
+    for (int i = 0; i < ncomms; ++i)
+        if (comms[i].comm == comm) return comms[i].dups[c];
+    if (ncomms == MAX_COMMS) return MPI_COMM_NULL;
+    comms[ncomms].comm = comm;
+    for (int i = 0; i < k; ++i) { /* collective: every rank is at this same call */
+        write_value(values[i]);
+        PMPI_Comm_dup(comm, &comms[ncomms].dups[i]);
+    }
+    write_value(original);
+    return comms[ncomms++].dups[c];
+}
+
+/* The candidate of the next raced call on ``comm`` of ``count`` elements of ``type`` and where
+ * it goes; -1: not raced. */
+static int begin(MPI_Comm comm, int count, MPI_Datatype type, MPI_Comm *use) {
+    *use = comm;
+    if (!active || calls >= MAX_CALLS) return -1;
+    int size;
+    PMPI_Comm_size(comm, &size);
+    if (size != world_size || size < 2) return -1;
+    if (calls == capacity) {
+        capacity *= 2;
+        assigned = realloc(assigned, (size_t)capacity);
+        slot_of_call = realloc(slot_of_call, (size_t)capacity);
+        times = realloc(times, sizeof(double) * (size_t)capacity);
+    }
+    int size_of = 0;
+    PMPI_Type_size(type, &size_of);
+    int s = slot_of((long)count * size_of);
+    long n = slots[s].calls++;
+    if (n % k == 0) draw_order(s, n / k);
+    int c = slots[s].order[n % k];
+    slot_of_call[calls] = (unsigned char)s;
+    MPI_Comm to = route(comm, c);
+    if (to == MPI_COMM_NULL) return -1;
+    *use = to;
+    return c;
+}
+
+static void end(int c, double t0) {
+    if (c < 0) return;
+    times[calls] = MPI_Wtime() - t0;
+    assigned[calls] = (unsigned char)c;
+    ++calls;
+    if (mode == MODE_CALL) write_value(original);
+}
+
+#define RACED(NAME, COUNT, TYPE, CALL)                                                             \
+    if (strcmp(op_name, NAME) != 0) return CALL;                                                   \
+    MPI_Comm use;                                                                                  \
+    int c = begin(comm, COUNT, TYPE, &use);                                                        \
+    double t0 = MPI_Wtime();                                                                       \
+    comm = use;                                                                                    \
+    int rc = CALL;                                                                                 \
+    end(c, t0);                                                                                    \
+    return rc;
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm) {
+    RACED("allreduce", count, datatype, PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm))
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+    RACED("bcast", count, datatype, PMPI_Bcast(buffer, count, datatype, root, comm))
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm) {
+    RACED("reduce", count, datatype, PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm))
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    RACED("allgather", sendcount, sendtype,
+          PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+    RACED("alltoall", sendcount, sendtype,
+          PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+}
+
+int MPI_Init(int *argc, char ***argv) {
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) setup();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) setup();
+    return rc;
+}
+
+static void write_race(const double *slowest, long n, const char *error) {
+    FILE *out = fopen(out_path, "w");
+    if (!out) return;
+    fputs("{\"op\": ", out);
+    ct_json_string(out, op_name);
+    fputs(", \"cvar\": ", out);
+    ct_json_string(out, cvar_name);
+    fprintf(out, ", \"mode\": \"%s\", \"seed\": %llu, \"ranks\": %d, \"values\": [",
+            mode == MODE_DUP ? "dup" : "call", (unsigned long long)seed, world_size);
+    for (int i = 0; i < k; ++i)
+        fprintf(out, "%s%d", i ? ", " : "", values[i]);
+    fputs("], \"refused\": ", out);
+    if (refused[0])
+        ct_json_string(out, refused);
+    else
+        fputs("null", out);
+    fputs(", \"error\": ", out);
+    if (error)
+        ct_json_string(out, error);
+    else
+        fputs("null", out);
+    fprintf(out, ", \"calls\": %ld, \"candidate\": [", n);
+    for (long i = 0; i < n; ++i)
+        fprintf(out, "%s%d", i ? "," : "", assigned[i]);
+    fputs("], \"slot\": [", out);
+    for (long i = 0; i < n; ++i)
+        fprintf(out, "%s%d", i ? "," : "", slot_of_call[i]);
+    fputs("], \"slot_bytes\": [", out);
+    for (int i = 0; i < nslots; ++i)
+        fprintf(out, "%s%ld", i ? "," : "", slots[i].bytes);
+    fputs("], \"time\": [", out);
+    for (long i = 0; i < n; ++i)
+        fprintf(out, "%s%.9g", i ? "," : "", slowest[i]);
+    fputs("]}\n", out);
+    fclose(out);
+}
+
+int MPI_Finalize(void) {
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (out_path[0]) {
+        long mine[2] = {calls, -calls}, both[2] = {0, 0};
+        PMPI_Allreduce(mine, both, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+        const char *error =
+            both[0] != -both[1] ? "the ranks made different numbers of raced calls" : NULL;
+        long n = error ? 0 : calls;
+        double *slowest = n && rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
+        for (long at = 0; at < n; at += 65536) { /* the slowest rank's time of every call */
+            int len = (int)(n - at < 65536 ? n - at : 65536);
+            PMPI_Reduce(times + at, slowest ? slowest + at : NULL, len, MPI_DOUBLE, MPI_MAX, 0,
+                        MPI_COMM_WORLD);
+        }
+        if (rank == 0) write_race(slowest, n, error);
+        free(slowest);
+        for (int i = 0; i < ncomms; ++i)
+            for (int c = 0; c < k; ++c)
+                PMPI_Comm_free(&comms[i].dups[c]);
+        if (mpit_up) {
+            if (have_handle) MPI_T_cvar_handle_free(&handle);
+            MPI_T_finalize();
+        }
+    }
+    return PMPI_Finalize();
+}

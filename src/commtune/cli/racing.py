@@ -1,0 +1,97 @@
+"""``commtune race``: a collective's algorithms raced call by call inside one run (issue 77)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+from commtune.cli._common import (
+    Command,
+    add_json,
+    add_mpi,
+    fraction,
+    need_command,
+    positive,
+    print_json,
+)
+from commtune.study import DEFAULTS
+
+
+def _add_race(p: argparse.ArgumentParser) -> None:
+    add_mpi(p)
+    p.add_argument("--op", default="allreduce",
+                   help="the collective raced: allreduce (default), bcast, reduce, allgather, "
+                   "alltoall")  # fmt: skip
+    p.add_argument("--candidates", default="",
+                   help="its algorithms raced against the library's own decision, comma-"
+                   "separated (default: every one the library lists)")  # fmt: skip
+    p.add_argument("--seed", type=int, help="the blocks' seed (default: drawn, and printed)")
+    p.add_argument("--risk", type=fraction, default=DEFAULTS.risk,
+                   help="the chance, at most, that a candidate said faster is more than "
+                   "--tolerance slower per call (default 0.05), split over the candidates")  # fmt: skip
+    p.add_argument("--tolerance", type=fraction, default=DEFAULTS.tolerance)
+    p.add_argument("--min-gain", type=fraction, default=DEFAULTS.min_gain)
+    p.add_argument("--warmup", type=int, default=2,
+                   help="blocks of calls at the start that are not evidence (default 2)")  # fmt: skip
+    p.add_argument("--timeout", type=positive(float), default=600.0,
+                   help="seconds the run may take")  # fmt: skip
+    add_json(p)
+
+
+def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
+    from commtune.mpi import resolve_command
+    from commtune.report import UI
+    from commtune.service import race
+    from commtune.tune import decide_race
+
+    command = need_command(command, "to race the algorithms in")
+    inst = resolve_command(command, args.mpi)
+    ui = UI(json_mode=args.json)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    names = [n for n in args.candidates.split(",") if n]
+    done = race(inst, command, args.op, names, seed, args.timeout)
+    r = done.race
+    ui.info(f"{inst.describe()}: {r.op} raced in one run, {len(r.time)} calls in blocks of "
+            f"{r.k} (seed {seed}), each block every candidate once in a drawn order; "
+            f"the run took {done.wall:.2f} s")  # fmt: skip
+    raced = decide_race(r, args.risk, args.tolerance, args.min_gain, args.warmup)
+    if not raced:
+        ui.warn(f"too few calls of {r.op} to race: {len(r.time)} after {args.warmup} blocks "
+                "of warm-up")  # fmt: skip
+    ui.info(
+        f"per call, the slowest rank's time, against {r.names[0]} (the library's own "
+        f"decision under {', '.join(f'{k}={v}' for k, v in done.launch.items())}):"
+    )
+    for c in raced:
+        t = c.test
+        ui.info(f"  {c.name}: {t.speedup:.3f}x ({t.interval[0]:.3f}-{t.interval[1]:.3f}) in "
+                f"{c.blocks} blocks, median {1e6 * c.median:.1f} us against "
+                f"{1e6 * c.reference_median:.1f} us; p = {t.p:.3g} at {t.limit:.3g}: "
+                f"{'passed' if t.passed else 'not shown faster'}")  # fmt: skip
+    passing = [c for c in raced if c.test.passed]
+    best = passing[0] if passing else None
+    if best is not None:
+        ui.info(
+            f"faster per call beyond --risk {args.risk:g}: {best.name}; the promise is "
+            f"about the {r.op} calls' time, not the program's (whole runs show that)"
+        )
+    else:
+        ui.info(f"no candidate shown faster per call than {r.names[0]}: the library's own "
+                "decision stays")  # fmt: skip
+    if args.json:
+        print_json({"op": r.op, "library": inst.describe(), "seed": seed, "calls": len(r.time),
+                    "reference": r.names[0], "launch": dict(done.launch), "wall_s": done.wall,
+                    "candidates": [c.to_json() for c in raced],
+                    "answer": best.name if best else None})  # fmt: skip
+    return 0
+
+
+COMMANDS = [
+    Command(
+        "race",
+        "race a collective's algorithms call by call inside one run",
+        _add_race,
+        cmd_race,
+        takes_command=True,
+    ),  # fmt: skip
+]

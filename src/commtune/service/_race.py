@@ -1,0 +1,103 @@
+"""``commtune race``: one collective's algorithms raced call by call inside one run of the
+user's program (issue 77; the decision: ``tune._inrun``). This module makes the run: the
+library's algorithm variable and its candidates by name, ``libctrace`` built with the
+installation's ``mpicc`` and preloaded alone, the launch variables that make the variable
+govern (Open MPI: dynamic rules; MPICH: no device collectives), and the race it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from commtune import native
+from commtune.errors import UsageError
+from commtune.knobs import enumerators
+from commtune.launch import launcher_for
+from commtune.mpi import Installation, Vendor
+from commtune.trial import run_process, stderr_summary
+from commtune.tune import Race
+
+OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
+# How each library takes an algorithm while the program runs, and what makes the variable
+# govern the call (the reference is then the library's own decision under it)
+HOW: Mapping[Vendor, tuple[str, dict[str, str]]] = {
+    Vendor.OPENMPI: ("dup", {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}),
+    Vendor.MPICH: ("call", {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}),
+}
+
+
+@dataclass(frozen=True)
+class RaceRun:
+    """The race, the variables the program ran under, its wall time and its output."""
+
+    race: Race
+    launch: Mapping[str, str]
+    wall: float
+    stdout: str
+
+
+def candidates(
+    inst: Installation, op: str, names: Sequence[str]
+) -> tuple[str, list[str], list[int]]:
+    """The algorithm variable of ``op`` and the candidates, the library's own decision first
+    (its first enumerator: Open MPI's ``ignore``, MPICH's ``auto``), with their integer codes
+    (their place in the variable's list); ``names`` empty: every algorithm it lists."""
+    if op not in OPS:
+        raise UsageError(f"--op {op}: one of {', '.join(OPS)}")
+    if inst.vendor not in HOW:
+        raise UsageError(f"{inst.impl.title}: in-run racing writes the algorithm variable "
+                         "through MPI_T while the program runs, which Open MPI and MPICH "
+                         "allow; its algorithms are environment variables only")  # fmt: skip
+    knob = inst.impl.algorithm_knob(op)
+    listed = enumerators(inst).get(knob) or ()
+    if len(listed) < 2:
+        raise UsageError(f"{inst.describe()} lists no algorithms of {op} ({knob})")
+    chosen = list(names) or list(listed[1:])
+    unknown = [n for n in chosen if n not in listed or n == listed[0]]
+    if unknown:
+        raise UsageError(f"--candidates {','.join(unknown)}: not an algorithm of {knob} "
+                         f"(it lists {', '.join(listed[1:])}; {listed[0]} is the "
+                         "reference)")  # fmt: skip
+    everyone = [listed[0], *dict.fromkeys(chosen)]
+    return knob, everyone, [listed.index(n) for n in everyone]
+
+
+def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[str], seed: int,
+         timeout: float) -> RaceRun:  # fmt: skip
+    """One run of ``command`` with ``op``'s candidates raced in it."""
+    knob, everyone, codes = candidates(inst, op, names)
+    mode, governs = HOW[inst.vendor]
+    library = native.build_race(inst)
+    with tempfile.TemporaryDirectory(prefix="commtune-race-") as tmp:
+        out = os.path.join(tmp, "race.json")
+        variables = {**governs, "COMMTUNE_RACE_OP": op,
+                     "COMMTUNE_RACE_CVAR": inst.impl.mpit_name(knob) or knob,
+                     "COMMTUNE_RACE_VALUES": ",".join(map(str, codes)),
+                     "COMMTUNE_RACE_MODE": mode, "COMMTUNE_RACE_SEED": str(seed),
+                     "COMMTUNE_RACE_OUT": out}  # fmt: skip
+        plan = launcher_for(inst).plan(command, variables, preload=str(library))
+        start = time.perf_counter()
+        done = run_process(plan.argv, plan.env, timeout)
+        wall = time.perf_counter() - start
+        if done.timed_out:
+            raise UsageError(f"the raced run did not finish in {timeout:g} s (--timeout)")
+        if done.returncode != 0:
+            why = stderr_summary(done.stderr_tail) or f"exit status {done.returncode}"
+            raise UsageError(f"the raced run failed: {why}")
+        try:
+            with open(out) as f:
+                data = json.load(f)
+        except (OSError, ValueError):
+            raise UsageError("the raced run wrote no race: did the program call MPI_Finalize "
+                             "with libctrace preloaded?") from None  # fmt: skip
+    result = Race.from_json(data, everyone)
+    if result.refused:
+        raise UsageError(f"in-run racing refused by {inst.describe()}: {result.refused}")
+    if result.error:
+        raise UsageError(f"the raced run: {result.error}")
+    launch = {k: v for k, v in variables.items() if not k.startswith("COMMTUNE_")}
+    return RaceRun(result, launch, wall, done.stdout)
