@@ -18,12 +18,12 @@ PAGES = sorted(GUIDE.glob("*.md"))
 
 
 def first_command(page: Path) -> list[str]:
-    """The first line of the page's first code block, continued over trailing backslashes
-    and cut at a pipe."""
+    """The first line of the page's first code block, continued over trailing backslashes,
+    cut at a pipe and its comment dropped."""
     block = re.search(r"```\w*\n(.*?)```", page.read_text(), re.S)
     assert block is not None, f"{page.name} has no code block"
     text = block.group(1).replace("\\\n", " ").splitlines()[0]
-    return shlex.split(text.split(" | ")[0])
+    return shlex.split(text.split(" | ")[0], comments=True)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.stem for p in PAGES])

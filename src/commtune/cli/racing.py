@@ -28,11 +28,13 @@ def _add_race(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="the blocks' seed (default: drawn, and printed)")
     p.add_argument("--risk", type=fraction, default=DEFAULTS.risk,
                    help="the chance, at most, that a candidate said faster is more than "
-                   "--tolerance slower per call (default 0.05), split over the candidates")  # fmt: skip
+                   "--tolerance slower per call (default 0.05), split over the "
+                   "candidates")  # fmt: skip
     p.add_argument("--tolerance", type=fraction, default=DEFAULTS.tolerance)
     p.add_argument("--min-gain", type=fraction, default=DEFAULTS.min_gain)
     p.add_argument("--warmup", type=int, default=2,
-                   help="blocks of calls at the start that are not evidence (default 2)")  # fmt: skip
+                   help="blocks of calls of each size at the start that are not evidence "
+                   "(default 2)")  # fmt: skip
     p.add_argument("--timeout", type=positive(float), default=600.0,
                    help="seconds the run may take")  # fmt: skip
     add_json(p)
@@ -93,5 +95,5 @@ COMMANDS = [
         _add_race,
         cmd_race,
         takes_command=True,
-    ),  # fmt: skip
+    ),
 ]

@@ -297,8 +297,8 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--build",
         metavar="DIR",
-        help="tune nothing: build the programs the guides run (ct_demo, ct_solver, ct_phases, "
-        "ct_io; with SMPI installed also NAME.smpi) with --mpi's compiler wrapper into DIR",
+        help="tune nothing: build the programs the guides run with --mpi's compiler wrapper "
+        "into DIR (and, where a simulator is installed, with its wrapper: NAME.SIMULATOR)",
     )
 
 

@@ -207,6 +207,12 @@ class MPIVendor(abc.ABC):
     lacks: ClassVar[frozenset[Lack]] = frozenset()
     # Its categorical values are tried once each before a study (``ct_probe``, MPI_T).
     probes_values: ClassVar[bool] = True
+    # In-run racing (``commtune race``, native/race/ct_race.c): how a collective's algorithm
+    # variable takes a value while the program runs ("call": written before every call;
+    # "dup": copied when a communicator is made; None: it cannot), and the launch variables
+    # that make it govern the call.
+    race_mode: ClassVar[str | None] = None
+    race_env: ClassVar[Mapping[str, str]] = {}
 
     # -- names ----------------------------------------------------------------------------
     def mpit_name(self, env_name: str) -> str | None:

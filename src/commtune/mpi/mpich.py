@@ -38,6 +38,8 @@ class MPICH(MPIVendor):
     # SMPI 3.32's mpich selector (src/smpi/colls/smpi_mpich_selector.cpp): the SMPI function
     # it calls for each of MPICH's choices, by the name MPICH gives that choice.
     smpi_selector = "mpich"
+    race_mode = "call"  # MPIR_CVAR_<COLL>_INTRA_ALGORITHM is read at every call
+    race_env: ClassVar[Mapping[str, str]] = {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
     smpi_ports: ClassVar[Mapping[str, Mapping[str, str]]] = {
         "allreduce": {"rdb": "recursive_doubling", "rab_rdb": "reduce_scatter_allgather"},
         "bcast": {"binomial_tree": "binomial",

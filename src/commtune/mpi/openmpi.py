@@ -63,6 +63,10 @@ class OpenMPI(MPIVendor):
     # for that algorithm. Where two numbers share one function, the one it ports is kept; the
     # two-process algorithms (2 ranks only) are left out.
     smpi_selector = "ompi"
+    # coll/tuned copies its algorithm variable when a communicator is made (only with dynamic
+    # rules on at launch); MPICH reads it at every call (with no device collectives over it)
+    race_mode = "dup"
+    race_env: ClassVar[Mapping[str, str]] = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
     # SMPI's ports that are Open MPI 4.1's forced algorithm (coll_tuned_<op>_algorithm with
     # its segment size left at 0, trees at their default fan-out), read in both sources
     # (SimGrid 3.32 src/smpi/colls, Open MPI's coll/tuned); the ones SMPI carries under an

@@ -64,7 +64,10 @@ def calibration_lines(result: CalibrationResult) -> list[str]:
         ("2 nodes, the sizes fitted (in sample)", result.agreement),
         ("1 node, in sample", result.agreement_within),
         ("2 nodes, held out (a fresh launch, sizes not fitted)", result.held_out),
-        ("the same held-out runs, SimGrid's own factors on these links", result.held_out_plain),
+        (
+            "the same held-out runs, the simulator's own factors on these links",
+            result.held_out_plain,
+        ),
     ):
         if agreement is not None:
             lines.append(

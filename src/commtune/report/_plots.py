@@ -141,7 +141,8 @@ def timeline_figure(data: StudyData) -> Figure:
     if ctl:
         ax.scatter(*zip(*ctl, strict=True), color=CONTROL, marker="s", s=14, label="controls")
     acc = data.acceptance
-    tested = [c for c in (acc.extra.get("candidates") or []) if c.get("values")] if acc else []
+    tested = [c for c in (acc.extra.get("candidates") or [])
+              if c.get("values") and c.get("defaults")] if acc else []  # fmt: skip
     start = 1 + max([s for s, _ in data.search_runs] + [s for s, _, _ in data.default_runs],
                     default=0)  # fmt: skip
     for k, c in enumerate(tested):

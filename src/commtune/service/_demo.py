@@ -83,8 +83,8 @@ def _across_nodes(
 def build_programs(plan: Plan, directory: str, ui: UI) -> list[Path]:
     """``demo --build DIR``: the bundled programs the guides run, built with the MPI
     installation's ``mpicc`` (``ct_demo``, ``ct_solver``, ``ct_phases``, the I/O kernel
-    ``ct_io``) and, where SimGrid's SMPI is installed, with ``smpicc`` (``NAME.smpi``),
-    copied into ``directory``."""
+    ``ct_io``) and, where a simulator is installed, with its compiler wrapper
+    (``NAME.<its name>``), copied into ``directory``."""
     import shutil
 
     from commtune.mpi import Vendor, find_installation
@@ -96,12 +96,12 @@ def build_programs(plan: Plan, directory: str, ui: UI) -> list[Path]:
     inst = installation_of(plan.mpi)
     built = [native.build(inst, p) for p in PROGRAMS] + [native.build_io(inst)[0]]
     made = [Path(shutil.copy2(b, out / b.name)) for b in built]
-    try:
-        smpi = find_installation(Vendor.SMPI)
-    except UsageError:
-        smpi = None
-    if smpi is not None:
-        made += [Path(shutil.copy2(native.build(smpi, p), out / f"{Path(p).stem}.smpi"))
+    for name in Vendor.simulators():
+        try:
+            sim = find_installation(Vendor(name))
+        except UsageError:
+            continue
+        made += [Path(shutil.copy2(native.build(sim, p), out / f"{Path(p).stem}.{name}"))
                  for p in PROGRAMS]  # fmt: skip
     for path in made:
         ui.info(f"built {path}")

@@ -17,17 +17,11 @@ from commtune import native
 from commtune.errors import UsageError
 from commtune.knobs import enumerators
 from commtune.launch import launcher_for
-from commtune.mpi import Installation, Vendor
+from commtune.mpi import Installation
 from commtune.trial import run_process, stderr_summary
 from commtune.tune import Race
 
 OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
-# How each library takes an algorithm while the program runs, and what makes the variable
-# govern the call (the reference is then the library's own decision under it)
-HOW: Mapping[Vendor, tuple[str, dict[str, str]]] = {
-    Vendor.OPENMPI: ("dup", {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}),
-    Vendor.MPICH: ("call", {"MPIR_CVAR_DEVICE_COLLECTIVES": "none"}),
-}
 
 
 @dataclass(frozen=True)
@@ -48,10 +42,10 @@ def candidates(
     (their place in the variable's list); ``names`` empty: every algorithm it lists."""
     if op not in OPS:
         raise UsageError(f"--op {op}: one of {', '.join(OPS)}")
-    if inst.vendor not in HOW:
+    if inst.impl.race_mode is None:
         raise UsageError(f"{inst.impl.title}: in-run racing writes the algorithm variable "
-                         "through MPI_T while the program runs, which Open MPI and MPICH "
-                         "allow; its algorithms are environment variables only")  # fmt: skip
+                         "through MPI_T while the program runs; this library reads its "
+                         "algorithms from environment variables only")  # fmt: skip
     knob = inst.impl.algorithm_knob(op)
     listed = enumerators(inst).get(knob) or ()
     if len(listed) < 2:
@@ -70,14 +64,14 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
          timeout: float) -> RaceRun:  # fmt: skip
     """One run of ``command`` with ``op``'s candidates raced in it."""
     knob, everyone, codes = candidates(inst, op, names)
-    mode, governs = HOW[inst.vendor]
+    mode, governs = inst.impl.race_mode, dict(inst.impl.race_env)
     library = native.build_race(inst)
     with tempfile.TemporaryDirectory(prefix="commtune-race-") as tmp:
         out = os.path.join(tmp, "race.json")
         variables = {**governs, "COMMTUNE_RACE_OP": op,
                      "COMMTUNE_RACE_CVAR": inst.impl.mpit_name(knob) or knob,
                      "COMMTUNE_RACE_VALUES": ",".join(map(str, codes)),
-                     "COMMTUNE_RACE_MODE": mode, "COMMTUNE_RACE_SEED": str(seed),
+                     "COMMTUNE_RACE_MODE": str(mode), "COMMTUNE_RACE_SEED": str(seed),
                      "COMMTUNE_RACE_OUT": out}  # fmt: skip
         plan = launcher_for(inst).plan(command, variables, preload=str(library))
         start = time.perf_counter()
