@@ -51,11 +51,12 @@ def candidates(
     if len(listed) < 2:
         raise UsageError(f"{inst.describe()} lists no algorithms of {op} ({knob})")
     chosen = list(names) or list(listed[1:])
-    unknown = [n for n in chosen if n not in listed or n == listed[0]]
+    unknown = [n for n in chosen if n not in listed]
     if unknown:
         raise UsageError(f"--candidates {','.join(unknown)}: not an algorithm of {knob} "
                          f"(it lists {', '.join(listed[1:])}; {listed[0]} is the "
                          "reference)")  # fmt: skip
+    # the reference named again is an A/A race: two labels of one decision
     everyone = [listed[0], *dict.fromkeys(chosen)]
     return knob, everyone, [listed.index(n) for n in everyone]
 
