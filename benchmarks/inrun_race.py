@@ -127,7 +127,8 @@ def main() -> int:
     for r in rows:
         print(f"{r['installation']} {r['program']}: race best {r['race_best']} "
               f"(calls {r['calls']}), sweep best {r['sweep_best']}; A/A said faster "
-              f"{r['aa_said_faster']}/{r['aa_races']}; overhead {r['overhead_median']}")  # fmt: skip
+              f"{r['aa_said_faster']}/{r['aa_races']}; "
+              f"overhead {r['overhead_median']}")  # fmt: skip
     return 0
 
 
