@@ -84,7 +84,7 @@ def one(inst, program: str, args) -> dict:  # type: ignore[no-untyped-def]
     ratios = []
     for i in range(args.pairs):
         pair = []
-        for raced_run in ((False, True) if i % 2 == 0 else (True, False)):
+        for raced_run in (False, True) if i % 2 == 0 else (True, False):
             if raced_run:
                 r = race(inst, command, "allreduce", [ref_name], 500 + i, 600)
                 found = TIME.findall(r.stdout)
