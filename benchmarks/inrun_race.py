@@ -13,7 +13,9 @@ Per installation and program (2 ranks on this machine, the program's allreduce c
    candidate's median over the reference's, and whether the sweep's best stands out of its
    noise (its runs' 90 % interval of the ratio clear of 1);
 3. A/A: ``--aa`` races of the reference against itself (two labels of one decision): how many
-   say faster (the stated risk is 5 %);
+   say faster (the stated risk is 5 %); where a candidate runs on a duplicate communicator of
+   its own (Open MPI), also with each label its own duplicate: what the communicator alone
+   does to a call's time;
 4. overhead: ``--pairs`` interleaved pairs of a plain run and an A/A-raced run, the program's
    own time: the median ratio and its spread.
 """
@@ -77,10 +79,16 @@ def one(inst, program: str, args) -> dict:  # type: ignore[no-untyped-def]
     raced = decide_race(done.race, 0.05, 0.02, 0.01)
     whole = sweep(inst, command, "allreduce", [], args.runs, rng)
     ref_name = done.race.names[0]
-    aa_said = 0
+    aa_said, apart_said, apart = 0, 0, []
     for seed in range(args.aa):
         aa = race(inst, command, "allreduce", [ref_name], 100 + seed, 600)
         aa_said += any(r.test.passed for r in decide_race(aa.race, 0.05, 0.02, 0.01))
+        if inst.impl.race_mode == "dup":
+            two = race(inst, command, "allreduce", [ref_name], 300 + seed, 600,
+                       {"COMMTUNE_RACE_SHARE": "0"})  # fmt: skip
+            said = decide_race(two.race, 0.05, 0.02, 0.01)
+            apart_said += any(r.test.passed for r in said)
+            apart += [r.test.speedup for r in said]
     ratios = []
     for i in range(args.pairs):
         pair = []
@@ -100,6 +108,8 @@ def one(inst, program: str, args) -> dict:  # type: ignore[no-untyped-def]
         "installation": inst.describe(), "program": program, "calls": len(done.race.time),
         "race": [r.to_json() for r in raced], "race_best": raced[0].name if raced else None,
         "sweep": whole, "sweep_best": best_sweep, "aa_said_faster": aa_said, "aa_races": args.aa,
+        "aa_apart_said_faster": apart_said if apart else None,
+        "aa_apart_speedups": [min(apart), max(apart)] if apart else None,
         "overhead_median": statistics.median(ratios) if ratios else None,
         "overhead_range": [min(ratios), max(ratios)] if ratios else None,
         "seconds": round(time.perf_counter() - start),

@@ -30,6 +30,8 @@
  *   COMMTUNE_RACE_MODE    call | dup
  *   COMMTUNE_RACE_SEED    the blocks' seed (an unsigned integer)
  *   COMMTUNE_RACE_OUT     the JSON file rank 0 writes
+ *   COMMTUNE_RACE_SHARE   0: two labels of one value get a duplicate each (dup mode; default
+ *                         1: they share one, so an A/A race compares one communicator)
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -60,6 +62,7 @@ static MPI_T_cvar_handle handle;
 static int have_handle;
 static int mpit_up;
 static int original;
+static int share = 1; /* COMMTUNE_RACE_SHARE=0: every label its own duplicate */
 
 static long calls;
 static long capacity;
@@ -117,7 +120,17 @@ static void refuse(const char *why) {
     active = 0;
 }
 
-static int write_value(int value) { return MPI_T_cvar_write(handle, &value) == MPI_SUCCESS; }
+static int current; /* what the variable holds now: a write only where it changes */
+
+static int write_value(int value) {
+    int ok = MPI_T_cvar_write(handle, &value) == MPI_SUCCESS;
+    if (ok) current = value;
+    return ok;
+}
+
+static void set_value(int value) {
+    if (value != current) write_value(value);
+}
 
 static void setup(void) {
     const char *op = getenv("COMMTUNE_RACE_OP");
@@ -132,6 +145,8 @@ static void setup(void) {
     snprintf(out_path, sizeof out_path, "%s", out);
     seed = s ? strtoull(s, NULL, 10) : 0;
     mode = how && strcmp(how, "dup") == 0 ? MODE_DUP : MODE_CALL;
+    const char *shared = getenv("COMMTUNE_RACE_SHARE");
+    share = shared ? atoi(shared) : 1;
     active = 1;
     char *copy = strdup(vals);
     for (char *tok = strtok(copy, ","); tok && k < MAX_CANDIDATES; tok = strtok(NULL, ","))
@@ -182,7 +197,7 @@ static void setup(void) {
 /* The communicator a call of candidate ``c`` on ``comm`` goes to (Open MPI: its duplicate). */
 static MPI_Comm route(MPI_Comm comm, int c) {
     if (mode == MODE_CALL) {
-        write_value(values[c]);
+        set_value(values[c]);
         return comm;
     }
     for (int i = 0; i < ncomms; ++i)
@@ -190,6 +205,13 @@ static MPI_Comm route(MPI_Comm comm, int c) {
     if (ncomms == MAX_COMMS) return MPI_COMM_NULL;
     comms[ncomms].comm = comm;
     for (int i = 0; i < k; ++i) { /* collective: every rank is at this same call */
+        int same = i;             /* two labels of one value share one duplicate (A/A) */
+        for (int j = 0; j < i && share; ++j)
+            if (values[j] == values[i]) same = j;
+        if (same != i) {
+            comms[ncomms].dups[i] = comms[ncomms].dups[same];
+            continue;
+        }
         write_value(values[i]);
         PMPI_Comm_dup(comm, &comms[ncomms].dups[i]);
     }
@@ -201,10 +223,13 @@ static MPI_Comm route(MPI_Comm comm, int c) {
  * it goes; -1: not raced. */
 static int begin(MPI_Comm comm, int count, MPI_Datatype type, MPI_Comm *use) {
     *use = comm;
-    if (!active || calls >= MAX_CALLS) return -1;
+    if (!active) return -1;
     int size;
     PMPI_Comm_size(comm, &size);
-    if (size != world_size || size < 2) return -1;
+    if (calls >= MAX_CALLS || size != world_size || size < 2) {
+        if (mode == MODE_CALL) set_value(original); /* an unraced call: the library's own */
+        return -1;
+    }
     if (calls == capacity) {
         capacity *= 2;
         assigned = realloc(assigned, (size_t)capacity);
@@ -229,7 +254,6 @@ static void end(int c, double t0) {
     times[calls] = MPI_Wtime() - t0;
     assigned[calls] = (unsigned char)c;
     ++calls;
-    if (mode == MODE_CALL) write_value(original);
 }
 
 #define RACED(NAME, COUNT, TYPE, CALL)                                                             \
@@ -333,10 +357,15 @@ int MPI_Finalize(void) {
                         MPI_COMM_WORLD);
         }
         if (rank == 0) write_race(slowest, n, error);
+        if (have_handle) set_value(original);
         free(slowest);
         for (int i = 0; i < ncomms; ++i)
-            for (int c = 0; c < k; ++c)
-                PMPI_Comm_free(&comms[i].dups[c]);
+            for (int c = 0; c < k; ++c) {
+                int first = 1; /* a duplicate two labels share is freed once */
+                for (int j = 0; j < c && share; ++j)
+                    if (values[j] == values[c]) first = 0;
+                if (first) PMPI_Comm_free(&comms[i].dups[c]);
+            }
         if (mpit_up) {
             if (have_handle) MPI_T_cvar_handle_free(&handle);
             MPI_T_finalize();

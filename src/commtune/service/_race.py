@@ -62,8 +62,9 @@ def candidates(
 
 
 def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[str], seed: int,
-         timeout: float) -> RaceRun:  # fmt: skip
-    """One run of ``command`` with ``op``'s candidates raced in it."""
+         timeout: float, extra: Mapping[str, str] | None = None) -> RaceRun:  # fmt: skip
+    """One run of ``command`` with ``op``'s candidates raced in it (``extra``: more of
+    libctrace's variables, e.g. ``COMMTUNE_RACE_SHARE``)."""
     knob, everyone, codes = candidates(inst, op, names)
     mode, governs = inst.impl.race_mode, dict(inst.impl.race_env)
     library = native.build_race(inst)
@@ -73,7 +74,7 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
                      "COMMTUNE_RACE_CVAR": inst.impl.mpit_name(knob) or knob,
                      "COMMTUNE_RACE_VALUES": ",".join(map(str, codes)),
                      "COMMTUNE_RACE_MODE": str(mode), "COMMTUNE_RACE_SEED": str(seed),
-                     "COMMTUNE_RACE_OUT": out}  # fmt: skip
+                     "COMMTUNE_RACE_OUT": out, **(extra or {})}  # fmt: skip
         plan = launcher_for(inst).plan(command, variables, preload=str(library))
         start = time.perf_counter()
         done = run_process(plan.argv, plan.env, timeout)

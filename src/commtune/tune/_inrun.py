@@ -10,6 +10,13 @@ each block are the verdict's pairs, their order drawn by a coin (``commtune.rule
 same paired test is exact whatever the noise and its dependence between calls. The stated risk
 is split evenly over the K - 1 candidates, one look each.
 
+The claim is stronger than the whole-run verdict's: a candidate is said faster only where the
+test rejects that it is at most ``min_gain`` faster a call (its calls counted ``min_gain``
+slower), so that two labels of one algorithm (an A/A race) are said faster at no more than the
+stated rate, and a candidate 2 % slower a fortiori. With thousands of calls the stronger claim
+costs little; with the whole-run test's null (2 % slower) and ``min_gain`` as a bar on the
+estimate alone, an A/A race on sub-microsecond calls was said faster in 3 of 20 races.
+
 What the promise is about: the tuned calls' time (per call, the slowest rank's), not the
 program's; the program's share of it is the profile's to say, and whole runs show the rest.
 """
@@ -110,7 +117,10 @@ def decide_race(
     warmup: int = WARMUP_BLOCKS,
 ) -> list[Raced]:
     """Each candidate against the reference on the blocks after ``warmup``, at ``risk``
-    split over the candidates; fastest estimate first."""
+    split over the candidates; fastest estimate first. ``tolerance`` is the promise's (what is
+    more than it slower is never said faster); the test is the stronger claim of ``min_gain``
+    faster (see the module docstring)."""
+    del tolerance  # implied by the min_gain claim; kept in the signature as the promise's
     blocks = race.blocks(warmup)
     if not len(blocks):
         return []
@@ -118,7 +128,9 @@ def decide_race(
     out = []
     for j in range(1, race.k):
         ref, mine = blocks[:, 0], blocks[:, j]
-        test = rule.test(list(ref), list(mine), limit=share, tolerance=tolerance,
+        # the null: at most min_gain faster (its calls counted min_gain slower); it implies the
+        # promise's (more than ``tolerance`` slower is further inside it)
+        test = rule.test(list(ref), list(mine), limit=share, tolerance=-min_gain,
                          min_gain=min_gain)  # fmt: skip
         out.append(Raced(race.names[j], len(blocks), float(np.median(ref)),
                          float(np.median(mine)), test))  # fmt: skip
