@@ -2,7 +2,7 @@
 each candidate alone say, and what racing costs.
 
     python benchmarks/inrun_race.py [--mpi openmpi,mpich] [--programs ct_demo,ct_solver]
-                                    [--runs 9] [--aa 20] [--pairs 10] [--json FILE]
+                                    [--runs 9] [--aa 20] [--pairs 10] [--aa-only] [--json FILE]
 
 Per installation and program (2 ranks on this machine, the program's allreduce calls):
 
@@ -18,6 +18,8 @@ Per installation and program (2 ranks on this machine, the program's allreduce c
    does to a call's time;
 4. overhead: ``--pairs`` interleaved pairs of a plain run and an A/A-raced run, the program's
    own time: the median ratio and its spread.
+
+``--aa-only``: step 3 alone (seeds 1000-1019; the separate duplicates 2000-2019).
 """
 
 from __future__ import annotations
@@ -68,6 +70,25 @@ def sweep(inst, command, op, names, runs, rng):  # type: ignore[no-untyped-def]
     return {n: {"runs": len(v), "speedup": ref / statistics.median(v) if v else None,
                 "spread": (max(v) - min(v)) / statistics.median(v) if v else None}
             for n, v in times.items()}  # fmt: skip
+
+
+def aa_only(inst, program: str, args) -> dict:  # type: ignore[no-untyped-def]
+    binary = str(native.build(inst, f"demo/{program}.c"))
+    command = launcher_for(inst).command(2, [binary, *ARGS[program]])
+    ref = candidates(inst, "allreduce", [])[1][0]
+    said, apart, est = 0, 0, []
+    for seed in range(args.aa):
+        r = decide_race(race(inst, command, "allreduce", [ref], 1000 + seed, 600).race,
+                        0.05, 0.02, 0.01)  # fmt: skip
+        said += any(x.test.passed for x in r)
+        est.append(r[0].test.speedup)
+        if inst.impl.race_mode == "dup":
+            two = race(inst, command, "allreduce", [ref], 2000 + seed, 600,
+                       {"COMMTUNE_RACE_SHARE": "0"})  # fmt: skip
+            apart += any(x.test.passed for x in decide_race(two.race, 0.05, 0.02, 0.01))
+    return {"installation": inst.describe(), "program": program, "aa_said_faster": said,
+            "aa_races": args.aa, "aa_apart_said_faster": apart if inst.impl.race_mode == "dup"
+            else None, "estimates": [min(est), max(est)]}  # fmt: skip
 
 
 def one(inst, program: str, args) -> dict:  # type: ignore[no-untyped-def]
@@ -124,14 +145,17 @@ def main() -> int:
     p.add_argument("--aa", type=int, default=20)
     p.add_argument("--pairs", type=int, default=10)
     p.add_argument("--json", type=Path)
+    p.add_argument("--aa-only", action="store_true", help="the A/A races alone")
     args = p.parse_args()
     rows = []
     for spec in args.mpi.split(","):
         inst = installation_of(spec)
         for program in args.programs.split(","):
-            row = one(inst, program, args)
+            row = aa_only(inst, program, args) if args.aa_only else one(inst, program, args)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
+    if args.aa_only:
+        return 0
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     for r in rows:
