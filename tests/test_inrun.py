@@ -117,10 +117,12 @@ def test_commtune_race_races_every_call_and_leaves_the_results_alone(
     }
     code, out, err = run_cli(["race", "--op", "allreduce", "--candidates",
                               two[vendor.value], "--seed", "11", "--json",  # type: ignore[attr-defined]
+                              "--plot", str(tmp_path / "race.png"),
                               "--", *line], capsys)  # fmt: skip
     assert code == 0, err
     data = last_json(out)
     assert data["calls"] > 0 and data["calls"] % 3 == 0
+    assert (tmp_path / "race.png").stat().st_size > 10_000  # the call times drawn
     assert [c["name"] for c in data["candidates"]] != [] and len(data["candidates"]) == 2
     assert all(c["blocks"] >= data["calls"] // 3 - 2 * 3 for c in data["candidates"])
     assert all(0 < c["limit"] <= 0.025 + 1e-12 for c in data["candidates"])

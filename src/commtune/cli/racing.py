@@ -35,6 +35,9 @@ def _add_race(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=2,
                    help="blocks of calls of each size at the start that are not evidence "
                    "(default 2)")  # fmt: skip
+    p.add_argument("--plot", metavar="PNG",
+                   help="draw each candidate's call times by block and its estimate in this "
+                   "file")  # fmt: skip
     p.add_argument("--timeout", type=positive(float), default=600.0,
                    help="seconds the run may take")  # fmt: skip
     add_json(p)
@@ -70,6 +73,13 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
                 f"{c.blocks} blocks, median {1e6 * c.median:.1f} us against "
                 f"{1e6 * c.reference_median:.1f} us; p = {t.p:.3g} at {t.limit:.3g}: "
                 f"{'passed' if t.passed else 'not shown faster'}")  # fmt: skip
+    if args.plot and raced:
+        from pathlib import Path
+
+        from commtune.report import race_plot
+
+        race_plot(r, raced, Path(args.plot), args.warmup)
+        ui.info(f"plot: {args.plot}")
     passing = [c for c in raced if c.test.passed]
     best = passing[0] if passing else None
     if best is not None:

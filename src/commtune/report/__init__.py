@@ -33,6 +33,7 @@ _WHERE = {
     "calibration_lines": "_calibration",
     "calibration_plot": "_calibration",
     "calibration_table": "_calibration",
+    "race_plot": "_race",
     "checks_table": "_sample_tables",
     "predict_table": "_sample_tables",
     "sample_tables": "_sample_tables",
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
         summary_table,
         variables_table,
     )
+    from commtune.report._race import race_plot
     from commtune.report._rails_tables import rails_table
     from commtune.report._sample_plots import family_figure, sample_plots
     from commtune.report._sample_tables import (
@@ -148,6 +150,7 @@ __all__ = [
     "pareto_table",
     "predict_table",
     "prediction_table",
+    "race_plot",
     "rails_table",
     "render",
     "result_table",
