@@ -37,7 +37,7 @@ from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
 from commtune.service import race
-from commtune.service._race import candidates
+from commtune.service import race_candidates as candidates
 from commtune.trial import run_process
 from commtune.tune import decide_race
 

@@ -160,7 +160,7 @@ def test_a_library_without_run_time_algorithm_writes_is_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from commtune.errors import UsageError
-    from commtune.service._race import candidates
+    from commtune.service import race_candidates as candidates
 
     try:
         inst = installation_of("intel")

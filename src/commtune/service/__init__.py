@@ -18,6 +18,7 @@ from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
 from commtune.service._observer import StudyObserver
 from commtune.service._race import RaceRun, race
+from commtune.service._race import candidates as race_candidates
 from commtune.service._tuning import Outcome, Recorded, Tuning, check
 
 __all__ = [
@@ -41,5 +42,6 @@ __all__ = [
     "probe",
     "profiling",
     "race",
+    "race_candidates",
     "study_knobs",
 ]
