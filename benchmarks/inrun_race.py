@@ -79,13 +79,13 @@ def aa_only(inst, program: str, args) -> dict:  # type: ignore[no-untyped-def]
     said, apart, est = 0, 0, []
     for seed in range(args.aa):
         r = decide_race(race(inst, command, "allreduce", [ref], 1000 + seed, 600).race,
-                        0.05, 0.02, 0.01)  # fmt: skip
+                        0.05, 0.01)  # fmt: skip
         said += any(x.test.passed for x in r)
         est.append(r[0].test.speedup)
         if inst.impl.race_mode == "dup":
             two = race(inst, command, "allreduce", [ref], 2000 + seed, 600,
                        {"COMMTUNE_RACE_SHARE": "0"})  # fmt: skip
-            apart += any(x.test.passed for x in decide_race(two.race, 0.05, 0.02, 0.01))
+            apart += any(x.test.passed for x in decide_race(two.race, 0.05, 0.01))
     return {"installation": inst.describe(), "program": program, "aa_said_faster": said,
             "aa_races": args.aa, "aa_apart_said_faster": apart if inst.impl.race_mode == "dup"
             else None, "estimates": [min(est), max(est)]}  # fmt: skip
@@ -97,17 +97,17 @@ def one(inst, program: str, args) -> dict:  # type: ignore[no-untyped-def]
     command = launcher_for(inst).command(2, [binary, *ARGS[program]])
     start = time.perf_counter()
     done = race(inst, command, "allreduce", [], 7, 600)
-    raced = decide_race(done.race, 0.05, 0.02, 0.01)
+    raced = decide_race(done.race, 0.05, 0.01)
     whole = sweep(inst, command, "allreduce", [], args.runs, rng)
     ref_name = done.race.names[0]
     aa_said, apart_said, apart = 0, 0, []
     for seed in range(args.aa):
         aa = race(inst, command, "allreduce", [ref_name], 100 + seed, 600)
-        aa_said += any(r.test.passed for r in decide_race(aa.race, 0.05, 0.02, 0.01))
+        aa_said += any(r.test.passed for r in decide_race(aa.race, 0.05, 0.01))
         if inst.impl.race_mode == "dup":
             two = race(inst, command, "allreduce", [ref_name], 300 + seed, 600,
                        {"COMMTUNE_RACE_SHARE": "0"})  # fmt: skip
-            said = decide_race(two.race, 0.05, 0.02, 0.01)
+            said = decide_race(two.race, 0.05, 0.01)
             apart_said += any(r.test.passed for r in said)
             apart += [r.test.speedup for r in said]
     ratios = []

@@ -5,7 +5,6 @@ walkthrough runs as printed on this machine, in a fresh directory, after ``make 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -107,5 +106,5 @@ def test_the_readme_walkthrough_runs_as_printed(tmp_path: Path) -> None:
                           text=True, timeout=850, check=False)  # fmt: skip
     assert done.returncode == 0, (done.stdout[-1500:], done.stderr[-3000:])
     assert (tmp_path / "first.html").is_file() and (tmp_path / "cl" / "platform.xml").is_file()
-    assert re.search(r"^export OMPI_MCA_\w+=", done.stdout, re.M), done.stdout[-800:]
+    assert "# commtune study first" in done.stdout, done.stdout[-800:]  # export's header
     assert "the simulated twin" in done.stdout + done.stderr

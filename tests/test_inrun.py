@@ -58,7 +58,7 @@ def test_a_candidate_exactly_2_percent_slower_a_call_passes_within_the_stated_ri
     said = 0
     for _ in range(200):
         race = _race(rng, np.array([1.0, 1.02, 1.02, 1.02]), blocks=60)
-        said += any(r.test.passed for r in decide_race(race, 0.10, 0.02, 0.01))
+        said += any(r.test.passed for r in decide_race(race, 0.10, 0.01))
     assert said <= 200 * 0.10 + 1.645 * (200 * 0.1 * 0.9) ** 0.5, said
 
 
@@ -69,7 +69,7 @@ def test_an_a_a_race_is_said_faster_within_the_stated_risk() -> None:
     rng = np.random.default_rng(11)
     said = sum(
         any(r.test.passed for r in decide_race(_race(rng, np.array([1.0, 1.0]), 100, sd=0.3),
-                                               0.10, 0.02, 0.01))
+                                               0.10, 0.01))
         for _ in range(200)
     )  # fmt: skip
     assert said <= 200 * 0.10 + 1.645 * (200 * 0.1 * 0.9) ** 0.5, said
@@ -80,7 +80,7 @@ def test_a_candidate_5_percent_faster_a_call_is_found_and_ranked_first() -> None
     found = 0
     for _ in range(20):
         race = _race(rng, np.array([1.0, 1.03, 0.95]), blocks=150)
-        raced = decide_race(race, 0.05, 0.02, 0.01)
+        raced = decide_race(race, 0.05, 0.01)
         assert raced[0].name == "a2"  # the fastest estimate first
         found += raced[0].test.passed
     assert found >= 18, found
@@ -126,8 +126,11 @@ def test_commtune_race_races_every_call_and_leaves_the_results_alone(
     assert [c["name"] for c in data["candidates"]] != [] and len(data["candidates"]) == 2
     assert all(c["blocks"] >= data["calls"] // 3 - 2 * 3 for c in data["candidates"])
     assert all(0 < c["limit"] <= 0.025 + 1e-12 for c in data["candidates"])
-    raced_sum = CT_DEMO.search(out + err)
-    assert raced_sum is None or raced_sum.group(1) == CT_DEMO.search(plain.stdout).group(1)  # type: ignore[union-attr]
+    # the program's results under racing: the raced run's own output, the same checksum
+    from commtune.service import race
+
+    raced = race(inst, line, "allreduce", two[vendor.value].split(","), 11, 120)  # type: ignore[attr-defined]
+    assert CT_DEMO.findall(raced.stdout) == CT_DEMO.findall(plain.stdout) != []
 
 
 @pytest.mark.openmpi

@@ -27,11 +27,10 @@ def _add_race(p: argparse.ArgumentParser) -> None:
                    "separated (default: every one the library lists)")  # fmt: skip
     p.add_argument("--seed", type=int, help="the blocks' seed (default: drawn, and printed)")
     p.add_argument("--risk", type=fraction, default=DEFAULTS.risk,
-                   help="the chance, at most, that a candidate said faster is more than "
-                   "--tolerance slower per call (default 0.05), split over the "
-                   "candidates")  # fmt: skip
-    p.add_argument("--tolerance", type=fraction, default=DEFAULTS.tolerance)
-    p.add_argument("--min-gain", type=fraction, default=DEFAULTS.min_gain)
+                   help="the chance, at most, that a candidate said faster is not faster by "
+                   "--min-gain a call (default 0.05), split over the candidates")  # fmt: skip
+    p.add_argument("--min-gain", type=fraction, default=DEFAULTS.min_gain,
+                   help="the gain a call a candidate is said faster by (default 0.01)")  # fmt: skip
     p.add_argument("--warmup", type=int, default=2,
                    help="blocks of calls of each size at the start that are not evidence "
                    "(default 2)")  # fmt: skip
@@ -59,7 +58,7 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
     ui.info(f"{inst.describe()}: {r.op} raced in one run, {len(r.time)} calls in blocks of "
             f"{r.k} (seed {seed}), each block every candidate once in a drawn order; "
             f"the run took {done.wall:.2f} s")  # fmt: skip
-    raced = decide_race(r, args.risk, args.tolerance, args.min_gain, args.warmup)
+    raced = decide_race(r, args.risk, args.min_gain, args.warmup)
     if not raced:
         ui.warn(f"too few calls of {r.op} to race: {len(r.time)} after {args.warmup} blocks "
                 "of warm-up")  # fmt: skip

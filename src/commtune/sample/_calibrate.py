@@ -504,13 +504,8 @@ def measure(inst: Installation, launch: Sequence[str], args: Sequence[str], time
     UsageError where it fails or prints no measurement."""
     program = native.build(inst, PROGRAM)
     plan = launcher_for(inst).plan([*launch, str(program), *args], {}, base_env=env)
-    done = run_process(plan.argv, plan.env, timeout)
     line = " ".join(launch)
-    if done.timed_out:
-        raise UsageError(f"{where}: '{line}' did not finish in {timeout:.0f} s (--timeout)")
-    if done.returncode != 0:
-        why = stderr_summary(done.stderr_tail) or f"exit status {done.returncode}"
-        raise UsageError(f"{where}: '{line}' failed: {why}")
+    done = run_process(plan.argv, plan.env, timeout).ended_well(f"{where}: '{line}'", timeout)
     try:
         return Measurement.parse(done.stdout)
     except ValueError:

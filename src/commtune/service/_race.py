@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ from commtune.errors import UsageError
 from commtune.knobs import enumerators
 from commtune.launch import launcher_for
 from commtune.mpi import Installation
-from commtune.trial import run_process, stderr_summary
+from commtune.trial import run_process
 from commtune.tune import Race
 
 OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
@@ -76,14 +75,7 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
                      "COMMTUNE_RACE_MODE": str(mode), "COMMTUNE_RACE_SEED": str(seed),
                      "COMMTUNE_RACE_OUT": out, **(extra or {})}  # fmt: skip
         plan = launcher_for(inst).plan(command, variables, preload=str(library))
-        start = time.perf_counter()
-        done = run_process(plan.argv, plan.env, timeout)
-        wall = time.perf_counter() - start
-        if done.timed_out:
-            raise UsageError(f"the raced run did not finish in {timeout:g} s (--timeout)")
-        if done.returncode != 0:
-            why = stderr_summary(done.stderr_tail) or f"exit status {done.returncode}"
-            raise UsageError(f"the raced run failed: {why}")
+        done = run_process(plan.argv, plan.env, timeout).ended_well("the raced run", timeout)
         try:
             with open(out) as f:
                 data = json.load(f)
@@ -96,4 +88,4 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
     if result.error:
         raise UsageError(f"the raced run: {result.error}")
     launch = {k: v for k, v in variables.items() if not k.startswith("COMMTUNE_")}
-    return RaceRun(result, launch, wall, done.stdout)
+    return RaceRun(result, launch, done.wall, done.stdout)

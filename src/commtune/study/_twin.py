@@ -34,8 +34,7 @@ class Ranked:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Ranked:
-        known: dict[str, Any] = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
+        return cls(**_fields(cls, data))
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,7 @@ class ScalingRow:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ScalingRow:
-        known: dict[str, Any] = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
+        return cls(**_fields(cls, data))
 
 
 @dataclass(frozen=True)
@@ -144,7 +142,7 @@ class TwinReport:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TwinReport:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        known = _fields(cls, data)
         known["ranking"] = tuple(Ranked.from_json(r) for r in data.get("ranking") or ())
         known["scaling"] = tuple(ScalingRow.from_json(r) for r in data.get("scaling") or ())
         for k in ("on_this_machine", "left_to_simulation"):
@@ -217,3 +215,9 @@ class TwinReport:
 def words(settings: Mapping[str, str]) -> str:
     """``settings`` as one line: ``A=1, B=2``."""
     return ", ".join(f"{k}={v}" for k, v in settings.items())
+
+
+def _fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of ``data`` that are fields of the dataclass ``cls`` (a newer report's
+    extra keys are left out)."""
+    return {k: data[k] for k in cls.__dataclass_fields__ if k in data}  # type: ignore[attr-defined]

@@ -57,6 +57,18 @@ class ProcessResult:
     stderr_tail: str
     job: dict[str, str] | None = None  # a Slurm job's id and nodes, where it was one
 
+    def ended_well(self, what: str, timeout: float) -> ProcessResult:
+        """This launch, or a UsageError in one line saying that ``what`` did not finish in
+        ``timeout`` seconds or failed, and why (the tail of its stderr)."""
+        from commtune.errors import UsageError
+
+        if self.timed_out:
+            raise UsageError(f"{what} did not finish in {timeout:g} s (--timeout)")
+        if self.returncode != 0:
+            why = stderr_summary(self.stderr_tail) or f"exit status {self.returncode}"
+            raise UsageError(f"{what} failed: {why}")
+        return self
+
 
 @functools.cache
 def become_subreaper() -> None:

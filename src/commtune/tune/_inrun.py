@@ -110,17 +110,11 @@ class Raced:
 
 
 def decide_race(
-    race: Race,
-    risk: float,
-    tolerance: float,
-    min_gain: float,
-    warmup: int = WARMUP_BLOCKS,
+    race: Race, risk: float, min_gain: float, warmup: int = WARMUP_BLOCKS
 ) -> list[Raced]:
     """Each candidate against the reference on the blocks after ``warmup``, at ``risk``
-    split over the candidates; fastest estimate first. ``tolerance`` is the promise's (what is
-    more than it slower is never said faster); the test is the stronger claim of ``min_gain``
-    faster (see the module docstring)."""
-    del tolerance  # implied by the min_gain claim; kept in the signature as the promise's
+    split over the candidates; fastest estimate first. The test is the claim of ``min_gain``
+    faster a call, which implies the promise (see the module docstring)."""
     blocks = race.blocks(warmup)
     if not len(blocks):
         return []
