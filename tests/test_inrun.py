@@ -14,18 +14,21 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import optuna
 import pytest
 
 from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
-from commtune.tune import Race, decide_race
+from commtune.store import Store
+from commtune.tune import Halving, Race, decide_race, halving
 
 from .conftest import VENDORS, last_json, run_cli
 
 
 def _race(
-    rng: np.random.Generator, slower: np.ndarray, blocks: int, sizes: int = 2, sd: float = 0.05
+    rng: np.random.Generator, slower: np.ndarray, blocks: int, sizes: int = 2, sd: float = 0.05,
+    names: tuple[str, ...] = (),
 ) -> Race:
     """A race as libctrace writes it: ``sizes`` message sizes, each raced in complete blocks
     in a drawn order, per-call times with an AR(1) noise, a drift of 10 % over the run, one
@@ -45,7 +48,7 @@ def _race(
         cand.append(c)
         slot.append(s)
         time.append(t)
-    names = tuple(f"a{j}" for j in range(k))
+    names = names or tuple(f"a{j}" for j in range(k))
     return Race("allreduce", "x", "call", 0, 2, names, tuple(range(k)), None, None,
                 np.array(cand), np.array(time), np.array(slot))  # fmt: skip
 
@@ -93,6 +96,49 @@ def test_the_blocks_are_complete_per_message_size_after_the_warmup() -> None:
     assert blocks.shape == (2 * 8, 3)  # two sizes, 10 blocks each, 2 of warm-up dropped
     # a stratum's block holds each candidate once: every column is filled from its own calls
     assert np.all(blocks > 0)
+
+
+def _halving(rng: np.random.Generator, slower: dict[str, float], risk: float, runs: int = 3,
+             blocks: int = 60, sd: float = 0.05) -> Halving:  # fmt: skip
+    """A study's raced runs (``tune.halving``) on races drawn by ``_race``: ``slower`` each
+    candidate's calls against the reference's (``ref``)."""
+
+    def racer(field: object, r: int) -> Race:
+        names = ("ref", *field)  # type: ignore[misc]
+        return _race(rng, np.array([1.0, *(slower[n] for n in names[1:])]), blocks, sd=sd,
+                     names=names)  # fmt: skip
+
+    return halving(racer, list(slower), runs, risk, 0.01)
+
+
+def test_raced_runs_of_an_a_a_field_hand_back_within_the_stated_risk() -> None:
+    """120 studies of up to three raced runs each, three labels of the reference's own algorithm
+    (no difference at all), the field halved between runs, at a stated 10 %: the studies
+    that hand anything back stay within the binomial bound of the stated risk."""
+    rng = np.random.default_rng(3)
+    handed = sum(_halving(rng, {"b": 1.0, "c": 1.0, "d": 1.0}, 0.10, blocks=40, sd=0.3).answer
+                 is not None for _ in range(120))  # fmt: skip
+    assert handed <= 120 * 0.10 + 1.645 * (120 * 0.1 * 0.9) ** 0.5, handed
+
+
+def test_raced_runs_halve_the_field_and_keep_each_run() -> None:
+    """Nothing faster: every run is made, the candidates shown slower are dropped after the
+    first, the field never grows, and the pooled evidence holds every run's blocks."""
+    rng = np.random.default_rng(8)
+    done = _halving(rng, {"slow": 1.3, "slower": 1.4, "same": 1.0, "twin": 1.0}, 0.05)
+    fields = [set(r.names[1:]) for r in done.races]
+    assert len(done.races) == 3 and done.answer is None
+    assert fields[0] == {"slow", "slower", "same", "twin"}
+    assert fields[1] <= {"same", "twin"} and all(b <= a for a, b in zip(fields, fields[1:]))
+    pooled = {c.name: c.blocks for c in done.pooled}
+    assert pooled["same"] == sum(len(r.blocks()) for r in done.races if "same" in r.names)
+
+
+def test_raced_runs_stop_once_the_fastest_has_passed() -> None:
+    rng = np.random.default_rng(9)
+    done = _halving(rng, {"slow": 1.2, "fast": 0.9, "near": 0.97}, 0.05, blocks=150)
+    assert len(done.races) == 1 and done.answer is not None and done.answer.name == "fast"
+    assert done.answer.test.passed and done.answer.test.limit == pytest.approx(0.05 / 9)
 
 
 CT_DEMO = re.compile(r"checksum (\S+)")
@@ -172,3 +218,55 @@ def test_a_library_without_run_time_algorithm_writes_is_refused(
     with pytest.raises(UsageError, match="from environment variables only"):
         candidates(inst, "allreduce", [])
     assert os.environ.get("COMMTUNE_CACHE")  # the suite's own cache (conftest)
+
+
+TWO = {"openmpi": "ring,recursive_doubling", "mpich": "recursive_doubling,reduce_scatter_allgather"}
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+@pytest.mark.timeout(400)
+def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_runs(
+    vendor: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``commtune tune --knob <allreduce's algorithm>``: the candidates raced inside the
+    program's runs (at most ``--inrun-runs``, the field never growing), each run's test at the
+    risk split over candidates and runs; the verdict stored as the study's, with what it is
+    about, and what is handed back checked on whole runs beside the defaults and exported in
+    the library's static form. ``--no-inrun`` searches the same space on whole runs."""
+    from commtune.study import acceptance_of
+
+    inst = installation_of(vendor.value)  # type: ignore[attr-defined]
+    knob = inst.impl.algorithm_knob("allreduce")
+    reference = "ignore" if vendor.value == "openmpi" else "auto"  # type: ignore[attr-defined]
+    program = str(native.build(inst, "demo/ct_demo.c"))
+    line = launcher_for(inst).command(2, [program, "300"])
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    values = f"{knob}={reference},{TWO[vendor.value]}"  # type: ignore[attr-defined]
+    args = ["tune", "--knob", values, "--risk", "0.06", "--study", "r", "--storage", storage,
+            "--json", "--", *line]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    data = last_json(out)
+    assert data["gate"] == "inrun" and "raced call by call" in err
+    acc = acceptance_of(optuna.load_study(study_name="r", storage=Store(storage).optuna))
+    assert acc is not None and acc.extra["gate"] == "inrun" and acc.extra["op"] == "allreduce"
+    fields = [set(f) for f in acc.extra["fields"]]
+    assert 1 <= acc.extra["raced_runs"] == len(fields) <= 3 and all(acc.extra["calls"])
+    assert fields[0] == set(TWO[vendor.value].split(","))  # type: ignore[attr-defined]
+    assert all(b <= a for a, b in zip(fields, fields[1:]))
+    assert acc.extra["limit"] == pytest.approx(0.06 / (2 * 3))
+    assert "allreduce calls' time" in acc.extra["promise"]
+    code, exported, _ = run_cli(["export", "r", "--storage", storage, "--format", "env"], capsys)
+    if acc.accepted:  # handed back: passed in-run at its share, checked on 3 pairs of runs
+        assert acc.extra["call_p"] <= acc.extra["limit"] and acc.extra["call_speedup"] >= 1.01
+        assert len(acc.default_values) == len(acc.best_values) == 3
+        assert acc.speedup is not None and acc.ci is not None and acc.ci[1] >= 1 / 1.02
+        name = acc.params[knob]
+        assert code == 0 and f"{inst.impl.env_name(knob)}={name}" in exported
+    else:
+        assert code != 0 or knob not in exported
+    whole = ["tune", "--knob", values, "--no-inrun", "--strategy", "grid", "--max-runs", "13",
+             "--study", "w", "--storage", storage, "--json", "--", *line]  # fmt: skip
+    code, out, err = run_cli(whole, capsys)
+    assert code == 0, err
+    assert last_json(out)["gate"] != "inrun" and "raced call by call" not in err

@@ -112,6 +112,21 @@ def _add_budget_options(p: argparse.ArgumentParser, demo: bool) -> None:
         "paired test (--gate risk) compares every pair of runs, not a statistic of them",
     )
     p.add_argument(
+        "--no-inrun",
+        action="store_true",
+        help="a space of one collective's algorithm variable (e.g. --knob "
+        "coll_tuned_allreduce_algorithm) is raced call by call inside the program's runs "
+        "where the library reads it while the program runs (Open MPI, MPICH); this searches "
+        "it on whole runs instead",
+    )
+    p.add_argument(
+        "--inrun-runs",
+        type=positive(int),
+        default=DEFAULTS.inrun_runs,
+        help=f"raced runs at most (default {DEFAULTS.inrun_runs}): after a run that hands "
+        "nothing back, the slower half of the candidates is dropped and the rest raced again",
+    )
+    p.add_argument(
         "--max-runs",
         type=positive(int),
         help="bound on every run of the study (reference, controls and the verdict's runs "
@@ -346,6 +361,8 @@ def plan_of(args: argparse.Namespace) -> Plan:
         seed=args.seed,
         racing=not args.fixed_repeats,
         exact=not args.assume_noise,
+        inrun=not args.no_inrun,
+        inrun_runs=args.inrun_runs,
         mpi=args.mpi,
         knobs=tuple(args.knob),
         presets=tuple(args.preset),

@@ -38,6 +38,9 @@ def compact_table(title: str) -> Table:
 
 
 def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
+    acc = result.acceptance
+    if acc is not None and acc.extra.get("gate") == "inrun":
+        return _inrun_table(acc)
     stat = result.statistic
     table = compact_table(f"study {result.study}: best configurations")
     configs = [format_config(row.config, defaults, sep="\n") for row in result.table]
@@ -68,6 +71,24 @@ def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
     return table
 
 
+def _inrun_table(acc: Acceptance) -> Table:
+    """An in-run race's candidates, per call, pooled over its raced runs."""
+    extra = acc.extra
+    table = compact_table(f"{extra['op']} raced call by call ({extra['raced_runs']} run(s))")
+    for name in ("algorithm", "blocks", "us a call", "ref us", "speedup a call", "interval"):
+        table.add_column(name, justify="left" if name == "algorithm" else "right")
+    for c in extra.get("raced") or []:
+        low, high = c["interval"]
+        table.add_row(c["name"], str(c["blocks"]), f"{1e6 * c['median_s']:.2f}",
+                      f"{1e6 * c['reference_median_s']:.2f}", f"{c['speedup']:.3f}x",
+                      f"{low:.3f}-{high:.3f}")  # fmt: skip
+    table.caption = (
+        f"against {extra['reference_name']} (the library's own decision) in the same blocks "
+        "of calls, each block every candidate once in a drawn order; the slowest rank's time"
+    )
+    return table
+
+
 def noise_line(result: TuneResult) -> str:
     noise = result.noise
     return (
@@ -90,6 +111,8 @@ def verdict_lines(acc: Acceptance | None) -> list[str]:
         return _risk_lines(acc)
     if acc.extra.get("gate") == "exact":
         return _exact_lines(acc)
+    if acc.extra.get("gate") == "inrun":
+        return _inrun_lines(acc)
     if not acc.default_values:
         return [f"not accepted ({acc.reason}): the default stays"]
     stat = acc.extra.get("statistic", "median")
@@ -131,6 +154,26 @@ def verdict_lines(acc: Acceptance | None) -> list[str]:
         )
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: trial {acc.trial} is faster beyond noise"]
+    return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
+
+
+def _inrun_lines(acc: Acceptance) -> list[str]:
+    """An in-run race's verdict: the raced calls' test (the promise), the whole runs beside."""
+    extra = acc.extra
+    runs, calls = extra["raced_runs"], sum(extra.get("calls") or [])
+    head = f"verdict in {runs} raced run(s), {calls} calls of {extra['op']}"
+    if extra.get("call_speedup") is None:
+        return [f"{head}: {acc.reason}", "[yellow]not accepted[/yellow]: the default stays"]
+    low, high = extra["call_interval"]
+    lines = [f"{head}: {acc.params[extra['knob']]} {extra['call_speedup']:.3f}x a call "
+             f"({low:.3f}-{high:.3f}), p = {extra['call_p']:.2g} at {extra['limit']:.2g}; the "
+             f"promise is about {extra['promise']}"]  # fmt: skip
+    if acc.speedup is not None and acc.ci is not None:
+        lines.append(f"whole runs beside the defaults ({len(acc.best_values)} pairs, each "
+                     f"pair's order by a coin): {acc.speedup:.3f}x the program "
+                     f"({acc.ci[0]:.3f}-{acc.ci[1]:.3f})")  # fmt: skip
+    if acc.accepted:
+        return [*lines, f"[green]accepted[/green]: {format_config(acc.params)}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
 
 

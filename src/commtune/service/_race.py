@@ -61,9 +61,11 @@ def candidates(
 
 
 def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[str], seed: int,
-         timeout: float, extra: Mapping[str, str] | None = None) -> RaceRun:  # fmt: skip
+         timeout: float, extra: Mapping[str, str] | None = None,
+         through: Sequence[str] = ()) -> RaceRun:  # fmt: skip
     """One run of ``command`` with ``op``'s candidates raced in it (``extra``: more of
-    libctrace's variables, e.g. ``COMMTUNE_RACE_SHARE``)."""
+    libctrace's variables, e.g. ``COMMTUNE_RACE_SHARE``; ``through``: the launch line's
+    prefix, a bed's node)."""
     knob, everyone, codes = candidates(inst, op, names)
     mode, governs = inst.impl.race_mode, dict(inst.impl.race_env)
     library = native.build_race(inst)
@@ -74,7 +76,7 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
                      "COMMTUNE_RACE_VALUES": ",".join(map(str, codes)),
                      "COMMTUNE_RACE_MODE": str(mode), "COMMTUNE_RACE_SEED": str(seed),
                      "COMMTUNE_RACE_OUT": out, **(extra or {})}  # fmt: skip
-        plan = launcher_for(inst).plan(command, variables, preload=str(library))
+        plan = launcher_for(inst, through).plan(command, variables, preload=str(library))
         done = run_process(plan.argv, plan.env, timeout).ended_well("the raced run", timeout)
         try:
             with open(out) as f:

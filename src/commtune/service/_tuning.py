@@ -47,6 +47,7 @@ from commtune.service._as import as_library, as_proposal, reference_words, space
 from commtune.service._check import check
 from commtune.service._common import default_study_name, open_store, probe, profiling, slurm_nodes
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
+from commtune.service._inrun import inrun_of, race_study
 from commtune.service._observer import StudyObserver
 from commtune.service._simulation import budgeted, cost, simulated_plan
 from commtune.service._space import check_training_study, guided_space
@@ -160,6 +161,12 @@ class Tuning:
         ready = self._prepare(setup)
         if setup.plan.record:
             return self._record(ready)
+        how = inrun_of(ready, report is not None, self.ui)
+        if how is not None:
+            raced = race_study(ready, how, self.ui)
+            said = {"reference": reference_words(setup.inst, None, {}),
+                    "inrun": raced.acceptance.extra if raced.acceptance else None}  # fmt: skip
+            return Outcome(raced, ready.space, setup.inst.vendor.value, setup.command, said)
         result, extra = self._tuned(ready, ranked)
         s = ready.setup
         if s.library is not None:

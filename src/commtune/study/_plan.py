@@ -46,6 +46,11 @@ class Plan:
     min_gain: float = 0.01
     tolerance: float = 0.02
     explore: float = 0.5  # --gate risk: the share of --max-runs the search may spend
+    # A space of one collective's algorithm variable that the library reads while the
+    # program runs: its candidates raced call by call in up to ``inrun_runs`` runs
+    # (service._inrun), the answer checked on whole runs; False: whole runs only.
+    inrun: bool = True
+    inrun_runs: int = 3
     # -- what is tuned and measured
     mpi: str | None = None  # --mpi: a family, FAMILY@VERSION or a prefix (None: the launcher's)
     knobs: tuple[str, ...] = ()  # --knob NAME[=VALUES]

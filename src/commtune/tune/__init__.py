@@ -4,7 +4,7 @@ every step shares one :class:`Context` (``_target``)."""
 
 from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._decide import CONTENDERS, verdict
-from commtune.tune._inrun import Race, Raced, decide_race
+from commtune.tune._inrun import Halving, Race, Raced, decide_race, decide_races, halved, halving
 from commtune.tune._loop import (
     MIN_TIMEOUT,
     ReferenceFailed,
@@ -47,6 +47,7 @@ __all__ = [
     "UNCHANGED",
     "Context",
     "Difference",
+    "Halving",
     "Observer",
     "Race",
     "Raced",
@@ -61,7 +62,10 @@ __all__ = [
     "configurations",
     "confirm",
     "decide_race",
+    "decide_races",
     "differences",
+    "halved",
+    "halving",
     "inherited_mpi_env",
     "judge_pairs",
     "open_study",

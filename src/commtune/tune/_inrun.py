@@ -23,7 +23,7 @@ program's; the program's share of it is the profile's to say, and whole runs sho
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,17 +115,88 @@ def decide_race(
     """Each candidate against the reference on the blocks after ``warmup``, at ``risk``
     split over the candidates; fastest estimate first. The test is the claim of ``min_gain``
     faster a call, which implies the promise (see the module docstring)."""
-    blocks = race.blocks(warmup)
-    if not len(blocks):
-        return []
-    share = risk / (race.k - 1)
+    return decide_races([race], risk / (race.k - 1), min_gain, warmup)
+
+
+def pairs_of(races: Sequence[Race], warmup: int = WARMUP_BLOCKS
+             ) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+    """Per candidate (by name), its calls' times and the reference's in the same blocks,
+    pooled over ``races`` (successive runs, each its own field of candidates): each block's
+    order was drawn apart from every other's, so the pooled pairs are exact as one run's."""
+    pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+    for race in races:
+        blocks = race.blocks(warmup)
+        for j in range(1, race.k):
+            ref, mine = pooled.setdefault(race.names[j], ([], []))
+            ref.append(blocks[:, 0])
+            mine.append(blocks[:, j])
+    return {n: (np.concatenate(r), np.concatenate(m)) for n, (r, m) in pooled.items()}
+
+
+def decide_races(
+    races: Sequence[Race], limit: float, min_gain: float, warmup: int = WARMUP_BLOCKS
+) -> list[Raced]:
+    """Each candidate of ``races`` against the reference on its pooled blocks (``pairs_of``),
+    each test at ``limit`` (its share of the risk: the caller splits the risk over the
+    candidates and the looks); fastest estimate first."""
     out = []
-    for j in range(1, race.k):
-        ref, mine = blocks[:, 0], blocks[:, j]
+    for name, (ref, mine) in pairs_of(races, warmup).items():
+        if not len(ref):
+            continue
         # the null: at most min_gain faster (its calls counted min_gain slower); it implies the
         # promise's (more than ``tolerance`` slower is further inside it)
-        test = rule.test(list(ref), list(mine), limit=share, tolerance=-min_gain,
+        test = rule.test(list(ref), list(mine), limit=limit, tolerance=-min_gain,
                          min_gain=min_gain)  # fmt: skip
-        out.append(Raced(race.names[j], len(blocks), float(np.median(ref)),
-                         float(np.median(mine)), test))  # fmt: skip
+        out.append(Raced(name, len(ref), float(np.median(ref)), float(np.median(mine)), test))
     return sorted(out, key=lambda r: -r.test.speedup)
+
+
+def halved(pooled: Sequence[Raced], field: Sequence[str]) -> list[str]:
+    """The candidates the next raced run keeps (successive halving, issue 77): of ``field``,
+    those the pooled evidence (``decide_races`` over the runs so far, at no limit) does not
+    show slower (their interval's upper end at least 1), the faster half by estimate, two at
+    least. A field of one is kept whole: the reference and one candidate need no halving."""
+    alive = [c for c in pooled if c.name in field and c.test.interval[1] >= 1.0]
+    keep = max(2, -(-len(field) // 2)) if len(field) > 1 else 1
+    return [c.name for c in alive[:keep]]
+
+
+@dataclass(frozen=True)
+class Halving:
+    """Successive raced runs: each run's race, every candidate's test in the run it passed
+    (``passed``), the evidence of all runs pooled (``pooled``, fastest first) and the answer:
+    of those that passed, the fastest on the pooled evidence (None: none passed)."""
+
+    races: tuple[Race, ...]
+    passed: Mapping[str, Raced]
+    pooled: tuple[Raced, ...]
+    answer: Raced | None
+
+
+def halving(racer: Callable[[Sequence[str], int], Race], names: Sequence[str], runs: int,
+            risk: float, min_gain: float, heard: Callable[[Race, Sequence[Raced]], None]
+            = lambda race, raced: None) -> Halving:  # fmt: skip
+    """Race ``names`` against the reference in up to ``runs`` runs (``racer(field, r)``
+    runs the r-th). Each run's test reads that run's blocks only, at ``risk / (len(names) x
+    runs)``: the run's orders are drawn apart from all that came before, so each test is
+    exact given the past and the union over every candidate and run is at most ``risk``.
+    It stops once a candidate that passed is the fastest on the pooled evidence; else the
+    field is halved (:func:`halved`) and raced again. ``heard``: each run's race and tests."""
+    limit = risk / (len(names) * runs)
+    field, races, passed = list(names), [], {}
+    pooled: list[Raced] = []
+    for r in range(runs):
+        race = racer(field, r)
+        races.append(race)
+        now = decide_races([race], limit, min_gain)
+        heard(race, now)
+        passed.update({c.name: c for c in now if c.test.passed and c.name not in passed})
+        pooled = decide_races(races, 0.0, min_gain)
+        if passed and pooled and pooled[0].name in passed:
+            break
+        field = halved(pooled, field)
+        if not field:
+            break
+    order = {c.name: i for i, c in enumerate(pooled)}
+    answer = min(passed.values(), key=lambda c: order.get(c.name, len(order))) if passed else None
+    return Halving(tuple(races), passed, tuple(pooled), answer)

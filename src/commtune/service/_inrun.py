@@ -1,0 +1,226 @@
+"""``commtune tune`` on a space of one collective's algorithms: the candidates raced call by
+call inside the program's own runs (issue 77, item 3), not run after run.
+
+Each raced run (:func:`commtune.service.race`) gives every candidate thousands of calls beside
+the library's own decision, in randomized complete blocks; each run's test
+(:func:`commtune.tune.decide_races`, that run's blocks only, so that a run's design is drawn
+apart from everything decided before it and the test is exact whatever came before) spends
+``risk / (candidates x runs)``: the union over every candidate and run is at most ``risk``.
+After a run with no candidate both passed and the fastest, the field is halved on the
+evidence of every run so far (:func:`commtune.tune.halved`) and raced again, up to
+``--inrun-runs``.
+
+The answer is the library's static setting (what ``export`` writes: MCA parameter, CVAR
+environment), checked once on whole runs beside the defaults (``CHECK_PAIRS`` pairs, each
+pair's order by a coin): the program's speedup is said beside the per-call one, and an
+answer the whole runs show more than ``tolerance`` slower (its whole interval) is not handed
+back. What the promise is about is said with it: the raced calls' time.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from commtune import rule
+from commtune.knobs import Space, Value
+from commtune.mpi import Installation
+from commtune.report import UI
+from commtune.service._race import OPS, RaceRun, race
+from commtune.study import Acceptance, Noise, Plan, Source, save_result_study
+from commtune.tune import Race, Raced, Row, TuneResult, halving
+
+if TYPE_CHECKING:
+    from commtune.service._tuning import Ready
+
+CHECK_PAIRS = 3  # whole runs of the answer, each beside one of the defaults'
+
+
+@dataclass(frozen=True)
+class InRun:
+    """A space raced in-run: the collective, its algorithm variable, the library's own
+    decision (the reference) and the candidates."""
+
+    op: str
+    knob: str
+    reference: str
+    names: tuple[str, ...]
+
+
+def racable(space: Space, inst: Installation) -> InRun | None:
+    """The in-run race of ``space`` where every knob of it can be switched while the program
+    runs: one collective's algorithm variable of a library that reads it through MPI_T, the
+    reference its own decision; else None (whole runs)."""
+    if inst.impl.race_mode is None or len(space.dimensions) != 1:
+        return None
+    d = space.dimensions[0]
+    op = d.knob.collective
+    if op not in OPS or inst.impl.algorithm_knob(op) != d.knob.name:
+        return None
+    reference = d.reference.default
+    if d.baseline is not None and d.baseline != reference:
+        return None  # a calibration's value is the reference: not the library's decision
+    names = tuple(str(v) for v in d.candidates() if v != reference)
+    return InRun(op, d.knob.name, str(reference), names) if names else None
+
+
+def inrun_of(ready: Ready, twinned: bool, ui: UI) -> InRun | None:
+    """The in-run race of the study about to run, where its plan allows it (not a
+    simulation, a template, ``--as``, a twin or Slurm jobs) and its space is one the library
+    switches while the program runs; a space with a collective's algorithm searched on whole
+    runs says why."""
+    s, plan = ready.setup, ready.setup.plan
+    plain = s.cluster is None and s.scale is None and s.library is None and not twinned
+    # a preload, a verdict and the one metric: --no-interposer, --confirm 0, a Pareto front
+    # (further --metric) and Slurm jobs stay on whole runs
+    asked = plan.interposer and plan.confirm > 0 and not plan.objectives
+    if not (plan.inrun and plain and asked and plan.sbatch is None):
+        return None
+    how = racable(ready.space, s.inst)
+    if how is None and any(d.knob.collective for d in ready.space.dimensions):
+        ui.info(f"whole runs: {_why_not(ready.space, s.inst)}")
+    return how
+
+
+def _why_not(space: Space, inst: Installation) -> str:
+    """Why ``space`` is searched on whole runs (said when in-run racing is on)."""
+    if inst.impl.race_mode is None:
+        return f"{inst.impl.title} reads its algorithms from the environment only"
+    return (f"in-run racing takes a space of one collective's algorithm variable; this one "
+            f"has {', '.join(space.names)}")  # fmt: skip
+
+
+def check_pairs(plan: Plan) -> int:
+    """The whole-run check's pairs: ``CHECK_PAIRS``, fewer where ``--max-runs`` leaves fewer
+    beside the raced runs (one at least)."""
+    if plan.max_runs is None:
+        return CHECK_PAIRS
+    return max(1, min(CHECK_PAIRS, (plan.max_runs - plan.inrun_runs) // 2))
+
+
+def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult:
+    """The study of ``how`` raced in-run (:func:`commtune.tune.halving`), its answer checked
+    on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it)."""
+    s, plan = ready.setup, ready.setup.plan
+    seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
+    timeout = plan.timeout or plan.reference_timeout
+    limit = plan.risk / (len(how.names) * plan.inrun_runs)
+    ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced call by call against "
+            f"{how.reference} (the library's own decision), up to {plan.inrun_runs} "
+            f"run(s), each test at {limit:.3g} of --risk {plan.risk:g} (--no-inrun: whole "
+            "runs)")  # fmt: skip
+    runs: list[RaceRun] = []
+
+    def racer(field: Sequence[str], r: int) -> Race:
+        runs.append(race(s.inst, s.command, how.op, field, seed + r, timeout,
+                         through=plan.through))  # fmt: skip
+        return runs[-1].race
+
+    def heard(done: Race, now: Sequence[Raced]) -> None:
+        _said(ui, len(runs), runs[-1], now)
+
+    raced = halving(racer, how.names, plan.inrun_runs, plan.risk, plan.min_gain, heard)
+    answer = raced.answer
+    check = _whole_runs(ready, how, answer, seed, timeout, ui) if answer else None
+    acc = _verdict(ready, how, runs, raced.pooled, answer, check, limit)
+    target = ready.target
+    save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
+    return _result(target.study, how, runs, raced.pooled, acc, check)
+
+
+def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
+    ui.info(f"raced run {r}: {len(run.race.time)} calls in blocks of {run.race.k} (seed "
+            f"{run.race.seed}), {run.wall:.2f} s")  # fmt: skip
+    for c in now:
+        t = c.test
+        ui.info(f"  {c.name}: {t.speedup:.3f}x a call ({t.interval[0]:.3f}-{t.interval[1]:.3f})"
+                f" in {c.blocks} blocks; p = {t.p:.3g} at {t.limit:.3g}: "
+                f"{'passed' if t.passed else 'not shown faster'}")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Check:
+    """The whole-run check: the defaults' runs and the answer's, in pairs, and the figure."""
+
+    defaults: list[float]
+    answer: list[float]
+    test: rule.Test | None
+    failure: str | None
+
+
+def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: float,
+                ui: UI) -> Check:  # fmt: skip
+    """``CHECK_PAIRS`` pairs of whole runs, the answer's static setting and the defaults,
+    each pair's order by a coin."""
+    plan = ready.setup.plan
+    config: dict[str, Value] = {how.knob: answer.name}
+    pairs = check_pairs(plan)
+    ui.info(f"checking {how.knob}={answer.name} on {pairs} pair(s) of whole runs beside "
+            "the defaults (its static setting, as export writes it)")  # fmt: skip
+    defaults: list[float] = []
+    mine: list[float] = []
+    coins = rule.coins(seed)
+    for _ in range(pairs):
+        order: list[dict[str, Value] | None] = [config, None] if next(coins) else [None, config]
+        for c in order:
+            done = ready.executor.run(c, timeout)
+            if done.value is None:
+                who = "the defaults" if c is None else f"{how.knob}={answer.name}"
+                return Check(defaults, mine, None, f"a whole run of {who}: {done.failure}")
+            (mine if c else defaults).append(done.value)
+    test = rule.test(defaults, mine, limit=0.0, tolerance=plan.tolerance, min_gain=plan.min_gain)
+    return Check(defaults, mine, test, None)
+
+
+def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], pooled: Sequence[Raced],
+             answer: Raced | None, check: Check | None, limit: float) -> Acceptance:  # fmt: skip
+    """The study's verdict: the answer handed back where its raced calls passed and its
+    whole runs do not show it more than ``tolerance`` slower."""
+    plan = ready.setup.plan
+    extra: dict[str, Any] = {
+        "gate": "inrun", "op": how.op, "knob": how.knob, "reference_name": how.reference,
+        "limit": limit, "min_gain": plan.min_gain, "tolerance": plan.tolerance,
+        "risk": plan.risk, "raced_runs": len(runs),
+        "calls": [len(r.race.time) for r in runs], "walls": [r.wall for r in runs],
+        "fields": [list(r.race.names[1:]) for r in runs],
+        "launch": dict(runs[0].launch) if runs else {},
+        "raced": [c.to_json() for c in pooled],
+        "promise": f"the {how.op} calls' time (per call, the slowest rank's)",
+    }  # fmt: skip
+    if answer is None:
+        return Acceptance(Source.SEARCH, {}, False, f"no algorithm shown faster a call than "
+                          f"{how.reference} in {len(runs)} raced run(s)", extra=extra)  # fmt: skip
+    t = answer.test
+    extra.update(call_speedup=t.speedup, call_interval=list(t.interval), call_p=t.p,
+                 call_blocks=answer.blocks)  # fmt: skip
+    params: dict[str, Value] = {how.knob: answer.name}
+    if check is None or check.test is None:
+        why = check.failure if check is not None else "not checked on whole runs"
+        return Acceptance(Source.SEARCH, params, False, why or "", p_value=t.p,
+                          default_values=check.defaults if check else [],
+                          best_values=check.answer if check else [], extra=extra)  # fmt: skip
+    whole = check.test
+    slower = whole.interval[1] < 1 / (1 + plan.tolerance)
+    reason = (f"whole runs show it slower ({whole.speedup:.3f}x, {whole.interval[0]:.3f}-"
+              f"{whole.interval[1]:.3f})" if slower else
+              f"faster a call beyond --risk {plan.risk:g} in-run; whole runs beside")  # fmt: skip
+    return Acceptance(Source.SEARCH, params, not slower, reason, speedup=whole.speedup,
+                      ci=whole.interval, p_value=t.p, default_values=check.defaults,
+                      best_values=check.answer, extra=extra)  # fmt: skip
+
+
+def _result(name: str, how: InRun, runs: Sequence[RaceRun], pooled: Sequence[Raced],
+            acc: Acceptance, check: Check | None) -> TuneResult:  # fmt: skip
+    """The study's result as ``tune`` reports every study: its rows per call (pooled over the
+    raced runs), the defaults' whole runs (the check's, else the raced runs' wall time)."""
+    rows = [Row(i + 1, {how.knob: c.name}, 1 / c.test.speedup, 0.0, c.test.speedup,
+                c.median, c.blocks) for i, c in enumerate(pooled)]  # fmt: skip
+    base = check.defaults if check and check.defaults else [r.wall for r in runs]
+    cv = statistics.pstdev(base) / statistics.mean(base) if len(base) > 1 else 0.0
+    best = next((row for row in rows if acc.params.get(how.knob) == row.config[how.knob]), None)
+    spent = len(runs) + (len(check.defaults) + len(check.answer) if check else 0)
+    return TuneResult(name, len(how.names) + 1, 0, statistics.median(base), best, acc, rows,
+                      runs=spent, noise=Noise(cv, max(base) / min(base)))  # fmt: skip
