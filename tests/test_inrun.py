@@ -8,6 +8,7 @@ program's results unchanged, a library where the write does nothing refused in o
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -27,7 +28,11 @@ from .conftest import VENDORS, last_json, run_cli
 
 
 def _race(
-    rng: np.random.Generator, slower: np.ndarray, blocks: int, sizes: int = 2, sd: float = 0.05,
+    rng: np.random.Generator,
+    slower: np.ndarray,
+    blocks: int,
+    sizes: int = 2,
+    sd: float = 0.05,
     names: tuple[str, ...] = (),
 ) -> Race:
     """A race as libctrace writes it: ``sizes`` message sizes, each raced in complete blocks
@@ -129,7 +134,7 @@ def test_raced_runs_halve_the_field_and_keep_each_run() -> None:
     fields = [set(r.names[1:]) for r in done.races]
     assert len(done.races) == 3 and done.answer is None
     assert fields[0] == {"slow", "slower", "same", "twin"}
-    assert fields[1] <= {"same", "twin"} and all(b <= a for a, b in zip(fields, fields[1:]))
+    assert fields[1] <= {"same", "twin"} and all(b <= a for a, b in itertools.pairwise(fields))
     pooled = {c.name: c.blocks for c in done.pooled}
     assert pooled["same"] == sum(len(r.blocks()) for r in done.races if "same" in r.names)
 
@@ -253,7 +258,7 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     fields = [set(f) for f in acc.extra["fields"]]
     assert 1 <= acc.extra["raced_runs"] == len(fields) <= 3 and all(acc.extra["calls"])
     assert fields[0] == set(TWO[vendor.value].split(","))  # type: ignore[attr-defined]
-    assert all(b <= a for a, b in zip(fields, fields[1:]))
+    assert all(b <= a for a, b in itertools.pairwise(fields))
     assert acc.extra["limit"] == pytest.approx(0.06 / (2 * 3))
     assert "allreduce calls' time" in acc.extra["promise"]
     code, exported, _ = run_cli(["export", "r", "--storage", storage, "--format", "env"], capsys)
