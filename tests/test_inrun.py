@@ -270,6 +270,11 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
         assert code == 0 and f"{inst.impl.env_name(knob)}={name}" in exported
     else:
         assert code != 0 or knob not in exported
+    page = tmp_path / "r.html"
+    code, _, err = run_cli(["report", "r", "--storage", storage, "-o", str(page)], capsys)
+    inrun = page.read_text().split('id="inrun"')[1].split("<section")[0]
+    assert code == 0 and "data:image/png" in inrun  # the call times by block, drawn
+    assert all(c["name"] in inrun for c in acc.extra["raced"])
     whole = ["tune", "--knob", values, "--no-inrun", "--strategy", "grid", "--max-runs", "13",
              "--study", "w", "--storage", storage, "--json", "--", *line]  # fmt: skip
     code, out, err = run_cli(whole, capsys)

@@ -110,6 +110,7 @@ def _study(s: StudyData, prefix: str = "") -> str:
         _best(s, prefix),
         _verdict(s, prefix),
         _twin(s, prefix),
+        _inrun(s, prefix),
         _sample(s, prefix),
         _prediction(s, prefix),
         _policy(s, prefix),
@@ -239,6 +240,36 @@ def _twin(s: StudyData, prefix: str) -> str:
     if sum(1 for r in grown if r["defaults"]) > 1:
         body += _img(plots.scaling(grown), "simulated time against ranks")
     return _section(prefix, "twin", "The simulated twin", body)
+
+
+def _inrun(s: StudyData, prefix: str) -> str:
+    """A study raced in-run (``service._inrun``): its candidates per call, pooled over its
+    raced runs, the program's share in the raced collective, and the first run's call times
+    by block drawn with every candidate's estimate."""
+    extra = s.acceptance.extra if s.acceptance else {}
+    if extra.get("gate") != "inrun":
+        return ""
+    import numpy as np
+
+    from commtune.report._race import race_figure
+
+    raced = extra.get("raced") or []
+    rows = [(c["name"], c["blocks"], f"{1e6 * c['median_s']:.2f}",
+             f"{1e6 * c['reference_median_s']:.2f}", f"{c['speedup']:.3f}x",
+             f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f}") for c in raced]  # fmt: skip
+    body = _table(["algorithm", "blocks", "us a call", "reference us", "speedup a call",
+                   "interval"], rows)  # fmt: skip
+    if extra.get("share") is not None:
+        body += f"<p>{_e(extra['share_said'])}</p>"
+    first = extra.get("blocks") or {}
+    if first.get("times"):
+        passed = set(extra.get("passed") or ())
+        estimates = [(c["name"], c["speedup"], tuple(c["interval"]), c["name"] in passed)
+                     for c in raced]  # fmt: skip
+        figure = race_figure(extra["op"], first["calls"], first["names"],
+                             np.asarray(first["times"]), estimates)  # fmt: skip
+        body += _img(plots.png(figure), "the first raced run's call times by block")
+    return _section(prefix, "inrun", "Raced in-run", body)
 
 
 def _sample(s: StudyData, prefix: str) -> str:

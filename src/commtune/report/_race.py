@@ -1,30 +1,49 @@
-"""What ``commtune race`` draws: each candidate's call times by block beside the reference's,
-and its estimate with the interval the test gives."""
+"""What an in-run race draws (``commtune race --plot``, the report of a study raced in-run):
+each candidate's call times by block beside the reference's, and its estimate with the
+interval the test gives."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from commtune.tune import Race, Raced
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# one candidate's figures: its name, speedup a call, interval, whether it passed
+Estimate = tuple[str, float, tuple[float, float], bool]
+
 
 def race_plot(race: Race, raced: Sequence[Raced], path: Path, warmup: int) -> None:
-    """Top: per block (in order, every size), each candidate's time a call, a running
-    median of 25 blocks so that a drift shows; bottom: each candidate's speedup a call over
-    the reference with its interval, the 1.0 line and the claim's bar."""
+    """``commtune race --plot``: :func:`race_figure` of one run, written to ``path``."""
+    import matplotlib.pyplot as plt
+
+    estimates = [(r.name, r.test.speedup, r.test.interval, r.test.passed) for r in raced]
+    fig = race_figure(race.op, len(race.time), race.names, race.blocks(warmup), estimates)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def race_figure(op: str, calls: int, names: Sequence[str], blocks: np.ndarray,
+                estimates: Sequence[Estimate]) -> Figure:  # fmt: skip
+    """Top: per block (in order, every size), each candidate's time a call (``blocks``: a
+    (blocks, candidates) array, the reference first), a running median of 25 blocks so that a
+    drift shows; bottom: each candidate's speedup a call over the reference with its
+    interval, the 1.0 line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    blocks = race.blocks(warmup)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5),
                                       gridspec_kw={"height_ratios": [3, 2]})  # fmt: skip
     width = min(25, max(1, len(blocks) // 10))
-    for j, name in enumerate(race.names):
+    for j, name in enumerate(names):
         t = blocks[:, j] * 1e6 if len(blocks) else np.zeros(0)
         smooth = [float(np.median(t[max(0, i - width + 1) : i + 1])) for i in range(len(t))]
         top.plot(smooth, linewidth=1.6 if j == 0 else 1.0, color="black" if j == 0 else None,
@@ -32,18 +51,16 @@ def race_plot(race: Race, raced: Sequence[Raced], path: Path, warmup: int) -> No
     top.set_xlabel(f"block (each candidate once, order drawn; running median of {width})")
     top.set_ylabel("time a call, slowest rank (us)")
     top.legend(fontsize=7, ncol=2)
-    top.set_title(f"{race.op}: {len(race.time)} calls raced in one run", fontsize=10)
-    names = [r.name for r in raced]
-    y = np.arange(len(raced))
-    speed = [r.test.speedup for r in raced]
-    low = [r.test.speedup - r.test.interval[0] for r in raced]
-    high = [r.test.interval[1] - r.test.speedup for r in raced]
-    colors = ["C2" if r.test.passed else "C7" for r in raced]
+    top.set_title(f"{op}: {calls} calls raced in one run", fontsize=10)
+    y = np.arange(len(estimates))
+    speed = [e[1] for e in estimates]
+    low = [e[1] - e[2][0] for e in estimates]
+    high = [e[2][1] - e[1] for e in estimates]
+    colors = ["C2" if e[3] else "C7" for e in estimates]
     bottom.errorbar(speed, y, xerr=[low, high], fmt="none", ecolor=colors)
     bottom.scatter(speed, y, c=colors, zorder=3)
     bottom.axvline(1.0, color="black", linewidth=1)
-    bottom.set_yticks(y, names, fontsize=8)
+    bottom.set_yticks(y, [e[0] for e in estimates], fontsize=8)
     bottom.set_xlabel("speedup a call over the reference (90 % interval; green: proven faster)")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    return fig

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 from commtune import rule
 from commtune.knobs import Space, Value
 from commtune.mpi import Installation
+from commtune.profile import Profile, ProfileError
 from commtune.report import UI
 from commtune.service._race import OPS, RaceRun, race
 from commtune.study import Acceptance, Noise, Plan, Source, save_result_study
-from commtune.tune import Race, Raced, Row, TuneResult, halving
+from commtune.tune import Halving, Race, Raced, Row, TuneResult, halving
 
 if TYPE_CHECKING:
     from commtune.service._tuning import Ready
@@ -123,9 +124,10 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult:
         _said(ui, len(runs), runs[-1], now)
 
     raced = halving(racer, how.names, plan.inrun_runs, plan.risk, plan.min_gain, heard)
-    answer = raced.answer
-    check = _whole_runs(ready, how, answer, seed, timeout, ui) if answer else None
-    acc = _verdict(ready, how, runs, raced.pooled, answer, check, limit)
+    check = _whole_runs(ready, how, raced.answer, seed, timeout, ui) if raced.answer else None
+    acc = _verdict(ready, how, runs, raced, check, limit)
+    if acc.extra.get("share_said"):
+        ui.info(acc.extra["share_said"])
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
     return _result(target.study, how, runs, raced.pooled, acc, check)
@@ -149,6 +151,7 @@ class Check:
     answer: list[float]
     test: rule.Test | None
     failure: str | None
+    share: float | None = None  # the raced collective's share of the defaults' first run
 
 
 def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: float,
@@ -162,6 +165,7 @@ def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: flo
             "the defaults (its static setting, as export writes it)")  # fmt: skip
     defaults: list[float] = []
     mine: list[float] = []
+    share: float | None = None
     coins = rule.coins(seed)
     for _ in range(pairs):
         order: list[dict[str, Value] | None] = [config, None] if next(coins) else [None, config]
@@ -171,15 +175,34 @@ def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: flo
                 who = "the defaults" if c is None else f"{how.knob}={answer.name}"
                 return Check(defaults, mine, None, f"a whole run of {who}: {done.failure}")
             (mine if c else defaults).append(done.value)
+            if c is None and share is None and done.profile is not None:
+                share = _share(done.profile, how.op)
     test = rule.test(defaults, mine, limit=0.0, tolerance=plan.tolerance, min_gain=plan.min_gain)
-    return Check(defaults, mine, test, None)
+    return Check(defaults, mine, test, None, share)
 
 
-def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], pooled: Sequence[Raced],
-             answer: Raced | None, check: Check | None, limit: float) -> Acceptance:  # fmt: skip
+def _share(profile: Profile, op: str) -> float | None:
+    """The time in ``op`` over the run's (each a mean over ranks), from its profile; None
+    where the profile has no such call."""
+    try:
+        return profile.field(f"operations.MPI_{op.capitalize()}.time") / profile.field("wall_time")
+    except ProfileError:
+        return None
+
+
+def _stored_blocks(run: RaceRun, most: int = 400) -> dict[str, Any]:
+    """The first raced run's call times by block (thinned to ``most``), for the report."""
+    blocks = run.race.blocks()
+    step = max(1, -(-len(blocks) // most))
+    return {"names": list(run.race.names), "calls": len(run.race.time),
+            "times": [[float(f"{t:.4g}") for t in row] for row in blocks[::step]]}  # fmt: skip
+
+
+def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
+             check: Check | None, limit: float) -> Acceptance:  # fmt: skip
     """The study's verdict: the answer handed back where its raced calls passed and its
     whole runs do not show it more than ``tolerance`` slower."""
-    plan = ready.setup.plan
+    plan, answer = ready.setup.plan, raced.answer
     extra: dict[str, Any] = {
         "gate": "inrun", "op": how.op, "knob": how.knob, "reference_name": how.reference,
         "limit": limit, "min_gain": plan.min_gain, "tolerance": plan.tolerance,
@@ -187,7 +210,8 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], pooled: Sequence
         "calls": [len(r.race.time) for r in runs], "walls": [r.wall for r in runs],
         "fields": [list(r.race.names[1:]) for r in runs],
         "launch": dict(runs[0].launch) if runs else {},
-        "raced": [c.to_json() for c in pooled],
+        "raced": [c.to_json() for c in raced.pooled], "passed": sorted(raced.passed),
+        "blocks": _stored_blocks(runs[0]) if runs else {},
         "promise": f"the {how.op} calls' time (per call, the slowest rank's)",
     }  # fmt: skip
     if answer is None:
@@ -196,6 +220,12 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], pooled: Sequence
     t = answer.test
     extra.update(call_speedup=t.speedup, call_interval=list(t.interval), call_p=t.p,
                  call_blocks=answer.blocks)  # fmt: skip
+    if check is not None and check.share is not None:
+        saved = check.share * (1 - 1 / t.speedup)
+        extra.update(share=check.share, share_said=(
+            f"{how.op} took {check.share:.1%} of the program's time in the defaults' first "
+            f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x a call is about "
+            f"{saved:.1%} of the program's time (estimated)"))  # fmt: skip
     params: dict[str, Value] = {how.knob: answer.name}
     if check is None or check.test is None:
         why = check.failure if check is not None else "not checked on whole runs"
