@@ -114,10 +114,9 @@ def _add_budget_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--no-inrun",
         action="store_true",
-        help="a space of one collective's algorithm variable (e.g. --knob "
-        "coll_tuned_allreduce_algorithm) is raced call by call inside the program's runs "
-        "where the library reads it while the program runs (Open MPI, MPICH); this searches "
-        "it on whole runs instead",
+        help="a space of one collective's algorithm variable is raced call by call inside "
+        "the program's runs where the library reads it while the program runs (see 'commtune "
+        "race'); this searches it on whole runs instead",
     )
     p.add_argument(
         "--inrun-runs",

@@ -1,0 +1,153 @@
+"""A study raced in-run against the cold study on whole runs (issue 77, item 3), as a user
+runs them, in one sitting, beside an exhaustive sweep of whole runs.
+
+    python benchmarks/inrun_tune.py [--mpi openmpi,mpich] [--programs ct_demo,ct_solver]
+                                    [--source minife=DIR --source comd=DIR] [--seeds 3]
+                                    [--runs 9] [--max-runs 30] [--op allreduce] [--json FILE]
+
+Per installation and program (its own ranks, 2 here; the program's own metric), for each seed
+in turn (the two studies interleaved, then the sweep):
+
+1. ``commtune tune --knob <op's algorithm variable>``: raced in-run; its runs (raced and the
+   whole-run check), the answer, its per-call figure and the whole runs' figure;
+2. the same with ``--no-inrun --max-runs 30``: the cold study on whole runs; its runs and
+   answer;
+3. the sweep: every algorithm alone (set at launch, with what makes the variable govern),
+   ``--runs`` runs each in rounds shuffled anew; each one's speedup (median over the
+   defaults'), its bootstrap 90 % interval, and the best where that interval clears 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from apps import APPS
+from instrument import timed
+
+from commtune import native
+from commtune.launch import launcher_for
+from commtune.mpi import installation_of
+from commtune.service import race_candidates as candidates
+from commtune.trial import Objective, run_process
+
+CT_METRIC = r"regex:time ([0-9.eE+-]+) s"
+CT_ARGS = {"ct_demo": ["1000"], "ct_solver": ["20000"]}
+
+
+def program(inst, name: str, sources: dict[str, Path], work: Path):  # type: ignore[no-untyped-def]
+    """The program's launch line and metric."""
+    if name in CT_ARGS:
+        binary = str(native.build(inst, f"demo/{name}.c"))
+        return launcher_for(inst).command(2, [binary, *CT_ARGS[name]]), CT_METRIC
+    app = APPS[name]
+    binary = app.build(sources[name], inst)
+    return app.command(inst, binary, work / name), app.metric
+
+
+def study(command, knob: str, metric: str, seed: int, storage: str, extra: list[str]) -> dict:  # type: ignore[no-untyped-def]
+    """One ``commtune tune`` as a user types it; its JSON answer and its seconds."""
+    try:
+        data, seconds = timed("tune", "--knob", knob, "--metric", metric, "--seed", str(seed),
+                              "--study", f"s{seed}-{'-'.join(extra) or 'inrun'}", "--storage",
+                              storage, *extra, "--", *command, timeout=3600)  # fmt: skip
+    except RuntimeError as exc:
+        return {"error": str(exc)[-300:]}
+    inrun = data.get("inrun") or {}
+    return {"runs": data["runs"], "accepted": data["accepted"],
+            "answer": (data.get("accepted_params") or {}).get(knob),
+            "speedup": data.get("speedup"), "speedup_ci": data.get("speedup_ci"),
+            "call_speedup": inrun.get("call_speedup"),
+            "call_interval": inrun.get("call_interval"), "share": inrun.get("share"),
+            "raced_runs": inrun.get("raced_runs"), "seconds": round(seconds, 1)}  # fmt: skip
+
+
+def sweep(inst, command, op: str, metric: str, runs: int, rng: random.Random) -> dict:  # type: ignore[no-untyped-def]
+    """Every algorithm alone, ``runs`` runs each in shuffled rounds: speedups over the
+    defaults (medians), bootstrap 90 % intervals, the best where its interval clears 1."""
+    knob, everyone, _ = candidates(inst, op, [])
+    env = inst.impl.env_name(knob)
+    objective = Objective.parse(metric)
+    times: dict[str, list[float]] = {n: [] for n in everyone}
+    for _ in range(runs):
+        order = list(everyone)
+        rng.shuffle(order)
+        for name in order:
+            variables = dict(inst.impl.race_env)
+            if name != everyone[0]:
+                variables[env] = name
+            plan = launcher_for(inst).plan(command, variables)
+            done = run_process(plan.argv, plan.env, 600)
+            value = objective.extract(done.wall, done.stdout) if done.returncode == 0 else None
+            if value is not None:
+                times[name].append(value)
+    ref = times[everyone[0]]
+    out: dict[str, dict] = {}
+    for name, mine in times.items():
+        if name == everyone[0] or not mine:
+            continue
+        boots = sorted(statistics.median(rng.choices(ref, k=len(ref)))
+                       / statistics.median(rng.choices(mine, k=len(mine)))
+                       for _ in range(2000))  # fmt: skip
+        out[name] = {"runs": len(mine), "speedup": statistics.median(ref) / statistics.median(mine),
+                     "interval": [boots[100], boots[1899]]}  # fmt: skip
+    best = max(out, key=lambda n: out[n]["speedup"], default=None)
+    clear = best is not None and out[best]["interval"][0] > 1.0
+    return {"reference": everyone[0], "candidates": out, "best": best, "best_clear": clear}
+
+
+def one(inst, name: str, args, work: Path) -> dict:  # type: ignore[no-untyped-def]
+    command, metric = program(inst, name, args.sources, work)
+    knob = inst.impl.algorithm_knob(args.op)
+    storage = f"sqlite:///{work / f'{inst.vendor.value}-{name}.db'}"
+    studies = []
+    for seed in range(1, args.seeds + 1):
+        raced = study(command, knob, metric, seed, storage, [])
+        cold = study(command, knob, metric, seed, storage,
+                     ["--no-inrun", "--max-runs", str(args.max_runs)])  # fmt: skip
+        studies.append({"seed": seed, "inrun": raced, "cold": cold})
+        print(json.dumps(studies[-1]), file=sys.stderr)
+    whole = sweep(inst, command, args.op, metric, args.runs, random.Random(77))
+    return {"installation": inst.describe(), "program": name, "metric": metric,
+            "studies": studies, "sweep": whole}  # fmt: skip
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mpi", default="openmpi,mpich")
+    p.add_argument("--programs", default="ct_demo,ct_solver")
+    p.add_argument("--source", action="append", default=[], metavar="NAME=DIR")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--runs", type=int, default=9)
+    p.add_argument("--max-runs", type=int, default=30)
+    p.add_argument("--op", default="allreduce")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    args.sources = {k: Path(v) for k, v in (s.split("=", 1) for s in args.source)}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="inrun-tune-") as tmp:
+        for spec in args.mpi.split(","):
+            inst = installation_of(spec)
+            for name in args.programs.split(","):
+                rows.append(one(inst, name, args, Path(tmp)))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    for r in rows:
+        s = r["sweep"]
+        best = f"{s['best']} ({'clear' if s['best_clear'] else 'within noise'})"
+        for st in r["studies"]:
+            i, c = st["inrun"], st["cold"]
+            print(f"{r['installation'][:24]} {r['program']} seed {st['seed']}: in-run "
+                  f"{i.get('runs')} runs -> {i.get('answer')} (call {i.get('call_speedup')}, "
+                  f"whole {i.get('speedup')}); cold {c.get('runs')} runs -> {c.get('answer')} "
+                  f"({c.get('speedup')}); sweep best {best}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
