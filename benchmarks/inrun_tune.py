@@ -3,10 +3,12 @@ runs them, in one sitting, beside an exhaustive sweep of whole runs.
 
     python benchmarks/inrun_tune.py [--mpi openmpi,mpich] [--programs ct_demo,ct_solver]
                                     [--source minife=DIR --source comd=DIR] [--seeds 3]
-                                    [--runs 9] [--max-runs 30] [--op allreduce] [--json FILE]
+                                    [--runs 9] [--max-runs 30] [--op allreduce]
+                                    [--nodes N --rate MBIT] [--json FILE]
 
-Per installation and program (its own ranks, 2 here; the program's own metric), for each seed
-in turn (the two studies interleaved, then the sweep):
+Per installation and program (2 ranks here; with ``--nodes``, on a test bed of that many
+network namespaces, one rank a node, links shaped to ``--rate``; root only), the program's
+own metric, for each seed in turn (the two studies interleaved, then the sweep):
 
 1. ``commtune tune --knob <op's algorithm variable>``: raced in-run; its runs (raced and the
    whole-run check), the answer, its per-call figure and the whole runs' figure;
@@ -20,11 +22,14 @@ in turn (the two studies interleaved, then the sweep):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
 import statistics
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from apps import APPS
@@ -32,30 +37,59 @@ from instrument import timed
 
 from commtune import native
 from commtune.launch import launcher_for
-from commtune.mpi import installation_of
+from commtune.mpi import Installation, installation_of
 from commtune.service import race_candidates as candidates
+from commtune.testbed import Cluster as Bed
 from commtune.trial import Objective, run_process
 
 CT_METRIC = r"regex:time ([0-9.eE+-]+) s"
 CT_ARGS = {"ct_demo": ["1000"], "ct_solver": ["20000"]}
 
 
-def program(inst, name: str, sources: dict[str, Path], work: Path):  # type: ignore[no-untyped-def]
+@dataclass
+class Where:
+    """Where the runs go: here (``bed`` None) or inside the bed's first node, with the
+    variables a launch across the bed needs."""
+
+    inst: Installation
+    bed: Bed | None = None
+
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, **self.inst.tool_env()}
+        if self.bed is not None:
+            env.update(self.bed.network_env(self.inst), OMPI_ALLOW_RUN_AS_ROOT="1",
+                       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")  # fmt: skip
+        return env
+
+    def inside(self, argv: list[str]) -> list[str]:
+        return argv if self.bed is None else self.bed.command(self.bed.hostnames[0], argv)
+
+    def launch(self, argv: list[str]) -> list[str]:
+        if self.bed is None:
+            return launcher_for(self.inst).command(2, argv)
+        return self.bed.launch(self.inst, argv)
+
+
+def program(where: Where, name: str, sources: dict[str, Path], work: Path):  # type: ignore[no-untyped-def]
     """The program's launch line and metric."""
     if name in CT_ARGS:
-        binary = str(native.build(inst, f"demo/{name}.c"))
-        return launcher_for(inst).command(2, [binary, *CT_ARGS[name]]), CT_METRIC
+        binary = str(native.build(where.inst, f"demo/{name}.c"))
+        return where.launch([binary, *CT_ARGS[name]]), CT_METRIC
     app = APPS[name]
-    binary = app.build(sources[name], inst)
-    return app.command(inst, binary, work / name), app.metric
+    binary = app.build(sources[name], where.inst)
+    ranks = len(where.bed.hostnames) if where.bed else app.ranks
+    (work / name).mkdir(parents=True, exist_ok=True)
+    return where.launch(app.args(binary, work / name, ranks)), app.metric
 
 
-def study(command, knob: str, metric: str, seed: int, storage: str, extra: list[str]) -> dict:  # type: ignore[no-untyped-def]
+def study(where: Where, command, knob: str, metric: str, seed: int, storage: str,  # type: ignore[no-untyped-def]
+          extra: list[str]) -> dict:  # fmt: skip
     """One ``commtune tune`` as a user types it; its JSON answer and its seconds."""
     try:
         data, seconds = timed("tune", "--knob", knob, "--metric", metric, "--seed", str(seed),
                               "--study", f"s{seed}-{'-'.join(extra) or 'inrun'}", "--storage",
-                              storage, *extra, "--", *command, timeout=3600)  # fmt: skip
+                              storage, *extra, "--", *command, timeout=3600,
+                              env=where.env(), inside=where.inside)  # fmt: skip
     except RuntimeError as exc:
         return {"error": str(exc)[-300:]}
     inrun = data.get("inrun") or {}
@@ -67,9 +101,10 @@ def study(command, knob: str, metric: str, seed: int, storage: str, extra: list[
             "raced_runs": inrun.get("raced_runs"), "seconds": round(seconds, 1)}  # fmt: skip
 
 
-def sweep(inst, command, op: str, metric: str, runs: int, rng: random.Random) -> dict:  # type: ignore[no-untyped-def]
+def sweep(where: Where, command, op: str, metric: str, runs: int, rng: random.Random) -> dict:  # type: ignore[no-untyped-def]
     """Every algorithm alone, ``runs`` runs each in shuffled rounds: speedups over the
     defaults (medians), bootstrap 90 % intervals, the best where its interval clears 1."""
+    inst = where.inst
     knob, everyone, _ = candidates(inst, op, [])
     env = inst.impl.env_name(knob)
     objective = Objective.parse(metric)
@@ -82,7 +117,7 @@ def sweep(inst, command, op: str, metric: str, runs: int, rng: random.Random) ->
             if name != everyone[0]:
                 variables[env] = name
             plan = launcher_for(inst).plan(command, variables)
-            done = run_process(plan.argv, plan.env, 600)
+            done = run_process(where.inside(plan.argv), {**where.env(), **plan.env}, 600)
             value = objective.extract(done.wall, done.stdout) if done.returncode == 0 else None
             if value is not None:
                 times[name].append(value)
@@ -101,20 +136,22 @@ def sweep(inst, command, op: str, metric: str, runs: int, rng: random.Random) ->
     return {"reference": everyone[0], "candidates": out, "best": best, "best_clear": clear}
 
 
-def one(inst, name: str, args, work: Path) -> dict:  # type: ignore[no-untyped-def]
-    command, metric = program(inst, name, args.sources, work)
+def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-untyped-def]
+    inst = where.inst
+    command, metric = program(where, name, args.sources, work)
     knob = inst.impl.algorithm_knob(args.op)
     storage = f"sqlite:///{work / f'{inst.vendor.value}-{name}.db'}"
     studies = []
     for seed in range(1, args.seeds + 1):
-        raced = study(command, knob, metric, seed, storage, [])
-        cold = study(command, knob, metric, seed, storage,
+        raced = study(where, command, knob, metric, seed, storage, [])
+        cold = study(where, command, knob, metric, seed, storage,
                      ["--no-inrun", "--max-runs", str(args.max_runs)])  # fmt: skip
         studies.append({"seed": seed, "inrun": raced, "cold": cold})
         print(json.dumps(studies[-1]), file=sys.stderr)
-    whole = sweep(inst, command, args.op, metric, args.runs, random.Random(77))
+    whole = sweep(where, command, args.op, metric, args.runs, random.Random(77))
     return {"installation": inst.describe(), "program": name, "metric": metric,
-            "studies": studies, "sweep": whole}  # fmt: skip
+            "bed": where.bed.describe() if where.bed else None, "studies": studies,
+            "sweep": whole}  # fmt: skip
 
 
 def main() -> int:
@@ -126,15 +163,18 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--max-runs", type=int, default=30)
     p.add_argument("--op", default="allreduce")
+    p.add_argument("--nodes", type=int, help="on a test bed of this many nodes (root)")
+    p.add_argument("--rate", type=int, default=1000, help="the bed's links, Mbit/s")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     args.sources = {k: Path(v) for k, v in (s.split("=", 1) for s in args.source)}
     rows = []
-    with tempfile.TemporaryDirectory(prefix="inrun-tune-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="inrun-tune-") as tmp, contextlib.ExitStack() as stack:
+        bed = stack.enter_context(Bed(args.nodes, 1, [args.rate])) if args.nodes else None
         for spec in args.mpi.split(","):
-            inst = installation_of(spec)
+            where = Where(installation_of(spec), bed)
             for name in args.programs.split(","):
-                rows.append(one(inst, name, args, Path(tmp)))
+                rows.append(one(where, name, args, Path(tmp)))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     for r in rows:
