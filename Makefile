@@ -72,15 +72,16 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-# Two tiers: the tests that start no real MPI job (simulated clusters included: one process
-# on one core, and the "alongside" tests, mostly pip) two at a time (pytest-xdist, a file's
-# tests on one worker); then the real MPI and root tests one at a time (two 2-rank jobs on two
-# cores would halve each run's speed under the tests' run timeouts).
+# Two tiers: every test that needs no root two at a time (pytest-xdist, a file's tests on one
+# worker: an MPI test's 2-rank jobs share the two cores with the other worker's, and every
+# run timeout is relative to the reference's runs made under the same load); then the root
+# tests (the namespaces' test bed, shaped links, Slurm's daemons) one at a time. Measured
+# serially the MPI tests took 1,100 s, two at a time 700 s (docs/benchmarks.md).
 test: lint typecheck $(MPIS_STAMP)
-	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile \
-		-m "alongside or (not root and (not mpi or sim_only))"
-	$(BIN)/python -m pytest -q -ra --durations=20 --durations-min=10 \
-		-m "not alongside and (root or mpi and not sim_only)"
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile --durations=15 --durations-min=20 \
+		-m "alongside or not root"
+	$(BIN)/python -m pytest -q -ra --durations=10 --durations-min=10 \
+		-m "root and not alongside"
 
 # The quick tier a developer runs while working (under 3 minutes): lint, types and the
 # tests that start no MPI job.
