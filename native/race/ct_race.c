@@ -11,7 +11,13 @@
  * How a candidate is applied (COMMTUNE_RACE_MODE):
  *   call  MPICH: the MPI_T control variable is written before every call (MPICH reads
  *         MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call; the launch sets
- *         MPIR_CVAR_DEVICE_COLLECTIVES=none so that it governs the whole call);
+ *         MPIR_CVAR_DEVICE_COLLECTIVES=none so that it governs the whole call). An algorithm
+ *         whose restrictions a call does not meet falls back to the library's own choice,
+ *         silently: the first call of each candidate at each message size is made with
+ *         MPIR_CVAR_COLLECTIVE_FALLBACK=error and MPI_ERRORS_RETURN on its communicator
+ *         (both put back after it); a candidate refused there is made again as the
+ *         reference, and its later calls of that size run the reference, marked (the
+ *         candidate's number + 128), never evidence;
  *   dup   Open MPI: coll/tuned copies coll_tuned_<coll>_algorithm when a communicator is made,
  *         so at the first raced call on a communicator the variable is written and the
  *         communicator duplicated once per candidate (then written back), and each call goes
@@ -73,10 +79,14 @@ static unsigned char *assigned;
 static unsigned char *slot_of_call;
 static double *times;
 
+#define FELL_BACK 128 /* added to a call's candidate: it ran as the reference */
+
 static struct {
     long bytes;
     long calls;
     int order[MAX_CANDIDATES];
+    unsigned char probed[MAX_CANDIDATES];    /* its first call at this size made under check */
+    unsigned char fell_back[MAX_CANDIDATES]; /* the library refused it at this size */
 } slots[MAX_SLOTS];
 static int nslots;
 
@@ -121,6 +131,38 @@ static int slot_of(long bytes) {
 static void refuse(const char *why) {
     snprintf(refused, sizeof refused, "%s", why);
     active = 0;
+}
+
+/* MPICH's MPIR_CVAR_COLLECTIVE_FALLBACK: its handle, its value at launch and "error"'s */
+static MPI_T_cvar_handle fallback;
+static int have_fallback, fallback_original, fallback_error;
+
+static void find_fallback(void) {
+    int index, count;
+    if (MPI_T_cvar_get_index("MPIR_CVAR_COLLECTIVE_FALLBACK", &index) != MPI_SUCCESS ||
+        MPI_T_cvar_handle_alloc(index, NULL, &fallback, &count) != MPI_SUCCESS)
+        return;
+    if (MPI_T_cvar_read(fallback, &fallback_original) != MPI_SUCCESS) {
+        MPI_T_cvar_handle_free(&fallback);
+        return;
+    }
+    fallback_error = 0; /* MPICH lists error, print, silent */
+    MPI_T_enum enumtype = MPI_T_ENUM_NULL;
+    char name[256], desc[1024];
+    int nlen = sizeof name, dlen = sizeof desc, verbosity, bind, scope, items;
+    MPI_Datatype type;
+    if (MPI_T_cvar_get_info(index, name, &nlen, &verbosity, &type, &enumtype, desc, &dlen, &bind,
+                            &scope) == MPI_SUCCESS &&
+        enumtype != MPI_T_ENUM_NULL &&
+        MPI_T_enum_get_info(enumtype, &items, name, &nlen) == MPI_SUCCESS) {
+        for (int i = 0; i < items; ++i) {
+            int value, len = sizeof name;
+            if (MPI_T_enum_get_item(enumtype, i, &value, name, &len) == MPI_SUCCESS &&
+                strcmp(name, "error") == 0)
+                fallback_error = value;
+        }
+    }
+    have_fallback = 1;
 }
 
 static int current; /* what the variable holds now: a write only where it changes */
@@ -193,6 +235,7 @@ static void setup(void) {
         }
     }
     write_value(original);
+    if (mode == MODE_CALL) find_fallback();
     capacity = 4096;
     assigned = malloc((size_t)capacity);
     slot_of_call = malloc((size_t)capacity);
@@ -248,11 +291,47 @@ static int begin(MPI_Comm comm, int count, MPI_Datatype type, MPI_Comm *use) {
     if (n % k == 0) draw_order(s, n / k);
     int c = slots[s].order[n % k];
     slot_of_call[calls] = (unsigned char)s;
+    if (slots[s].fell_back[c]) { /* refused at this size: the reference runs, marked */
+        route(comm, 0);
+        return c + FELL_BACK;
+    }
     MPI_Comm to = route(comm, c);
     if (to == MPI_COMM_NULL) return -1;
     *use = to;
     return c;
 }
+
+/* Whether the call of candidate ``c`` (at the stratum just assigned) is its first at this size
+ * and is to be made under check: MPICH with the fallback variable found, not the reference. */
+static int probing(int c) {
+    if (c <= 0 || c >= FELL_BACK || !have_fallback) return 0;
+    int s = slot_of_call[calls];
+    if (slots[s].probed[c]) return 0;
+    slots[s].probed[c] = 1;
+    return 1;
+}
+
+/* The first call of a candidate at a size, made with fallback as an error and errors returned
+ * on ``comm``; refused: marked, and the call made again as the reference (every rank checks
+ * the same restrictions on the same arguments, so every rank takes the same branch). */
+#define PROBED(CALL, C)                                                                            \
+    {                                                                                              \
+        MPI_Errhandler was;                                                                        \
+        PMPI_Comm_get_errhandler(comm, &was);                                                      \
+        PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);                                         \
+        MPI_T_cvar_write(fallback, &fallback_error);                                               \
+        rc = CALL;                                                                                 \
+        MPI_T_cvar_write(fallback, &fallback_original);                                            \
+        PMPI_Comm_set_errhandler(comm, was);                                                       \
+        PMPI_Errhandler_free(&was);                                                                \
+        if (rc != MPI_SUCCESS) {                                                                   \
+            slots[slot_of_call[calls]].fell_back[C] = 1;                                           \
+            C += FELL_BACK;                                                                        \
+            set_value(values[0]);                                                                  \
+            t0 = MPI_Wtime();                                                                      \
+            rc = CALL;                                                                             \
+        }                                                                                          \
+    }
 
 static void end(int c, double t0) {
     if (c < 0) return;
@@ -267,7 +346,11 @@ static void end(int c, double t0) {
     int c = begin(comm, COUNT, TYPE, &use);                                                        \
     double t0 = MPI_Wtime();                                                                       \
     comm = use;                                                                                    \
-    int rc = CALL;                                                                                 \
+    int rc;                                                                                        \
+    if (probing(c))                                                                                \
+        PROBED(CALL, c)                                                                            \
+    else                                                                                           \
+        rc = CALL;                                                                                 \
     end(c, t0);                                                                                    \
     return rc;
 
@@ -341,7 +424,16 @@ static void write_race(const double *slowest, long n, const char *error) {
     fputs("], \"slot_bytes\": [", out);
     for (int i = 0; i < nslots; ++i)
         fprintf(out, "%s%ld", i ? "," : "", slots[i].bytes);
+    fputs("], \"fell_back\": [", out);
+    int first = 1;
+    for (int i = 0; i < nslots; ++i)
+        for (int c = 1; c < k; ++c)
+            if (slots[i].fell_back[c]) {
+                fprintf(out, "%s[%d,%d]", first ? "" : ",", i, c);
+                first = 0;
+            }
     fputs("], \"time\": [", out);
+
     for (long i = 0; i < n; ++i)
         fprintf(out, "%s%.9g", i ? "," : "", slowest[i]);
     fputs("]}\n", out);
@@ -375,6 +467,7 @@ int MPI_Finalize(void) {
             }
         if (mpit_up) {
             if (have_handle) MPI_T_cvar_handle_free(&handle);
+            if (have_fallback) MPI_T_cvar_handle_free(&fallback);
             MPI_T_finalize();
         }
     }

@@ -58,6 +58,9 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
     ui.info(f"{inst.describe()}: {r.op} raced in one run, {len(r.time)} calls in blocks of "
             f"{r.k} (seed {seed}), each block every candidate once in a drawn order; "
             f"the run took {done.wall:.2f} s")  # fmt: skip
+    for refused in r.refused_names():
+        ui.warn(f"{refused}: the library ran its own decision instead (its restrictions not "
+                "met at these sizes); those calls are not evidence")  # fmt: skip
     raced = decide_race(r, args.risk, args.min_gain, args.warmup)
     if not raced:
         ui.warn(f"too few calls of {r.op} to race: {len(r.time)} after {args.warmup} blocks "
@@ -93,6 +96,7 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
         print_json({"op": r.op, "library": inst.describe(), "seed": seed, "calls": len(r.time),
                     "reference": r.names[0], "launch": dict(done.launch), "wall_s": done.wall,
                     "candidates": [c.to_json() for c in raced],
+                    "fell_back": r.refused_names(),
                     "answer": best.name if best else None})  # fmt: skip
     return 0
 

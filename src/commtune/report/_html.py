@@ -267,7 +267,7 @@ def _inrun(s: StudyData, prefix: str) -> str:
         estimates = [(c["name"], c["speedup"], tuple(c["interval"]), c["name"] in passed)
                      for c in raced]  # fmt: skip
         figure = race_figure(extra["op"], first["calls"], first["names"],
-                             np.asarray(first["times"]), estimates)  # fmt: skip
+                             np.array(first["times"], dtype=float), estimates)  # fmt: skip
         body += _img(plots.png(figure), "the first raced run's call times by block")
     return _section(prefix, "inrun", "Raced in-run", body)
 

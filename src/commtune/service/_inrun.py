@@ -19,6 +19,7 @@ back. What the promise is about is said with it: the raced calls' time.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Sequence
@@ -136,6 +137,9 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult:
 def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
     ui.info(f"raced run {r}: {len(run.race.time)} calls in blocks of {run.race.k} (seed "
             f"{run.race.seed}), {run.wall:.2f} s")  # fmt: skip
+    for refused in run.race.refused_names():
+        ui.warn(f"  {refused}: the library ran its own decision instead (its restrictions "
+                "not met at these sizes); those calls are not evidence")  # fmt: skip
     for c in now:
         t = c.test
         ui.info(f"  {c.name}: {t.speedup:.3f}x a call ({t.interval[0]:.3f}-{t.interval[1]:.3f})"
@@ -195,7 +199,8 @@ def _stored_blocks(run: RaceRun, most: int = 400) -> dict[str, Any]:
     blocks = run.race.blocks()
     step = max(1, -(-len(blocks) // most))
     return {"names": list(run.race.names), "calls": len(run.race.time),
-            "times": [[float(f"{t:.4g}") for t in row] for row in blocks[::step]]}  # fmt: skip
+            "times": [[float(f"{t:.4g}") if math.isfinite(t) else None for t in row]
+                      for row in blocks[::step]]}  # fmt: skip
 
 
 def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
@@ -209,6 +214,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         "risk": plan.risk, "raced_runs": len(runs),
         "calls": [len(r.race.time) for r in runs], "walls": [r.wall for r in runs],
         "fields": [list(r.race.names[1:]) for r in runs],
+        "fell_back": sorted({n for r in runs for n in r.race.refused_names()}),
         "launch": dict(runs[0].launch) if runs else {},
         "raced": [c.to_json() for c in raced.pooled], "passed": sorted(raced.passed),
         "blocks": _stored_blocks(runs[0]) if runs else {},

@@ -31,6 +31,7 @@ import numpy as np
 
 from commtune import rule
 
+FELL_BACK = 128  # added by libctrace to a call's candidate where the library ran its own
 WARMUP_BLOCKS = 2  # each candidate's first calls (a new communicator's first): not evidence
 MOST_BLOCKS = 2000  # blocks the test reads at most: every m-th, chosen without their labels
 
@@ -55,6 +56,9 @@ class Race:
     time: np.ndarray
     slot: np.ndarray  # the stratum (message size) of each call
     slot_bytes: tuple[int, ...] = ()
+    # (stratum, candidate) where the library refused the candidate (MPICH's fallback check):
+    # its calls there ran the reference, marked FELL_BACK + candidate, never evidence
+    fell_back: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], names: Sequence[str]) -> Race:
@@ -64,15 +68,26 @@ class Race:
                    np.asarray(data.get("candidate") or [], dtype=int),
                    np.asarray(data.get("time") or [], dtype=float),
                    np.asarray(data.get("slot") or [], dtype=int),
-                   tuple(data.get("slot_bytes") or ()))  # fmt: skip
+                   tuple(data.get("slot_bytes") or ()),
+                   tuple((int(a), int(b)) for a, b in data.get("fell_back") or ()))  # fmt: skip
 
     @property
     def k(self) -> int:
         return len(self.values)
 
+    def refused_names(self) -> list[str]:
+        """The candidates the library refused at some message size (their calls there ran
+        the reference and are not evidence), with the sizes: ``name (8 B, 16 B)``."""
+        sizes: dict[int, list[str]] = {}
+        for s, c in self.fell_back:
+            b = self.slot_bytes[s] if s < len(self.slot_bytes) else None
+            sizes.setdefault(c, []).append(f"{b} B" if b is not None else f"size {s}")
+        return [f"{self.names[c]} ({', '.join(v)})" for c, v in sorted(sizes.items())]
+
     def blocks(self, warmup: int = WARMUP_BLOCKS) -> np.ndarray:
         """The times as a (blocks, candidates) array: column j candidate j's time in each
-        complete block of each message size, the first ``warmup`` blocks of a size left out."""
+        complete block of each message size, the first ``warmup`` blocks of a size left out;
+        NaN where the library refused the candidate and ran its own decision."""
         parts = []
         slots = self.slot if len(self.slot) == len(self.time) else np.zeros(len(self.time), int)
         for s in np.unique(slots):
@@ -82,6 +97,8 @@ class Race:
                 continue
             t = self.time[mine][: whole * self.k].reshape(whole, self.k)
             c = self.candidate[mine][: whole * self.k].reshape(whole, self.k)
+            t = np.where(c >= FELL_BACK, np.nan, t)  # the library ran its own: no evidence
+            c = c % FELL_BACK
             parts.append(np.take_along_axis(t, np.argsort(c, axis=1), axis=1)[warmup:])
         if not parts:
             return np.zeros((0, self.k))
@@ -128,8 +145,9 @@ def pairs_of(races: Sequence[Race], warmup: int = WARMUP_BLOCKS
         blocks = race.blocks(warmup)
         for j in range(1, race.k):
             ref, mine = pooled.setdefault(race.names[j], ([], []))
-            ref.append(blocks[:, 0])
-            mine.append(blocks[:, j])
+            kept = ~np.isnan(blocks[:, j])  # a refused candidate's calls are not evidence
+            ref.append(blocks[kept, 0])
+            mine.append(blocks[kept, j])
     return {n: (np.concatenate(r), np.concatenate(m)) for n, (r, m) in pooled.items()}
 
 
