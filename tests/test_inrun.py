@@ -296,6 +296,9 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
         assert code == 0 and f"{inst.impl.env_name(knob)}={name}" in exported
     else:
         assert code != 0 or knob not in exported
+    code, shown, err = run_cli(["show", "r", "--storage", storage], capsys)
+    said = shown + err
+    assert code == 0 and "raced call by call" in said and f"{acc.extra['raced_runs']} raced" in said
     page = tmp_path / "r.html"
     code, _, err = run_cli(["report", "r", "--storage", storage, "-o", str(page)], capsys)
     inrun = page.read_text().split('id="inrun"')[1].split("<section")[0]

@@ -486,7 +486,16 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
     noise = view.noise()
     verdict = view.acceptance()
     runs = view.runs_spent(verdict)
-    ui.info(f"{runs} runs; noise {100 * noise.cv:.1f} %, drift {noise.drift:.2f}x")
+    if verdict is not None and verdict.extra.get("gate") == "inrun":  # raced: no trials
+        from commtune.report import inrun_table, verdict_lines
+
+        ui.print(inrun_table(verdict))
+        for line in verdict_lines(verdict):
+            ui.info(line)
+        runs += verdict.extra["raced_runs"]
+        ui.info(f"{runs} runs: {verdict.extra['raced_runs']} raced, the rest whole runs")
+    else:
+        ui.info(f"{runs} runs; noise {100 * noise.cv:.1f} %, drift {noise.drift:.2f}x")
     spec = view.spec()
     metrics = spec.objectives
     front = view.pareto(metrics) if metrics else []

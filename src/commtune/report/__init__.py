@@ -42,6 +42,8 @@ _WHERE = {
     "family_figure": "_sample_plots",
     "sample_plots": "_sample_plots",
     "acceptance_lines": "_tables",
+    "inrun_table": "_tables",
+    "verdict_lines": "_tables",
     "format_config": "_tables",
     "installations_table": "_tables",
     "knobs_table": "_tables",
@@ -100,6 +102,7 @@ if TYPE_CHECKING:
         differences_table,
         format_config,
         guided_table,
+        inrun_table,
         installations_table,
         knobs_table,
         library_variables_table,
@@ -109,6 +112,7 @@ if TYPE_CHECKING:
         result_table,
         studies_table,
         trials_table,
+        verdict_lines,
     )
 
 
@@ -138,6 +142,7 @@ __all__ = [
     "features_table",
     "format_config",
     "guided_table",
+    "inrun_table",
     "installations_table",
     "knobs_table",
     "knowledge_table",
@@ -166,4 +171,5 @@ __all__ = [
     "trials_table",
     "tune_line",
     "variables_table",
+    "verdict_lines",
 ]

@@ -40,7 +40,7 @@ def compact_table(title: str) -> Table:
 def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
     acc = result.acceptance
     if acc is not None and acc.extra.get("gate") == "inrun":
-        return _inrun_table(acc)
+        return inrun_table(acc)
     stat = result.statistic
     table = compact_table(f"study {result.study}: best configurations")
     configs = [format_config(row.config, defaults, sep="\n") for row in result.table]
@@ -71,7 +71,7 @@ def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
     return table
 
 
-def _inrun_table(acc: Acceptance) -> Table:
+def inrun_table(acc: Acceptance) -> Table:
     """An in-run race's candidates, per call, pooled over its raced runs."""
     extra = acc.extra
     table = compact_table(f"{extra['op']} raced call by call ({extra['raced_runs']} run(s))")
