@@ -16,7 +16,11 @@ own metric, for each seed in turn (the two studies interleaved, then the sweep):
    answer;
 3. the sweep: every algorithm alone (set at launch, with what makes the variable govern),
    ``--runs`` runs each in rounds shuffled anew; each one's speedup (median over the
-   defaults'), its bootstrap 90 % interval, and the best where that interval clears 1.
+   defaults'), its bootstrap 90 % interval, and the best where that interval clears 1;
+4. the cost (``--cost N``): N interleaved pairs of a plain run and a run racing the library's
+   decision against itself (A/A), the program's metric: the median ratio and its range.
+
+``--cost-only``: step 4 alone.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from instrument import timed
 from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import Installation, installation_of
+from commtune.service import race
 from commtune.service import race_candidates as candidates
 from commtune.testbed import Cluster as Bed
 from commtune.trial import Objective, run_process
@@ -136,9 +141,35 @@ def sweep(where: Where, command, op: str, metric: str, runs: int, rng: random.Ra
     return {"reference": everyone[0], "candidates": out, "best": best, "best_clear": clear}
 
 
+def cost(where: Where, command, op: str, metric: str, pairs: int) -> dict:  # type: ignore[no-untyped-def]
+    """``pairs`` interleaved pairs of a plain run and an A/A-raced one: the raced run's metric
+    over the plain run's (here, not on a bed)."""
+    inst, objective = where.inst, Objective.parse(metric)
+    _, everyone, _ = candidates(inst, op, [])
+    ratios = []
+    for i in range(pairs):
+        pair: dict[bool, float | None] = {}
+        for raced in (False, True) if i % 2 == 0 else (True, False):
+            if raced:
+                done = race(inst, command, op, [everyone[0]], 900 + i, 600)
+                pair[raced] = objective.extract(done.wall, done.stdout)
+            else:
+                plan = launcher_for(inst).plan(command, dict(inst.impl.race_env))
+                run = run_process(plan.argv, plan.env, 600)
+                ok = run.returncode == 0
+                pair[raced] = objective.extract(run.wall, run.stdout) if ok else None
+        if pair[False] and pair[True]:
+            ratios.append(pair[True] / pair[False])
+    return {"pairs": len(ratios), "median": statistics.median(ratios) if ratios else None,
+            "range": [min(ratios), max(ratios)] if ratios else None}  # fmt: skip
+
+
 def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-untyped-def]
     inst = where.inst
     command, metric = program(where, name, args.sources, work)
+    if args.cost_only:
+        return {"installation": inst.describe(), "program": name, "metric": metric,
+                "cost": cost(where, command, args.op, metric, args.cost)}  # fmt: skip
     knob = inst.impl.algorithm_knob(args.op)
     storage = f"sqlite:///{work / f'{inst.vendor.value}-{name}.db'}"
     studies = []
@@ -149,7 +180,8 @@ def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-u
         studies.append({"seed": seed, "inrun": raced, "cold": cold})
         print(json.dumps(studies[-1]), file=sys.stderr)
     whole = sweep(where, command, args.op, metric, args.runs, random.Random(77))
-    return {"installation": inst.describe(), "program": name, "metric": metric,
+    paid = cost(where, command, args.op, metric, args.cost) if args.cost else None
+    return {"cost": paid, "installation": inst.describe(), "program": name, "metric": metric,
             "bed": where.bed.describe() if where.bed else None, "studies": studies,
             "sweep": whole}  # fmt: skip
 
@@ -163,6 +195,8 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--max-runs", type=int, default=30)
     p.add_argument("--op", default="allreduce")
+    p.add_argument("--cost", type=int, default=0, help="pairs measuring racing's cost")
+    p.add_argument("--cost-only", action="store_true")
     p.add_argument("--nodes", type=int, help="on a test bed of this many nodes (root)")
     p.add_argument("--rate", type=int, default=1000, help="the bed's links, Mbit/s")
     p.add_argument("--json", type=Path)
@@ -178,6 +212,10 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     for r in rows:
+        if r.get("cost"):
+            print(f"{r['installation'][:24]} {r['program']}: racing's cost {r['cost']}")
+        if "sweep" not in r:
+            continue
         s = r["sweep"]
         best = f"{s['best']} ({'clear' if s['best_clear'] else 'within noise'})"
         for st in r["studies"]:
