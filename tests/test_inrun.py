@@ -25,7 +25,7 @@ from commtune.mpi import installation_of
 from commtune.store import Store
 from commtune.tune import Halving, Race, decide_race, halving
 
-from .conftest import VENDORS, last_json, run_cli
+from .conftest import VENDORS, last_json, needs_openmpi, run_cli
 
 
 def _race(
@@ -309,3 +309,22 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     code, out, err = run_cli(whole, capsys)
     assert code == 0, err
     assert last_json(out)["gate"] != "inrun" and "raced call by call" not in err
+
+
+@needs_openmpi
+@pytest.mark.timeout(300)
+def test_a_program_with_too_few_calls_to_race_is_tuned_on_whole_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ct_demo of 2 iterations makes 6 allreduce calls, 2 of each size: not one block past the
+    warm-up for three candidates. The study says so and searches the space on whole runs."""
+    inst = installation_of("openmpi")
+    program = str(native.build(inst, "demo/ct_demo.c"))
+    line = launcher_for(inst).command(2, [program, "2"])
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--knob", "coll_tuned_allreduce_algorithm=ignore,ring,recursive_doubling",
+            "--strategy", "grid", "--max-runs", "13", "--study", "few", "--storage", storage,
+            "--json", "--", *line]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    assert "too few to race" in " ".join(err.split()) and last_json(out)["gate"] != "inrun"

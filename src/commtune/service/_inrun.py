@@ -33,7 +33,7 @@ from commtune.profile import Profile, ProfileError
 from commtune.report import UI
 from commtune.service._race import OPS, RaceRun, race
 from commtune.study import Acceptance, Noise, Plan, Source, save_result_study
-from commtune.tune import Halving, Race, Raced, Row, TuneResult, halving
+from commtune.tune import WARMUP_BLOCKS, Halving, Race, Raced, Row, TuneResult, halving
 
 if TYPE_CHECKING:
     from commtune.service._tuning import Ready
@@ -103,9 +103,10 @@ def check_pairs(plan: Plan) -> int:
     return max(1, min(CHECK_PAIRS, (plan.max_runs - plan.inrun_runs) // 2))
 
 
-def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult:
+def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
     """The study of ``how`` raced in-run (:func:`commtune.tune.halving`), its answer checked
-    on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it)."""
+    on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it);
+    None where the program's first run made too few calls to race (whole runs then)."""
     s, plan = ready.setup, ready.setup.plan
     seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
     timeout = plan.timeout or plan.reference_timeout
@@ -125,6 +126,12 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult:
         _said(ui, len(runs), runs[-1], now)
 
     raced = halving(racer, how.names, plan.inrun_runs, plan.risk, plan.min_gain, heard)
+    if not raced.pooled:  # not one block past the warm-up: nothing to race on
+        ui.warn(f"{how.op}: {len(runs[0].race.time)} calls in a run, too few to race "
+                f"{len(how.names) + 1} candidates ({WARMUP_BLOCKS} blocks of warm-up at "
+                "each message size, then whole blocks): the space is searched on whole "
+                "runs")  # fmt: skip
+        return None
     check = _whole_runs(ready, how, raced.answer, seed, timeout, ui) if raced.answer else None
     acc = _verdict(ready, how, runs, raced, check, limit)
     if acc.extra.get("share_said"):

@@ -162,8 +162,8 @@ class Tuning:
         if setup.plan.record:
             return self._record(ready)
         how = inrun_of(ready, report is not None, self.ui)
-        if how is not None:
-            raced = race_study(ready, how, self.ui)
+        raced = race_study(ready, how, self.ui) if how is not None else None
+        if raced is not None:
             said = {"reference": reference_words(setup.inst, None, {}),
                     "inrun": raced.acceptance.extra if raced.acceptance else None}  # fmt: skip
             return Outcome(raced, ready.space, setup.inst.vendor.value, setup.command, said)

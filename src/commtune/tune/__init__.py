@@ -4,7 +4,16 @@ every step shares one :class:`Context` (``_target``)."""
 
 from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._decide import CONTENDERS, verdict
-from commtune.tune._inrun import Halving, Race, Raced, decide_race, decide_races, halved, halving
+from commtune.tune._inrun import (
+    WARMUP_BLOCKS,
+    Halving,
+    Race,
+    Raced,
+    decide_race,
+    decide_races,
+    halved,
+    halving,
+)
 from commtune.tune._loop import (
     MIN_TIMEOUT,
     ReferenceFailed,
@@ -45,6 +54,7 @@ __all__ = [
     "RACE_Z",
     "STILL_FASTER",
     "UNCHANGED",
+    "WARMUP_BLOCKS",
     "Context",
     "Difference",
     "Halving",
