@@ -25,8 +25,9 @@
  *         without it the write does nothing, and the race is refused.
  *
  * Each rank times its calls with MPI_Wtime; at MPI_Finalize the times are combined across the
- * ranks (the slowest rank's time of each call: what the program waits for) and rank 0 writes
- * COMMTUNE_RACE_OUT (JSON): the candidates, the assignment and the time of every raced call.
+ * ranks and rank 0 writes COMMTUNE_RACE_OUT (JSON): the candidates, the assignment and, for
+ * every raced call, the slowest rank's time ("time": with the wait for ranks that arrive late)
+ * and the shortest ("time_last": the last rank to arrive's, the call's own cost).
  * A setup that cannot race (no such variable, a value out of range, dynamic rules off) is
  * written there as "refused" with the reason, and the program runs untouched.
  *
@@ -394,7 +395,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     return rc;
 }
 
-static void write_race(const double *slowest, long n, const char *error) {
+static void write_race(const double *slowest, const double *last, long n, const char *error) {
     FILE *out = fopen(out_path, "w");
     if (!out) return;
     fputs("{\"op\": ", out);
@@ -436,6 +437,9 @@ static void write_race(const double *slowest, long n, const char *error) {
 
     for (long i = 0; i < n; ++i)
         fprintf(out, "%s%.9g", i ? "," : "", slowest[i]);
+    fputs("], \"time_last\": [", out);
+    for (long i = 0; i < n; ++i)
+        fprintf(out, "%s%.9g", i ? "," : "", last[i]);
     fputs("]}\n", out);
     fclose(out);
 }
@@ -450,14 +454,19 @@ int MPI_Finalize(void) {
             both[0] != -both[1] ? "the ranks made different numbers of raced calls" : NULL;
         long n = error ? 0 : calls;
         double *slowest = n && rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
+        double *last = n && rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
         for (long at = 0; at < n; at += 65536) { /* the slowest rank's time of every call */
             int len = (int)(n - at < 65536 ? n - at : 65536);
             PMPI_Reduce(times + at, slowest ? slowest + at : NULL, len, MPI_DOUBLE, MPI_MAX, 0,
                         MPI_COMM_WORLD);
+            /* the shortest: the last rank to arrive's, whose wait for the others is none */
+            PMPI_Reduce(times + at, last ? last + at : NULL, len, MPI_DOUBLE, MPI_MIN, 0,
+                        MPI_COMM_WORLD);
         }
-        if (rank == 0) write_race(slowest, n, error);
+        if (rank == 0) write_race(slowest, last, n, error);
         if (have_handle) set_value(original);
         free(slowest);
+        free(last);
         for (int i = 0; i < ncomms; ++i)
             for (int c = 0; c < k; ++c) {
                 int first = 1; /* a duplicate two labels share is freed once */

@@ -66,7 +66,7 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
         ui.warn(f"too few calls of {r.op} to race: {len(r.time)} after {args.warmup} blocks "
                 "of warm-up")  # fmt: skip
     ui.info(
-        f"per call, the slowest rank's time, against {r.names[0]} (the library's own "
+        f"per call, the last rank to arrive's time, against {r.names[0]} (the library's own "
         f"decision under {', '.join(f'{k}={v}' for k, v in done.launch.items())}):"
     )
     for c in raced:

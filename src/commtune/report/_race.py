@@ -50,7 +50,7 @@ def race_figure(op: str, calls: int, names: Sequence[str], blocks: np.ndarray,
         top.plot(smooth, linewidth=1.6 if j == 0 else 1.0, color="black" if j == 0 else None,
                  label=f"{name}{' (reference)' if j == 0 else ''}")  # fmt: skip
     top.set_xlabel(f"block (each candidate once, order drawn; running median of {width})")
-    top.set_ylabel("time a call, slowest rank (us)")
+    top.set_ylabel("time a call, the last rank to arrive's (us)")
     top.legend(fontsize=7, ncol=2)
     top.set_title(f"{op}: {calls} calls raced in one run", fontsize=10)
     y = np.arange(len(estimates))

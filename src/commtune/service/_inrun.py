@@ -225,7 +225,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         "launch": dict(runs[0].launch) if runs else {},
         "raced": [c.to_json() for c in raced.pooled], "passed": sorted(raced.passed),
         "blocks": _stored_blocks(runs[0]) if runs else {},
-        "promise": f"the {how.op} calls' time (per call, the slowest rank's)",
+        "promise": f"the {how.op} calls' own time (per call, the last rank to arrive's)",
     }  # fmt: skip
     if answer is None:
         return Acceptance(Source.SEARCH, {}, False, f"no algorithm shown faster a call than "
