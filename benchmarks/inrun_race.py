@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from inrun_tune import CT_METRIC, Where, alone
+
 from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
@@ -41,7 +43,8 @@ from commtune.service import race_candidates as candidates
 from commtune.trial import run_process
 from commtune.tune import decide_race
 
-TIME = re.compile(r"time ([0-9.eE+-]+) s")
+METRIC = CT_METRIC
+TIME = re.compile(METRIC.removeprefix("regex:"))
 ARGS = {"ct_demo": ["1000"], "ct_solver": ["20000"], "ct_phases": ["20", "2000", "150"]}
 
 
@@ -52,21 +55,11 @@ def own_time(inst, command, variables) -> float | None:  # type: ignore[no-untyp
     return float(found[-1]) if done.returncode == 0 and found else None
 
 
-def sweep(inst, command, op, names, runs, rng):  # type: ignore[no-untyped-def]
-    knob, everyone, _ = candidates(inst, op, names)
-    env = inst.impl.env_name(knob)
-    times: dict[str, list[float]] = {n: [] for n in everyone}
-    for _ in range(runs):
-        order = list(everyone)
-        rng.shuffle(order)
-        for name in order:
-            variables = dict(inst.impl.race_env)
-            if name != everyone[0]:
-                variables[env] = name
-            t = own_time(inst, command, variables)
-            if t is not None:
-                times[name].append(t)
-    ref = statistics.median(times[everyone[0]])
+def sweep(inst, command, op, runs, rng):  # type: ignore[no-untyped-def]
+    """Each algorithm alone (``inrun_tune.alone``, the program's own time): its speedup over
+    the reference's median and its runs' spread."""
+    reference, times = alone(Where(inst), command, op, METRIC, runs, rng)
+    ref = statistics.median(times[reference])
     return {n: {"runs": len(v), "speedup": ref / statistics.median(v) if v else None,
                 "spread": (max(v) - min(v)) / statistics.median(v) if v else None}
             for n, v in times.items()}  # fmt: skip
@@ -98,7 +91,7 @@ def one(inst, program: str, args) -> dict:  # type: ignore[no-untyped-def]
     start = time.perf_counter()
     done = race(inst, command, "allreduce", [], 7, 600)
     raced = decide_race(done.race, 0.05, 0.01)
-    whole = sweep(inst, command, "allreduce", [], args.runs, rng)
+    whole = sweep(inst, command, "allreduce", args.runs, rng)
     ref_name = done.race.names[0]
     aa_said, apart_said, apart = 0, 0, []
     for seed in range(args.aa):

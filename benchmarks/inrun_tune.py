@@ -106,9 +106,10 @@ def study(where: Where, command, knob: str, metric: str, seed: int, storage: str
             "raced_runs": inrun.get("raced_runs"), "seconds": round(seconds, 1)}  # fmt: skip
 
 
-def sweep(where: Where, command, op: str, metric: str, runs: int, rng: random.Random) -> dict:  # type: ignore[no-untyped-def]
-    """Every algorithm alone, ``runs`` runs each in shuffled rounds: speedups over the
-    defaults (medians), bootstrap 90 % intervals, the best where its interval clears 1."""
+def alone(where: Where, command, op: str, metric: str, runs: int,  # type: ignore[no-untyped-def]
+          rng: random.Random) -> tuple[str, dict[str, list[float]]]:  # fmt: skip
+    """Every algorithm of ``op`` alone (set at launch, with what makes the variable govern),
+    ``runs`` runs each in rounds shuffled anew: the reference's name and each one's metric."""
     inst = where.inst
     knob, everyone, _ = candidates(inst, op, [])
     env = inst.impl.env_name(knob)
@@ -126,6 +127,14 @@ def sweep(where: Where, command, op: str, metric: str, runs: int, rng: random.Ra
             value = objective.extract(done.wall, done.stdout) if done.returncode == 0 else None
             if value is not None:
                 times[name].append(value)
+    return everyone[0], times
+
+
+def sweep(where: Where, command, op: str, metric: str, runs: int, rng: random.Random) -> dict:  # type: ignore[no-untyped-def]
+    """:func:`alone`'s speedups over the defaults (medians), bootstrap 90 % intervals, the
+    best where its interval clears 1."""
+    reference, times = alone(where, command, op, metric, runs, rng)
+    everyone = [reference]
     ref = times[everyone[0]]
     out: dict[str, dict] = {}
     for name, mine in times.items():

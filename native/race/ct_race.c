@@ -395,6 +395,13 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     return rc;
 }
 
+static void write_times(FILE *out, const char *key, const double *times_of, long n) {
+    fprintf(out, ", \"%s\": [", key);
+    for (long i = 0; i < n; ++i)
+        fprintf(out, "%s%.9g", i ? "," : "", times_of[i]);
+    fputs("]", out);
+}
+
 static void write_race(const double *slowest, const double *last, long n, const char *error) {
     FILE *out = fopen(out_path, "w");
     if (!out) return;
@@ -433,14 +440,10 @@ static void write_race(const double *slowest, const double *last, long n, const 
                 fprintf(out, "%s[%d,%d]", first ? "" : ",", i, c);
                 first = 0;
             }
-    fputs("], \"time\": [", out);
-
-    for (long i = 0; i < n; ++i)
-        fprintf(out, "%s%.9g", i ? "," : "", slowest[i]);
-    fputs("], \"time_last\": [", out);
-    for (long i = 0; i < n; ++i)
-        fprintf(out, "%s%.9g", i ? "," : "", last[i]);
-    fputs("]}\n", out);
+    fputs("]", out);
+    write_times(out, "time", slowest, n);
+    write_times(out, "time_last", last, n);
+    fputs("}\n", out);
     fclose(out);
 }
 

@@ -50,6 +50,7 @@ NO_FASTER_AFTER = 3  # pairs after which ``commtune check`` calls one its runs s
 ENUMERATED = 16  # up to these pairs every sign pattern is counted (the finest p-value)
 COUNTED = 300  # up to these pairs the signed rank's law is counted exactly; beyond, drawn
 DRAWS = 20_000  # random sign patterns beyond COUNTED pairs (an in-run race's thousands of calls)
+DRAWN = 1_000  # drawn at a time
 
 
 def first_pass(limit: float) -> int:
@@ -151,8 +152,11 @@ def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float
     won = x > 0
     w = int(r[won].sum())
     if n > COUNTED:  # a randomization test on drawn patterns: exact, p at least 1/(DRAWS+1)
-        flips = np.random.default_rng(n).integers(0, 2, size=(DRAWS, n), dtype=np.int8)
-        return float((1 + int(((flips @ r) >= w).sum())) / (DRAWS + 1))
+        rng, at_least = np.random.default_rng(n), 0
+        for _ in range(DRAWS // DRAWN):  # in chunks: thousands of pairs, bounded memory
+            flips = rng.integers(0, 2, size=(DRAWN, n), dtype=np.int8)
+            at_least += int(((flips @ r) >= w).sum())
+        return float((1 + at_least) / (DRAWS + 1))
     if n > ENUMERATED:
         return _tail(r, w)
     signs = _signs(n)

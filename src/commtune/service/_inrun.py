@@ -223,7 +223,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         "fields": [list(r.race.names[1:]) for r in runs],
         "fell_back": sorted({n for r in runs for n in r.race.refused_names()}),
         "launch": dict(runs[0].launch) if runs else {},
-        "raced": [c.to_json() for c in raced.pooled], "passed": sorted(raced.passed),
+        "raced": [c.estimate_json() for c in raced.pooled], "passed": sorted(raced.passed),
         "blocks": _stored_blocks(runs[0]) if runs else {},
         "promise": f"the {how.op} calls' own time (per call, the last rank to arrive's)",
     }  # fmt: skip

@@ -128,12 +128,17 @@ class Raced:
     median: float
     test: rule.Test
 
-    def to_json(self) -> dict[str, Any]:
+    def estimate_json(self) -> dict[str, Any]:
+        """Its figures without the test (the pooled ranking's: no test of its own)."""
         t = self.test
         return {"name": self.name, "blocks": self.blocks, "reference_median_s":
                 self.reference_median, "median_s": self.median, "speedup": t.speedup,
-                "interval": list(t.interval), "p_value": t.p, "limit": t.limit,
-                "passed": t.passed, "won": t.won}  # fmt: skip
+                "interval": list(t.interval)}  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.test
+        return {**self.estimate_json(), "p_value": t.p, "limit": t.limit, "passed": t.passed,
+                "won": t.won}  # fmt: skip
 
 
 def decide_race(
@@ -148,8 +153,9 @@ def decide_race(
 def pairs_of(races: Sequence[Race], warmup: int = WARMUP_BLOCKS
              ) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # fmt: skip
     """Per candidate (by name), its calls' times and the reference's in the same blocks,
-    pooled over ``races`` (successive runs, each its own field of candidates): each block's
-    order was drawn apart from every other's, so the pooled pairs are exact as one run's."""
+    pooled over ``races`` (successive runs, each its own field of candidates). Within one run
+    the pairs' test is exact; pooled over runs whose fields were chosen on earlier runs it is
+    not (``halving`` tests each run alone and ranks on the pool)."""
     pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     for race in races:
         blocks = race.blocks(warmup)
