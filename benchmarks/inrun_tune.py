@@ -210,9 +210,11 @@ def main() -> int:
     p.add_argument("--rate", type=int, default=1000, help="the bed's links, Mbit/s")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
-    args.sources = {k: Path(v) for k, v in (s.split("=", 1) for s in args.source)}
+    args.sources = {k: Path(v).resolve() for k, v in (s.split("=", 1) for s in args.source)}
+    args.json = args.json.resolve() if args.json else None
     rows = []
     with tempfile.TemporaryDirectory(prefix="inrun-tune-") as tmp, contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.chdir(tmp))  # programs' output files (CoMD's YAML) go there
         bed = stack.enter_context(Bed(args.nodes, 1, [args.rate])) if args.nodes else None
         for spec in args.mpi.split(","):
             where = Where(installation_of(spec), bed)
