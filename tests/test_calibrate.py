@@ -32,10 +32,12 @@ from commtune.sample._calibrate import (
     Agreement,
     boundary,
     check_agreement,
+    check_order,
     draw_sizes,
     eager_limit,
     fit_segments,
 )
+from commtune.sample._ordering import Ordering, compare
 from commtune.testbed import Cluster, SlurmBed, available, slurm_available
 
 from .conftest import run_cli
@@ -111,6 +113,41 @@ def test_a_simulation_far_from_the_measurement_is_refused() -> None:
         check_agreement(Agreement({1: 2.5, 2: 2.6, 4: 0.9}))
     with pytest.raises(UsageError, match=r"0\.30x"):
         check_agreement(Agreement({1: 0.3, 2: 0.2, 4: 0.9}))
+
+
+# -- how a platform orders the collectives (issue 78) ----------------------------------------------
+def _ordering(real: dict, calibrated: dict, plain: dict) -> Ordering:
+    """The check's comparison of times given per (collective, algorithm) at one size, 8 B."""
+
+    def at(times: dict) -> dict:
+        return {key: {8: t} for key, t in times.items()}
+
+    return compare(4, [8], at(real), {"calibrated": at(calibrated), "plain": at(plain)}, {})
+
+
+def test_the_order_counts_only_pairs_the_machine_tells_apart_and_ties_agree_with_none() -> None:
+    real = {("bcast", "a"): 1.0, ("bcast", "b"): 2.0, ("bcast", "c"): 1.05}
+    # calibrated: b first (wrong) for a-b, a tie for b-c; plain: everything right
+    got = _ordering(real, {("bcast", "a"): 3.0, ("bcast", "b"): 1.0, ("bcast", "c"): 1.0},
+                    {("bcast", "a"): 1.0, ("bcast", "b"): 5.0, ("bcast", "c"): 2.0})  # fmt: skip
+    assert len(got.pairs) == 3 and got.clear == 2  # a-c differ by 5 %: not told apart
+    assert got.agree("plain") == 2
+    assert got.agree("calibrated") == 0  # a-b reversed, b-c a tie
+    assert got.worse()
+    assert got.ratio("calibrated", "bcast") == pytest.approx(1.0 / 1.05)
+    assert "all: 0 / 2 of 2" in "\n".join(got.lines())
+    data = got.to_json()
+    assert data["agree"] == {"calibrated": 0, "plain": 2} and data["clear"] == 2
+
+
+def test_a_platform_that_orders_the_collectives_worse_is_refused_in_one_line() -> None:
+    real = {("allreduce", "a"): 1.0, ("allreduce", "b"): 2.0}
+    right, wrong = {("allreduce", "a"): 1.0, ("allreduce", "b"): 3.0}, {
+        ("allreduce", "a"): 3.0, ("allreduce", "b"): 1.0}  # fmt: skip
+    check_order(_ordering(real, right, right))  # as good as SimGrid's own factors: kept
+    check_order(_ordering(real, right, wrong))
+    with pytest.raises(UsageError, match=r"orders the collectives worse.* in 0 of 1 .*against 1"):
+        check_order(_ordering(real, wrong, right))
 
 
 # -- what is written -----------------------------------------------------------------------------

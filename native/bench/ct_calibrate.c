@@ -10,6 +10,10 @@
  *   send      how long MPI_Send keeps the sender (the receive already posted)
  *   isend     how long MPI_Isend keeps the sender
  *   recv      how long MPI_Recv takes when the message was sent well before
+ *   train     TRAIN messages sent back to back (MPI_Isend each, then MPI_Waitall) and an empty
+ *             answer once all arrived: the time per message. A collective loads a node's link
+ *             with a few messages at once; a shaper (a token bucket) lets one message through
+ *             at its burst rate, and a train that outgrows its bucket at the sustained rate
  *
  * as SimGrid's own calibration does (platform-calibration; Cornebize et al. 2019), and a
  * rank's compute rate (flop/s of a multiply-add loop in cache) while every rank computes.
@@ -29,6 +33,7 @@
 #include <string.h>
 
 enum { OP_SEND, OP_ISEND, OP_RECV, N_TIMED };
+enum { TRAIN = 4 }; /* messages a train: a collective's few at once (log2 of 4-16 ranks) */
 /* ranks 2k and 2k+1 of the launch: a pair, measured side by side with every other pair */
 static MPI_Comm pair = MPI_COMM_NULL;
 static const char *const timed_names[N_TIMED] = {"send", "isend", "recv"};
@@ -81,6 +86,28 @@ static double pingpong(int rank, char *buf, int size) {
         MPI_Send(buf, size, MPI_CHAR, 0, 1, pair);
     }
     return (MPI_Wtime() - t0) / 2.0;
+}
+
+/* rank 0's time per message of a train of TRAIN messages of `size` bytes to rank 1 (`into`:
+ * rank 1's TRAIN buffers), up to the answer that all arrived */
+static double train(int rank, char *buf, char *into, int size) {
+    MPI_Request requests[TRAIN];
+    char token = 0;
+    MPI_Barrier(pair);
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < TRAIN; ++k) {
+        if (rank == 0)
+            MPI_Isend(buf, size, MPI_CHAR, 1, 6, pair, &requests[k]);
+        else
+            MPI_Irecv(into + (size_t)k * (size_t)size, size, MPI_CHAR, 0, 6, pair, &requests[k]);
+    }
+    MPI_Waitall(TRAIN, requests, MPI_STATUSES_IGNORE);
+    if (rank == 1) {
+        MPI_Send(&token, 0, MPI_CHAR, 0, 7, pair);
+        return 0.0;
+    }
+    MPI_Recv(&token, 0, MPI_CHAR, 1, 7, pair, MPI_STATUS_IGNORE);
+    return (MPI_Wtime() - t0) / TRAIN;
 }
 
 /* rank 0's time in one timed call; `wait` is how long the message had to arrive */
@@ -192,6 +219,7 @@ int main(int argc, char **argv) {
         }
     }
     char *buf = calloc((size_t)max_size + 1, 1);
+    char *into = pingpong_only ? NULL : calloc((size_t)TRAIN * ((size_t)max_size + 1), 1);
     int mate = 0, mates = 0;
     MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &pair);
     MPI_Comm_rank(pair, &mate);
@@ -223,10 +251,13 @@ int main(int argc, char **argv) {
                     double t = timed(order[k], mate, buf, size, 4.0 * one_way + 2e-5);
                     if (rank == 0) printf("sample %s %d %.9g\n", timed_names[order[k]], size, t);
                 }
+                double per_message = train(mate, buf, into, size);
+                if (rank == 0) printf("sample train %d %.9g\n", size, per_message);
             }
         }
     }
     MPI_Comm_free(&pair);
+    free(into);
     free(buf);
     free(sizes);
     MPI_Finalize();

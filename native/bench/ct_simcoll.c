@@ -1,6 +1,6 @@
 /* ct_simcoll: one collective's time per message size on a simulated cluster (SimGrid's SMPI).
  *
- *   ct_simcoll -s SIZES OP
+ *   ct_simcoll -s SIZES [-r REPS] OP
  *
  * OP is allreduce, bcast, reduce, allgather, alltoall, gather, scatter or barrier; SIZES a comma
  * list of byte counts, read as ct_sample reads them: bytes per rank's buffer, but the total of
@@ -10,17 +10,23 @@
  * same simulated time every time: one call per size is the measurement (ct_sample's blocks of
  * repeated calls would multiply the simulation's wall time and measure nothing more), after one
  * warm-up call. A barrier comes before each call; a call's time is the slowest rank's.
- * Output, rank 0, one JSON line per size: {"op":"allreduce","size":1024,"seconds":...}
+ * Output, rank 0, one JSON line per size: {"op":"allreduce","size":1024,"seconds":...,"ranks":N}
  * The algorithm is chosen outside (smpirun --cfg=smpi/OP:NAME or smpi/coll-selector).
+ *
+ * Built with a real MPI's mpicc (commtune calibrate's check of how a platform orders the
+ * collectives), -r REPS makes each size's time the median of REPS calls, every one after a
+ * barrier as in the simulation: a real machine's calls vary where the simulated ones do not.
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/ct_stats.h"
 #include "../include/ct_usage.h"
 
 #define MAX_SIZES 64
+#define MAX_REPS 1000
 
 static double call(const char *op, char *a, char *b, long size, int ranks) {
     int per_rank = size / ranks > 0 ? (int)(size / ranks) : 1;
@@ -56,23 +62,25 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     long sizes[MAX_SIZES];
-    int n_sizes = 0;
+    int n_sizes = 0, reps = 1;
     const char *op = NULL;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
             for (char *tok = strtok(argv[++i], ","); tok && n_sizes < MAX_SIZES;
                  tok = strtok(NULL, ","))
                 sizes[n_sizes++] = atol(tok);
+        } else if (strcmp(argv[i], "-r") == 0 && i + 1 < argc) {
+            reps = atoi(argv[++i]);
         } else {
             op = argv[i];
         }
     }
-    int ok = op != NULL && n_sizes > 0;
+    int ok = op != NULL && n_sizes > 0 && reps >= 1 && reps <= MAX_REPS;
     for (size_t k = 0; ok && k < sizeof known / sizeof *known; ++k)
         if (strcmp(op, known[k]) == 0) ok = 2;
     if (ok != 2)
-        ct_usage_exit("usage: ct_simcoll -s SIZES OP (allreduce, bcast, reduce, "
-                      "allgather, alltoall, gather, scatter, barrier)\n");
+        ct_usage_exit("usage: ct_simcoll -s SIZES [-r REPS (1-1000)] OP (allreduce, bcast, "
+                      "reduce, allgather, alltoall, gather, scatter, barrier)\n");
     long largest = 8;
     for (int k = 0; k < n_sizes; ++k)
         if (sizes[k] > largest) largest = sizes[k];
@@ -89,10 +97,16 @@ int main(int argc, char **argv) {
     /* a warm-up call: a selector may set up on its first call (SMPI's MPICH and MVAPICH2
      * selectors split the communicator by node), a cost no later call pays */
     call(op, a, b, sizes[0], ranks);
+    static double times[MAX_REPS];
     for (int k = 0; k < n_sizes; ++k) {
-        double t = call(op, a, b, sizes[k], ranks);
+        if (reps > 1) /* a real machine's first call of a size sets up buffers: not timed */
+            call(op, a, b, sizes[k], ranks);
+        for (int r = 0; r < reps; ++r)
+            times[r] = call(op, a, b, sizes[k], ranks);
+        double t = ct_quantile(times, reps, 0.5);
         if (rank == 0) {
-            printf("{\"op\":\"%s\",\"size\":%ld,\"seconds\":%.12g}\n", op, sizes[k], t);
+            printf("{\"op\":\"%s\",\"size\":%ld,\"seconds\":%.12g,\"ranks\":%d}\n", op, sizes[k], t,
+                   ranks);
             fflush(stdout);
         }
     }

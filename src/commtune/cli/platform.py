@@ -325,6 +325,10 @@ def _add_calibrate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="60 sizes, 3 measurements each")
     p.add_argument("--timeout", type=positive(float), default=600.0,
                    help="one launch's wall time at most, seconds (default 600)")  # fmt: skip
+    p.add_argument("--allow-worse-order", action="store_true",
+                   help="write the platform even where it puts the faster of two collective "
+                   "algorithms first less often than the simulator's own factors (refused "
+                   "otherwise)")  # fmt: skip
     add_json(p)
 
 
@@ -341,7 +345,7 @@ def cmd_calibrate(args: argparse.Namespace, command: list[str] | None) -> int:
         write_cluster,
     )
     from commtune.report import UI, calibration_lines, calibration_plot, calibration_table
-    from commtune.sample import calibrate
+    from commtune.sample import calibrate, check_order
     from commtune.util import write_atomic
 
     launch = need_command(command, "that starts 2 ranks on 2 nodes (more: pairs side by side)")
@@ -366,6 +370,8 @@ def cmd_calibrate(args: argparse.Namespace, command: list[str] | None) -> int:
             + (f" and within one ({shlex.join(one_node)})" if one_node else ""))  # fmt: skip
     result = calibrate(inst, launch, one_node, count, reps, args.max_size, args.seed,
                        args.timeout, ui)  # fmt: skip
+    if result.ordering is not None and not args.allow_worse_order:
+        check_order(result.ordering)
     # everything measured and checked: from here on, files are written
     calibration = result.calibration
     platform, hosts = write_cluster(calibration.cluster(2, 2 if one_node else 1, "flat"), str(out))

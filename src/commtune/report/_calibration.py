@@ -75,6 +75,8 @@ def calibration_lines(result: CalibrationResult) -> list[str]:
                 f"{agreement.within(0.8, 1.25):.0%} of {len(agreement.ratios)} sizes within "
                 f"0.8-1.25, {agreement.within(0.5, 2.0):.0%} within 0.5-2"
             )
+    if result.ordering is not None:
+        lines += result.ordering.lines()
     return lines
 
 

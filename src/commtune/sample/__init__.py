@@ -18,7 +18,7 @@ from commtune.sample._api import (
     verify_thresholds,
     veto_slower,
 )
-from commtune.sample._calibrate import CalibrationResult, calibrate
+from commtune.sample._calibrate import CalibrationResult, calibrate, check_order
 from commtune.sample._curves import Crossing, Curve, Segment, crossings, segments
 from commtune.sample._families import OPERATIONS
 from commtune.sample._profile import FamilyCurves, PlatformProfile
@@ -39,6 +39,7 @@ __all__ = [
     "SimSample",
     "ThresholdCheck",
     "calibrate",
+    "check_order",
     "crossings",
     "fingerprint_for",
     "load_profile",

@@ -19,19 +19,29 @@ curves; a linear fit per size segment. :func:`calibrate` does the same with the 
    ``CPU_SHARE`` of the one-way time; ``ois``, the ``MPI_Isend`` overhead, is not capped),
    the network's part cut into segments by a least-squares search for breakpoints
    (dynamic programming, the number of segments by BIC) and fitted per segment: latency and
-   bandwidth factors against the link's latency and its bandwidth at the largest sizes;
+   bandwidth factors against the link's latency and its bandwidth at the largest sizes,
+   within what the link can do (issue 78): a latency factor at least 1 (no message arrives
+   sooner than the smallest do) and a bandwidth factor at most the rate of a train of 4 of
+   the segment's messages sent back to back (:func:`train_cap`). A ping-pong of one message
+   at a time passes a shaper's token bucket at its burst rate (on the bed, 20x the link's),
+   which a collective's messages at once do not: fitted to ping-pongs alone, 2-68 KiB had
+   a bandwidth factor of 20 and the collectives ran 2-4x too fast;
 4. the simulator run on the calibrated platform with the same sizes, and each segment's
    factors corrected by what it got wrong (three rounds at most). This agreement is on the
    sizes and medians the fit used: in sample, a measure of the fit;
 5. the check out of sample (:func:`held_out`): a fresh launch of ``ct_calibrate`` between
    the two nodes on sizes the fit never saw (drawn from another seed, none of the fit's),
    simulated on the calibrated platform and on the same links with SimGrid's own factors;
-   both agreements are reported. It is still a ping-pong: how the platform orders
-   collectives is another question (issue 78).
+   both agreements are reported. It is still a ping-pong;
+6. how the platform orders the collectives (:mod:`commtune.sample._ordering`): on the
+   launch line's ranks, each collective's algorithms that SMPI ports faithfully, on the
+   machine and simulated on the calibrated platform and on SimGrid's own factors; the
+   command refuses (:func:`check_order`) a platform that puts the faster of two first less
+   often than SimGrid's own factors on the same real runs.
 
 Nothing is written before every step has passed; a launch on one node where two were
-asked, a launch that fails, or a platform the simulation cannot bring within 2x of the
-measurement is one line (UsageError).
+asked, a launch that fails, a platform the simulation cannot bring within 2x of the
+measurement, or one that orders the collectives worse is one line (UsageError).
 """
 
 from __future__ import annotations
@@ -64,10 +74,11 @@ from commtune.mpi import (
     write_cluster,
 )
 from commtune.progress import Progress
+from commtune.sample._ordering import Ordering, check_ordering
 from commtune.trial import run_process, stderr_summary
 
 PROGRAM = "bench/ct_calibrate.c"
-OPS = ("pingpong", "send", "isend", "recv")
+OPS = ("pingpong", "send", "isend", "recv", "train")
 # The sender's and receiver's overheads together are at most this share of the one-way time
 # of a message (the rest is the network's): TCP progresses only inside MPI calls, so a receive
 # of a message "already sent" also reads it off the socket, more than the whole one-way time
@@ -79,6 +90,7 @@ MIN_POINTS = 4
 ROUNDS = 3  # corrections of the factors by the simulation
 CONTRADICTED = 2.0  # a median simulated/measured ratio beyond this (or its inverse) fails
 GOOD = (0.8, 1.25)  # a size whose simulated time is within this of the measured one agrees
+MAX_BW_FACTOR = 1e3  # where no train was measured (a simulated launch, an old output)
 
 
 @dataclass(frozen=True)
@@ -178,6 +190,8 @@ class CalibrationResult:
     # the same links with SimGrid's own factors (None: not measured)
     held_out: Agreement | None = None
     held_out_plain: Agreement | None = None
+    # how the platform orders the collectives against the machine (None: not checked)
+    ordering: Ordering | None = None
 
     def to_json(self) -> dict[str, Any]:
         def curves(m: Measurement) -> dict[str, dict[str, float]]:
@@ -196,6 +210,7 @@ class CalibrationResult:
             "held_out": None if self.held_out is None else self.held_out.to_json(),
             "held_out_plain": (None if self.held_out_plain is None
                                else self.held_out_plain.to_json()),
+            "ordering": None if self.ordering is None else self.ordering.to_json(),
             "measured": curves(self.between),
             "measured_within": None if self.within is None else curves(self.within),
             "simulated": {str(s): t for s, t in self.simulated.items()},
@@ -352,10 +367,27 @@ def _overhead(points: Mapping[int, float]) -> tuple[float, float]:
     return a, b
 
 
+TRAIN = 4  # messages a train (ct_calibrate's TRAIN)
+
+
+def train_cap(sizes: Sequence[int], train: Mapping[int, float], bandwidth: float,
+              fixed: float) -> float:  # fmt: skip
+    """The largest bandwidth factor a segment of ``sizes`` may have: the rate of a train of
+    its messages sent back to back over the link's sustained ``bandwidth`` (the median over
+    the sizes measured; at least 1). An isolated message may pass a shaper at its burst rate
+    (the bed's token bucket: 20x the link's), which a collective's messages at once do not.
+    A train's time less ``fixed`` (the last message's latency and the answer's: a small
+    message's round trip) is what its bytes took."""
+    rates = [TRAIN * s / (max(TRAIN * train[s] - fixed, 0.1 * TRAIN * train[s]) * bandwidth)
+             for s in sizes if train.get(s, 0) > 0]  # fmt: skip
+    return max(1.0, statistics.median(rates)) if rates else MAX_BW_FACTOR
+
+
 def fit(between: Measurement, within: Measurement | None, host_speed: float) -> tuple[
-        Calibration, list[Line]]:  # fmt: skip
-    """The first calibration from the measurements (refined by :func:`refine`), and the
-    segments of the one-way time between two nodes."""
+        Calibration, list[Line], list[float]]:  # fmt: skip
+    """The first calibration from the measurements (refined by :func:`refine`), the
+    segments of the one-way time between two nodes, and each one's largest bandwidth factor
+    (:func:`train_cap`)."""
     pp = between.medians("pingpong")
     send, isend, recv = (between.medians(op) for op in ("send", "isend", "recv"))
     sizes = sorted(pp)
@@ -395,12 +427,21 @@ def fit(between: Measurement, within: Measurement | None, host_speed: float) -> 
     last = lines[-1]
     bandwidth = 1.0 / last.b if last.b > 0 else max(s / t for s, t in net.items())
     ois_points = {s: least("isend", s, isend[s]) for s in sizes if s in isend}
+    train = between.medians("train")
+    smallest = sorted(sizes)[: max(3, len(sizes) // 10)]
+    round_trip = 2 * statistics.median(pp[s] for s in smallest)
+    caps = [train_cap([s for s in sizes if s >= line.first
+                       and (k + 1 == len(lines) or s < lines[k + 1].first)], train, bandwidth,
+                      round_trip)
+            for k, line in enumerate(lines)]  # fmt: skip
 
     def lat(line: Line, mine: Mapping[int, float]) -> tuple[float, float]:
-        return max(line.a, 1e-3 * route) / route, 0.0
+        # no message arrives sooner than the smallest ones do
+        return max(line.a, route) / route, 0.0
 
     def bw(line: Line, mine: Mapping[int, float]) -> tuple[float, float]:
-        return min(1e3, 1.0 / (max(line.b, 1e-15) * bandwidth)), 0.0
+        cap = caps[lines.index(line)]
+        return min(cap, 1.0 / (max(line.b, 1e-15) * bandwidth)), 0.0
 
     def overhead(points: Mapping[int, float]) -> Any:
         def value(line: Line, mine: Mapping[int, float]) -> tuple[float, float]:
@@ -429,7 +470,7 @@ def fit(between: Measurement, within: Measurement | None, host_speed: float) -> 
             loopback_latency=max(a / _factor(calibration.lat_factor, min(one_way)), 1e-9),
             loopback_bandwidth=1.0 / max(b * _factor(calibration.bw_factor, max(one_way)), 1e-15),
         )
-    return calibration, lines
+    return calibration, lines, caps
 
 
 def _factor(pieces: Sequence[Piece], size: int) -> float:
@@ -442,10 +483,12 @@ def _factor(pieces: Sequence[Piece], size: int) -> float:
     return value
 
 
-def refine(calibration: Calibration, lines: Sequence[Line], measured: Mapping[int, float],
+def refine(calibration: Calibration, lines: Sequence[Line], caps: Sequence[float],
+           measured: Mapping[int, float],
            simulated: Mapping[int, float]) -> Calibration:  # fmt: skip
     """The factors corrected per segment by what the simulation got wrong: each segment's
-    network part plus the measured less the simulated one-way time, fitted again."""
+    network part plus the measured less the simulated one-way time, fitted again, within
+    the same bounds (a latency factor at least 1, a bandwidth factor at most ``caps``)."""
     route = 2 * calibration.link_latency
     bandwidth = calibration.link_bandwidth
     lat, bw = list(calibration.lat_factor), list(calibration.bw_factor)
@@ -458,8 +501,8 @@ def refine(calibration: Calibration, lines: Sequence[Line], measured: Mapping[in
         a, b = lat[k].offset * route, 1.0 / (bw[k].offset * bandwidth)
         target = [a + b * s + measured[s] - simulated[s] for s in mine]
         new_a, new_b, _ = _fit(mine, target)
-        lat[k] = replace(lat[k], offset=max(new_a, 1e-3 * route) / route)
-        bw[k] = replace(bw[k], offset=min(1e3, 1.0 / (max(new_b, 1e-15) * bandwidth)))
+        lat[k] = replace(lat[k], offset=max(new_a, route) / route)
+        bw[k] = replace(bw[k], offset=min(caps[k], 1.0 / (max(new_b, 1e-15) * bandwidth)))
     return replace(calibration, lat_factor=tuple(lat), bw_factor=tuple(bw))
 
 
@@ -593,13 +636,13 @@ def calibrate(inst: Installation, launch: Sequence[str], one_node: Sequence[str]
                                      f"nodes ({', '.join(within.hosts)})")  # fmt: skip
             bar.advance()
             speed = host_speed(smpi, directory)
-            calibration, lines = fit(between, within, speed)
+            calibration, lines, caps = fit(between, within, speed)
             measured = between.medians("pingpong")
             simulated = simulate(smpi, calibration, directory, sizes_file, False, timeout)
             for _ in range(ROUNDS):
                 if _agreement(measured, simulated).within(*GOOD) == 1.0:
                     break
-                candidate = refine(calibration, lines, measured, simulated)
+                candidate = refine(calibration, lines, caps, measured, simulated)
                 again = simulate(smpi, candidate, directory, sizes_file, False, timeout)
                 if _error(measured, again) >= _error(measured, simulated):
                     break
@@ -624,10 +667,24 @@ def calibrate(inst: Installation, launch: Sequence[str], one_node: Sequence[str]
             held, plain = held_out(inst, launch, calibration, fitted, max(8, count // 3), reps,
                                    largest, seed, timeout, smpi, directory)  # fmt: skip
             bar.advance()
+        with ui.progress("calibrate: the collectives on the machine and simulated", 0) as bar:
+            ordering = check_ordering(inst, smpi, calibration, launch, max(3, 2 * reps - 1),
+                                      largest, timeout, directory, bar)  # fmt: skip
     return CalibrationResult(calibration, between, within, agreement, agreement_within,
                              simulated, simulated_within, list(launch),
                              None if one_node is None else list(one_node),
-                             inst.describe(), held, plain)  # fmt: skip
+                             inst.describe(), held, plain, ordering)  # fmt: skip
+
+
+def check_order(ordering: Ordering) -> None:
+    """UsageError where the calibrated platform puts the faster of two algorithms first
+    less often than SimGrid's own factors on the same links (``Ordering.worse``)."""
+    if ordering.worse():
+        mine, theirs = ordering.agree("calibrated"), ordering.agree("plain")
+        raise UsageError(f"the calibrated platform orders the collectives worse than SimGrid's "
+                         f"own factors on the same links: the faster of two algorithms agrees "
+                         f"with the machine in {mine} of {ordering.clear} comparisons against "
+                         f"{theirs}; nothing written (--allow-worse-order writes it)")  # fmt: skip
 
 
 HELD_OUT_SEED = 7919  # added to --seed: the held-out sizes' draw
