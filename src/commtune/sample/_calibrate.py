@@ -192,6 +192,8 @@ class CalibrationResult:
     held_out_plain: Agreement | None = None
     # how the platform orders the collectives against the machine (None: not checked)
     ordering: Ordering | None = None
+    # each bandwidth factor's bound, by the trains (its piece's threshold, the bound)
+    caps: list[tuple[int, float]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         def curves(m: Measurement) -> dict[str, dict[str, float]]:
@@ -211,6 +213,7 @@ class CalibrationResult:
             "held_out_plain": (None if self.held_out_plain is None
                                else self.held_out_plain.to_json()),
             "ordering": None if self.ordering is None else self.ordering.to_json(),
+            "bw_factor_caps": [list(c) for c in self.caps],
             "measured": curves(self.between),
             "measured_within": None if self.within is None else curves(self.within),
             "simulated": {str(s): t for s, t in self.simulated.items()},
@@ -673,7 +676,9 @@ def calibrate(inst: Installation, launch: Sequence[str], one_node: Sequence[str]
     return CalibrationResult(calibration, between, within, agreement, agreement_within,
                              simulated, simulated_within, list(launch),
                              None if one_node is None else list(one_node),
-                             inst.describe(), held, plain, ordering)  # fmt: skip
+                             inst.describe(), held, plain, ordering,
+                             [(p.above, c) for p, c in zip(calibration.bw_factor, caps,
+                                                           strict=True)])  # fmt: skip
 
 
 def check_order(ordering: Ordering) -> None:

@@ -48,6 +48,7 @@ ROUNDS = 2
 CLEAR = 0.10  # the machine's two this far apart: an order its noise does not decide
 PLATFORMS = ("calibrated", "plain")  # plain: the same links, SimGrid's own factors
 Times = dict[tuple[str, str], dict[int, float]]  # (collective, algorithm) -> size -> seconds
+Rounds = dict[tuple[str, str], list[dict[int, float]]]  # the same, each launch's
 
 
 @dataclass
@@ -60,6 +61,14 @@ class Pair:
     names: tuple[str, str]  # the library's names
     real: tuple[float, float]
     simulated: dict[str, tuple[float, float]]  # platform -> its two times
+    rounds: list[tuple[float, float]] = field(default_factory=list)  # each launch's two
+
+    @property
+    def steady(self) -> bool | None:
+        """Every round of the machine put the same one first (None: fewer than 2 rounds)."""
+        if len(self.rounds) < 2:
+            return None
+        return len({a < b for a, b in self.rounds}) == 1
 
     @property
     def clear(self) -> bool:
@@ -75,6 +84,7 @@ class Pair:
         return {"op": self.op, "size": self.size, "names": list(self.names),
                 "real": list(self.real), "clear": self.clear,
                 "simulated": {p: list(t) for p, t in self.simulated.items()},
+                "rounds": [list(r) for r in self.rounds], "steady": self.steady,
                 "agrees": {p: self.agrees(p) for p in self.simulated}}  # fmt: skip
 
 
@@ -95,6 +105,13 @@ class Ordering:
     @property
     def clear(self) -> int:
         return sum(p.clear for p in self.pairs)
+
+    @property
+    def steady(self) -> int | None:
+        """Clear pairs whose rounds on the machine agree with each other: what any platform
+        can be expected to agree with (None: one round)."""
+        known = [p.steady for p in self.pairs if p.clear and p.steady is not None]
+        return sum(known) if known else None
 
     def worse(self) -> bool:
         """The calibrated platform puts the faster first less often than the plain one."""
@@ -121,12 +138,16 @@ class Ordering:
         a, b = (self.agree(q) for q in PLATFORMS)
         out.append(f"  all: {a} / {b} of {self.clear} ({a / self.clear:.0%} / "
                    f"{b / self.clear:.0%})")  # fmt: skip
+        if self.steady is not None:
+            out.append(f"  the machine against itself (its launches in turn): {self.steady} of "
+                       f"{self.clear}")  # fmt: skip
         for what, why in self.left_out.items():
             out.append(f"  left out: {what} ({why})")
         return out
 
     def to_json(self) -> dict[str, Any]:
         return {"ranks": self.ranks, "sizes": list(self.sizes), "clear": self.clear,
+                "steady": self.steady,
                 "agree": {p: self.agree(p) for p in PLATFORMS},
                 "ratio": {p: {op: self.ratio(p, op) for op in self.ratios.get(p, {})}
                           for p in PLATFORMS},
@@ -162,9 +183,9 @@ def _parse(stdout: str) -> tuple[dict[int, float], int]:
 
 def measure(inst: Installation, launch: Sequence[str], algs: Mapping[str, Mapping[str, str]],
             sizes: Sequence[int], reps: int, timeout: float, env: Mapping[str, str] | None,
-            bar: Bar) -> tuple[Times, dict[str, str], int]:  # fmt: skip
-    """The machine's median time per (collective, algorithm) and size, what failed and why,
-    and the ranks the launch line started."""
+            bar: Bar) -> tuple[Rounds, dict[str, str], int]:  # fmt: skip
+    """The machine's times per (collective, algorithm), each launch's per size; what failed
+    and why; the ranks the launch line started."""
     program = str(native.build(inst, PROGRAM))
     launcher = launcher_for(inst)
     runs: dict[tuple[str, str], list[dict[int, float]]] = {}
@@ -193,9 +214,7 @@ def measure(inst: Installation, launch: Sequence[str], algs: Mapping[str, Mappin
                 else:
                     runs.setdefault((op, name), []).append(times)
                 bar.advance(1, f"{op} {name}")
-    medians = {key: {s: statistics.median(t[s] for t in got) for s in sizes}
-               for key, got in runs.items() if f"{key[0]}/{key[1]}" not in failed}  # fmt: skip
-    return medians, failed, ranks
+    return {k: v for k, v in runs.items() if f"{k[0]}/{k[1]}" not in failed}, failed, ranks
 
 
 def simulate(smpi: Installation, calibration: Calibration, ranks: int,
@@ -223,8 +242,12 @@ def simulate(smpi: Installation, calibration: Calibration, ranks: int,
 
 def compare(ranks: int, sizes: Sequence[int], real: Mapping[tuple[str, str], Mapping[int, float]],
             simulated: Mapping[str, Mapping[tuple[str, str], Mapping[int, float]]],
-            left_out: Mapping[str, str]) -> Ordering:  # fmt: skip
-    """Every pair of algorithms both platforms simulated and the machine ran, every size."""
+            left_out: Mapping[str, str],
+            rounds: Mapping[tuple[str, str], Sequence[Mapping[int, float]]] | None = None,
+            ) -> Ordering:  # fmt: skip
+    """Every pair of algorithms both platforms simulated and the machine ran, every size
+    (``real``: the median of the machine's ``rounds``, each launch's times)."""
+    rounds = rounds or {}
     pairs: list[Pair] = []
     ratios: dict[str, dict[str, list[float]]] = {p: {} for p in PLATFORMS}
     known = [k for k in real if all(k in simulated[p] for p in PLATFORMS)]
@@ -238,9 +261,11 @@ def compare(ranks: int, sizes: Sequence[int], real: Mapping[tuple[str, str], Map
                     simulated[platform][(op, n)][s] / real[(op, n)][s] for n in names
                     if real[(op, n)][s] > 0)  # fmt: skip
             for a, b in itertools.combinations(names, 2):
+                turns = list(zip(rounds.get((op, a), ()), rounds.get((op, b), ()), strict=False))
                 pairs.append(Pair(op, s, (a, b), (real[(op, a)][s], real[(op, b)][s]),
                                   {p: (simulated[p][(op, a)][s], simulated[p][(op, b)][s])
-                                   for p in PLATFORMS}))  # fmt: skip
+                                   for p in PLATFORMS},
+                                  [(x[s], y[s]) for x, y in turns]))  # fmt: skip
     return Ordering(ranks, tuple(sizes), pairs, ratios, {**left_out, **missing})
 
 
@@ -251,8 +276,10 @@ def check_ordering(inst: Installation, smpi: Installation, calibration: Calibrat
     sizes = [s for s in SIZES if s <= largest] or [min(SIZES)]
     algs = algorithms(inst, smpi)
     bar.grow(ROUNDS * sum(len(v) for v in algs.values()))
-    real, failed, ranks = measure(inst, launch, algs, sizes, reps, timeout, None, bar)
-    if not real:
+    rounds, failed, ranks = measure(inst, launch, algs, sizes, reps, timeout, None, bar)
+    if not rounds:
         return Ordering(ranks, tuple(sizes), [], {}, failed)
+    real = {k: {s: statistics.median(t[s] for t in got) for s in sizes}
+            for k, got in rounds.items()}  # fmt: skip
     simulated = simulate(smpi, calibration, ranks, algs, sizes, directory, timeout)
-    return compare(ranks, sizes, real, simulated, failed)
+    return compare(ranks, sizes, real, simulated, failed, rounds)
