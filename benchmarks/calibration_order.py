@@ -83,6 +83,8 @@ def main() -> int:
                     d = calibrate(spec, nodes, rate, Path(tmp) / f"{spec}-{nodes}-{rate:g}")
                     print(row(spec, nodes, rate, d), flush=True)
                     results.append({"mpi": spec, "nodes": nodes, "rate": rate, **d})
+                    if args.json:  # every case kept as soon as it is measured
+                        args.json.write_text(json.dumps(results, indent=1) + "\n")
     mine = sum(r["ordering"]["agree"]["calibrated"] for r in results)
     theirs = sum(r["ordering"]["agree"]["plain"] for r in results)
     clear = sum(r["ordering"]["clear"] for r in results)
@@ -97,8 +99,6 @@ def main() -> int:
         "over the cases: "
         + ", ".join(f"{op} {statistics.median(v):.2f}" for op, v in per_op.items())
     )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n")
     return 0
 
 
