@@ -23,7 +23,7 @@ from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
 from commtune.store import Store
-from commtune.tune import Halving, Race, decide_race, halving
+from commtune.tune import Halving, Named, Race, decide_race, halving
 
 from .conftest import VENDORS, last_json, needs_openmpi, run_cli
 
@@ -332,3 +332,50 @@ def test_a_program_with_too_few_calls_to_race_is_tuned_on_whole_runs(
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     assert "too few to race" in " ".join(err.split()) and last_json(out)["gate"] != "inrun"
+
+
+@needs_openmpi
+@pytest.mark.parametrize("winner", ["segmented_ring", "recursive_doubling", None])
+def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
+    winner: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 78: of a twin's blind spots raced beside the simulation's pick (calls here
+    drawn, the one named 30 % faster), one that passes and is not the pick goes first in
+    what the verdict tests, named "raced on this machine", the simulation's ranking after
+    it; the pick winning, or nothing, leaves the ranking as it was. Each raced run comes
+    out of --max-runs. (End to end: the twin test of tests/test_smpi.py.)"""
+    from commtune.report import UI
+    from commtune.service import _blind
+    from commtune.service._race import RaceRun
+    from commtune.study import DEFAULTS, Ranked, TwinReport
+
+    inst = installation_of("openmpi")
+    knob = "coll_tuned_allreduce_algorithm"
+    rng = np.random.default_rng(5)
+
+    def race(inst, command, op, names, seed, timeout, through=()):  # type: ignore[no-untyped-def]
+        slower = np.array([1.0] + [0.7 if n == winner else 1.0 for n in names])
+        drawn = _race(rng, slower, blocks=60, names=("ignore", *names))
+        return RaceRun(drawn, {}, 1.0, "")
+
+    monkeypatch.setattr(_blind, "race", race)
+    pick = {knob: "recursive_doubling"}
+    report = TwinReport("s", "the decision", "wall",
+                        ranking=(Ranked(pick, pick, 1.2, {}),),
+                        not_modeled={knob: ("basic_linear", "segmented_ring")})  # fmt: skip
+    plan = replace(DEFAULTS, max_runs=14, seed=3, reference_timeout=60.0)
+    got_plan, got, ranked = _blind.blind_spots(plan, inst, ["x"], report, (pick,), UI())
+    (spot,) = got.raced
+    assert spot.pick == "recursive_doubling" and spot.calls == 60 * 4 * 2
+    assert set(spot.estimates) == {"basic_linear", "segmented_ring", "recursive_doubling"}
+    assert got_plan.max_runs == 13
+    assert spot.answer == winner
+    if winner == "segmented_ring":
+        assert [dict(c) for c in ranked] == [{knob: "segmented_ring"}, pick]
+        assert isinstance(ranked[0], Named)
+        assert ranked[0].label == "raced on this machine (allreduce: segmented_ring)"
+        assert [r.source for r in got.ranking] == ["machine", "simulation"]
+        assert got.ranking[0].raced is not None and got.ranking[0].raced > 1.2
+        assert "tested first" in spot.line()
+    else:
+        assert ranked == (pick,) and [r.source for r in got.ranking] == ["simulation"]

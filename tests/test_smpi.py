@@ -932,7 +932,7 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     ranking = data["twin"]["ranking"]
     assert data["twin"]["reference"] == "Open MPI's own decision as SimGrid SMPI ports it"
     assert data["reference"] == "Open MPI's defaults"
-    speedups = [r["simulated"] for r in ranking]
+    speedups = [r["simulated"] for r in ranking if r["source"] == "simulation"]
     assert speedups == sorted(speedups, reverse=True) and all(s >= 1.01 for s in speedups)
     assert all(set(r["settings"]) <= {"coll_tuned_allreduce_algorithm",
                                       "coll_tuned_bcast_algorithm"} for r in ranking)  # fmt: skip
@@ -940,7 +940,31 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     study = optuna.load_study(study_name=data["study"], storage=storage)
     assert [r.is_search for r in StudyView(study).ran()] == [False]  # the reference alone
     tested = [c["label"] for c in data["confirmed"]] if data["confirmed"] else []
-    assert tested == [f"the simulation's #{i}" for i in range(1, len(tested) + 1)]
+    # issue 78: the allreduce algorithms SMPI ports no faithful copy of, raced in one run on
+    # this machine beside the simulation's pick; an answer that is not the pick is tested
+    # first, named so (which one wins is the machine's)
+    not_modeled = data["twin"]["not_modeled"]
+    blind = not_modeled["coll_tuned_allreduce_algorithm"]
+    assert set(blind) >= {"basic_linear", "nonoverlapping", "segmented_ring"}
+    assert "recursive_doubling" not in blind and "ring" not in blind  # faithful ports
+    spots = data["twin"]["raced"]
+    assert [s["knob"] for s in spots] == list(not_modeled)[:2]
+    first = next((r for r in ranking if r["source"] == "simulation"), None)
+    answers = []
+    for spot in spots:
+        assert spot["error"] is None and spot["calls"] > 100
+        pick = first["settings"].get(spot["knob"]) if first else None
+        assert spot["pick"] == pick
+        assert set(spot["estimates"]) == set(not_modeled[spot["knob"]]) | ({pick} - {None})
+        if spot["answer"] is not None and spot["answer"] != pick:
+            answers.append(f"raced on this machine ({spot['op']}: {spot['answer']})")
+    machine = [r for r in ranking if r["source"] == "machine"]
+    assert len(machine) == len(answers)
+    assert all(r["simulated"] is None and r["raced"] > 1 for r in machine)
+    assert tested[: len(answers)] == answers[: len(tested)]
+    sims = tested[len(answers) :]
+    assert sims == [f"the simulation's #{i}" for i in range(1, len(sims) + 1)]
+    assert "raced on this machine, one run each" in err
     for row, c in zip(ranking, data["confirmed"], strict=False):
         assert row["real"] == c["speedup"]
     if not ranking:

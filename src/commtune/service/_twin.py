@@ -15,11 +15,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from commtune.knobs import KnobStatus, Value, build_space, discover, load_catalog
+from commtune.knobs import (
+    KnobStatus,
+    Value,
+    build_space,
+    discover,
+    enumerators,
+    load_catalog,
+)
 from commtune.launch import launcher_for
 from commtune.mpi import Installation, launch_files, resolve_command
 from commtune.progress import Progress
 from commtune.service._as import NothingFaithful
+from commtune.service._blind import blind_spots, racing_allowed
 from commtune.service._common import load_study
 from commtune.service._scaling import scaling
 from commtune.service._simulation import sim_runs, timed_run
@@ -83,7 +91,12 @@ def twin(plan: Plan, inst: Installation, command: Sequence[str],
                    plan.reference_timeout, plan.sim_budget - (time.perf_counter() - start),
                    ui)  # fmt: skip
     report = replace(report, runs=len(view.ran()), ranking=ranking, scaling=rows)
-    return _real(plan, inst, statuses, view, sim, report)
+    found = _real(plan, inst, statuses, view, sim, report)
+    if found.ranked is None or not racing_allowed(found.plan, inst):
+        return found
+    # what the simulation could not model, raced on this machine (issue 78)
+    real, report, ranked = blind_spots(found.plan, inst, command, found.report, found.ranked, ui)
+    return Twinned(real, ranked, report)
 
 
 def simulated_study(plan: Plan, library: str, name: str, runs: int) -> Plan:
@@ -137,6 +150,24 @@ def _ranking(
     return tuple(ranking)
 
 
+def not_modeled(inst: Installation, knobs: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Of ``knobs``, each collective's algorithm variable with the algorithms the library
+    has that SMPI ports no faithful copy of (``MPIVendor.smpi_ports``): what the twin's
+    simulation could not rank (issue 78)."""
+    catalog, listed = load_catalog(inst.vendor.value), enumerators(inst)
+    out = {}
+    for k in knobs:
+        op = catalog[k].collective if k in catalog else None
+        if not op or inst.impl.algorithm_knob(op) != k:
+            continue
+        ported = set(inst.impl.smpi_ports.get(op, {}).values())
+        names = tuple(n for n in (listed.get(k) or ())[1:]  # [0]: the library's decision
+                      if n not in ported and n not in inst.impl.unsampled_algorithms)  # fmt: skip
+        if names:
+            out[k] = names
+    return out
+
+
 def _real(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus], view: StudyView,
           sim: Installation, report: TwinReport) -> Twinned:  # fmt: skip
     """The real study's plan: the ranking tested where the simulation models every knob
@@ -155,7 +186,8 @@ def _real(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus], vi
     machine = [d for d in asked if d.knob.name not in modeled]
     report = replace(report, on_this_machine=tuple(d.knob.name for d in machine),
                      left_to_simulation=tuple(d.knob.name for d in asked
-                                              if d.knob.name in modeled))  # fmt: skip
+                                              if d.knob.name in modeled),
+                     not_modeled=not_modeled(inst, usable))  # fmt: skip
     if not machine:
         return Twinned(replace(plan, knobs=usable), ranked, report)
     # searched on the real machine as any study, the simulation's best pinned

@@ -33,7 +33,7 @@ from commtune.study._record import (
 )
 from commtune.study._scale import Scale, magnitude
 from commtune.study._table import RecordedTable, read_table
-from commtune.study._twin import Ranked, ScalingRow, TwinReport, words
+from commtune.study._twin import RacedSpot, Ranked, ScalingRow, TwinReport, words
 from commtune.study._view import (
     Failure,
     FailureKind,
@@ -58,6 +58,7 @@ __all__ = [
     "FailureKind",
     "Noise",
     "Plan",
+    "RacedSpot",
     "Ranked",
     "RecordedTable",
     "Role",

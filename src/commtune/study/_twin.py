@@ -19,15 +19,19 @@ class Ranked:
     """One configuration the simulation found faster than the library's own decision:
     ``settings`` in the real library's names, ``config`` parsed for the real study, ``sim``
     in the simulator's names, its ``simulated`` speedup; once the real runs decided,
-    ``real`` (their speedup, None: not run), ``passed`` and why it was ``dropped``."""
+    ``real`` (their speedup, None: not run), ``passed`` and why it was ``dropped``. Where
+    the simulation cannot model it, ``source`` is ``"machine"``: raced on this machine
+    (:class:`RacedSpot`), ``raced`` its speedup a call there, ``simulated`` None."""
 
     settings: Mapping[str, str]
     config: Mapping[str, Any]
-    simulated: float
+    simulated: float | None
     sim: Mapping[str, str]
     real: float | None = None
     passed: bool = False
     dropped: str | None = None
+    source: str = "simulation"
+    raced: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: dict(v) if isinstance(v, Mapping) else v for k, v in asdict(self).items()}
@@ -58,6 +62,49 @@ class ScalingRow:
 
 
 @dataclass(frozen=True)
+class RacedSpot:
+    """One collective raced on this machine in one run of the program (issue 78): the
+    algorithms of ``knob`` the simulation does not model faithfully (``blind``) beside its
+    own pick (``pick``; None: it kept the library's decision), each against the library's
+    own decision call by call; the ``answer`` (of those that passed their test, the fastest;
+    None: none passed), the run's ``calls``, each candidate's ``estimates`` (speedup a call,
+    interval, passed), or why it could not race (``error``)."""
+
+    op: str
+    knob: str
+    blind: tuple[str, ...]
+    pick: str | None = None
+    answer: str | None = None
+    calls: int = 0
+    estimates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "blind": list(self.blind),
+                "estimates": {k: dict(v) for k, v in self.estimates.items()}}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RacedSpot:
+        known = _fields(cls, data)
+        known["blind"] = tuple(data.get("blind") or ())
+        return cls(**known)
+
+    def line(self) -> str:
+        """The race in one line."""
+        if self.error:
+            return f"  {self.op} ({self.knob}): not raced: {self.error}"
+        said = []
+        for name, e in sorted(self.estimates.items(), key=lambda kv: -kv[1]["speedup"]):
+            whose = " (the simulation's)" if name == self.pick else ""
+            low, high = e["interval"]
+            said.append(f"{name}{whose} {e['speedup']:.3g}x [{low:.3g}, {high:.3g}]"
+                         + (" passed" if e.get("passed") else ""))  # fmt: skip
+        answer = (f"{self.answer}, tested first" if self.answer and self.answer != self.pick
+                  else self.answer or "none passed")  # fmt: skip
+        return f"  {self.op}, {self.calls} calls: {'; '.join(said)}; answer: {answer}"
+
+
+@dataclass(frozen=True)
 class TwinReport:
     """A twin's simulated study (``study``, its ``runs``, ``wall_per_run`` seconds here) and
     what it handed the real one: its ``ranking`` against ``reference``, the knobs taken
@@ -78,6 +125,10 @@ class TwinReport:
     nothing: str | None = None
     defaults_simulated: float | None = None
     defaults_real: float | None = None
+    # the algorithms of each collective knob the simulation tuned that it does not model
+    # faithfully (knob -> the library's names), and what racing them on this machine said
+    not_modeled: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    raced: tuple[RacedSpot, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -137,6 +188,8 @@ class TwinReport:
         out["from_simulation"] = dict(self.from_simulation)
         out["on_this_machine"] = list(self.on_this_machine)
         out["left_to_simulation"] = list(self.left_to_simulation)
+        out["not_modeled"] = {k: list(v) for k, v in self.not_modeled.items()}
+        out["raced"] = [r.to_json() for r in self.raced]
         out |= {"faithful": self.faithful, "fidelity": self.fidelity()}
         return out
 
@@ -147,6 +200,8 @@ class TwinReport:
         known["scaling"] = tuple(ScalingRow.from_json(r) for r in data.get("scaling") or ())
         for k in ("on_this_machine", "left_to_simulation"):
             known[k] = tuple(data.get(k) or ())
+        known["not_modeled"] = {k: tuple(v) for k, v in (data.get("not_modeled") or {}).items()}
+        known["raced"] = tuple(RacedSpot.from_json(r) for r in data.get("raced") or ())
         return cls(**known)
 
     # -- the one rendering ---------------------------------------------------------------
@@ -155,7 +210,15 @@ class TwinReport:
         it: how near the simulation stands, its ranking beside the real runs', where each
         knob came from, and the program as it grows."""
         near = self.fidelity()
-        return [*([near] if near else []), *self._ranking_lines(), *self._scaling_lines()]
+        return [*([near] if near else []), *self._raced_lines(), *self._ranking_lines(),
+                *self._scaling_lines()]  # fmt: skip
+
+    def _raced_lines(self) -> list[str]:
+        if not self.raced:
+            return []
+        return ["raced on this machine, one run each, against the library's own decision (what "
+                "the simulation does not model faithfully, beside its pick; a speedup a call):",
+                *(r.line() for r in self.raced)]  # fmt: skip
 
     def _ranking_lines(self) -> list[str]:
         if self.nothing:
@@ -175,7 +238,10 @@ class TwinReport:
             real = "not run" if r.real is None else (
                 f"real {r.real:.3g}x" + (", passed" if r.passed else
                                          f", {r.dropped or 'not passed'}"))  # fmt: skip
-            lines.append(f"  #{i} {words(r.settings)}: simulated {r.simulated:.3g}x, {real}")
+            said = (f"simulated {r.simulated:.3g}x" if r.simulated is not None else
+                    f"raced on this machine {r.raced:.3g}x a call" if r.raced is not None else
+                    "raced on this machine")  # fmt: skip
+            lines.append(f"  #{i} {words(r.settings)}: {said}, {real}")
         return lines
 
     def _origin_lines(self) -> list[str]:

@@ -3,7 +3,7 @@ it is given is a :class:`Target` (the study, its typed space and the user's ``Pl
 every step shares one :class:`Context` (``_target``)."""
 
 from commtune.tune._confirm import CONFIRM_CAP, confirm
-from commtune.tune._decide import CONTENDERS, verdict
+from commtune.tune._decide import CONTENDERS, Named, verdict
 from commtune.tune._inrun import (
     WARMUP_BLOCKS,
     Halving,
@@ -58,6 +58,7 @@ __all__ = [
     "Context",
     "Difference",
     "Halving",
+    "Named",
     "Observer",
     "Race",
     "Raced",

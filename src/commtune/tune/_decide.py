@@ -218,11 +218,28 @@ def _why_none(twin: bool, arms: int, earlier: int) -> str:
             f"defaults' {earlier} runs: no run spent on a verdict")  # fmt: skip
 
 
+class Named(dict[str, Value]):
+    """A configuration handed to the verdict among a simulation's ranking under a name of
+    its own (a twin's blind spot raced on the machine), where the others are "the
+    simulation's #i"."""
+
+    def __init__(self, config: Mapping[str, Value], label: str) -> None:
+        super().__init__(config)
+        self.label = label
+
+
 def _ranked(ranked: Sequence[Mapping[str, Value]]) -> list[Arm]:
-    """The configurations a simulation ranked, best first, as arms with no run of this
-    study's search."""
-    return [Arm(None, dict(c), [], label=f"the simulation's #{i}")
-            for i, c in enumerate(ranked, 1)]  # fmt: skip
+    """The configurations a simulation ranked (and any :class:`Named` beside them), best
+    first, as arms with no run of this study's search."""
+    arms, i = [], 0
+    for c in ranked:
+        if isinstance(c, Named):
+            label = c.label
+        else:
+            i += 1
+            label = f"the simulation's #{i}"
+        arms.append(Arm(None, dict(c), [], label=label))
+    return arms
 
 
 def _order(arms: Sequence[Arm], earlier: Sequence[float]) -> list[Arm]:

@@ -1,0 +1,95 @@
+"""The twin's blind spots raced on the machine (issue 78, item 3).
+
+A twin ranks only what its simulation models faithfully: of a collective's algorithms, those
+SMPI carries a faithful port of (``MPIVendor.smpi_ports``). The rest (Open MPI's pipelined and
+chained broadcasts, its segmented ring, MPICH's algorithms SMPI lacks) are not dropped: for
+each collective algorithm variable the twin's simulation tuned (at most ``BLIND_OPS``), where
+the library switches it while the program runs, they are raced call by call in one run of
+the real program against the library's own decision, the simulation's pick for that
+collective beside them (:func:`commtune.tune.halving`, one run: each test at the risk over
+the candidates). Of those that pass, the fastest that is not the simulation's pick joins the
+verdict's ranking first, as the simulation's #1 with that collective's algorithm replaced,
+named "raced on this machine"; the verdict on whole runs beside the defaults then decides, at
+the study's risk, as for every configuration the twin hands it. Each raced run comes out of
+the real runs' budget (``--max-runs``)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from commtune.errors import UsageError
+from commtune.knobs import Value, load_catalog
+from commtune.mpi import Installation
+from commtune.progress import Progress
+from commtune.service._race import OPS, race
+from commtune.study import Plan, RacedSpot, Ranked, TwinReport
+from commtune.tune import Named, Race, Raced, halving
+
+BLIND_OPS = 2  # collectives raced at most: one real run each
+
+
+def racing_allowed(plan: Plan, inst: Installation) -> bool:
+    """The real runs can race in-run: the interposer and a verdict, one metric, no Slurm
+    jobs, ``--inrun`` on and a library that switches algorithms at run time."""
+    return (plan.inrun and plan.interposer and plan.confirm > 0 and not plan.objectives
+            and plan.sbatch is None and inst.impl.race_mode is not None)  # fmt: skip
+
+
+Ranking = tuple[Mapping[str, Value], ...]
+
+
+def blind_spots(plan: Plan, inst: Installation, command: Sequence[str], report: TwinReport,
+                ranked: Ranking, ui: Progress) -> tuple[Plan, TwinReport, Ranking]:  # fmt: skip
+    """The plan (its budget less the raced runs), the report with the races and what the
+    verdict tests (a raced answer first), after racing ``report.not_modeled``."""
+    catalog = load_catalog(inst.vendor.value)
+    seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
+    top = dict(ranked[0]) if ranked else {}
+    spots, first, rows = [], [], []
+    for k, (knob, blind) in enumerate(list(report.not_modeled.items())[:BLIND_OPS]):
+        op = catalog[knob].collective
+        if op not in OPS:
+            continue
+        pick = str(top[knob]) if knob in top else None
+        ui.info(f"{op}: {len(blind)} algorithm(s) the simulation does not model raced in one "
+                f"run on this machine{' beside its pick ' + pick if pick else ''}")  # fmt: skip
+        spot, answer = _race(plan, inst, command, op, knob, blind, pick, seed + k)
+        spots.append(spot)
+        ui.info(spot.line().strip())
+        if answer is not None and answer.name != pick:
+            config = {**top, knob: catalog[knob].parse(answer.name)}
+            first.append(Named(config, f"raced on this machine ({op}: {answer.name})"))
+            base = report.ranking[0].settings if report.ranking else {}
+            rows.append(Ranked({**base, knob: answer.name}, config, None, {}, source="machine",
+                               raced=answer.test.speedup))  # fmt: skip
+    spent = sum(1 for s in spots if s.error is None)
+    budget = plan.max_runs - spent if plan.max_runs is not None else None
+    report = replace(report, raced=tuple(spots), ranking=(*rows, *report.ranking))
+    return replace(plan, max_runs=budget), report, (*first, *ranked)
+
+
+def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob: str,
+          blind: tuple[str, ...], pick: str | None,
+          seed: int) -> tuple[RacedSpot, Raced | None]:  # fmt: skip
+    """One raced run of ``blind`` and ``pick`` against the library's own decision: the
+    record, and the answer (None: none passed, or the run could not race)."""
+    names = list(dict.fromkeys([*blind, *([pick] if pick else [])]))
+    runs: list[Race] = []
+
+    def racer(field: Sequence[str], r: int) -> Race:
+        runs.append(race(inst, command, op, field, seed, plan.timeout or plan.reference_timeout,
+                         through=plan.through).race)  # fmt: skip
+        return runs[-1]
+
+    try:
+        raced = halving(racer, names, 1, plan.risk, plan.min_gain)
+    except UsageError as exc:
+        return RacedSpot(op, knob, blind, pick, error=str(exc)), None
+    estimates = {c.name: {"speedup": c.test.speedup, "interval": list(c.test.interval),
+                          "passed": c.name in raced.passed} for c in raced.pooled}  # fmt: skip
+    calls = len(runs[0].time) if runs else 0
+    answer = raced.answer
+    return RacedSpot(op, knob, blind, pick, answer.name if answer else None, calls,
+                     estimates), answer  # fmt: skip
