@@ -11,7 +11,8 @@ the platform orders the collectives on all the nodes (every pair of algorithms S
 faithfully, 5 collectives, 6 sizes, on the bed and simulated on the calibrated platform and
 on SimGrid's own factors on the same links). Printed: one Markdown row per case (the faster
 of two where the bed's differ by > 10 %: calibrated / SimGrid's factors; sim/real median per
-collective; the ping-pong in and out of sample; the largest bandwidth factor, the smallest
+collective; how often the bed's own two launches agree (no platform can be expected to do
+better); the ping-pong in and out of sample; the largest bandwidth factor, the smallest
 latency factor; whether the command would have refused it), and the totals.
 """
 
@@ -57,7 +58,9 @@ def row(spec: str, nodes: int, rate: float, d: dict) -> str:
     lat = min(p[1] for p in cal["lat_factor"])
     pp, held, plain = d["agreement"], d["held_out"], d["held_out_plain"]
     refused = "refused" if mine < theirs else "kept"
-    return (f"| {spec} | {nodes} | {rate:g} | {mine} / {theirs} of {o['clear']} | {ratios} | "
+    steady = "-" if o.get("steady") is None else o["steady"]
+    return (f"| {spec} | {nodes} | {rate:g} | {mine} / {theirs} / {steady} of {o['clear']} | "
+            f"{ratios} | "
             f"{pp['median']:.2f} ({pp['within_0.8_1.25']:.0%}) | {held['median']:.2f} "
             f"({held['within_0.8_1.25']:.0%}) / {plain['median']:.2f} | {bw:.2f} / {lat:.2f} | "
             f"{refused} | {d['seconds']:.0f} s |")  # fmt: skip
@@ -70,7 +73,8 @@ def main() -> int:
     p.add_argument("--rates", default="1000,400", help="Mbit/s of every node's link")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
-    print("| MPI | nodes | Mbit/s | faster of two agrees: calibrated / SimGrid's (of clear) | "
+    print("| MPI | nodes | Mbit/s | faster of two agrees: calibrated / SimGrid's / the machine's "
+          "two launches with each other (of clear) | "
           "sim/real median per collective: calibrated/SimGrid's | ping-pong in sample: median "
           "(within 0.8-1.25) | held out: calibrated / SimGrid's | largest bw / smallest lat "
           "factor | check | time |")  # fmt: skip

@@ -322,7 +322,8 @@ def _add_calibrate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-size", type=size, default=4 << 20,
                    help="the largest size drawn (default 4M)")  # fmt: skip
     p.add_argument("--seed", type=int, default=1, help="seed of the sizes drawn")
-    p.add_argument("--quick", action="store_true", help="60 sizes, 3 measurements each")
+    p.add_argument("--quick", action="store_true",
+                   help="60 sizes, 3 measurements each; 3 collectives checked")  # fmt: skip
     p.add_argument("--timeout", type=positive(float), default=600.0,
                    help="one launch's wall time at most, seconds (default 600)")  # fmt: skip
     p.add_argument("--allow-worse-order", action="store_true",
@@ -369,7 +370,7 @@ def cmd_calibrate(args: argparse.Namespace, command: list[str] | None) -> int:
             f"measurements each, between two nodes ({shlex.join(launch)})"
             + (f" and within one ({shlex.join(one_node)})" if one_node else ""))  # fmt: skip
     result = calibrate(inst, launch, one_node, count, reps, args.max_size, args.seed,
-                       args.timeout, ui)  # fmt: skip
+                       args.timeout, ui, args.quick)  # fmt: skip
     if result.ordering is not None and not args.allow_worse_order:
         check_order(result.ordering)
     # everything measured and checked: from here on, files are written

@@ -621,8 +621,9 @@ def _agreement(measured: Mapping[int, float], simulated: Mapping[int, float]) ->
 
 def calibrate(inst: Installation, launch: Sequence[str], one_node: Sequence[str] | None,
               count: int, reps: int, largest: int, seed: int, timeout: float,
-              ui: Progress) -> CalibrationResult:  # fmt: skip
-    """Measure, fit and check (see the module docstring); nothing is written here."""
+              ui: Progress, quick: bool = False) -> CalibrationResult:  # fmt: skip
+    """Measure, fit and check (see the module docstring; ``quick``: the collectives'
+    check on three of them); nothing is written here."""
     smpi = simulator()
     with tempfile.TemporaryDirectory(prefix="commtune-calibrate-") as tmp:
         directory = Path(tmp)
@@ -679,7 +680,7 @@ def calibrate(inst: Installation, launch: Sequence[str], one_node: Sequence[str]
             bar.advance()
         with ui.progress("calibrate: the collectives on the machine and simulated", 0) as bar:
             ordering = check_ordering(inst, smpi, calibration, launch, max(3, 2 * reps - 1),
-                                      largest, timeout, directory, bar)  # fmt: skip
+                                      largest, timeout, directory, bar, quick)  # fmt: skip
     return CalibrationResult(calibration, between, within, agreement, agreement_within,
                              simulated, simulated_within, list(launch),
                              None if one_node is None else list(one_node),

@@ -41,8 +41,9 @@ from commtune.sample._simulated import SimRun, _command, _simulate, smpi_algorit
 from commtune.trial import run_process, stderr_summary
 
 PROGRAM = "bench/ct_simcoll.c"
-# what the twin proposes (DEFAULT_SIM_OPS), and all-to-all
+# what the twin proposes (DEFAULT_SIM_OPS), and all-to-all; --quick: three of them
 OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
+QUICK_OPS = ("allreduce", "bcast", "alltoall")
 SIZES = (8, 128, 2048, 16384, 131072, 1048576)
 ROUNDS = 2
 CLEAR = 0.10  # the machine's two this far apart: an order its noise does not decide
@@ -155,12 +156,13 @@ class Ordering:
                 "left_out": dict(self.left_out)}  # fmt: skip
 
 
-def algorithms(inst: Installation, smpi: Installation) -> dict[str, dict[str, str]]:
+def algorithms(inst: Installation, smpi: Installation,
+               ops: Sequence[str] = OPS) -> dict[str, dict[str, str]]:  # fmt: skip
     """collective -> {the library's name: SMPI's} of the faithful ports both have."""
     have = enumerators(inst)
     available = smpi_algorithms(smpi)
     out: dict[str, dict[str, str]] = {}
-    for op in OPS:
+    for op in ops:
         names = have.get(inst.impl.algorithm_knob(op), ())
         ports = inst.impl.smpi_ports.get(op, {})
         mine = {lib: sim for sim, lib in ports.items()
@@ -271,10 +273,11 @@ def compare(ranks: int, sizes: Sequence[int], real: Mapping[tuple[str, str], Map
 
 def check_ordering(inst: Installation, smpi: Installation, calibration: Calibration,
                    launch: Sequence[str], reps: int, largest: int, timeout: float,
-                   directory: Path, bar: Bar) -> Ordering:  # fmt: skip
-    """The check of the module docstring on the calibration's launch line (all its ranks)."""
+                   directory: Path, bar: Bar, quick: bool = False) -> Ordering:  # fmt: skip
+    """The check of the module docstring on the calibration's launch line (all its ranks;
+    ``quick``: ``QUICK_OPS`` only)."""
     sizes = [s for s in SIZES if s <= largest] or [min(SIZES)]
-    algs = algorithms(inst, smpi)
+    algs = algorithms(inst, smpi, QUICK_OPS if quick else OPS)
     bar.grow(ROUNDS * sum(len(v) for v in algs.values()))
     rounds, failed, ranks = measure(inst, launch, algs, sizes, reps, timeout, None, bar)
     if not rounds:
