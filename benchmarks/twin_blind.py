@@ -107,7 +107,7 @@ def one(bed: Bed, inst: Installation, env: dict[str, str], work: Path, name: str
             storage = f"sqlite:///{work}/{name.replace(':', '-')}-{seed}.db"
             d = commtune(bed, env, work, "tune", "--storage", storage, "--seed", str(seed),
                          *common, *extra, "--", *launch)  # fmt: skip
-            raced = [s for s in (d.get("twin") or {}).get("raced") or [] if not s["error"]]
+            raced = (d.get("twin") or {}).get("raced") or []  # each one a run, raced or not
             studies.append({"seed": seed, "design": design, "runs": d["runs"] + len(raced),
                             "answer": d["accepted_params"] if d["accepted"] else {},
                             "raced": (d.get("twin") or {}).get("raced"),

@@ -77,6 +77,7 @@ def test_a_signal_kills_the_trials_tree_and_a_rerun_resumes(
 
 
 @needs_openmpi
+@pytest.mark.alone  # any tuner starting beside it would kill the leftovers first
 def test_after_kill_9_the_next_tuner_kills_what_the_last_one_left(tmp_path: Path) -> None:
     name = f"ctleft{uuid.uuid4().hex[:8]}"
     command = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",

@@ -694,10 +694,11 @@ def check_order(ordering: Ordering) -> None:
     less often than SimGrid's own factors on the same links (``Ordering.worse``)."""
     if ordering.worse():
         mine, theirs = ordering.agree("calibrated"), ordering.agree("plain")
-        raise UsageError(f"the calibrated platform orders the collectives worse than SimGrid's "
-                         f"own factors on the same links: the faster of two algorithms agrees "
-                         f"with the machine in {mine} of {ordering.clear} comparisons against "
-                         f"{theirs}; nothing written (--allow-worse-order writes it)")  # fmt: skip
+        raise UsageError(f"the calibrated platform orders the collectives worse than the "
+                         f"simulator's own factors on the same links: the faster of two "
+                         f"algorithms agrees with the machine in {mine} of {ordering.clear} "
+                         f"comparisons against {theirs}; nothing written (--allow-worse-order "
+                         "writes it)")  # fmt: skip
 
 
 HELD_OUT_SEED = 7919  # added to --seed: the held-out sizes' draw

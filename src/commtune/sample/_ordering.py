@@ -128,7 +128,7 @@ class Ordering:
             return [f"the collectives on {self.ranks} ranks: no two algorithms differed by "
                     f"more than {CLEAR:.0%} on the machine; the order was not checked"]  # fmt: skip
         out = [f"the collectives on {self.ranks} ranks, the faster of two algorithms where "
-               f"the machine's differ by > {CLEAR:.0%} (calibrated / SimGrid's own factors; "
+               f"the machine's differ by > {CLEAR:.0%} (calibrated / the simulator's own factors; "
                "sim/real median):"]  # fmt: skip
         for op in dict.fromkeys(p.op for p in self.pairs):
             mine = [p for p in self.pairs if p.op == op and p.clear]

@@ -64,8 +64,8 @@ def blind_spots(plan: Plan, inst: Installation, command: Sequence[str], report: 
             base = report.ranking[0].settings if report.ranking else {}
             rows.append(Ranked({**base, knob: answer.name}, config, None, {}, source="machine",
                                raced=answer.test.speedup))  # fmt: skip
-    spent = sum(1 for s in spots if s.error is None)
-    budget = plan.max_runs - spent if plan.max_runs is not None else None
+    # a run that failed to race was run all the same
+    budget = plan.max_runs - len(spots) if plan.max_runs is not None else None
     report = replace(report, raced=tuple(spots), ranking=(*rows, *report.ranking))
     return replace(plan, max_runs=budget), report, (*first, *ranked)
 
