@@ -47,6 +47,9 @@ QUICK_OPS = ("allreduce", "bcast", "alltoall")
 SIZES = (8, 128, 2048, 16384, 131072, 1048576)
 ROUNDS = 2
 CLEAR = 0.10  # the machine's two this far apart: an order its noise does not decide
+# a launch's time limit: the first's, then this many times the slowest that ended (at least
+# the floor), never more than the calibration's --timeout
+FIRST_LAUNCH, LAUNCH_FACTOR, LAUNCH_FLOOR = 120.0, 10.0, 30.0
 PLATFORMS = ("calibrated", "plain")  # plain: the same links, SimGrid's own factors
 Times = dict[tuple[str, str], dict[int, float]]  # (collective, algorithm) -> size -> seconds
 Rounds = dict[tuple[str, str], list[dict[int, float]]]  # the same, each launch's
@@ -192,7 +195,7 @@ def measure(inst: Installation, launch: Sequence[str], algs: Mapping[str, Mappin
     launcher = launcher_for(inst)
     runs: dict[tuple[str, str], list[dict[int, float]]] = {}
     failed: dict[str, str] = {}
-    ranks = 0
+    ranks, slowest = 0, 0.0
     for r in range(ROUNDS):
         for op, names in algs.items():
             order = list(names) if r % 2 == 0 else list(names)[::-1]
@@ -203,12 +206,18 @@ def measure(inst: Installation, launch: Sequence[str], algs: Mapping[str, Mappin
                              inst.impl.env_name(inst.impl.algorithm_knob(op)): name}  # fmt: skip
                 argv = [*launch, program, "-s", ",".join(map(str, sizes)), "-r", str(reps), op]
                 plan = launcher.plan(argv, variables, base_env=env)
-                done = run_process(plan.argv, plan.env, timeout)
+                # a launch that hangs (MPICH 4.0's scatter-allgather broadcasts under Slurm, 2
+                # ranks) costs a multiple of the slowest that ended, not the calibration's
+                limit = min(timeout, max(LAUNCH_FLOOR, LAUNCH_FACTOR * slowest)
+                            if slowest else FIRST_LAUNCH)  # fmt: skip
+                done = run_process(plan.argv, plan.env, limit)
+                if done.returncode == 0:
+                    slowest = max(slowest, done.wall)
                 times, started = _parse(done.stdout) if done.returncode == 0 else ({}, 0)
                 ranks = max(ranks, started)
                 if sorted(times) != sorted(sizes):
                     why = (
-                        "timed out"
+                        f"killed after {limit:.0f} s"
                         if done.timed_out
                         else (stderr_summary(done.stderr_tail) or f"exit {done.returncode}")
                     )
