@@ -1049,3 +1049,14 @@ def test_a_scaling_row_whose_tuned_run_failed_says_so() -> None:
     assert TwinReport.from_json(twin.to_json()).lines() == twin.lines()
     nothing = TwinReport("s", "the defaults", "wall", scaling=rows[:1]).lines()
     assert "found nothing faster" in nothing[-2]
+
+
+def test_the_simulator_says_which_algorithms_of_a_library_it_cannot_model() -> None:
+    """Issue 78: a twin races on the machine what the simulator has no faithful port of;
+    the simulator says which (``MPIVendor.unmodeled``), a real library models nothing."""
+    smpi, openmpi = Vendor.SMPI.impl, Vendor.OPENMPI.impl
+    knob = "coll_tuned_allreduce_algorithm"
+    names = ["basic_linear", "recursive_doubling", "ring", "segmented_ring", "rabenseifner"]
+    assert smpi.unmodeled(openmpi, knob, names) == ("basic_linear", "segmented_ring")
+    assert smpi.unmodeled(openmpi, "btl_tcp_eager_limit", ["1", "2"]) == ()
+    assert openmpi.unmodeled(openmpi, knob, names) == ()

@@ -219,11 +219,13 @@ int main(int argc, char **argv) {
         }
     }
     char *buf = calloc((size_t)max_size + 1, 1);
-    char *into = pingpong_only ? NULL : calloc((size_t)TRAIN * ((size_t)max_size + 1), 1);
     int mate = 0, mates = 0;
     MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &pair);
     MPI_Comm_rank(pair, &mate);
     MPI_Comm_size(pair, &mates);
+    /* the receiver of a pair holds a train's messages */
+    char *into =
+        pingpong_only || mate != 1 ? NULL : calloc((size_t)TRAIN * ((size_t)max_size + 1), 1);
     if (rank == 0) printf("pairs %d\n", ranks / 2);
     MPI_Barrier(MPI_COMM_WORLD);
     if (mates == 2) {           /* a rank left without a mate (an odd count) waits */

@@ -58,9 +58,8 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
     ui.info(f"{inst.describe()}: {r.op} raced in one run, {len(r.time)} calls in blocks of "
             f"{r.k} (seed {seed}), each block every candidate once in a drawn order; "
             f"the run took {done.wall:.2f} s")  # fmt: skip
-    for refused in r.refused_names():
-        ui.warn(f"{refused}: the library ran its own decision instead (its restrictions not "
-                "met at these sizes); those calls are not evidence")  # fmt: skip
+    for said in r.refusals():
+        ui.warn(said)
     raced = decide_race(r, args.risk, args.min_gain, args.warmup)
     if not raced:
         ui.warn(f"too few calls of {r.op} to race: {len(r.time)} after {args.warmup} blocks "

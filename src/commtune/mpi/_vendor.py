@@ -413,6 +413,12 @@ class MPIVendor(abc.ABC):
         """``library``'s knob that this simulator's ``knob`` stands for; None: none."""
         return None
 
+    def unmodeled(self, library: MPIVendor, knob: str, values: Sequence[str]) -> tuple[str, ...]:
+        """Of ``values`` of ``library``'s algorithm variable ``knob``, those this simulator
+        has no faithful port of (a twin cannot rank them); (): ``knob`` is not an algorithm
+        variable of a collective it models."""
+        return ()
+
     # -- export -----------------------------------------------------------------------------
     @property
     def formats(self) -> tuple[str, ...]:

@@ -209,6 +209,13 @@ class SMPI(MPIVendor):
         op = knob.removeprefix(self.env_prefix)
         return library.algorithm_knob(op) if op in library.smpi_ports else None
 
+    def unmodeled(self, library: MPIVendor, knob: str, values: Sequence[str]) -> tuple[str, ...]:
+        op = next((op for op in library.smpi_ports if library.algorithm_knob(op) == knob), None)
+        if op is None:
+            return ()
+        ported = set(library.smpi_ports[op].values())
+        return tuple(v for v in values if v not in ported)
+
     # -- export -------------------------------------------------------------------------------
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
         if fmt != "cfg":

@@ -45,8 +45,9 @@ def race_figure(op: str, calls: int, names: Sequence[str], blocks: np.ndarray,
     width = min(25, max(1, len(blocks) // 10))
     for j, name in enumerate(names):
         t = blocks[:, j] * 1e6 if len(blocks) else np.zeros(0)
-        smooth = [float(np.nanmedian(t[max(0, i - width + 1) : i + 1])) if np.isfinite(
-            t[max(0, i - width + 1) : i + 1]).any() else np.nan for i in range(len(t))]  # fmt: skip
+        windows = (t[max(0, i - width + 1) : i + 1] for i in range(len(t)))
+        # NaN: a call the library ran as its own decision (refused); a window of them only
+        smooth = [float(np.nanmedian(w)) if np.isfinite(w).any() else np.nan for w in windows]
         top.plot(smooth, linewidth=1.6 if j == 0 else 1.0, color="black" if j == 0 else None,
                  label=f"{name}{' (reference)' if j == 0 else ''}")  # fmt: skip
     top.set_xlabel(f"block (each candidate once, order drawn; running median of {width})")

@@ -353,6 +353,13 @@ def _split(points: Mapping[int, float], threshold: int) -> tuple[dict[int, float
     return low, {s: t for s, t in points.items() if s >= threshold}
 
 
+def _segment(lines: Sequence[Line], k: int, sizes: Sequence[int]) -> list[int]:
+    """Of ``sizes`` (sorted), those of the segment ``lines[k]``: from its first size to the
+    next segment's."""
+    end = lines[k + 1].first if k + 1 < len(lines) else None
+    return [s for s in sizes if s >= lines[k].first and (end is None or s < end)]
+
+
 def _piecewise(lines: Sequence[Line], points: Mapping[int, float],
                value: Any) -> tuple[Piece, ...]:  # fmt: skip
     """Pieces over the segments ``lines`` of ``value(line, segment points)``."""
@@ -360,8 +367,7 @@ def _piecewise(lines: Sequence[Line], points: Mapping[int, float],
     sizes = sorted(points)
     previous: int | None = None
     for k, line in enumerate(lines):
-        end = lines[k + 1].first if k + 1 < len(lines) else None
-        mine = {s: points[s] for s in sizes if s >= line.first and (end is None or s < end)}
+        mine = {s: points[s] for s in _segment(lines, k, sizes)}
         offset, per_byte = value(line, mine)
         out.append(Piece(_piece_above(line, previous), offset, per_byte))
         previous = max(mine) if mine else line.first
@@ -440,18 +446,15 @@ def fit(between: Measurement, within: Measurement | None, host_speed: float) -> 
     train = between.medians("train")
     smallest = sorted(sizes)[: max(3, len(sizes) // 10)]
     round_trip = 2 * statistics.median(pp[s] for s in smallest)
-    caps = [train_cap([s for s in sizes if s >= line.first
-                       and (k + 1 == len(lines) or s < lines[k + 1].first)], train, bandwidth,
-                      round_trip)
-            for k, line in enumerate(lines)]  # fmt: skip
+    caps = [train_cap(_segment(lines, k, sizes), train, bandwidth, round_trip)
+            for k in range(len(lines))]  # fmt: skip
 
     def lat(line: Line, mine: Mapping[int, float]) -> tuple[float, float]:
         # no message arrives sooner than the smallest ones do
         return max(line.a, route) / route, 0.0
 
     def bw(line: Line, mine: Mapping[int, float]) -> tuple[float, float]:
-        cap = caps[lines.index(line)]
-        return min(cap, 1.0 / (max(line.b, 1e-15) * bandwidth)), 0.0
+        return 1.0 / (max(line.b, 1e-15) * bandwidth), 0.0
 
     def overhead(points: Mapping[int, float]) -> Any:
         def value(line: Line, mine: Mapping[int, float]) -> tuple[float, float]:
@@ -462,7 +465,9 @@ def fit(between: Measurement, within: Measurement | None, host_speed: float) -> 
     calibration = Calibration(
         link_bandwidth=bandwidth, link_latency=route / 2, loopback_bandwidth=None,
         loopback_latency=None, speed=between.flops or host_speed, host_speed=host_speed,
-        bw_factor=_piecewise(lines, net, bw), lat_factor=_piecewise(lines, net, lat),
+        bw_factor=tuple(replace(p, offset=min(p.offset, cap)) for p, cap
+                        in zip(_piecewise(lines, net, bw), caps, strict=True)),
+        lat_factor=_piecewise(lines, net, lat),
         send_overhead=_piecewise(lines, net, overhead(os_points)),
         isend_overhead=_piecewise(lines, net, overhead(ois_points)),
         recv_overhead=_piecewise(lines, net, overhead(or_points)),
@@ -503,9 +508,8 @@ def refine(calibration: Calibration, lines: Sequence[Line], caps: Sequence[float
     bandwidth = calibration.link_bandwidth
     lat, bw = list(calibration.lat_factor), list(calibration.bw_factor)
     sizes = sorted(s for s in measured if s in simulated)
-    for k, line in enumerate(lines):
-        end = lines[k + 1].first if k + 1 < len(lines) else None
-        mine = [s for s in sizes if s >= line.first and (end is None or s < end)]
+    for k in range(len(lines)):
+        mine = _segment(lines, k, sizes)
         if len(mine) < 2:
             continue
         a, b = lat[k].offset * route, 1.0 / (bw[k].offset * bandwidth)

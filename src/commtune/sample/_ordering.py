@@ -187,7 +187,7 @@ def _parse(stdout: str) -> tuple[dict[int, float], int]:
 
 
 def measure(inst: Installation, launch: Sequence[str], algs: Mapping[str, Mapping[str, str]],
-            sizes: Sequence[int], reps: int, timeout: float, env: Mapping[str, str] | None,
+            sizes: Sequence[int], reps: int, timeout: float,
             bar: Bar) -> tuple[Rounds, dict[str, str], int]:  # fmt: skip
     """The machine's times per (collective, algorithm), each launch's per size; what failed
     and why; the ranks the launch line started."""
@@ -205,7 +205,7 @@ def measure(inst: Installation, launch: Sequence[str], algs: Mapping[str, Mappin
                 variables = {**inst.impl.race_env, **inst.impl.algorithm_env,
                              inst.impl.env_name(inst.impl.algorithm_knob(op)): name}  # fmt: skip
                 argv = [*launch, program, "-s", ",".join(map(str, sizes)), "-r", str(reps), op]
-                plan = launcher.plan(argv, variables, base_env=env)
+                plan = launcher.plan(argv, variables)
                 # a launch that hangs (MPICH 4.0's scatter-allgather broadcasts under Slurm, 2
                 # ranks) costs a multiple of the slowest that ended, not the calibration's
                 limit = min(timeout, max(LAUNCH_FLOOR, LAUNCH_FACTOR * slowest)
@@ -288,7 +288,7 @@ def check_ordering(inst: Installation, smpi: Installation, calibration: Calibrat
     sizes = [s for s in SIZES if s <= largest] or [min(SIZES)]
     algs = algorithms(inst, smpi, QUICK_OPS if quick else OPS)
     bar.grow(ROUNDS * sum(len(v) for v in algs.values()))
-    rounds, failed, ranks = measure(inst, launch, algs, sizes, reps, timeout, None, bar)
+    rounds, failed, ranks = measure(inst, launch, algs, sizes, reps, timeout, bar)
     if not rounds:
         return Ordering(ranks, tuple(sizes), [], {}, failed)
     real = {k: {s: statistics.median(t[s] for t in got) for s in sizes}

@@ -23,6 +23,7 @@ from commtune.errors import UsageError
 from commtune.knobs import Value, load_catalog
 from commtune.mpi import Installation
 from commtune.progress import Progress
+from commtune.service._inrun import plan_races
 from commtune.service._race import OPS, race
 from commtune.study import Plan, RacedSpot, Ranked, TwinReport
 from commtune.tune import Named, Race, Raced, halving
@@ -31,10 +32,9 @@ BLIND_OPS = 2  # collectives raced at most: one real run each
 
 
 def racing_allowed(plan: Plan, inst: Installation) -> bool:
-    """The real runs can race in-run: the interposer and a verdict, one metric, no Slurm
-    jobs, ``--inrun`` on and a library that switches algorithms at run time."""
-    return (plan.inrun and plan.interposer and plan.confirm > 0 and not plan.objectives
-            and plan.sbatch is None and inst.impl.race_mode is not None)  # fmt: skip
+    """The real runs can race in-run (:func:`plan_races`) with a library that switches
+    algorithms at run time."""
+    return plan_races(plan) and inst.impl.race_mode is not None
 
 
 Ranking = tuple[Mapping[str, Value], ...]

@@ -69,17 +69,22 @@ def racable(space: Space, inst: Installation) -> InRun | None:
     return InRun(op, d.knob.name, str(reference), names) if names else None
 
 
+def plan_races(plan: Plan) -> bool:
+    """The plan lets its real runs race in-run: ``--inrun``, a preload, a verdict and the one
+    metric (``--no-interposer``, ``--confirm 0``, a Pareto front of further ``--metric`` and
+    Slurm jobs stay on whole runs)."""
+    return (plan.inrun and plan.interposer and plan.confirm > 0 and not plan.objectives
+            and plan.sbatch is None)  # fmt: skip
+
+
 def inrun_of(ready: Ready, twinned: bool, ui: UI) -> InRun | None:
     """The in-run race of the study about to run, where its plan allows it (not a
     simulation, a template, ``--as``, a twin or Slurm jobs) and its space is one the library
     switches while the program runs; a space with a collective's algorithm searched on whole
     runs says why."""
-    s, plan = ready.setup, ready.setup.plan
+    s = ready.setup
     plain = s.cluster is None and s.scale is None and s.library is None and not twinned
-    # a preload, a verdict and the one metric: --no-interposer, --confirm 0, a Pareto front
-    # (further --metric) and Slurm jobs stay on whole runs
-    asked = plan.interposer and plan.confirm > 0 and not plan.objectives
-    if not (plan.inrun and plain and asked and plan.sbatch is None):
+    if not (plain and plan_races(s.plan)):
         return None
     how = racable(ready.space, s.inst)
     if how is None and any(d.knob.collective for d in ready.space.dimensions):
@@ -144,9 +149,8 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
 def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
     ui.info(f"raced run {r}: {len(run.race.time)} calls in blocks of {run.race.k} (seed "
             f"{run.race.seed}), {run.wall:.2f} s")  # fmt: skip
-    for refused in run.race.refused_names():
-        ui.warn(f"  {refused}: the library ran its own decision instead (its restrictions "
-                "not met at these sizes); those calls are not evidence")  # fmt: skip
+    for said in run.race.refusals():
+        ui.warn(f"  {said}")
     for c in now:
         t = c.test
         ui.info(f"  {c.name}: {t.speedup:.3f}x a call ({t.interval[0]:.3f}-{t.interval[1]:.3f})"

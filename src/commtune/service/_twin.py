@@ -150,21 +150,18 @@ def _ranking(
     return tuple(ranking)
 
 
-def not_modeled(inst: Installation, knobs: Sequence[str]) -> dict[str, tuple[str, ...]]:
+def not_modeled(inst: Installation, sim: Installation,
+                knobs: Sequence[str]) -> dict[str, tuple[str, ...]]:  # fmt: skip
     """Of ``knobs``, each collective's algorithm variable with the algorithms the library
-    has that SMPI ports no faithful copy of (``MPIVendor.smpi_ports``): what the twin's
-    simulation could not rank (issue 78)."""
-    catalog, listed = load_catalog(inst.vendor.value), enumerators(inst)
+    has that the simulator ports no faithful copy of (``MPIVendor.unmodeled``): what the
+    twin's simulation could not rank (issue 78)."""
+    listed = enumerators(inst)
     out = {}
     for k in knobs:
-        op = catalog[k].collective if k in catalog else None
-        if not op or inst.impl.algorithm_knob(op) != k:
-            continue
-        ported = set(inst.impl.smpi_ports.get(op, {}).values())
-        names = tuple(n for n in (listed.get(k) or ())[1:]  # [0]: the library's decision
-                      if n not in ported and n not in inst.impl.unsampled_algorithms)  # fmt: skip
-        if names:
-            out[k] = names
+        names = [n for n in (listed.get(k) or ())[1:]  # [0]: the library's decision
+                 if n not in inst.impl.unsampled_algorithms]  # fmt: skip
+        if blind := sim.impl.unmodeled(inst.impl, k, names):
+            out[k] = blind
     return out
 
 
@@ -187,7 +184,7 @@ def _real(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus], vi
     report = replace(report, on_this_machine=tuple(d.knob.name for d in machine),
                      left_to_simulation=tuple(d.knob.name for d in asked
                                               if d.knob.name in modeled),
-                     not_modeled=not_modeled(inst, usable))  # fmt: skip
+                     not_modeled=not_modeled(inst, sim, usable))  # fmt: skip
     if not machine:
         return Twinned(replace(plan, knobs=usable), ranked, report)
     # searched on the real machine as any study, the simulation's best pinned

@@ -94,6 +94,12 @@ class Race:
             sizes.setdefault(c, []).append(f"{b} B" if b is not None else f"size {s}")
         return [f"{self.names[c]} ({', '.join(v)})" for c, v in sorted(sizes.items())]
 
+    def refusals(self) -> list[str]:
+        """:meth:`refused_names` as the sentences the terminal says."""
+        return [f"{r}: the library ran its own decision instead (its restrictions not met "
+                "at these sizes); those calls are not evidence"
+                for r in self.refused_names()]  # fmt: skip
+
     def blocks(self, warmup: int = WARMUP_BLOCKS) -> np.ndarray:
         """The times as a (blocks, candidates) array: column j candidate j's time in each
         complete block of each message size, the first ``warmup`` blocks of a size left out;
