@@ -8,6 +8,15 @@
  * draws the same order (never from local timings: a rank that chose differently would
  * deadlock). The first candidate is the reference: the library's own decision.
  *
+ * A unit of the blocks is a run of COMMTUNE_RACE_RUN consecutive calls of a stratum (R, default
+ * 1), all made by one candidate; its time is the sum of its calls' times after the first
+ * COMMTUNE_RACE_WASHOUT (W) of them. Calls made back to back carry cost over: a call whose
+ * sends completed into the network's buffers hands their cost to the calls after it, and a
+ * pipelined algorithm streams through consecutive calls of its own. Timed one call at a time
+ * between other candidates' calls, such a collective is ranked against what the program pays
+ * (a broadcast raced call by call on the bed ranked the algorithms the other way round from
+ * whole runs); a unit of R calls, its first W not counted, times what R consecutive calls cost.
+ *
  * How a candidate is applied (COMMTUNE_RACE_MODE):
  *   call  MPICH: the MPI_T control variable is written before every call (MPICH reads
  *         MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call; the launch sets
@@ -24,10 +33,11 @@
  *         to its candidate's duplicate. It needs coll_tuned_use_dynamic_rules=1 at launch:
  *         without it the write does nothing, and the race is refused.
  *
- * Each rank times its calls with MPI_Wtime; at MPI_Finalize the times are combined across the
- * ranks and rank 0 writes COMMTUNE_RACE_OUT (JSON): the candidates, the assignment and, for
- * every raced call, the slowest rank's time ("time": with the wait for ranks that arrive late)
- * and the shortest ("time_last": the last rank to arrive's, the call's own cost).
+ * Each rank times its calls with MPI_Wtime; at MPI_Finalize the units' times are combined
+ * across the ranks and rank 0 writes COMMTUNE_RACE_OUT (JSON): the candidates, the assignment
+ * and, for every complete unit, the slowest rank's time ("time": with the wait for ranks that
+ * arrive late) and the shortest ("time_last": with R = 1 the last rank to arrive's, the call's
+ * own cost). A stratum's last unit, if the run ended inside it, is left out.
  * A setup that cannot race (no such variable, a value out of range, dynamic rules off) is
  * written there as "refused" with the reason, and the program runs untouched.
  *
@@ -39,6 +49,8 @@
  *   COMMTUNE_RACE_OUT     the JSON file rank 0 writes
  *   COMMTUNE_RACE_SHARE   0: two labels of one value get a duplicate each (dup mode; default
  *                         1: they share one, so an A/A race compares one communicator)
+ *   COMMTUNE_RACE_RUN     the calls of a unit (default 1)
+ *   COMMTUNE_RACE_WASHOUT its first calls, not timed (default 0; less than the run)
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -74,17 +86,26 @@ static int mpit_up;
 static int original;
 static int share = 1; /* COMMTUNE_RACE_SHARE=0: every label its own duplicate */
 
-static long calls;
+static int run = 1; /* the calls of a unit */
+static int washout; /* a unit's first calls, not timed */
+static int drain;   /* a barrier before each unit: what the last one sent has arrived */
+
+static long calls; /* raced calls made */
+static long units; /* units begun */
 static long capacity;
-static unsigned char *assigned;
-static unsigned char *slot_of_call;
+static unsigned char *assigned; /* per unit: its candidate (+ FELL_BACK: the reference ran) */
+static unsigned char *slot_of_unit;
+static int *made; /* per unit: its calls made */
 static double *times;
+static int cur_slot; /* the stratum and the unit of the call under way */
+static long cur_unit;
 
 #define FELL_BACK 128 /* added to a call's candidate: it ran as the reference */
 
 static struct {
     long bytes;
     long calls;
+    long unit; /* the unit its calls go to */
     int order[MAX_CANDIDATES];
     unsigned char probed[MAX_CANDIDATES];    /* its first call at this size made under check */
     unsigned char fell_back[MAX_CANDIDATES]; /* the library refused it at this size */
@@ -195,7 +216,14 @@ static void setup(void) {
     mode = how && strcmp(how, "dup") == 0 ? MODE_DUP : MODE_CALL;
     const char *shared = getenv("COMMTUNE_RACE_SHARE");
     share = shared ? atoi(shared) : 1;
+    const char *r = getenv("COMMTUNE_RACE_RUN"), *w = getenv("COMMTUNE_RACE_WASHOUT");
+    run = r ? atoi(r) : 1;
+    washout = w ? atoi(w) : 0;
+    const char *d = getenv("COMMTUNE_RACE_DRAIN");
+    drain = d ? atoi(d) : 0;
     active = 1;
+    if (run < 1 || washout < 0 || washout >= run)
+        return refuse("COMMTUNE_RACE_RUN below 1 or COMMTUNE_RACE_WASHOUT not below it");
     char *copy = strdup(vals);
     for (char *tok = strtok(copy, ","); tok && k < MAX_CANDIDATES; tok = strtok(NULL, ","))
         values[k++] = atoi(tok);
@@ -239,8 +267,26 @@ static void setup(void) {
     if (mode == MODE_CALL) find_fallback();
     capacity = 4096;
     assigned = malloc((size_t)capacity);
-    slot_of_call = malloc((size_t)capacity);
+    slot_of_unit = malloc((size_t)capacity);
+    made = malloc(sizeof(int) * (size_t)capacity);
     times = malloc(sizeof(double) * (size_t)capacity);
+}
+
+/* A new unit of stratum ``s`` for candidate ``c``: its number. */
+static long new_unit(int s, int c) {
+    if (units == capacity) {
+        capacity *= 2;
+        assigned = realloc(assigned, (size_t)capacity);
+        slot_of_unit = realloc(slot_of_unit, (size_t)capacity);
+        made = realloc(made, sizeof(int) * (size_t)capacity);
+        times = realloc(times, sizeof(double) * (size_t)capacity);
+    }
+    assigned[units] = (unsigned char)c;
+    slot_of_unit[units] = (unsigned char)s;
+    made[units] = 0;
+    times[units] = 0.0;
+    slots[s].unit = units;
+    return units++;
 }
 
 /* The communicator a call of candidate ``c`` on ``comm`` goes to (Open MPI: its duplicate). */
@@ -269,7 +315,7 @@ static MPI_Comm route(MPI_Comm comm, int c) {
 }
 
 /* The candidate of the next raced call on ``comm`` of ``count`` elements of ``type`` and where
- * it goes; -1: not raced. */
+ * it goes; -1: not raced. A unit's calls all go to its candidate. */
 static int begin(MPI_Comm comm, int count, MPI_Datatype type, MPI_Comm *use) {
     *use = comm;
     if (!active) return -1;
@@ -279,21 +325,22 @@ static int begin(MPI_Comm comm, int count, MPI_Datatype type, MPI_Comm *use) {
         if (mode == MODE_CALL) set_value(original); /* an unraced call: the library's own */
         return -1;
     }
-    if (calls == capacity) {
-        capacity *= 2;
-        assigned = realloc(assigned, (size_t)capacity);
-        slot_of_call = realloc(slot_of_call, (size_t)capacity);
-        times = realloc(times, sizeof(double) * (size_t)capacity);
-    }
     int size_of = 0;
     PMPI_Type_size(type, &size_of);
     int s = slot_of((long)count * size_of);
     long n = slots[s].calls++;
-    if (n % k == 0) draw_order(s, n / k);
-    int c = slots[s].order[n % k];
-    slot_of_call[calls] = (unsigned char)s;
+    if (n % run == 0) { /* a new unit: the next candidate of the block */
+        long u = n / run;
+        if (drain) PMPI_Barrier(comm); /* every rank has ended every earlier call */
+        if (u % k == 0) draw_order(s, u / k);
+        new_unit(s, slots[s].order[u % k]);
+    }
+    cur_slot = s;
+    cur_unit = slots[s].unit;
+    int c = assigned[cur_unit] % FELL_BACK;
     if (slots[s].fell_back[c]) { /* refused at this size: the reference runs, marked */
         route(comm, 0);
+        assigned[cur_unit] = (unsigned char)(c + FELL_BACK);
         return c + FELL_BACK;
     }
     MPI_Comm to = route(comm, c);
@@ -306,9 +353,8 @@ static int begin(MPI_Comm comm, int count, MPI_Datatype type, MPI_Comm *use) {
  * and is to be made under check: MPICH with the fallback variable found, not the reference. */
 static int probing(int c) {
     if (c <= 0 || c >= FELL_BACK || !have_fallback) return 0;
-    int s = slot_of_call[calls];
-    if (slots[s].probed[c]) return 0;
-    slots[s].probed[c] = 1;
+    if (slots[cur_slot].probed[c]) return 0;
+    slots[cur_slot].probed[c] = 1;
     return 1;
 }
 
@@ -326,8 +372,9 @@ static int probing(int c) {
         PMPI_Comm_set_errhandler(comm, was);                                                       \
         PMPI_Errhandler_free(&was);                                                                \
         if (rc != MPI_SUCCESS) {                                                                   \
-            slots[slot_of_call[calls]].fell_back[C] = 1;                                           \
+            slots[cur_slot].fell_back[C] = 1;                                                      \
             C += FELL_BACK;                                                                        \
+            assigned[cur_unit] = (unsigned char)C;                                                 \
             set_value(values[0]);                                                                  \
             t0 = MPI_Wtime();                                                                      \
             rc = CALL;                                                                             \
@@ -336,9 +383,22 @@ static int probing(int c) {
 
 static void end(int c, double t0) {
     if (c < 0) return;
-    times[calls] = MPI_Wtime() - t0;
-    assigned[calls] = (unsigned char)c;
+    double t = MPI_Wtime() - t0;
+    if (made[cur_unit]++ >= washout) times[cur_unit] += t;
     ++calls;
+}
+
+/* The complete units, kept in order (a stratum's last unit may have ended inside the run; the
+ * same on every rank, as the calls are): their number. */
+static long complete_units(void) {
+    long kept = 0;
+    for (long u = 0; u < units; ++u) {
+        if (made[u] < run) continue;
+        assigned[kept] = assigned[u];
+        slot_of_unit[kept] = slot_of_unit[u];
+        times[kept++] = times[u];
+    }
+    return kept;
 }
 
 #define RACED(OP, COUNT, TYPE, CALL)                                                               \
@@ -423,12 +483,14 @@ static void write_race(const double *slowest, const double *last, long n, const 
         ct_json_string(out, error);
     else
         fputs("null", out);
+    fprintf(out, ", \"run\": %d, \"washout\": %d, \"drain\": %d, \"raced_calls\": %ld", run,
+            washout, drain, calls);
     fprintf(out, ", \"calls\": %ld, \"candidate\": [", n);
     for (long i = 0; i < n; ++i)
         fprintf(out, "%s%d", i ? "," : "", assigned[i]);
     fputs("], \"slot\": [", out);
     for (long i = 0; i < n; ++i)
-        fprintf(out, "%s%d", i ? "," : "", slot_of_call[i]);
+        fprintf(out, "%s%d", i ? "," : "", slot_of_unit[i]);
     fputs("], \"slot_bytes\": [", out);
     for (int i = 0; i < nslots; ++i)
         fprintf(out, "%s%ld", i ? "," : "", slots[i].bytes);
@@ -451,11 +513,12 @@ int MPI_Finalize(void) {
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (out_path[0]) {
-        long mine[2] = {calls, -calls}, both[2] = {0, 0};
+        long whole = active ? complete_units() : 0;
+        long mine[2] = {whole, -whole}, both[2] = {0, 0};
         PMPI_Allreduce(mine, both, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
         const char *error =
             both[0] != -both[1] ? "the ranks made different numbers of raced calls" : NULL;
-        long n = error ? 0 : calls;
+        long n = error ? 0 : whole;
         double *slowest = n && rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
         double *last = n && rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
         for (long at = 0; at < n; at += 65536) { /* the slowest rank's time of every call */

@@ -15,6 +15,7 @@ from commtune.cli._common import (
     print_json,
 )
 from commtune.study import DEFAULTS
+from commtune.tune import RUN
 
 
 def _add_race(p: argparse.ArgumentParser) -> None:
@@ -31,6 +32,9 @@ def _add_race(p: argparse.ArgumentParser) -> None:
                    "--min-gain a call (default 0.05), split over the candidates")  # fmt: skip
     p.add_argument("--min-gain", type=fraction, default=DEFAULTS.min_gain,
                    help="the gain a call a candidate is said faster by (default 0.01)")  # fmt: skip
+    p.add_argument("--run", type=positive(int), default=RUN,
+                   help=f"consecutive calls of one candidate a unit, timed after a barrier "
+                   f"(default {RUN}): calls made back to back carry cost over")  # fmt: skip
     p.add_argument("--warmup", type=int, default=2,
                    help="blocks of calls of each size at the start that are not evidence "
                    "(default 2)")  # fmt: skip
@@ -53,21 +57,19 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
     ui = UI(json_mode=args.json)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     names = [n for n in args.candidates.split(",") if n]
-    done = race(inst, command, args.op, names, seed, args.timeout)
+    done = race(inst, command, args.op, names, seed, args.timeout, run=args.run)
     r = done.race
-    ui.info(f"{inst.describe()}: {r.op} raced in one run, {len(r.time)} calls in blocks of "
-            f"{r.k} (seed {seed}), each block every candidate once in a drawn order; "
-            f"the run took {done.wall:.2f} s")  # fmt: skip
+    ui.info(f"{inst.describe()}: {r.op} raced in one run, {r.raced_calls} calls in {len(r.time)} "
+            f"units of {r.run}, blocks of {r.k} units (seed {seed}), each block every "
+            f"candidate once in a drawn order; the run took {done.wall:.2f} s")  # fmt: skip
     for said in r.refusals():
         ui.warn(said)
     raced = decide_race(r, args.risk, args.min_gain, args.warmup)
     if not raced:
-        ui.warn(f"too few calls of {r.op} to race: {len(r.time)} after {args.warmup} blocks "
-                "of warm-up")  # fmt: skip
-    ui.info(
-        f"per call, the last rank to arrive's time, against {r.names[0]} (the library's own "
-        f"decision under {', '.join(f'{k}={v}' for k, v in done.launch.items())}):"
-    )
+        ui.warn(f"too few calls of {r.op} to race: {r.raced_calls} in units of {r.run}, "
+                f"{args.warmup} blocks of warm-up")  # fmt: skip
+    ui.info(f"{r.said()}, against {r.names[0]} (the library's own decision under "
+            f"{', '.join(f'{k}={v}' for k, v in done.launch.items())}):")  # fmt: skip
     for c in raced:
         t = c.test
         ui.info(f"  {c.name}: {t.speedup:.3f}x ({t.interval[0]:.3f}-{t.interval[1]:.3f}) in "
@@ -92,7 +94,8 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
         ui.info(f"no candidate shown faster per call than {r.names[0]}: the library's own "
                 "decision stays")  # fmt: skip
     if args.json:
-        print_json({"op": r.op, "library": inst.describe(), "seed": seed, "calls": len(r.time),
+        print_json({"op": r.op, "library": inst.describe(), "seed": seed, "calls": r.raced_calls,
+                    "run": r.run, "units": len(r.time), "measured": r.said(),
                     "reference": r.names[0], "launch": dict(done.launch), "wall_s": done.wall,
                     "candidates": [c.to_json() for c in raced],
                     "fell_back": r.refused_names(),

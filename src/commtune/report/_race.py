@@ -24,7 +24,8 @@ def race_plot(race: Race, raced: Sequence[Raced], path: Path, warmup: int) -> No
     import matplotlib.pyplot as plt
 
     estimates = [(r.name, r.test.speedup, r.test.interval, r.test.passed) for r in raced]
-    fig = race_figure(race.op, len(race.time), race.names, race.blocks(warmup), estimates)
+    fig = race_figure(race.op, race.raced_calls, race.names, race.blocks(warmup) / race.timed,
+                      estimates)  # fmt: skip
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
@@ -51,7 +52,7 @@ def race_figure(op: str, calls: int, names: Sequence[str], blocks: np.ndarray,
         top.plot(smooth, linewidth=1.6 if j == 0 else 1.0, color="black" if j == 0 else None,
                  label=f"{name}{' (reference)' if j == 0 else ''}")  # fmt: skip
     top.set_xlabel(f"block (each candidate once, order drawn; running median of {width})")
-    top.set_ylabel("time a call, the last rank to arrive's (us)")
+    top.set_ylabel("time a call (us)")
     top.legend(fontsize=7, ncol=2)
     top.set_title(f"{op}: {calls} calls raced in one run", fontsize=10)
     y = np.arange(len(estimates))

@@ -84,8 +84,8 @@ def inrun_table(acc: Acceptance) -> Table:
                       f"{low:.3f}-{high:.3f}")  # fmt: skip
     table.caption = (
         f"against {extra['reference_name']} (the library's own decision) in the same blocks "
-        "of calls, each block every candidate once in a drawn order; the last rank to arrive's "
-        "time"
+        f"of calls, each block every candidate once in a drawn order; "
+        f"{extra.get('promise') or 'the calls own time'}"
     )
     return table
 

@@ -89,7 +89,7 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
         return RacedSpot(op, knob, blind, pick, error=str(exc)), None
     estimates = {c.name: {"speedup": c.test.speedup, "interval": list(c.test.interval),
                           "passed": c.name in raced.passed} for c in raced.pooled}  # fmt: skip
-    calls = len(runs[0].time) if runs else 0
+    calls = runs[0].raced_calls if runs else 0
     answer = raced.answer
     return RacedSpot(op, knob, blind, pick, answer.name if answer else None, calls,
                      estimates), answer  # fmt: skip

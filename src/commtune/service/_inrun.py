@@ -33,7 +33,18 @@ from commtune.profile import Profile, ProfileError
 from commtune.report import UI
 from commtune.service._race import OPS, RaceRun, race
 from commtune.study import Acceptance, Noise, Plan, Source, save_result_study
-from commtune.tune import WARMUP_BLOCKS, Halving, Race, Raced, Row, TuneResult, halving
+from commtune.tune import (
+    RUN,
+    WARMUP_BLOCKS,
+    Halving,
+    Race,
+    Raced,
+    Row,
+    TuneResult,
+    halving,
+    run_length,
+    said_time,
+)
 
 if TYPE_CHECKING:
     from commtune.service._tuning import Ready
@@ -123,8 +134,20 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
     runs: list[RaceRun] = []
 
     def racer(field: Sequence[str], r: int) -> Race:
-        runs.append(race(s.inst, s.command, how.op, field, seed + r, timeout,
-                         through=plan.through))  # fmt: skip
+        # a unit's calls: RUN, fewer where the last run's calls would give too few blocks
+        calls = runs[-1].race.raced_calls if runs else None
+        runs.append(
+            race(
+                s.inst,
+                s.command,
+                how.op,
+                field,
+                seed + r,
+                timeout,
+                through=plan.through,
+                run=run_length(calls, len(field) + 1),
+            )
+        )
         return runs[-1].race
 
     def heard(done: Race, now: Sequence[Raced]) -> None:
@@ -132,10 +155,10 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
 
     raced = halving(racer, how.names, plan.inrun_runs, plan.risk, plan.min_gain, heard)
     if not raced.pooled:  # not one block past the warm-up: nothing to race on
-        ui.warn(f"{how.op}: {len(runs[0].race.time)} calls in a run, too few to race "
-                f"{len(how.names) + 1} candidates ({WARMUP_BLOCKS} blocks of warm-up at "
-                "each message size, then whole blocks): the space is searched on whole "
-                "runs")  # fmt: skip
+        ui.warn(f"{how.op}: {runs[0].race.raced_calls} calls in a run, too few to race "
+                f"{len(how.names) + 1} candidates in units of {runs[0].race.run} "
+                f"({WARMUP_BLOCKS} blocks of warm-up at each message size, then whole "
+                "blocks): the space is searched on whole runs")  # fmt: skip
         return None
     check = _whole_runs(ready, how, raced.answer, seed, timeout, ui) if raced.answer else None
     acc = _verdict(ready, how, runs, raced, check, limit)
@@ -147,8 +170,9 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
 
 
 def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
-    ui.info(f"raced run {r}: {len(run.race.time)} calls in blocks of {run.race.k} (seed "
-            f"{run.race.seed}), {run.wall:.2f} s")  # fmt: skip
+    ui.info(f"raced run {r}: {run.race.raced_calls} calls in {len(run.race.time)} units of "
+            f"{run.race.run}, blocks of {run.race.k} (seed {run.race.seed}), "
+            f"{run.wall:.2f} s")  # fmt: skip
     for said in run.race.refusals():
         ui.warn(f"  {said}")
     for c in now:
@@ -207,9 +231,9 @@ def _share(profile: Profile, op: str) -> float | None:
 
 def _stored_blocks(run: RaceRun, most: int = 400) -> dict[str, Any]:
     """The first raced run's call times by block (thinned to ``most``), for the report."""
-    blocks = run.race.blocks()
+    blocks = run.race.blocks() / run.race.timed
     step = max(1, -(-len(blocks) // most))
-    return {"names": list(run.race.names), "calls": len(run.race.time),
+    return {"names": list(run.race.names), "calls": run.race.raced_calls,
             "times": [[float(f"{t:.4g}") if math.isfinite(t) else None for t in row]
                       for row in blocks[::step]]}  # fmt: skip
 
@@ -223,13 +247,14 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         "gate": "inrun", "op": how.op, "knob": how.knob, "reference_name": how.reference,
         "limit": limit, "min_gain": plan.min_gain, "tolerance": plan.tolerance,
         "risk": plan.risk, "raced_runs": len(runs),
-        "calls": [len(r.race.time) for r in runs], "walls": [r.wall for r in runs],
+        "calls": [r.race.raced_calls for r in runs], "walls": [r.wall for r in runs],
+        "units": [r.race.run for r in runs],
         "fields": [list(r.race.names[1:]) for r in runs],
         "fell_back": sorted({n for r in runs for n in r.race.refused_names()}),
         "launch": dict(runs[0].launch) if runs else {},
         "raced": [c.estimate_json() for c in raced.pooled], "passed": sorted(raced.passed),
         "blocks": _stored_blocks(runs[0]) if runs else {},
-        "promise": f"the {how.op} calls' own time (per call, the last rank to arrive's)",
+        "promise": runs[0].race.said() if runs else said_time(how.op, RUN),
     }  # fmt: skip
     if answer is None:
         return Acceptance(Source.SEARCH, {}, False, f"no algorithm shown faster a call than "

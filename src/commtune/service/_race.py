@@ -18,7 +18,7 @@ from commtune.knobs import enumerators
 from commtune.launch import launcher_for
 from commtune.mpi import Installation
 from commtune.trial import run_process
-from commtune.tune import Race
+from commtune.tune import RUN, Race
 
 OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
 
@@ -62,10 +62,10 @@ def candidates(
 
 def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[str], seed: int,
          timeout: float, extra: Mapping[str, str] | None = None,
-         through: Sequence[str] = ()) -> RaceRun:  # fmt: skip
-    """One run of ``command`` with ``op``'s candidates raced in it (``extra``: more of
-    libctrace's variables, e.g. ``COMMTUNE_RACE_SHARE``; ``through``: the launch line's
-    prefix, a bed's node)."""
+         through: Sequence[str] = (), run: int = RUN) -> RaceRun:  # fmt: skip
+    """One run of ``command`` with ``op``'s candidates raced in it, in units of ``run``
+    consecutive calls, each after a barrier (``extra``: more of libctrace's variables, e.g.
+    ``COMMTUNE_RACE_SHARE``; ``through``: the launch line's prefix, a bed's node)."""
     knob, everyone, codes = candidates(inst, op, names)
     mode, governs = inst.impl.race_mode, dict(inst.impl.race_env)
     library = native.build_race(inst)
@@ -75,7 +75,8 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
                      "COMMTUNE_RACE_CVAR": inst.impl.mpit_name(knob) or knob,
                      "COMMTUNE_RACE_VALUES": ",".join(map(str, codes)),
                      "COMMTUNE_RACE_MODE": str(mode), "COMMTUNE_RACE_SEED": str(seed),
-                     "COMMTUNE_RACE_OUT": out, **(extra or {})}  # fmt: skip
+                     "COMMTUNE_RACE_OUT": out, "COMMTUNE_RACE_RUN": str(run),
+                     "COMMTUNE_RACE_DRAIN": "1", **(extra or {})}  # fmt: skip
         plan = launcher_for(inst, through).plan(command, variables, preload=str(library))
         done = run_process(plan.argv, plan.env, timeout).ended_well("the raced run", timeout)
         try:

@@ -5,6 +5,7 @@ every step shares one :class:`Context` (``_target``)."""
 from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._decide import CONTENDERS, Named, verdict
 from commtune.tune._inrun import (
+    RUN,
     WARMUP_BLOCKS,
     Halving,
     Race,
@@ -13,6 +14,8 @@ from commtune.tune._inrun import (
     decide_races,
     halved,
     halving,
+    run_length,
+    said_time,
 )
 from commtune.tune._loop import (
     MIN_TIMEOUT,
@@ -52,6 +55,7 @@ __all__ = [
     "MIN_TIMEOUT",
     "NO_LONGER_FASTER",
     "RACE_Z",
+    "RUN",
     "STILL_FASTER",
     "UNCHANGED",
     "WARMUP_BLOCKS",
@@ -82,8 +86,10 @@ __all__ = [
     "open_study",
     "recheck",
     "record",
+    "run_length",
     "run_pair",
     "run_reference",
+    "said_time",
     "search",
     "settled",
     "summarize",

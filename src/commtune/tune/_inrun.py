@@ -1,15 +1,23 @@
 """Evidence from inside one run (issue 77): a collective's algorithms raced call by call.
 
 ``libctrace`` (``native/race/ct_race.c``) assigns the program's calls of one collective to the
-candidates in randomized complete blocks within strata of one message size (every block of K
-calls of a size holds each candidate once, in an order a seed draws) and writes, for every
-raced call, the shortest time any rank spent in it: the last rank to arrive's, which waits
-for no other (and the slowest rank's, beside it). Because the
+candidates in randomized complete blocks within strata of one message size. A unit is ``run``
+consecutive calls of one size made by one candidate, after a barrier (every rank has ended
+every earlier call, so what one candidate sent has arrived before the next is timed); every
+block of K units of a size holds each candidate once, in an order a seed draws. A unit's time
+is a rank's time in its calls, combined over the ranks (``said_time``). Because the
 assignment within each block is random, swapping two candidates' labels within a block is as
-likely as what was drawn: for the reference and one candidate, the pairs of their calls in
+likely as what was drawn: for the reference and one candidate, the pairs of their units in
 each block are the verdict's pairs, their order drawn by a coin (``commtune.rule``), and the
 same paired test is exact whatever the noise and its dependence between calls. The stated risk
 is split evenly over the K - 1 candidates, one look each.
+
+Why units and a barrier: calls made back to back carry cost over. A call whose sends completed
+into the network's buffers hands their cost to the calls after it, and a pipelined broadcast
+streams through consecutive calls of its own. Raced one call at a time, a 32 KiB broadcast on
+4 bed nodes ranked its algorithms the other way round from whole runs; in units of 16 calls
+after a barrier the race's speedups were within 3 % of whole runs' (history.md, "Issue 77,
+session 9").
 
 The claim is stronger than the whole-run verdict's: a candidate is said faster only where the
 test rejects that it is at most ``min_gain`` faster a call (its calls counted ``min_gain``
@@ -18,13 +26,14 @@ stated rate, and a candidate 2 % slower a fortiori. With thousands of calls the 
 costs little; with the whole-run test's null (2 % slower) and ``min_gain`` as a bar on the
 estimate alone, an A/A race on sub-microsecond calls was said faster in 3 of 20 races.
 
-What the promise is about: the tuned calls' time (per call, the last rank to arrive's: the
-call's own cost, without the wait for ranks that arrive late), not the program's; the
-program's share of it is the profile's to say, and whole runs show the rest. The slowest
-rank's time holds that wait: on miniFE (2 ranks, its dot products' allreduce) its 90 %
-intervals were 0.8-1.5 wide where the last rank's were 0.15-0.3, and its estimates jumped
-between runs (docs/benchmarks/history.md, "Issue 77, session 7"). Any statistic of a call
-keeps the test exact: the labels are drawn, not the times.
+What the promise is about: the tuned calls' time, not the program's; the program's share of
+it is the profile's to say, and whole runs show the rest. Which rank's time: where every rank
+needs the others' data (allreduce, allgather, alltoall), the least any rank spent, without the
+wait for ranks that arrive late: on miniFE (2 ranks, its dot products' allreduce) the slowest
+rank's 90 % intervals were 0.8-1.5 wide where the least were 0.15-0.3 (history.md, "Issue 77,
+session 7"). A rooted collective's root ends its calls once its sends are buffered, so the
+least is the root's whatever the algorithm: there (``ROOTED``) the slowest rank's. Any
+statistic keeps the test exact: the labels are drawn, not the times.
 """
 
 from __future__ import annotations
@@ -40,15 +49,38 @@ from commtune import rule
 FELL_BACK = 128  # added by libctrace to a call's candidate where the library ran its own
 WARMUP_BLOCKS = 2  # each candidate's first calls (a new communicator's first): not evidence
 MOST_BLOCKS = 2000  # blocks the test reads at most: every m-th, chosen without their labels
+RUN = 8  # the calls of a unit: consecutive calls of one candidate, after a barrier
+TARGET_BLOCKS = 24  # a run's blocks a unit's length aims at, where the run's calls are known
+# collectives whose root ends its calls once its sends are buffered (their time: the
+# slowest rank's); the others' every rank waits for the others' data (the least time)
+ROOTED = ("bcast", "reduce")
+
+
+def run_length(calls: int | None, k: int) -> int:
+    """The calls of a unit for a run that makes ``calls`` raced calls among ``k``
+    candidates: ``RUN``, fewer where that gives fewer than ``TARGET_BLOCKS`` blocks (one at
+    least); ``RUN`` where the calls are not known yet."""
+    if calls is None:
+        return RUN
+    return max(1, min(RUN, calls // (k * TARGET_BLOCKS)))
+
+
+def said_time(op: str, run: int) -> str:
+    """What a raced unit's time is (per call: over its calls)."""
+    unit = f"{run} consecutive calls after a barrier" if run > 1 else "one call after a barrier"
+    who = ("the slowest rank's" if op in ROOTED else
+           "the least any rank spent (without the wait for ranks that arrive late)")  # fmt: skip
+    return f"the {op} calls' own time: units of {unit}, {who}, per call"
 
 
 @dataclass(frozen=True)
 class Race:
     """What one raced run recorded: the collective (``op``), the variable and how it was
     applied (``mode``), the candidates (``names``, the reference first; their ``values``),
-    the seed, the ranks, why it was ``refused`` or failed (``error``), and per raced call its
-    candidate and time (``time``: the last rank to arrive's, seconds; ``time_slowest``: the
-    slowest rank's, where libctrace wrote both)."""
+    the seed, the ranks, why it was ``refused`` or failed (``error``), and per unit (``run``
+    consecutive calls, ``timed`` of them timed) its candidate and time in seconds (``time``:
+    what :meth:`said` says; ``time_slowest``: the slowest rank's, where libctrace wrote
+    both)."""
 
     op: str
     cvar: str
@@ -67,19 +99,45 @@ class Race:
     # its calls there ran the reference, marked FELL_BACK + candidate, never evidence
     fell_back: tuple[tuple[int, int], ...] = ()
     time_slowest: np.ndarray | None = None  # per raced call the slowest rank's time
+    # a unit of the blocks: ``run`` consecutive calls of one candidate, timed after the first
+    # ``washout`` (libctrace's COMMTUNE_RACE_RUN, _WASHOUT); ``time`` is then a unit's
+    run: int = 1
+    washout: int = 0
+    raced: int | None = None  # the calls raced (incomplete units' included); None: the units'
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], names: Sequence[str]) -> Race:
-        return cls(str(data["op"]), str(data["cvar"]), str(data["mode"]), int(data["seed"]),
+        op = str(data["op"])
+        slowest = np.asarray(data["time"], dtype=float) if data.get("time_last") else None
+        # a rooted collective's root ends its calls once its sends are buffered: the least
+        # time any rank spent is the root's, whatever the algorithm (see ROOTED)
+        time = data.get("time_last") or data.get("time") or []
+        if op in ROOTED and slowest is not None:
+            time = slowest
+        return cls(op, str(data["cvar"]), str(data["mode"]), int(data["seed"]),
                    int(data["ranks"]), tuple(names), tuple(int(v) for v in data["values"]),
                    data.get("refused"), data.get("error"),
                    np.asarray(data.get("candidate") or [], dtype=int),
-                   np.asarray(data.get("time_last") or data.get("time") or [], dtype=float),
+                   np.asarray(time, dtype=float),
                    np.asarray(data.get("slot") or [], dtype=int),
                    tuple(data.get("slot_bytes") or ()),
                    tuple((int(a), int(b)) for a, b in data.get("fell_back") or ()),
-                   np.asarray(data["time"], dtype=float) if data.get("time_last")
-                   else None)  # fmt: skip
+                   slowest, int(data.get("run") or 1), int(data.get("washout") or 0),
+                   data.get("raced_calls"))  # fmt: skip
+
+    @property
+    def raced_calls(self) -> int:
+        """The calls raced in the run."""
+        return self.raced if self.raced is not None else len(self.time) * self.run
+
+    @property
+    def timed(self) -> int:
+        """The calls a unit's time sums."""
+        return self.run - self.washout
+
+    def said(self) -> str:
+        """What a unit's time is, as the terminal and the verdict say it."""
+        return said_time(self.op, self.run)
 
     @property
     def k(self) -> int:
@@ -164,7 +222,7 @@ def pairs_of(races: Sequence[Race], warmup: int = WARMUP_BLOCKS
     not (``halving`` tests each run alone and ranks on the pool)."""
     pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     for race in races:
-        blocks = race.blocks(warmup)
+        blocks = race.blocks(warmup) / race.timed  # per call, whatever each run's unit
         for j in range(1, race.k):
             ref, mine = pooled.setdefault(race.names[j], ([], []))
             kept = ~np.isnan(blocks[:, j])  # a refused candidate's calls are not evidence
