@@ -286,7 +286,7 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     data = last_json(out)
-    assert data["gate"] == "inrun" and "raced call by call" in err
+    assert data["gate"] == "inrun" and "raced in-run against" in err
     acc = acceptance_of(optuna.load_study(study_name="r", storage=Store(storage).optuna))
     assert acc is not None and acc.extra["gate"] == "inrun" and acc.extra["op"] == "allreduce"
     fields = [set(f) for f in acc.extra["fields"]]
@@ -306,7 +306,7 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
         assert code != 0 or knob not in exported
     code, shown, err = run_cli(["show", "r", "--storage", storage], capsys)
     said = shown + err
-    assert code == 0 and "raced call by call" in said and f"{acc.extra['raced_runs']} raced" in said
+    assert code == 0 and "raced in-run" in said and f"{acc.extra['raced_runs']} raced" in said
     page = tmp_path / "r.html"
     code, _, err = run_cli(["report", "r", "--storage", storage, "-o", str(page)], capsys)
     inrun = page.read_text().split('id="inrun"')[1].split("<section")[0]
@@ -316,7 +316,7 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
              "--study", "w", "--storage", storage, "--json", "--", *line]  # fmt: skip
     code, out, err = run_cli(whole, capsys)
     assert code == 0, err
-    assert last_json(out)["gate"] != "inrun" and "raced call by call" not in err
+    assert last_json(out)["gate"] != "inrun" and "raced in-run against" not in err
 
 
 @needs_openmpi
@@ -383,3 +383,15 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
         assert "tested first" in spot.line()
     else:
         assert ranked == (pick,) and [r.source for r in got.ranking] == ["simulation"]
+
+
+def test_a_units_length_leaves_a_run_enough_blocks() -> None:
+    """Units of RUN calls where the run's calls allow TARGET_BLOCKS blocks, shorter where not,
+    one call at least; the first run (calls unknown) RUN."""
+    from commtune.tune import run_length
+    from commtune.tune._inrun import TARGET_BLOCKS
+
+    assert run_length(None, 5) == RUN
+    assert run_length(100_000, 5) == RUN
+    assert run_length(300, 5) == 300 // (5 * TARGET_BLOCKS) < RUN
+    assert run_length(10, 5) == 1

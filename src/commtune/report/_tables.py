@@ -74,7 +74,7 @@ def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
 def inrun_table(acc: Acceptance) -> Table:
     """An in-run race's candidates, per call, pooled over its raced runs."""
     extra = acc.extra
-    table = compact_table(f"{extra['op']} raced call by call ({extra['raced_runs']} run(s))")
+    table = compact_table(f"{extra['op']} raced in-run ({extra['raced_runs']} run(s))")
     for name in ("algorithm", "blocks", "us a call", "ref us", "speedup a call", "interval"):
         table.add_column(name, justify="left" if name == "algorithm" else "right")
     for c in extra.get("raced") or []:

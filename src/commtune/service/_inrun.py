@@ -127,7 +127,7 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
     seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
     timeout = plan.timeout or plan.reference_timeout
     limit = plan.risk / (len(how.names) * plan.inrun_runs)
-    ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced call by call against "
+    ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced in-run against "
             f"{how.reference} (the library's own decision), up to {plan.inrun_runs} "
             f"run(s), each test at {limit:.3g} of --risk {plan.risk:g} (--no-inrun: whole "
             "runs)")  # fmt: skip
