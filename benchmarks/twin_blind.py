@@ -107,8 +107,9 @@ def one(bed: Bed, inst: Installation, env: dict[str, str], work: Path, name: str
             storage = f"sqlite:///{work}/{name.replace(':', '-')}-{seed}.db"
             d = commtune(bed, env, work, "tune", "--storage", storage, "--seed", str(seed),
                          *common, *extra, "--", *launch)  # fmt: skip
-            raced = (d.get("twin") or {}).get("raced") or []  # each one a run, raced or not
-            studies.append({"seed": seed, "design": design, "runs": d["runs"] + len(raced),
+            raced = (d.get("twin") or {}).get("raced") or []  # raced runs, raced or not
+            spent = sum(r.get("runs", 1) for r in raced)
+            studies.append({"seed": seed, "design": design, "runs": d["runs"] + spent,
                             "answer": d["accepted_params"] if d["accepted"] else {},
                             "raced": (d.get("twin") or {}).get("raced"),
                             "ranking": (d.get("twin") or {}).get("ranking")})  # fmt: skip

@@ -357,7 +357,7 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
     knob = "coll_tuned_allreduce_algorithm"
     rng = np.random.default_rng(5)
 
-    def race(inst, command, op, names, seed, timeout, through=()):  # type: ignore[no-untyped-def]
+    def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
         slower = np.array([1.0] + [0.7 if n == winner else 1.0 for n in names])
         drawn = _race(rng, slower, blocks=60, names=("ignore", *names))
         return RaceRun(drawn, {}, 1.0, "")
@@ -395,3 +395,21 @@ def test_a_units_length_leaves_a_run_enough_blocks() -> None:
     assert run_length(100_000, 5) == RUN
     assert run_length(300, 5) == 300 // (5 * TARGET_BLOCKS) < RUN
     assert run_length(10, 5) == 1
+
+
+def test_a_run_whose_units_were_too_long_is_raced_again_whole() -> None:
+    """A run with too few calls for its units (``Race.coarse``) is raced again with the same
+    field, not halved on its few blocks; with ``halve=False`` a run that was not coarse ends
+    the racing."""
+    rng = np.random.default_rng(4)
+    fields: list[set[str]] = []
+
+    def racer(field, r):  # type: ignore[no-untyped-def]
+        fields.append(set(field))
+        drawn = _race(rng, np.array([1.0] * (len(field) + 1)), blocks=30, names=("ref", *field))
+        # the first run: units of RUN calls, too long for 30 blocks' worth of calls
+        return replace(drawn, run=RUN, raced=len(drawn.time)) if r == 0 else drawn
+
+    done = halving(racer, ["a", "b", "c", "d"], 3, 0.05, 0.01, halve=False)
+    assert done.races[0].coarse() and not done.races[1].coarse()
+    assert len(done.races) == 2 and fields == [{"a", "b", "c", "d"}] * 2

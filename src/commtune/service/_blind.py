@@ -4,14 +4,15 @@ A twin ranks only what its simulation models faithfully: of a collective's algor
 SMPI carries a faithful port of (``MPIVendor.smpi_ports``). The rest (Open MPI's pipelined and
 chained broadcasts, its segmented ring, MPICH's algorithms SMPI lacks) are not dropped: for
 each collective algorithm variable the twin's simulation tuned (at most ``BLIND_OPS``), where
-the library switches it while the program runs, they are raced call by call in one run of
-the real program against the library's own decision, the simulation's pick for that
-collective beside them (:func:`commtune.tune.halving`, one run: each test at the risk over
-the candidates). Of those that pass, the fastest that is not the simulation's pick joins the
-verdict's ranking first, as the simulation's #1 with that collective's algorithm replaced,
-named "raced on this machine"; the verdict on whole runs beside the defaults then decides, at
-the study's risk, as for every configuration the twin hands it. Each raced run comes out of
-the real runs' budget (``--max-runs``)."""
+the library switches it while the program runs, they are raced in-run in one run of the real
+program against the library's own decision, the simulation's pick for that collective beside
+them (:func:`commtune.tune.halving`; a second run only where the first's units were too long
+for its calls; each test at the risk over the candidates and the two runs). Of those that
+pass, the fastest that is not the simulation's pick joins the verdict's ranking first, as the
+simulation's #1 with that collective's algorithm replaced, named "raced on this machine"; the
+verdict on whole runs beside the defaults then decides, at the study's risk, as for every
+configuration the twin hands it. Each raced run comes out of the real runs' budget
+(``--max-runs``)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from commtune.progress import Progress
 from commtune.service._inrun import plan_races
 from commtune.service._race import OPS, race
 from commtune.study import Plan, RacedSpot, Ranked, TwinReport
-from commtune.tune import Named, Race, Raced, halving
+from commtune.tune import Named, Race, Raced, halving, run_length
 
 BLIND_OPS = 2  # collectives raced at most: one real run each
 
@@ -65,7 +66,8 @@ def blind_spots(plan: Plan, inst: Installation, command: Sequence[str], report: 
             rows.append(Ranked({**base, knob: answer.name}, config, None, {}, source="machine",
                                raced=answer.test.speedup))  # fmt: skip
     # a run that failed to race was run all the same
-    budget = plan.max_runs - len(spots) if plan.max_runs is not None else None
+    spent = sum(s.runs for s in spots)
+    budget = plan.max_runs - spent if plan.max_runs is not None else None
     report = replace(report, raced=tuple(spots), ranking=(*rows, *report.ranking))
     return replace(plan, max_runs=budget), report, (*first, *ranked)
 
@@ -79,12 +81,14 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
     runs: list[Race] = []
 
     def racer(field: Sequence[str], r: int) -> Race:
-        runs.append(race(inst, command, op, field, seed, plan.timeout or plan.reference_timeout,
-                         through=plan.through).race)  # fmt: skip
+        calls = runs[-1].raced_calls if runs else None  # a second run: shorter units
+        runs.append(race(inst, command, op, field, seed + r, plan.timeout or
+                         plan.reference_timeout, through=plan.through,
+                         run=run_length(calls, len(field) + 1)).race)  # fmt: skip
         return runs[-1]
 
-    try:
-        raced = halving(racer, names, 1, plan.risk, plan.min_gain)
+    try:  # a second run only where the first's units were too long for its calls
+        raced = halving(racer, names, 2, plan.risk, plan.min_gain, halve=False)
     except UsageError as exc:
         return RacedSpot(op, knob, blind, pick, error=str(exc)), None
     estimates = {c.name: {"speedup": c.test.speedup, "interval": list(c.test.interval),
@@ -92,4 +96,4 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
     calls = runs[0].raced_calls if runs else 0
     answer = raced.answer
     return RacedSpot(op, knob, blind, pick, answer.name if answer else None, calls,
-                     estimates), answer  # fmt: skip
+                     estimates, runs=max(1, len(runs))), answer  # fmt: skip

@@ -63,12 +63,13 @@ class ScalingRow:
 
 @dataclass(frozen=True)
 class RacedSpot:
-    """One collective raced on this machine in one run of the program (issue 78): the
+    """One collective raced on this machine in runs of the program (issue 78): the
     algorithms of ``knob`` the simulation does not model faithfully (``blind``) beside its
     own pick (``pick``; None: it kept the library's decision), each against the library's
     own decision call by call; the ``answer`` (of those that passed their test, the fastest;
-    None: none passed), the run's ``calls``, each candidate's ``estimates`` (speedup a call,
-    interval, passed), or why it could not race (``error``)."""
+    None: none passed), the first run's ``calls``, the real ``runs`` it took (a second where
+    the first's units were too long for its calls), each candidate's ``estimates`` (speedup a
+    call, interval, passed), or why it could not race (``error``)."""
 
     op: str
     knob: str
@@ -78,6 +79,7 @@ class RacedSpot:
     calls: int = 0
     estimates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     error: str | None = None
+    runs: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "blind": list(self.blind),
@@ -101,7 +103,8 @@ class RacedSpot:
                          + (" passed" if e.get("passed") else ""))  # fmt: skip
         answer = (f"{self.answer}, tested first" if self.answer and self.answer != self.pick
                   else self.answer or "none passed")  # fmt: skip
-        return f"  {self.op}, {self.calls} calls: {'; '.join(said)}; answer: {answer}"
+        runs = f" ({self.runs} runs)" if self.runs > 1 else ""
+        return f"  {self.op}, {self.calls} calls{runs}: {'; '.join(said)}; answer: {answer}"
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,11 @@ class Race:
         """The calls a unit's time sums."""
         return self.run - self.washout
 
+    def coarse(self) -> bool:
+        """Its units were longer than its calls allow for ``TARGET_BLOCKS`` blocks: a run
+        with shorter ones (:func:`run_length`) would give more."""
+        return run_length(self.raced_calls, self.k) < self.run
+
     def said(self) -> str:
         """What a unit's time is, as the terminal and the verdict say it."""
         return said_time(self.op, self.run)
@@ -273,13 +278,16 @@ class Halving:
 
 def halving(racer: Callable[[Sequence[str], int], Race], names: Sequence[str], runs: int,
             risk: float, min_gain: float, heard: Callable[[Race, Sequence[Raced]], None]
-            = lambda race, raced: None) -> Halving:  # fmt: skip
+            = lambda race, raced: None, halve: bool = True) -> Halving:  # fmt: skip
     """Race ``names`` against the reference in up to ``runs`` runs (``racer(field, r)``
-    runs the r-th). Each run's test reads that run's blocks only, at ``risk / (len(names) x
-    runs)``: the run's orders are drawn apart from all that came before, so each test is
-    exact given the past and the union over every candidate and run is at most ``risk``.
-    It stops once a candidate that passed is the fastest on the pooled evidence; else the
-    field is halved (:func:`halved`) and raced again. ``heard``: each run's race and tests."""
+    runs the r-th, its units as long as the last run's calls allow: :func:`run_length`).
+    Each run's test reads that run's blocks only, at ``risk / (len(names) x runs)``: the
+    run's orders are drawn apart from all that came before, so each test is exact given the
+    past and the union over every candidate and run is at most ``risk``. It stops once a
+    candidate that passed is the fastest on the pooled evidence. Else a run whose units were
+    too long for its calls (:meth:`Race.coarse`) is raced again with the same field; the
+    field is otherwise halved (:func:`halved`; ``halve`` False: it stops) and raced again.
+    ``heard``: each run's race and tests."""
     limit = risk / (len(names) * runs)
     field, races, passed = list(names), [], {}
     pooled: list[Raced] = []
@@ -291,6 +299,10 @@ def halving(racer: Callable[[Sequence[str], int], Race], names: Sequence[str], r
         passed.update({c.name: c for c in now if c.test.passed and c.name not in passed})
         pooled = decide_races(races, 0.0, min_gain)
         if passed and pooled and pooled[0].name in passed:
+            break
+        if race.coarse():  # shorter units give the same field more blocks
+            continue
+        if not halve:
             break
         field = halved(pooled, field)
         if not field:
