@@ -1,12 +1,14 @@
 """Each page of the guide (docs/guide/*.md) starts from a command a user can type: its first
-code block holds a ``commtune`` line whose options commtune's own parser takes as printed
-(what the command would then run needs a cluster; the page shows its output), and the
-subcommand's ``--help`` runs."""
+code block holds a ``commtune`` line whose options commtune's own parser takes as printed, the
+subcommand's ``--help`` runs, and the block runs as printed on this machine after the README's
+walkthrough (the bed's page as root)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,32 @@ def test_a_guide_page_starts_with_a_command_that_parses_as_printed(
     with pytest.raises(SystemExit) as done:
         build_parser().parse_args([own[0], "--help"])
     assert done.value.code == 0 and "usage: commtune " + own[0] in capsys.readouterr().out
+
+
+def first_block(page: Path) -> str:
+    """The page's first code block as printed."""
+    block = re.search(r"```\w*\n(.*?)```", page.read_text(), re.S)
+    assert block is not None, f"{page.name} has no code block"
+    return block.group(1)
+
+
+# a page whose first block needs root (the test bed's namespaces): run by the root tier
+NEEDS_ROOT = {"simulate"}
+
+
+@pytest.mark.mpi
+@pytest.mark.openmpi
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("page", [p for p in PAGES if p.stem not in NEEDS_ROOT],
+                         ids=[p.stem for p in PAGES if p.stem not in NEEDS_ROOT])  # fmt: skip
+def test_a_guide_pages_first_block_runs_as_printed(page: Path, tmp_path: Path) -> None:
+    """The page's first block, as printed, in a fresh directory where ``commtune demo
+    --build app`` has built the programs (the README's walkthrough): every line exits 0."""
+    env = dict(os.environ)  # the suite's own cache (conftest): built programs are reused
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    script = f"set -e -o pipefail\ncommtune demo --build app >/dev/null\n{first_block(page)}"
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=580, check=False)  # fmt: skip
+    assert done.returncode == 0, (done.stdout[-1500:], done.stderr[-3000:])
+    assert done.stdout.strip() or done.stderr.strip()  # it said something

@@ -387,14 +387,14 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
 
 def test_a_units_length_leaves_a_run_enough_blocks() -> None:
     """Units of RUN calls where the run's calls allow TARGET_BLOCKS blocks, shorter where not,
-    one call at least; the first run (calls unknown) RUN."""
+    MIN_RUN calls at least; the first run (calls unknown) RUN."""
     from commtune.tune import run_length
-    from commtune.tune._inrun import TARGET_BLOCKS
+    from commtune.tune._inrun import MIN_RUN, TARGET_BLOCKS
 
     assert run_length(None, 5) == RUN
     assert run_length(100_000, 5) == RUN
-    assert run_length(300, 5) == 300 // (5 * TARGET_BLOCKS) < RUN
-    assert run_length(10, 5) == 1
+    assert MIN_RUN < run_length(480, 5) == 480 // (5 * TARGET_BLOCKS) < RUN
+    assert run_length(10, 5) == MIN_RUN
 
 
 def test_a_run_whose_units_were_too_long_is_raced_again_whole() -> None:
@@ -413,3 +413,44 @@ def test_a_run_whose_units_were_too_long_is_raced_again_whole() -> None:
     done = halving(racer, ["a", "b", "c", "d"], 3, 0.05, 0.01, halve=False)
     assert done.races[0].coarse() and not done.races[1].coarse()
     assert len(done.races) == 2 and fields == [{"a", "b", "c", "d"}] * 2
+
+
+@needs_openmpi
+@pytest.mark.parametrize("winner", ["basic_linear", None])
+def test_a_twin_that_ranks_nothing_races_what_it_does_not_model(
+    winner: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 78: where the simulation keeps no faithful choice of the collectives it was to
+    tune (NothingFaithful: a 512 KiB broadcast's twin on the bed), their algorithms it does
+    not model are raced on this machine all the same (calls drawn here, the one named 30 %
+    faster); one that passes is what the verdict tests, named, its knob the real study's
+    space; none passing leaves the defaults and says so."""
+    from commtune.mpi import Vendor, find_installation
+    from commtune.report import UI
+    from commtune.service import _blind, _twin
+    from commtune.service._as import NothingFaithful
+    from commtune.service._race import RaceRun
+    from commtune.study import DEFAULTS, TwinReport
+
+    inst, sim = installation_of("openmpi"), find_installation(Vendor.SMPI)
+    rng = np.random.default_rng(6)
+
+    def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
+        slower = np.array([1.0] + [0.7 if n == winner else 1.0 for n in names])
+        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+
+    monkeypatch.setattr(_blind, "race", race)
+    plan = replace(DEFAULTS, max_runs=14, seed=3, reference_timeout=60.0)
+    exc = NothingFaithful("--as openmpi: none of smpi/bcast has ...", ("smpi/bcast",))
+    report = TwinReport("s", "the decision", "wall")
+    got = _twin._nothing(plan, inst, ["x"], sim, report, exc, UI())
+    knob = "coll_tuned_bcast_algorithm"
+    (spot,) = got.report.raced
+    assert knob in got.report.not_modeled and spot.knob == knob and spot.pick is None
+    assert got.plan.max_runs == 13 and got.report.nothing
+    if winner:
+        assert [dict(c) for c in got.ranked or ()] == [{knob: winner}]
+        assert got.plan.knobs == (knob,) and got.report.why_nothing() is None
+    else:
+        assert got.ranked == () and got.plan.knobs == ()
+        assert "none passed" in (got.report.why_nothing() or "")

@@ -21,8 +21,13 @@ from commtune.tune import TuneResult
 
 
 class NothingFaithful(UsageError):
-    """A space tuned as a library (``--as``) keeps no knob: none of its knobs has a choice
-    of that library the simulator models faithfully. A twin ranks nothing then."""
+    """A space tuned as a library (``--as``) keeps no knob: none of its knobs (``knobs``,
+    the simulator's names) has a choice of that library the simulator models faithfully. A
+    twin ranks nothing then, and races on the machine what it could not model."""
+
+    def __init__(self, message: str, knobs: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.knobs = knobs
 
 
 def as_library(plan: Plan, inst: Installation) -> MPIVendor | None:
@@ -49,7 +54,7 @@ def space_as(space: Space, inst: Installation, library: MPIVendor) -> Space:
     if not dims:
         raise NothingFaithful(f"--as {library.vendor.value}: none of {', '.join(space.names)} "
                               f"has an algorithm of {library.title} that {inst.impl.title} "
-                              "models faithfully")  # fmt: skip
+                              "models faithfully", tuple(space.names))  # fmt: skip
     return Space(space.library, tuple(dims))
 
 

@@ -81,10 +81,7 @@ def twin(plan: Plan, inst: Installation, command: Sequence[str],
     try:
         search(simulated_study(plan, inst.vendor.value, name, runs), line)
     except NothingFaithful as exc:  # the program's profile calls for nothing it models
-        nothing = str(exc).split(": ", 1)[1]
-        ui.warn(f"the simulated twin ranks nothing: {nothing}; the real runs measure the "
-                "defaults")  # fmt: skip
-        return Twinned(replace(plan, knobs=()), (), replace(report, nothing=nothing))
+        return _nothing(plan, inst, command, sim, report, exc, ui)
     view = StudyView(load_study(plan.storage, name)[1])
     ranking = _ranking(view, sim, inst, statuses, plan.min_gain)
     rows = scaling(line, sim, base, ranking[0].sim if ranking else None, wall,
@@ -97,6 +94,25 @@ def twin(plan: Plan, inst: Installation, command: Sequence[str],
     # what the simulation could not model, raced on this machine (issue 78)
     real, report, ranked = blind_spots(found.plan, inst, command, found.report, found.ranked, ui)
     return Twinned(real, ranked, report)
+
+
+def _nothing(plan: Plan, inst: Installation, command: Sequence[str], sim: Installation,
+             report: TwinReport, exc: NothingFaithful, ui: Progress) -> Twinned:  # fmt: skip
+    """The simulation ranks nothing: the algorithms of the collectives it was asked to tune
+    that it does not model are raced on the machine (issue 78); the verdict tests what
+    passed, else the real runs measure the defaults."""
+    nothing = str(exc).split(": ", 1)[1]
+    knobs = [k for n in exc.knobs if (k := sim.impl.knob_as(inst.impl, n))]
+    report = replace(report, nothing=nothing, not_modeled=not_modeled(inst, sim, knobs))
+    bare = replace(plan, knobs=tuple(report.not_modeled))
+    if not report.not_modeled or not racing_allowed(plan, inst):
+        ui.warn(f"the simulated twin ranks nothing: {nothing}; the real runs measure the "
+                "defaults")  # fmt: skip
+        return Twinned(replace(plan, knobs=()), (), report)
+    ui.warn(f"the simulated twin ranks nothing: {nothing}; what it does not model is raced on "
+            "this machine")  # fmt: skip
+    real, report, ranked = blind_spots(bare, inst, command, report, (), ui)
+    return Twinned(real if ranked else replace(real, knobs=()), ranked, report)
 
 
 def simulated_study(plan: Plan, library: str, name: str, runs: int) -> Plan:

@@ -162,10 +162,12 @@ class TwinReport:
 
     def why_nothing(self) -> str | None:
         """The verdict's reason where the simulation had nothing it models to search."""
-        if not self.nothing:
-            return None
-        return (f"the simulation ranked nothing ({self.nothing}): the real runs measured the "
-                "defaults only")  # fmt: skip
+        if not self.nothing or any(r.answer for r in self.raced):
+            return None  # what passed its race went to the verdict
+        raced = ("; what it does not model was raced on this machine and none passed" if
+                 self.raced else "")  # fmt: skip
+        return (f"the simulation ranked nothing ({self.nothing}){raced}: the real runs measured "
+                "the defaults only")  # fmt: skip
 
     def decided(self, candidates: list[Mapping[str, Any]]) -> TwinReport:
         """The report with what the real verdict said of each ranked configuration
@@ -225,7 +227,11 @@ class TwinReport:
 
     def _ranking_lines(self) -> list[str]:
         if self.nothing:
-            return [self.why_nothing() or ""]
+            return [
+                self.why_nothing()
+                or f"the simulation ranked nothing ({self.nothing}): "
+                "what passed its race on this machine went to the verdict"
+            ]
         if not self.ranking:
             only = "searched its knobs alone" if self.on_this_machine else (
                 "measured the defaults only")  # fmt: skip

@@ -50,6 +50,7 @@ FELL_BACK = 128  # added by libctrace to a call's candidate where the library ra
 WARMUP_BLOCKS = 2  # each candidate's first calls (a new communicator's first): not evidence
 MOST_BLOCKS = 2000  # blocks the test reads at most: every m-th, chosen without their labels
 RUN = 8  # the calls of a unit: consecutive calls of one candidate, after a barrier
+MIN_RUN = 2  # a unit's calls at least: one call after a barrier put the bed's best second
 TARGET_BLOCKS = 24  # a run's blocks a unit's length aims at, where the run's calls are known
 # collectives whose root ends its calls once its sends are buffered (their time: the
 # slowest rank's); the others' every rank waits for the others' data (the least time)
@@ -58,11 +59,11 @@ ROOTED = ("bcast", "reduce")
 
 def run_length(calls: int | None, k: int) -> int:
     """The calls of a unit for a run that makes ``calls`` raced calls among ``k``
-    candidates: ``RUN``, fewer where that gives fewer than ``TARGET_BLOCKS`` blocks (one at
-    least); ``RUN`` where the calls are not known yet."""
+    candidates: ``RUN``, fewer where that gives fewer than ``TARGET_BLOCKS`` blocks
+    (``MIN_RUN`` at least); ``RUN`` where the calls are not known yet."""
     if calls is None:
         return RUN
-    return max(1, min(RUN, calls // (k * TARGET_BLOCKS)))
+    return max(MIN_RUN, min(RUN, calls // (k * TARGET_BLOCKS)))
 
 
 def said_time(op: str, run: int) -> str:
