@@ -187,8 +187,11 @@ def _real(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus], vi
     asked for; else the simulation's best pinned and the other knobs searched here."""
     catalog = load_catalog(inst.vendor.value)
     available = {n for n, st in statuses.items() if st.available}
-    # the real library's knobs of every operation the simulated search tuned
-    knobs = {sim.impl.knob_as(inst.impl, k) for r in view.known().values() for k in r.config}
+    # the real library's knobs of every operation the simulated search was to tune (its
+    # space: a budget of the reference's runs alone measured no configuration of it)
+    tuned = {str(d["knob"]) for d in view.spec().space}
+    tuned |= {k for r in view.known().values() for k in r.config}
+    knobs = {sim.impl.knob_as(inst.impl, k) for k in tuned}
     knobs |= {k for r in report.ranking for k in r.settings}
     usable = tuple(sorted(k for k in knobs if k and k in catalog and k in available))
     ranked = tuple(r.config for r in report.ranking[:CONTENDERS])

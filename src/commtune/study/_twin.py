@@ -221,7 +221,7 @@ class TwinReport:
     def _raced_lines(self) -> list[str]:
         if not self.raced:
             return []
-        return ["raced on this machine, one run each, against the library's own decision (what "
+        return ["raced on this machine, in-run, against the library's own decision (what "
                 "the simulation does not model faithfully, beside its pick; a speedup a call):",
                 *(r.line() for r in self.raced)]  # fmt: skip
 
