@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import optuna
@@ -218,3 +219,15 @@ def test_predict_without_a_model_names_train_quick(
     code, _, err = run_cli(tune, capsys)
     assert code == 2 and "commtune train --quick" in err
     assert not os.path.exists(storage.removeprefix("sqlite:///"))
+
+
+@pytest.mark.mpi
+@pytest.mark.openmpi
+@pytest.mark.timeout(600)
+def test_the_predict_guides_first_block_runs_as_printed(tmp_path: Path) -> None:
+    """docs/guide/predict.md's first block (``train --quick``, then ``predict --verify`` on
+    the demo) as printed, after ``commtune demo --build app`` (tests/test_guides.py runs the
+    other pages')."""
+    from .test_guides import GUIDE, run_first_block
+
+    run_first_block(GUIDE / "predict.md", tmp_path)
