@@ -10,6 +10,7 @@ import json
 import math
 import os
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -917,11 +918,13 @@ def test_a_twin_whose_budget_measured_no_configuration_races_what_it_was_to_tune
     real = str(native.build(openmpi, "demo/ct_demo.c"))
     simulated = str(native.build(_smpi(), "demo/ct_demo.c"))
     write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
+    # about 1 s a simulated run here: 3 s buy the reference's two runs (at least 3 runs,
+    # sim_runs), whatever the machine's speed within 2x either way
     twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
-            f"{simulated} 300")  # fmt: skip
+            f"{simulated} 1000")  # fmt: skip
     argv = ["tune", "--storage", f"sqlite:///{tmp_path}/t.db", "--twin", twin, "--sim-budget",
-            "0.001", "--max-runs", "14", "--metric", r"regex:time ([0-9.eE+-]+) s", "--json",
-            "--", *openmpi.command(2, [real, "300"])]  # fmt: skip
+            "3", "--max-runs", "14", "--metric", r"regex:time ([0-9.eE+-]+) s", "--json",
+            "--", *openmpi.command(2, [real, "1000"])]  # fmt: skip
     code, out, err = run_cli(argv, capsys)
     assert code == 0, err
     twin_said = last_json(out)["twin"]
@@ -930,6 +933,35 @@ def test_a_twin_whose_budget_measured_no_configuration_races_what_it_was_to_tune
     spots = twin_said["raced"]
     assert spots and spots[0]["error"] is None and spots[0]["pick"] is None
     assert set(spots[0]["estimates"]) == set(twin_said["not_modeled"][spots[0]["knob"]])
+
+
+@needs_smpi
+@pytest.mark.openmpi
+def test_a_twin_whose_one_simulated_run_outlasts_its_budget_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--sim-budget bounds the twin's first timed run too: a simulated program that runs
+    longer (about 6 s here, a budget of 1 s) is killed at the budget and refused in one line,
+    exit 2, before any study is written (it ran on for the reference timeout: a bed
+    calibration's 7.5 minutes, history.md "Issue 78, session 9")."""
+    from commtune.mpi import installation_of
+
+    openmpi = installation_of("openmpi")
+    real = str(native.build(openmpi, "demo/ct_demo.c"))
+    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))
+    write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
+    twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
+            f"{simulated} 10000")  # fmt: skip
+    started = time.perf_counter()
+    code, _, err = run_cli(["tune", "--storage", f"sqlite:///{tmp_path}/t.db", "--twin", twin,
+                            "--sim-budget", "1", "--", *openmpi.command(2, [real, "300"])],
+                           capsys)  # fmt: skip
+    assert code == 2 and "--sim-budget, 1 s, at most" in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert time.perf_counter() - started < 30
+    assert not (tmp_path / "t.db").exists() or not optuna.get_all_study_summaries(
+        f"sqlite:///{tmp_path}/t.db"
+    )
 
 
 @needs_smpi

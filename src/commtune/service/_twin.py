@@ -64,8 +64,10 @@ def twin(plan: Plan, inst: Installation, command: Sequence[str],
     # simulated and real values in one unit (a wall time or a profile field has none)
     own = Objective.parse(plan.metric)
     start = time.perf_counter()  # --sim-budget bounds all of it: timed run, search, scaling
-    timed = timed_run(launcher_for(sim), line, sim, base, plan, "--twin: the simulated program "
-                      "did not run", also=(own,) if own.pattern is not None else ())  # fmt: skip
+    first_run = replace(plan, reference_timeout=min(plan.reference_timeout, plan.sim_budget))
+    timed = timed_run(launcher_for(sim), line, sim, base, first_run, "--twin: the simulated "
+                      f"program did not run (one run may take --sim-budget, {plan.sim_budget:g} "
+                      "s, at most)", also=(own,) if own.pattern is not None else ())  # fmt: skip
     assert timed is not None
     wall, first = timed
     runs = sim_runs(wall, max(0.0, plan.sim_budget - wall) * SEARCH_SHARE)
