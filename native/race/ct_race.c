@@ -16,6 +16,8 @@
  * between other candidates' calls, such a collective is ranked against what the program pays
  * (a broadcast raced call by call on the bed ranked the algorithms the other way round from
  * whole runs); a unit of R calls, its first W not counted, times what R consecutive calls cost.
+ * With COMMTUNE_RACE_DRAIN=1 each unit starts with a barrier on the call's communicator: every
+ * rank has ended every earlier call, so what the last unit sent has arrived (commtune races so).
  *
  * How a candidate is applied (COMMTUNE_RACE_MODE):
  *   call  MPICH: the MPI_T control variable is written before every call (MPICH reads
@@ -51,6 +53,7 @@
  *                         1: they share one, so an A/A race compares one communicator)
  *   COMMTUNE_RACE_RUN     the calls of a unit (default 1)
  *   COMMTUNE_RACE_WASHOUT its first calls, not timed (default 0; less than the run)
+ *   COMMTUNE_RACE_DRAIN   1: a barrier before each unit (default 0)
  */
 #include <mpi.h>
 #include <stdint.h>
