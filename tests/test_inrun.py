@@ -123,7 +123,7 @@ def _halving(rng: np.random.Generator, slower: dict[str, float], risk: float, ru
     """A study's raced runs (``tune.halving``) on races drawn by ``_race``: ``slower`` each
     candidate's calls against the reference's (``ref``)."""
 
-    def racer(field: object, r: int) -> Race:
+    def racer(field: object, r: int, run: int) -> Race:
         names = ("ref", *field)  # type: ignore[misc]
         return _race(rng, np.array([1.0, *(slower[n] for n in names[1:])]), blocks, sd=sd,
                      names=names)  # fmt: skip
@@ -404,7 +404,7 @@ def test_a_run_whose_units_were_too_long_is_raced_again_whole() -> None:
     rng = np.random.default_rng(4)
     fields: list[set[str]] = []
 
-    def racer(field, r):  # type: ignore[no-untyped-def]
+    def racer(field, r, run):  # type: ignore[no-untyped-def]
         fields.append(set(field))
         drawn = _race(rng, np.array([1.0] * (len(field) + 1)), blocks=30, names=("ref", *field))
         # the first run: units of RUN calls, too long for 30 blocks' worth of calls

@@ -300,6 +300,20 @@ def _smpi() -> Installation:
     return find_installation(Vendor.SMPI)
 
 
+def _demo_twin(tmp_path: Path, iterations: int) -> tuple[Installation, str, str]:
+    """Open MPI, the demo built for it, and a ``--twin`` line of the demo built for SMPI
+    (``iterations``) on a flat cluster of two one-core nodes in ``tmp_path/cl``."""
+    from commtune.mpi import installation_of
+
+    openmpi = installation_of("openmpi")
+    real = str(native.build(openmpi, "demo/ct_demo.c"))
+    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))
+    write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
+    twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
+            f"{simulated} {iterations}")  # fmt: skip
+    return openmpi, real, twin
+
+
 @needs_smpi
 def test_asking_smpicc_what_it_is_leaves_nothing_in_the_users_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -912,16 +926,9 @@ def test_a_twin_whose_budget_measured_no_configuration_races_what_it_was_to_tune
     a 512 KiB broadcast at 18 s a simulated run) measured no configuration of its space; the
     algorithms of that space's collectives the simulation does not model are raced on the
     machine all the same (before: none, and the defaults kept)."""
-    from commtune.mpi import installation_of
-
-    openmpi = installation_of("openmpi")
-    real = str(native.build(openmpi, "demo/ct_demo.c"))
-    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))
-    write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
     # about 1 s a simulated run here: 3 s buy the reference's two runs (at least 3 runs,
     # sim_runs), whatever the machine's speed within 2x either way
-    twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
-            f"{simulated} 1000")  # fmt: skip
+    openmpi, real, twin = _demo_twin(tmp_path, 1000)
     argv = ["tune", "--storage", f"sqlite:///{tmp_path}/t.db", "--twin", twin, "--sim-budget",
             "3", "--max-runs", "14", "--metric", r"regex:time ([0-9.eE+-]+) s", "--json",
             "--", *openmpi.command(2, [real, "1000"])]  # fmt: skip
@@ -944,14 +951,7 @@ def test_a_twin_whose_one_simulated_run_outlasts_its_budget_is_refused_in_one_li
     longer (about 6 s here, a budget of 1 s) is killed at the budget and refused in one line,
     exit 2, before any study is written (it ran on for the reference timeout: a bed
     calibration's 7.5 minutes, history.md "Issue 78, session 9")."""
-    from commtune.mpi import installation_of
-
-    openmpi = installation_of("openmpi")
-    real = str(native.build(openmpi, "demo/ct_demo.c"))
-    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))
-    write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
-    twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
-            f"{simulated} 10000")  # fmt: skip
+    openmpi, real, twin = _demo_twin(tmp_path, 10000)
     started = time.perf_counter()
     code, _, err = run_cli(["tune", "--storage", f"sqlite:///{tmp_path}/t.db", "--twin", twin,
                             "--sim-budget", "1", "--", *openmpi.command(2, [real, "300"])],
@@ -975,14 +975,8 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     simulation found faster than Open MPI's decision as SMPI ports it; the two rankings side
     by side in --json. The real line in --twin, or the simulated one after '--', is one
     line's error."""
-    from commtune.mpi import installation_of
-
-    openmpi = installation_of("openmpi")
-    real = str(native.build(openmpi, "demo/ct_demo.c"))
-    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))
-    write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
-    twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
-            f"{simulated} 300")  # fmt: skip
+    openmpi, real, twin = _demo_twin(tmp_path, 300)
+    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))  # built already: the cache's
     storage = f"sqlite:///{tmp_path}/t.db"
     launch = openmpi.command(2, [real, "300"])
     metric = r"regex:time ([0-9.eE+-]+) s"

@@ -9,15 +9,15 @@
  * deadlock). The first candidate is the reference: the library's own decision.
  *
  * A unit of the blocks is a run of COMMTUNE_RACE_RUN consecutive calls of a stratum (R, default
- * 1), all made by one candidate; its time is the sum of its calls' times after the first
- * COMMTUNE_RACE_WASHOUT (W) of them. Calls made back to back carry cost over: a call whose
- * sends completed into the network's buffers hands their cost to the calls after it, and a
- * pipelined algorithm streams through consecutive calls of its own. Timed one call at a time
- * between other candidates' calls, such a collective is ranked against what the program pays
- * (a broadcast raced call by call on the bed ranked the algorithms the other way round from
- * whole runs); a unit of R calls, its first W not counted, times what R consecutive calls cost.
- * With COMMTUNE_RACE_DRAIN=1 each unit starts with a barrier on the call's communicator: every
- * rank has ended every earlier call, so what the last unit sent has arrived (commtune races so).
+ * 1), all made by one candidate; its time is the sum of its calls' times. Calls made back to
+ * back carry cost over: a call whose sends completed into the network's buffers hands their
+ * cost to the calls after it, and a pipelined algorithm streams through consecutive calls of
+ * its own. Timed one call at a time between other candidates' calls, such a collective is
+ * ranked against what the program pays (a broadcast raced call by call on the bed ranked the
+ * algorithms the other way round from whole runs). With COMMTUNE_RACE_DRAIN=1 each unit starts
+ * with a barrier on the call's communicator: every rank has ended every earlier call, so what
+ * the last unit sent has arrived, and a unit of R calls times what R consecutive calls cost
+ * (commtune races so).
  *
  * How a candidate is applied (COMMTUNE_RACE_MODE):
  *   call  MPICH: the MPI_T control variable is written before every call (MPICH reads
@@ -52,7 +52,6 @@
  *   COMMTUNE_RACE_SHARE   0: two labels of one value get a duplicate each (dup mode; default
  *                         1: they share one, so an A/A race compares one communicator)
  *   COMMTUNE_RACE_RUN     the calls of a unit (default 1)
- *   COMMTUNE_RACE_WASHOUT its first calls, not timed (default 0; less than the run)
  *   COMMTUNE_RACE_DRAIN   1: a barrier before each unit (default 0)
  */
 #include <mpi.h>
@@ -90,7 +89,6 @@ static int original;
 static int share = 1; /* COMMTUNE_RACE_SHARE=0: every label its own duplicate */
 
 static int run = 1; /* the calls of a unit */
-static int washout; /* a unit's first calls, not timed */
 static int drain;   /* a barrier before each unit: what the last one sent has arrived */
 
 static long calls; /* raced calls made */
@@ -98,7 +96,6 @@ static long units; /* units begun */
 static long capacity;
 static unsigned char *assigned; /* per unit: its candidate (+ FELL_BACK: the reference ran) */
 static unsigned char *slot_of_unit;
-static int *made; /* per unit: its calls made */
 static double *times;
 static int cur_slot; /* the stratum and the unit of the call under way */
 static long cur_unit;
@@ -219,14 +216,12 @@ static void setup(void) {
     mode = how && strcmp(how, "dup") == 0 ? MODE_DUP : MODE_CALL;
     const char *shared = getenv("COMMTUNE_RACE_SHARE");
     share = shared ? atoi(shared) : 1;
-    const char *r = getenv("COMMTUNE_RACE_RUN"), *w = getenv("COMMTUNE_RACE_WASHOUT");
+    const char *r = getenv("COMMTUNE_RACE_RUN");
     run = r ? atoi(r) : 1;
-    washout = w ? atoi(w) : 0;
     const char *d = getenv("COMMTUNE_RACE_DRAIN");
     drain = d ? atoi(d) : 0;
     active = 1;
-    if (run < 1 || washout < 0 || washout >= run)
-        return refuse("COMMTUNE_RACE_RUN below 1 or COMMTUNE_RACE_WASHOUT not below it");
+    if (run < 1) return refuse("COMMTUNE_RACE_RUN below 1");
     char *copy = strdup(vals);
     for (char *tok = strtok(copy, ","); tok && k < MAX_CANDIDATES; tok = strtok(NULL, ","))
         values[k++] = atoi(tok);
@@ -271,7 +266,6 @@ static void setup(void) {
     capacity = 4096;
     assigned = malloc((size_t)capacity);
     slot_of_unit = malloc((size_t)capacity);
-    made = malloc(sizeof(int) * (size_t)capacity);
     times = malloc(sizeof(double) * (size_t)capacity);
 }
 
@@ -281,12 +275,10 @@ static long new_unit(int s, int c) {
         capacity *= 2;
         assigned = realloc(assigned, (size_t)capacity);
         slot_of_unit = realloc(slot_of_unit, (size_t)capacity);
-        made = realloc(made, sizeof(int) * (size_t)capacity);
         times = realloc(times, sizeof(double) * (size_t)capacity);
     }
     assigned[units] = (unsigned char)c;
     slot_of_unit[units] = (unsigned char)s;
-    made[units] = 0;
     times[units] = 0.0;
     slots[s].unit = units;
     return units++;
@@ -386,17 +378,18 @@ static int probing(int c) {
 
 static void end(int c, double t0) {
     if (c < 0) return;
-    double t = MPI_Wtime() - t0;
-    if (made[cur_unit]++ >= washout) times[cur_unit] += t;
+    times[cur_unit] += MPI_Wtime() - t0;
     ++calls;
 }
 
-/* The complete units, kept in order (a stratum's last unit may have ended inside the run; the
- * same on every rank, as the calls are): their number. */
+/* The complete units, kept in order (a stratum's last unit, where its calls are not a whole
+ * number of units, ended inside the run; the same on every rank, as the calls are): their
+ * number. */
 static long complete_units(void) {
     long kept = 0;
     for (long u = 0; u < units; ++u) {
-        if (made[u] < run) continue;
+        int s = slot_of_unit[u];
+        if (u == slots[s].unit && slots[s].calls % run != 0) continue;
         assigned[kept] = assigned[u];
         slot_of_unit[kept] = slot_of_unit[u];
         times[kept++] = times[u];
@@ -486,8 +479,7 @@ static void write_race(const double *slowest, const double *last, long n, const 
         ct_json_string(out, error);
     else
         fputs("null", out);
-    fprintf(out, ", \"run\": %d, \"washout\": %d, \"drain\": %d, \"raced_calls\": %ld", run,
-            washout, drain, calls);
+    fprintf(out, ", \"run\": %d, \"drain\": %d, \"raced_calls\": %ld", run, drain, calls);
     fprintf(out, ", \"calls\": %ld, \"candidate\": [", n);
     for (long i = 0; i < n; ++i)
         fprintf(out, "%s%d", i ? "," : "", assigned[i]);

@@ -24,8 +24,7 @@ def race_plot(race: Race, raced: Sequence[Raced], path: Path, warmup: int) -> No
     import matplotlib.pyplot as plt
 
     estimates = [(r.name, r.test.speedup, r.test.interval, r.test.passed) for r in raced]
-    fig = race_figure(race.op, race.raced_calls, race.names, race.blocks(warmup) / race.timed,
-                      estimates)  # fmt: skip
+    fig = race_figure(race.op, race.raced_calls, race.names, race.blocks(warmup), estimates)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 

@@ -27,7 +27,7 @@ from commtune.progress import Progress
 from commtune.service._inrun import plan_races
 from commtune.service._race import OPS, race
 from commtune.study import Plan, RacedSpot, Ranked, TwinReport
-from commtune.tune import Named, Race, Raced, halving, run_length
+from commtune.tune import Named, Race, Raced, halving
 
 BLIND_OPS = 2  # collectives raced at most: one real run each
 
@@ -80,11 +80,9 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
     names = list(dict.fromkeys([*blind, *([pick] if pick else [])]))
     runs: list[Race] = []
 
-    def racer(field: Sequence[str], r: int) -> Race:
-        calls = runs[-1].raced_calls if runs else None  # a second run: shorter units
+    def racer(field: Sequence[str], r: int, run: int) -> Race:
         runs.append(race(inst, command, op, field, seed + r, plan.timeout or
-                         plan.reference_timeout, through=plan.through,
-                         run=run_length(calls, len(field) + 1)).race)  # fmt: skip
+                         plan.reference_timeout, through=plan.through, run=run).race)  # fmt: skip
         return runs[-1]
 
     try:  # a second run only where the first's units were too long for its calls

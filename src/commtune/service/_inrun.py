@@ -33,18 +33,7 @@ from commtune.profile import Profile, ProfileError
 from commtune.report import UI
 from commtune.service._race import OPS, RaceRun, race
 from commtune.study import Acceptance, Noise, Plan, Source, save_result_study
-from commtune.tune import (
-    RUN,
-    WARMUP_BLOCKS,
-    Halving,
-    Race,
-    Raced,
-    Row,
-    TuneResult,
-    halving,
-    run_length,
-    said_time,
-)
+from commtune.tune import WARMUP_BLOCKS, Halving, Race, Raced, Row, TuneResult, halving
 
 if TYPE_CHECKING:
     from commtune.service._tuning import Ready
@@ -133,21 +122,9 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
             "runs)")  # fmt: skip
     runs: list[RaceRun] = []
 
-    def racer(field: Sequence[str], r: int) -> Race:
-        # a unit's calls: RUN, fewer where the last run's calls would give too few blocks
-        calls = runs[-1].race.raced_calls if runs else None
-        runs.append(
-            race(
-                s.inst,
-                s.command,
-                how.op,
-                field,
-                seed + r,
-                timeout,
-                through=plan.through,
-                run=run_length(calls, len(field) + 1),
-            )
-        )
+    def racer(field: Sequence[str], r: int, run: int) -> Race:
+        runs.append(race(s.inst, s.command, how.op, field, seed + r, timeout,
+                         through=plan.through, run=run))  # fmt: skip
         return runs[-1].race
 
     def heard(done: Race, now: Sequence[Raced]) -> None:
@@ -231,7 +208,7 @@ def _share(profile: Profile, op: str) -> float | None:
 
 def _stored_blocks(run: RaceRun, most: int = 400) -> dict[str, Any]:
     """The first raced run's call times by block (thinned to ``most``), for the report."""
-    blocks = run.race.blocks() / run.race.timed
+    blocks = run.race.blocks()
     step = max(1, -(-len(blocks) // most))
     return {"names": list(run.race.names), "calls": run.race.raced_calls,
             "times": [[float(f"{t:.4g}") if math.isfinite(t) else None for t in row]
@@ -254,7 +231,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         "launch": dict(runs[0].launch) if runs else {},
         "raced": [c.estimate_json() for c in raced.pooled], "passed": sorted(raced.passed),
         "blocks": _stored_blocks(runs[0]) if runs else {},
-        "promise": runs[0].race.said() if runs else said_time(how.op, RUN),
+        "promise": runs[0].race.said(),
     }  # fmt: skip
     if answer is None:
         return Acceptance(Source.SEARCH, {}, False, f"no algorithm shown faster a call than "

@@ -106,13 +106,13 @@ def _nothing(plan: Plan, inst: Installation, command: Sequence[str], sim: Instal
     nothing = str(exc).split(": ", 1)[1]
     knobs = [k for n in exc.knobs if (k := sim.impl.knob_as(inst.impl, n))]
     report = replace(report, nothing=nothing, not_modeled=not_modeled(inst, sim, knobs))
-    bare = replace(plan, knobs=tuple(report.not_modeled))
     if not report.not_modeled or not racing_allowed(plan, inst):
         ui.warn(f"the simulated twin ranks nothing: {nothing}; the real runs measure the "
                 "defaults")  # fmt: skip
         return Twinned(replace(plan, knobs=()), (), report)
     ui.warn(f"the simulated twin ranks nothing: {nothing}; what it does not model is raced on "
             "this machine")  # fmt: skip
+    bare = replace(plan, knobs=tuple(report.not_modeled))
     real, report, ranked = blind_spots(bare, inst, command, report, (), ui)
     return Twinned(real if ranked else replace(real, knobs=()), ranked, report)
 
@@ -191,9 +191,7 @@ def _real(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus], vi
     available = {n for n, st in statuses.items() if st.available}
     # the real library's knobs of every operation the simulated search was to tune (its
     # space: a budget of the reference's runs alone measured no configuration of it)
-    tuned = {str(d["knob"]) for d in view.spec().space}
-    tuned |= {k for r in view.known().values() for k in r.config}
-    knobs = {sim.impl.knob_as(inst.impl, k) for k in tuned}
+    knobs = {sim.impl.knob_as(inst.impl, str(d["knob"])) for d in view.spec().space}
     knobs |= {k for r in report.ranking for k in r.settings}
     usable = tuple(sorted(k for k in knobs if k and k in catalog and k in available))
     ranked = tuple(r.config for r in report.ranking[:CONTENDERS])

@@ -79,9 +79,8 @@ class Race:
     """What one raced run recorded: the collective (``op``), the variable and how it was
     applied (``mode``), the candidates (``names``, the reference first; their ``values``),
     the seed, the ranks, why it was ``refused`` or failed (``error``), and per unit (``run``
-    consecutive calls, ``timed`` of them timed) its candidate and time in seconds (``time``:
-    what :meth:`said` says; ``time_slowest``: the slowest rank's, where libctrace wrote
-    both)."""
+    consecutive calls) its candidate and time in seconds (``time``: what :meth:`said` says;
+    ``time_slowest``: the slowest rank's, where libctrace wrote both)."""
 
     op: str
     cvar: str
@@ -100,10 +99,7 @@ class Race:
     # its calls there ran the reference, marked FELL_BACK + candidate, never evidence
     fell_back: tuple[tuple[int, int], ...] = ()
     time_slowest: np.ndarray | None = None  # per raced call the slowest rank's time
-    # a unit of the blocks: ``run`` consecutive calls of one candidate, timed after the first
-    # ``washout`` (libctrace's COMMTUNE_RACE_RUN, _WASHOUT); ``time`` is then a unit's
-    run: int = 1
-    washout: int = 0
+    run: int = 1  # a unit of the blocks: consecutive calls of one candidate (COMMTUNE_RACE_RUN)
     raced: int | None = None  # the calls raced (incomplete units' included); None: the units'
 
     @classmethod
@@ -123,18 +119,12 @@ class Race:
                    np.asarray(data.get("slot") or [], dtype=int),
                    tuple(data.get("slot_bytes") or ()),
                    tuple((int(a), int(b)) for a, b in data.get("fell_back") or ()),
-                   slowest, int(data.get("run") or 1), int(data.get("washout") or 0),
-                   data.get("raced_calls"))  # fmt: skip
+                   slowest, int(data.get("run") or 1), data.get("raced_calls"))  # fmt: skip
 
     @property
     def raced_calls(self) -> int:
         """The calls raced in the run."""
         return self.raced if self.raced is not None else len(self.time) * self.run
-
-    @property
-    def timed(self) -> int:
-        """The calls a unit's time sums."""
-        return self.run - self.washout
 
     def coarse(self) -> bool:
         """Its units were longer than its calls allow for ``TARGET_BLOCKS`` blocks: a run
@@ -165,9 +155,10 @@ class Race:
                 for r in self.refused_names()]  # fmt: skip
 
     def blocks(self, warmup: int = WARMUP_BLOCKS) -> np.ndarray:
-        """The times as a (blocks, candidates) array: column j candidate j's time in each
-        complete block of each message size, the first ``warmup`` blocks of a size left out;
-        NaN where the library refused the candidate and ran its own decision."""
+        """The times a call as a (blocks, candidates) array: column j candidate j's unit in
+        each complete block of each message size over the unit's calls, the first ``warmup``
+        blocks of a size left out; NaN where the library refused the candidate and ran its
+        own decision."""
         parts = []
         slots = self.slot if len(self.slot) == len(self.time) else np.zeros(len(self.time), int)
         for s in np.unique(slots):
@@ -182,7 +173,7 @@ class Race:
             parts.append(np.take_along_axis(t, np.argsort(c, axis=1), axis=1)[warmup:])
         if not parts:
             return np.zeros((0, self.k))
-        out = np.concatenate(parts)
+        out = np.concatenate(parts) / self.run
         step = -(-len(out) // MOST_BLOCKS)  # thinned evenly, whatever the labels: still exact
         return out[::step]
 
@@ -228,7 +219,7 @@ def pairs_of(races: Sequence[Race], warmup: int = WARMUP_BLOCKS
     not (``halving`` tests each run alone and ranks on the pool)."""
     pooled: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     for race in races:
-        blocks = race.blocks(warmup) / race.timed  # per call, whatever each run's unit
+        blocks = race.blocks(warmup)
         for j in range(1, race.k):
             ref, mine = pooled.setdefault(race.names[j], ([], []))
             kept = ~np.isnan(blocks[:, j])  # a refused candidate's calls are not evidence
@@ -277,11 +268,12 @@ class Halving:
     answer: Raced | None
 
 
-def halving(racer: Callable[[Sequence[str], int], Race], names: Sequence[str], runs: int,
+def halving(racer: Callable[[Sequence[str], int, int], Race], names: Sequence[str], runs: int,
             risk: float, min_gain: float, heard: Callable[[Race, Sequence[Raced]], None]
             = lambda race, raced: None, halve: bool = True) -> Halving:  # fmt: skip
-    """Race ``names`` against the reference in up to ``runs`` runs (``racer(field, r)``
-    runs the r-th, its units as long as the last run's calls allow: :func:`run_length`).
+    """Race ``names`` against the reference in up to ``runs`` runs (``racer(field, r,
+    run)`` runs the r-th in units of ``run`` calls, as long as the last run's calls allow:
+    :func:`run_length`).
     Each run's test reads that run's blocks only, at ``risk / (len(names) x runs)``: the
     run's orders are drawn apart from all that came before, so each test is exact given the
     past and the union over every candidate and run is at most ``risk``. It stops once a
@@ -290,10 +282,12 @@ def halving(racer: Callable[[Sequence[str], int], Race], names: Sequence[str], r
     field is otherwise halved (:func:`halved`; ``halve`` False: it stops) and raced again.
     ``heard``: each run's race and tests."""
     limit = risk / (len(names) * runs)
-    field, races, passed = list(names), [], {}
+    field, passed = list(names), {}
+    races: list[Race] = []
     pooled: list[Raced] = []
     for r in range(runs):
-        race = racer(field, r)
+        race = racer(field, r, run_length(races[-1].raced_calls if races else None,
+                                          len(field) + 1))  # fmt: skip
         races.append(race)
         now = decide_races([race], limit, min_gain)
         heard(race, now)
