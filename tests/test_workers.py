@@ -24,6 +24,7 @@ import pytest
 from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
+from commtune.platform import Fingerprint
 from commtune.store import Claim, Claims, MemoryClaims, Store, StoreClaims
 from commtune.study import INTERRUPTED, Role, TrialRecord, TrialWriter, config_key
 
@@ -111,6 +112,40 @@ def test_claims_are_one_holder_each_and_within_the_limit(
     assert Counter(c.worker for c in held) == Counter(
         {w: len(got) for w, got in results.items() if got}
     )
+
+
+def _write_rows(url: str, worker: str, rows: int, out: multiprocessing.Queue) -> None:
+    store = Store(url)
+    errors = []
+    for k in range(rows):
+        try:
+            store.record_knob_value("p", "knob", k, ok=True, reason=worker)
+            store.save_platform(Fingerprint("cpu", 2, "v", f"{k}", "d"))
+        except Exception as exc:  # the test counts them
+            errors.append(repr(exc))
+    out.put((worker, errors))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_workers_writing_the_same_rows_at_once_both_succeed(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Two workers checking the same knob values write the same rows at the same moments:
+    each write replaces the row (the last one wins), none fails on the row's key."""
+    url = _url(kind, tmp_path, request)
+    Store(url)
+    ctx = multiprocessing.get_context("fork")
+    out: multiprocessing.Queue = ctx.Queue()
+    procs = [ctx.Process(target=_write_rows, args=(url, f"w{i}", 60, out)) for i in range(4)]
+    for p in procs:
+        p.start()
+    results = dict(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    assert results == {f"w{i}": [] for i in range(4)}
+    values = Store(url).knob_values("p", "knob")
+    assert set(values) == set(range(60))
+    assert {reason for _, reason in values.values()} <= {f"w{i}" for i in range(4)}
 
 
 GATED_RUNS = 8  # the victim's runs before its next one waits (a search trial done by then)

@@ -71,25 +71,27 @@ class Store:
         return self._optuna
 
     def _replace(self, table: sa.Table, key: Mapping[str, Any], **values: Any) -> None:
-        """The row of ``table`` with these ``key`` columns, written anew (one transaction)."""
-        match = sa.and_(*(table.c[name] == value for name, value in key.items()))
+        """The row of ``table`` with these ``key`` columns, written anew (one statement).
+
+        An upsert, not a delete and an insert: two workers writing the same row at once
+        (a knob value both checked) would both delete nothing and one insert would fail.
+        """
         with self.engine.begin() as conn:
-            conn.execute(table.delete().where(match))
-            conn.execute(table.insert().values(**key, **values))
+            conn.execute(_upsert(self.engine.dialect.name, table, dict(key), values))
 
     # -- platforms ----------------------------------------------------------------------------
     def save_platform(self, fingerprint: Fingerprint) -> str:
         key = fingerprint.key
-        with self.engine.begin() as conn:
-            exists = conn.execute(
-                sa.select(platforms_table.c.key).where(platforms_table.c.key == key)
-            ).first()
-            if not exists:
-                conn.execute(
-                    platforms_table.insert().values(
-                        key=key, data=json.dumps(fingerprint.to_json()), created=time.time()
-                    )
+        with self.engine.begin() as conn:  # kept if a worker wrote it first
+            conn.execute(
+                _upsert(
+                    self.engine.dialect.name,
+                    platforms_table,
+                    {"key": key},
+                    {"data": json.dumps(fingerprint.to_json()), "created": time.time()},
+                    replace=False,
                 )
+            )
         return key
 
     def platform(self, key: str) -> Fingerprint | None:
@@ -184,3 +186,32 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(models_table.c.platform, models_table.c.data))
             return {r.platform: json.loads(r.data) for r in rows}
+
+
+def _upsert(
+    dialect: str,
+    table: sa.Table,
+    key: dict[str, Any],
+    values: dict[str, Any],
+    *,
+    replace: bool = True,
+) -> sa.Executable:
+    """One statement inserting a row, or (``replace``) overwriting the row with its ``key``.
+
+    Each database spells it its own way; all three commtune opens have one.
+    """
+    row = {**key, **values}
+    if dialect == "mysql":
+        from sqlalchemy.dialects import mysql
+
+        stmt = mysql.insert(table).values(**row)
+        kept = values if replace and values else {name: stmt.inserted[name] for name in key}
+        return stmt.on_duplicate_key_update(**kept)
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql as dialect_module
+    else:
+        from sqlalchemy.dialects import sqlite as dialect_module  # type: ignore[no-redef]
+    stmt = dialect_module.insert(table).values(**row)
+    if replace and values:
+        return stmt.on_conflict_do_update(index_elements=list(key), set_=values)
+    return stmt.on_conflict_do_nothing(index_elements=list(key))
