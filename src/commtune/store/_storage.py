@@ -200,18 +200,14 @@ def _upsert(
 
     Each database spells it its own way; all three commtune opens have one.
     """
+    from sqlalchemy.dialects import mysql, postgresql, sqlite
+
     row = {**key, **values}
     if dialect == "mysql":
-        from sqlalchemy.dialects import mysql
-
-        stmt = mysql.insert(table).values(**row)
-        kept = values if replace and values else {name: stmt.inserted[name] for name in key}
-        return stmt.on_duplicate_key_update(**kept)
-    if dialect == "postgresql":
-        from sqlalchemy.dialects import postgresql as dialect_module
-    else:
-        from sqlalchemy.dialects import sqlite as dialect_module  # type: ignore[no-redef]
-    stmt = dialect_module.insert(table).values(**row)
+        mine = mysql.insert(table).values(**row)
+        kept = values if replace and values else {name: mine.inserted[name] for name in key}
+        return mine.on_duplicate_key_update(**kept)
+    stmt = (postgresql if dialect == "postgresql" else sqlite).insert(table).values(**row)
     if replace and values:
         return stmt.on_conflict_do_update(index_elements=list(key), set_=values)
     return stmt.on_conflict_do_nothing(index_elements=list(key))
