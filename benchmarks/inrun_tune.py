@@ -18,7 +18,9 @@ own metric, for each seed in turn (the two studies interleaved, then the sweep):
    ``--runs`` runs each in rounds shuffled anew; each one's speedup (median over the
    defaults'), its bootstrap 90 % interval, and the best where that interval clears 1;
 4. the cost (``--cost N``): N interleaved pairs of a plain run and a run racing the library's
-   decision against itself (A/A), the program's metric: the median ratio and its range.
+   decision against itself (A/A), the program's metric: the median ratio and its range; and
+   the raced runs' own measure, the median share of their time their barriers took (the
+   rank that waited least, the barrier's price; the most, with late ranks' wait).
 
 ``--cost-only``: step 4 alone.
 """
@@ -155,13 +157,16 @@ def cost(where: Where, command, op: str, metric: str, pairs: int) -> dict:  # ty
     over the plain run's (here, not on a bed)."""
     inst, objective = where.inst, Objective.parse(metric)
     _, everyone, _ = candidates(inst, op, [])
-    ratios = []
+    ratios, barriers, units = [], [], None
     for i in range(pairs):
         pair: dict[bool, float | None] = {}
         for raced in (False, True) if i % 2 == 0 else (True, False):
             if raced:
                 done = race(inst, command, op, [everyone[0]], 900 + i, 600)
                 pair[raced] = objective.extract(done.wall, done.stdout)
+                units = done.race.units_said()
+                if done.race.overhead() is not None:
+                    barriers.append(done.race.overhead())
             else:
                 plan = launcher_for(inst).plan(command, dict(inst.impl.race_env))
                 run = run_process(plan.argv, plan.env, 600)
@@ -169,8 +174,12 @@ def cost(where: Where, command, op: str, metric: str, pairs: int) -> dict:  # ty
                 pair[raced] = objective.extract(run.wall, run.stdout) if ok else None
         if pair[False] and pair[True]:
             ratios.append(pair[True] / pair[False])
+    # the run's own measure: its barriers' share of its time (least, most any rank spent)
+    shares = {side: statistics.median(b[i] for b in barriers) if barriers else None
+              for i, side in enumerate(("barrier_least", "barrier_most"))}  # fmt: skip
     return {"pairs": len(ratios), "median": statistics.median(ratios) if ratios else None,
-            "range": [min(ratios), max(ratios)] if ratios else None}  # fmt: skip
+            "range": [min(ratios), max(ratios)] if ratios else None,
+            "units": units, **shares}  # fmt: skip
 
 
 def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-untyped-def]

@@ -23,7 +23,7 @@ from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
 from commtune.store import Store
-from commtune.tune import RUN, Halving, Named, Race, decide_race, halving
+from commtune.tune import RUN, RUN_MAX, Halving, Named, Race, decide_race, halving
 
 from .conftest import VENDORS, last_json, needs_openmpi, run_cli
 
@@ -187,9 +187,12 @@ def test_commtune_race_races_every_call_and_leaves_the_results_alone(
                               "--", *line], capsys)  # fmt: skip
     assert code == 0, err
     data = last_json(out)
-    # units of RUN consecutive calls (a size's last unit left out if the run ended in it)
-    assert data["run"] == RUN and data["units"] > 0
-    assert data["units"] * RUN <= data["calls"] < (data["units"] + 3) * RUN
+    # units of RUN consecutive calls at first (a size's last unit left out if the run ended
+    # in it), the run's barriers measured as a share of its time
+    assert data["run"] == RUN and data["units"] > 0 and RUN <= data["run_max"] <= RUN_MAX
+    assert data["units"] * RUN <= data["calls"]
+    low, high = data["overhead"]
+    assert 0 < low <= high < 1
     assert (tmp_path / "race.png").stat().st_size > 10_000  # the call times drawn
     assert [c["name"] for c in data["candidates"]] != [] and len(data["candidates"]) == 2
     whole = [c for c in data["candidates"] if not any(f.startswith(c["name"] + " ")
@@ -383,6 +386,44 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
         assert "tested first" in spot.line()
     else:
         assert ranked == (pick,) and [r.source for r in got.ranking] == ["simulation"]
+
+
+def test_a_unit_is_timed_per_call_whatever_its_length() -> None:
+    """Units whose length grew (``unit_calls``) are read per call: a block of units of 64
+    calls weighs like a block of 8."""
+    rng = np.random.default_rng(3)
+    race = _race(rng, np.array([1.0, 1.0]), blocks=40, sizes=1)
+    calls = np.repeat([8.0, 64.0], len(race.time) // 2)
+    grown = replace(race, time=race.time * calls, unit_calls=calls, run=8)
+    assert np.allclose(grown.blocks(), race.blocks())
+    assert grown.raced_calls == int(calls.sum()) and grown.units_said() == "8-64"
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+@pytest.mark.timeout(180)
+def test_a_long_run_races_in_units_that_grow_and_measures_its_barriers(vendor: object) -> None:
+    """ct_solver's 6,000 allreduce calls raced A/A (the library's decision against itself):
+    each message size's units are RUN calls for GROW_BLOCKS blocks, then double, up to RUN_MAX,
+    every unit of a block one length; the barriers' time is written beside the run's."""
+    from commtune.service import race
+    from commtune.tune._inrun import GROW_BLOCKS
+
+    inst = installation_of(vendor.value)  # type: ignore[attr-defined]
+    program = str(native.build(inst, "demo/ct_solver.c"))
+    line = launcher_for(inst).command(2, [program, "2000"])
+    reference = "ignore" if vendor.value == "openmpi" else "auto"  # type: ignore[attr-defined]
+    done = race(inst, line, "allreduce", [reference], 5, 150).race
+    assert done.k == 2 and done.unit_calls is not None
+    for s in np.unique(done.slot):
+        lengths = done.unit_calls[done.slot == s]
+        block = np.arange(len(lengths)) // done.k
+        expected = np.minimum(RUN * 2 ** (block // GROW_BLOCKS), RUN_MAX)
+        assert np.array_equal(lengths, expected)
+    assert done.run_max == RUN_MAX  # the 8 B size's 4,000 calls reach it
+    assert done.raced_calls >= done.calls_of_units.sum() > 0.9 * 6000
+    low, high = done.overhead() or (0.0, 0.0)
+    assert done.span and 0 < low <= high < 1
+    assert "racing's barriers took" in (done.overhead_said() or "")
 
 
 def test_a_units_length_leaves_a_run_enough_blocks() -> None:

@@ -17,7 +17,11 @@
  * algorithms the other way round from whole runs). With COMMTUNE_RACE_DRAIN=1 each unit starts
  * with a barrier on the call's communicator: every rank has ended every earlier call, so what
  * the last unit sent has arrived, and a unit of R calls times what R consecutive calls cost
- * (commtune races so).
+ * (commtune races so). A unit's length doubles every GROW_BLOCKS blocks of its stratum, from R
+ * up to COMMTUNE_RACE_RUN_MAX: a long run pays a barrier every few hundred calls, not every R,
+ * and every unit of a block still has one length (the JSON's "unit_calls"). The time ranks
+ * spent in those barriers is written too ("barrier": the least and the most any rank spent,
+ * "span": the run's time from MPI_Init's end to MPI_Finalize's start): racing's own cost.
  *
  * How a candidate is applied (COMMTUNE_RACE_MODE):
  *   call  MPICH: the MPI_T control variable is written before every call (MPICH reads
@@ -52,6 +56,7 @@
  *   COMMTUNE_RACE_SHARE   0: two labels of one value get a duplicate each (dup mode; default
  *                         1: they share one, so an A/A race compares one communicator)
  *   COMMTUNE_RACE_RUN     the calls of a unit (default 1)
+ *   COMMTUNE_RACE_RUN_MAX the calls of a unit at most, as it grows (default: no growth)
  *   COMMTUNE_RACE_DRAIN   1: a barrier before each unit (default 0)
  */
 #include <mpi.h>
@@ -65,7 +70,8 @@
 #define MAX_CANDIDATES 16
 #define MAX_COMMS 64
 #define MAX_CALLS (1L << 21)
-#define MAX_SLOTS 64 /* message sizes raced apart; more share the last */
+#define MAX_SLOTS 64   /* message sizes raced apart; more share the last */
+#define GROW_BLOCKS 24 /* a stratum's blocks between two doublings of its units' length */
 
 enum { MODE_CALL, MODE_DUP };
 enum { OP_NONE, OP_ALLREDUCE, OP_BCAST, OP_REDUCE, OP_ALLGATHER, OP_ALLTOALL };
@@ -88,7 +94,8 @@ static int mpit_up;
 static int original;
 static int share = 1; /* COMMTUNE_RACE_SHARE=0: every label its own duplicate */
 
-static int run = 1; /* the calls of a unit */
+static int run = 1; /* the calls of a unit, at first */
+static int run_max; /* and at most, as it doubles */
 static int drain;   /* a barrier before each unit: what the last one sent has arrived */
 
 static long calls; /* raced calls made */
@@ -97,7 +104,10 @@ static long capacity;
 static unsigned char *assigned; /* per unit: its candidate (+ FELL_BACK: the reference ran) */
 static unsigned char *slot_of_unit;
 static double *times;
-static int cur_slot; /* the stratum and the unit of the call under way */
+static int *unit_calls;     /* per unit: its calls (its block's length) */
+static double barrier_time; /* this rank's time in the units' barriers */
+static double started;      /* MPI_Wtime at MPI_Init's end */
+static int cur_slot;        /* the stratum and the unit of the call under way */
 static long cur_unit;
 
 #define FELL_BACK 128 /* added to a call's candidate: it ran as the reference */
@@ -105,6 +115,8 @@ static long cur_unit;
 static struct {
     long bytes;
     long calls;
+    long made; /* its units begun */
+    long left; /* the calls its current unit still takes */
     long unit; /* the unit its calls go to */
     int order[MAX_CANDIDATES];
     unsigned char probed[MAX_CANDIDATES];    /* its first call at this size made under check */
@@ -218,6 +230,9 @@ static void setup(void) {
     share = shared ? atoi(shared) : 1;
     const char *r = getenv("COMMTUNE_RACE_RUN");
     run = r ? atoi(r) : 1;
+    const char *rm = getenv("COMMTUNE_RACE_RUN_MAX");
+    run_max = rm ? atoi(rm) : run;
+    if (run_max < run) run_max = run;
     const char *d = getenv("COMMTUNE_RACE_DRAIN");
     drain = d ? atoi(d) : 0;
     active = 1;
@@ -267,19 +282,32 @@ static void setup(void) {
     assigned = malloc((size_t)capacity);
     slot_of_unit = malloc((size_t)capacity);
     times = malloc(sizeof(double) * (size_t)capacity);
+    unit_calls = malloc(sizeof(int) * (size_t)capacity);
 }
 
-/* A new unit of stratum ``s`` for candidate ``c``: its number. */
-static long new_unit(int s, int c) {
+/* The calls of a unit in block ``block`` of a stratum: ``run``, doubled every GROW_BLOCKS
+ * blocks while within ``run_max`` (the same on every rank: a function of the block alone). */
+static long unit_length(long block) {
+    long len = run;
+    for (long g = block / GROW_BLOCKS; g > 0 && len * 2 <= run_max; --g)
+        len *= 2;
+    return len;
+}
+
+/* A new unit of stratum ``s`` for candidate ``c`` of ``len`` calls: its number. */
+static long new_unit(int s, int c, long len) {
     if (units == capacity) {
         capacity *= 2;
         assigned = realloc(assigned, (size_t)capacity);
         slot_of_unit = realloc(slot_of_unit, (size_t)capacity);
         times = realloc(times, sizeof(double) * (size_t)capacity);
+        unit_calls = realloc(unit_calls, sizeof(int) * (size_t)capacity);
     }
     assigned[units] = (unsigned char)c;
     slot_of_unit[units] = (unsigned char)s;
     times[units] = 0.0;
+    unit_calls[units] = (int)len;
+    slots[s].left = len;
     slots[s].unit = units;
     return units++;
 }
@@ -323,13 +351,18 @@ static int begin(MPI_Comm comm, int count, MPI_Datatype type, MPI_Comm *use) {
     int size_of = 0;
     PMPI_Type_size(type, &size_of);
     int s = slot_of((long)count * size_of);
-    long n = slots[s].calls++;
-    if (n % run == 0) { /* a new unit: the next candidate of the block */
-        long u = n / run;
-        if (drain) PMPI_Barrier(comm); /* every rank has ended every earlier call */
+    if (slots[s].left == 0) { /* a new unit: the next candidate of the block */
+        long u = slots[s].made++;
+        if (drain) { /* every rank has ended every earlier call */
+            double t = MPI_Wtime();
+            PMPI_Barrier(comm);
+            barrier_time += MPI_Wtime() - t;
+        }
         if (u % k == 0) draw_order(s, u / k);
-        new_unit(s, slots[s].order[u % k]);
+        new_unit(s, slots[s].order[u % k], unit_length(u / k));
     }
+    slots[s].calls++;
+    slots[s].left--;
     cur_slot = s;
     cur_unit = slots[s].unit;
     int c = assigned[cur_unit] % FELL_BACK;
@@ -389,9 +422,10 @@ static long complete_units(void) {
     long kept = 0;
     for (long u = 0; u < units; ++u) {
         int s = slot_of_unit[u];
-        if (u == slots[s].unit && slots[s].calls % run != 0) continue;
+        if (u == slots[s].unit && slots[s].left != 0) continue;
         assigned[kept] = assigned[u];
         slot_of_unit[kept] = slot_of_unit[u];
+        unit_calls[kept] = unit_calls[u];
         times[kept++] = times[u];
     }
     return kept;
@@ -442,12 +476,14 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Init(int *argc, char ***argv) {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) setup();
+    started = MPI_Wtime();
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) setup();
+    started = MPI_Wtime();
     return rc;
 }
 
@@ -457,6 +493,10 @@ static void write_times(FILE *out, const char *key, const double *times_of, long
         fprintf(out, "%s%.9g", i ? "," : "", times_of[i]);
     fputs("]", out);
 }
+
+/* What racing itself cost: the least and the most any rank spent in the units' barriers, and
+ * the run's time (the slowest rank's), from MPI_Init's end to MPI_Finalize's start. */
+static double cost[3];
 
 static void write_race(const double *slowest, const double *last, long n, const char *error) {
     FILE *out = fopen(out_path, "w");
@@ -479,13 +519,18 @@ static void write_race(const double *slowest, const double *last, long n, const 
         ct_json_string(out, error);
     else
         fputs("null", out);
-    fprintf(out, ", \"run\": %d, \"drain\": %d, \"raced_calls\": %ld", run, drain, calls);
+    fprintf(out, ", \"run\": %d, \"run_max\": %d, \"drain\": %d, \"raced_calls\": %ld", run,
+            run_max, drain, calls);
+    fprintf(out, ", \"barrier\": [%.9g, %.9g], \"span\": %.9g", cost[0], cost[1], cost[2]);
     fprintf(out, ", \"calls\": %ld, \"candidate\": [", n);
     for (long i = 0; i < n; ++i)
         fprintf(out, "%s%d", i ? "," : "", assigned[i]);
     fputs("], \"slot\": [", out);
     for (long i = 0; i < n; ++i)
         fprintf(out, "%s%d", i ? "," : "", slot_of_unit[i]);
+    fputs("], \"unit_calls\": [", out);
+    for (long i = 0; i < n; ++i)
+        fprintf(out, "%s%d", i ? "," : "", unit_calls[i]);
     fputs("], \"slot_bytes\": [", out);
     for (int i = 0; i < nslots; ++i)
         fprintf(out, "%s%ld", i ? "," : "", slots[i].bytes);
@@ -508,6 +553,12 @@ int MPI_Finalize(void) {
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (out_path[0]) {
+        double mine_cost[3] = {barrier_time, -barrier_time, MPI_Wtime() - started};
+        double all_cost[3];
+        PMPI_Allreduce(mine_cost, all_cost, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        cost[0] = -all_cost[1];
+        cost[1] = all_cost[0];
+        cost[2] = all_cost[2];
         long whole = active ? complete_units() : 0;
         long mine[2] = {whole, -whole}, both[2] = {0, 0};
         PMPI_Allreduce(mine, both, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);

@@ -60,8 +60,10 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
     done = race(inst, command, args.op, names, seed, args.timeout, run=args.run)
     r = done.race
     ui.info(f"{inst.describe()}: {r.op} raced in one run, {r.raced_calls} calls in {len(r.time)} "
-            f"units of {r.run}, blocks of {r.k} units (seed {seed}), each block every "
+            f"units of {r.units_said()}, blocks of {r.k} units (seed {seed}), each block every "
             f"candidate once in a drawn order; the run took {done.wall:.2f} s")  # fmt: skip
+    if cost := r.overhead_said():
+        ui.info(cost)
     for said in r.refusals():
         ui.warn(said)
     raced = decide_race(r, args.risk, args.min_gain, args.warmup)
@@ -95,7 +97,8 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
                 "decision stays")  # fmt: skip
     if args.json:
         print_json({"op": r.op, "library": inst.describe(), "seed": seed, "calls": r.raced_calls,
-                    "run": r.run, "units": len(r.time), "measured": r.said(),
+                    "run": r.run, "run_max": r.run_max, "units": len(r.time),
+                    "measured": r.said(), "overhead": r.overhead(),
                     "reference": r.names[0], "launch": dict(done.launch), "wall_s": done.wall,
                     "candidates": [c.to_json() for c in raced],
                     "fell_back": r.refused_names(),

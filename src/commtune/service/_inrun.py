@@ -148,8 +148,10 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
 
 def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
     ui.info(f"raced run {r}: {run.race.raced_calls} calls in {len(run.race.time)} units of "
-            f"{run.race.run}, blocks of {run.race.k} (seed {run.race.seed}), "
+            f"{run.race.units_said()}, blocks of {run.race.k} (seed {run.race.seed}), "
             f"{run.wall:.2f} s")  # fmt: skip
+    if cost := run.race.overhead_said():
+        ui.info(f"  {cost}")
     for said in run.race.refusals():
         ui.warn(f"  {said}")
     for c in now:
@@ -225,7 +227,8 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         "limit": limit, "min_gain": plan.min_gain, "tolerance": plan.tolerance,
         "risk": plan.risk, "raced_runs": len(runs),
         "calls": [r.race.raced_calls for r in runs], "walls": [r.wall for r in runs],
-        "units": [r.race.run for r in runs],
+        "units": [r.race.run for r in runs], "units_max": [r.race.run_max for r in runs],
+        "overhead": [r.race.overhead() for r in runs],
         "fields": [list(r.race.names[1:]) for r in runs],
         "fell_back": sorted({n for r in runs for n in r.race.refused_names()}),
         "launch": dict(runs[0].launch) if runs else {},

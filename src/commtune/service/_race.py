@@ -18,7 +18,7 @@ from commtune.knobs import enumerators
 from commtune.launch import launcher_for
 from commtune.mpi import Installation
 from commtune.trial import run_process
-from commtune.tune import RUN, Race
+from commtune.tune import RUN, RUN_MAX, Race
 
 OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
 
@@ -62,9 +62,11 @@ def candidates(
 
 def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[str], seed: int,
          timeout: float, extra: Mapping[str, str] | None = None,
-         through: Sequence[str] = (), run: int = RUN) -> RaceRun:  # fmt: skip
+         through: Sequence[str] = (), run: int = RUN,
+         run_max: int = RUN_MAX) -> RaceRun:  # fmt: skip
     """One run of ``command`` with ``op``'s candidates raced in it, in units of ``run``
-    consecutive calls, each after a barrier (``extra``: more of libctrace's variables, e.g.
+    consecutive calls (doubling as the blocks go, up to ``run_max``), each after a barrier
+    (``extra``: more of libctrace's variables, e.g.
     ``COMMTUNE_RACE_SHARE``; ``through``: the launch line's prefix, a bed's node)."""
     knob, everyone, codes = candidates(inst, op, names)
     mode, governs = inst.impl.race_mode, dict(inst.impl.race_env)
@@ -76,6 +78,7 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
                      "COMMTUNE_RACE_VALUES": ",".join(map(str, codes)),
                      "COMMTUNE_RACE_MODE": str(mode), "COMMTUNE_RACE_SEED": str(seed),
                      "COMMTUNE_RACE_OUT": out, "COMMTUNE_RACE_RUN": str(run),
+                     "COMMTUNE_RACE_RUN_MAX": str(max(run, run_max)),
                      "COMMTUNE_RACE_DRAIN": "1", **(extra or {})}  # fmt: skip
         plan = launcher_for(inst, through).plan(command, variables, preload=str(library))
         done = run_process(plan.argv, plan.env, timeout).ended_well("the raced run", timeout)

@@ -6,6 +6,7 @@ from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._decide import CONTENDERS, Named, verdict
 from commtune.tune._inrun import (
     RUN,
+    RUN_MAX,
     WARMUP_BLOCKS,
     Halving,
     Race,
@@ -56,6 +57,7 @@ __all__ = [
     "NO_LONGER_FASTER",
     "RACE_Z",
     "RUN",
+    "RUN_MAX",
     "STILL_FASTER",
     "UNCHANGED",
     "WARMUP_BLOCKS",

@@ -52,6 +52,10 @@ MOST_BLOCKS = 2000  # blocks the test reads at most: every m-th, chosen without 
 RUN = 8  # the calls of a unit: consecutive calls of one candidate, after a barrier
 MIN_RUN = 2  # a unit's calls at least: one call after a barrier put the bed's best second
 TARGET_BLOCKS = 24  # a run's blocks a unit's length aims at, where the run's calls are known
+# a unit's length doubles every GROW_BLOCKS blocks of its message size (libctrace's constant)
+# up to RUN_MAX calls: a long run pays a barrier every few hundred calls, not every RUN
+GROW_BLOCKS = 24
+RUN_MAX = 64
 # collectives whose root ends its calls once its sends are buffered (their time: the
 # slowest rank's); the others' every rank waits for the others' data (the least time)
 ROOTED = ("bcast", "reduce")
@@ -66,9 +70,13 @@ def run_length(calls: int | None, k: int) -> int:
     return max(MIN_RUN, min(RUN, calls // (k * TARGET_BLOCKS)))
 
 
-def said_time(op: str, run: int) -> str:
-    """What a raced unit's time is (per call: over its calls)."""
-    unit = f"{run} consecutive calls after a barrier" if run > 1 else "one call after a barrier"
+def said_time(op: str, run: int, run_max: int | None = None) -> str:
+    """What a raced unit's time is (per call: over its calls); ``run_max``: its length grew
+    up to that many calls."""
+    unit = f"{run} consecutive calls" if run > 1 else "one call"
+    if run_max and run_max > run:
+        unit += f" (doubling every {GROW_BLOCKS} blocks of a size, up to {run_max})"
+    unit += " after a barrier"
     who = ("the slowest rank's" if op in ROOTED else
            "the least any rank spent (without the wait for ranks that arrive late)")  # fmt: skip
     return f"the {op} calls' own time: units of {unit}, {who}, per call"
@@ -101,6 +109,13 @@ class Race:
     time_slowest: np.ndarray | None = None  # per raced call the slowest rank's time
     run: int = 1  # a unit of the blocks: consecutive calls of one candidate (COMMTUNE_RACE_RUN)
     raced: int | None = None  # the calls raced (incomplete units' included); None: the units'
+    # per unit its calls (its length grows with its stratum's blocks, up to COMMTUNE_RACE_RUN_MAX);
+    # None: every unit ``run`` calls
+    unit_calls: np.ndarray | None = None
+    # racing's own cost: the least and the most any rank spent in the units' barriers (s),
+    # and the run's time from MPI_Init's end to MPI_Finalize's start; None: not written
+    barrier: tuple[float, float] | None = None
+    span: float | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], names: Sequence[str]) -> Race:
@@ -119,12 +134,32 @@ class Race:
                    np.asarray(data.get("slot") or [], dtype=int),
                    tuple(data.get("slot_bytes") or ()),
                    tuple((int(a), int(b)) for a, b in data.get("fell_back") or ()),
-                   slowest, int(data.get("run") or 1), data.get("raced_calls"))  # fmt: skip
+                   slowest, int(data.get("run") or 1), data.get("raced_calls"),
+                   np.asarray(data["unit_calls"], dtype=float) if "unit_calls" in data else None,
+                   tuple(data["barrier"]) if data.get("barrier") else None,
+                   data.get("span"))  # fmt: skip
 
     @property
     def raced_calls(self) -> int:
         """The calls raced in the run."""
-        return self.raced if self.raced is not None else len(self.time) * self.run
+        if self.raced is not None:
+            return self.raced
+        return int(self.calls_of_units.sum())
+
+    @property
+    def calls_of_units(self) -> np.ndarray:
+        """Per unit its calls."""
+        if self.unit_calls is not None and len(self.unit_calls) == len(self.time):
+            return self.unit_calls
+        return np.full(len(self.time), float(self.run))
+
+    def overhead(self) -> tuple[float, float] | None:
+        """Racing's own cost as shares of the run's time: the least and the most any rank
+        spent in the units' barriers (the least: the barrier itself; the most: with the wait
+        for ranks that arrive late, which the calls would have paid). None: not measured."""
+        if self.barrier is None or not self.span:
+            return None
+        return self.barrier[0] / self.span, self.barrier[1] / self.span
 
     def coarse(self) -> bool:
         """Its units were longer than its calls allow for ``TARGET_BLOCKS`` blocks: a run
@@ -133,7 +168,26 @@ class Race:
 
     def said(self) -> str:
         """What a unit's time is, as the terminal and the verdict say it."""
-        return said_time(self.op, self.run)
+        return said_time(self.op, self.run, self.run_max)
+
+    @property
+    def run_max(self) -> int:
+        """The calls of its longest unit."""
+        return int(self.calls_of_units.max()) if len(self.time) else self.run
+
+    def units_said(self) -> str:
+        """Its units' length as the terminal says it: ``8`` or ``8-64 calls``."""
+        return f"{self.run}-{self.run_max}" if self.run_max > self.run else f"{self.run}"
+
+    def overhead_said(self) -> str | None:
+        """Racing's own cost as a sentence; None where the run did not measure it."""
+        cost = self.overhead()
+        if cost is None:
+            return None
+        return (
+            f"racing's barriers took {100 * cost[0]:.2f} % of the run (the rank that "
+            f"waited least) to {100 * cost[1]:.2f} % (the most, late ranks waited for)"
+        )
 
     @property
     def k(self) -> int:
@@ -166,14 +220,14 @@ class Race:
             whole = int(mine.sum()) // self.k
             if whole <= warmup:
                 continue
-            t = self.time[mine][: whole * self.k].reshape(whole, self.k)
+            t = (self.time / self.calls_of_units)[mine][: whole * self.k].reshape(whole, self.k)
             c = self.candidate[mine][: whole * self.k].reshape(whole, self.k)
             t = np.where(c >= FELL_BACK, np.nan, t)  # the library ran its own: no evidence
             c = c % FELL_BACK
             parts.append(np.take_along_axis(t, np.argsort(c, axis=1), axis=1)[warmup:])
         if not parts:
             return np.zeros((0, self.k))
-        out = np.concatenate(parts) / self.run
+        out = np.concatenate(parts)
         step = -(-len(out) // MOST_BLOCKS)  # thinned evenly, whatever the labels: still exact
         return out[::step]
 
