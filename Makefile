@@ -72,18 +72,17 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-# Two tiers: every test that needs no root two at a time (pytest-xdist, tests handed out one
-# at a time, the longest first (tests/conftest.py LONGEST), a file whose module fixture builds
-# something once kept on one worker by its xdist_group; an MPI test's 2-rank jobs share the
-# two cores with the other worker's, and every run timeout is relative to the reference's
-# runs made under the same load); then the root
-# tests (the namespaces' test bed, shaped links, Slurm's daemons) one at a time, with those
-# another test's tuner would disturb (marked alone: a tuner's clean-up of what an earlier
-# one left, which any tuner on the machine does). Measured
+# Two tiers: every test that needs no root two at a time (pytest-xdist, a file's tests on one
+# worker, the heaviest files first (tests/conftest.py HEAVIEST); an MPI test's 2-rank jobs
+# share the two cores with the other worker's, and every run timeout is relative to the
+# reference's runs made under the same load); then the root tests (the namespaces' test
+# bed, shaped links, Slurm's daemons) one at a time, with those another test's tuner would
+# disturb (marked alone: a tuner's clean-up of what an earlier one left, which any tuner on
+# the machine does). Measured
 # serially the MPI tests took 1,100 s, two at a time 700 s (docs/benchmarks.md).
 test: lint typecheck $(MPIS_STAMP)
-	$(BIN)/python -m pytest -q -ra -n 2 --dist loadgroup --durations=15 --durations-min=20 \
-		-m "(alongside or not root) and not alone"
+	$(BIN)/python -m pytest -q -ra -n 2 --dist loadfile --no-loadscope-reorder \
+		--durations=15 --durations-min=20 -m "(alongside or not root) and not alone"
 	$(BIN)/python -m pytest -q -ra --durations=10 --durations-min=10 \
 		-m "(root and not alongside) or alone"
 

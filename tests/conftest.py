@@ -80,25 +80,18 @@ INSTALLATIONS = [
 SIMULATOR = _installation("smpi", pytest.mark.smpi)
 
 
-# Tests that take a minute or more alone, started first: with tests handed out one at a time
-# (make test: --dist loadgroup), a long one started last keeps one worker busy while the
-# other has nothing left. The order only; a name gone from the suite does nothing.
-LONGEST = (
-    "test_the_predict_guides_first_block_runs_as_printed",
-    "test_an_ordinary_user_tunes_checks_and_exports_from_the_installed_wheel",
-    "test_the_readme_walkthrough_runs_as_printed",
-    "test_a_study_is_checked_on_another_installation_and_run_as_the_check_said",
-    "test_a_twin_searches_in_simulation_and_the_real_runs_decide",
-    "test_a_worker_killed_with_kill_9_loses_nothing",
-    "test_train_then_predict_the_demo",
-    "test_quick_sampling_files_reuse_and_resampling",
-    "test_a_guide_pages_first_block_runs_as_printed",
-)
+# The files whose tests take longest together (session 9: 100-290 s each), started first:
+# make test hands a file's tests to one worker (--dist loadfile, in this order with
+# --no-loadscope-reorder); a long file started last keeps one worker busy while the other
+# has nothing left. The order only; a file gone from the suite does nothing.
+HEAVIEST = ("test_predict.py", "test_workers.py", "test_installed.py", "test_e2e.py",
+            "test_smpi.py", "test_sample.py", "test_guides.py", "test_stale.py",
+            "test_replay.py", "test_docs.py", "test_interposer.py", "test_verdict.py")  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    first = {name: i for i, name in enumerate(LONGEST)}
-    items.sort(key=lambda item: first.get(getattr(item, "originalname", item.name), len(first)))
+    first = {name: i for i, name in enumerate(HEAVIEST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: a file's order
     for item in items:
         for vendor in Vendor:
             if item.get_closest_marker(vendor.value) is None:

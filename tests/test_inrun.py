@@ -315,6 +315,9 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     inrun = page.read_text().split('id="inrun"')[1].split("<section")[0]
     assert code == 0 and "data:image/png" in inrun  # the call times by block, drawn
     assert all(c["name"] in inrun for c in acc.extra["raced"])
+    # racing's own cost, measured in each raced run, in the study and on its page
+    assert len(acc.extra["overhead"]) == acc.extra["raced_runs"] and all(acc.extra["overhead"])
+    assert "Racing's own cost" in inrun
     whole = ["tune", "--knob", values, "--no-inrun", "--strategy", "grid", "--max-runs", "13",
              "--study", "w", "--storage", storage, "--json", "--", *line]  # fmt: skip
     code, out, err = run_cli(whole, capsys)

@@ -31,7 +31,6 @@ pytestmark = [
     pytest.mark.root,
     pytest.mark.slow,
     pytest.mark.alongside,  # mostly pip and the build: run beside the tests of no MPI job
-    pytest.mark.xdist_group("installed"),  # one worker builds and installs the wheel once
     pytest.mark.skipif(os.geteuid() != 0, reason="creating an ordinary user needs root"),
 ]
 

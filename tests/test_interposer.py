@@ -25,8 +25,6 @@ from commtune.study import Role, TrialRecord
 
 from .conftest import HAVE, INSTALLATIONS, VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
-pytestmark = pytest.mark.xdist_group("interposer")  # its programs built once, on one worker
-
 PROGRAMS = Path(__file__).parent / "programs"
 RANKS = {Vendor.OPENMPI: 4, Vendor.MPICH: 2, Vendor.INTEL: 2}  # hydra's spin: one per core
 FORTRAN = {

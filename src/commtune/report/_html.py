@@ -261,6 +261,12 @@ def _inrun(s: StudyData, prefix: str) -> str:
                    "interval"], rows)  # fmt: skip
     if extra.get("share") is not None:
         body += f"<p>{_e(extra['share_said'])}</p>"
+    costs = [c for c in extra.get("overhead") or () if c]
+    if costs:  # measured in each raced run: its barriers' share of its time
+        body += (f"<p>Racing's own cost, its barriers' share of each raced run's time: "
+                 f"{', '.join(f'{100 * lo:.2f}-{100 * hi:.2f} %' for lo, hi in costs)} (the "
+                 "rank that waited least: the barrier's price; the most: with late ranks' "
+                 "wait, which the calls would mostly have paid).</p>")  # fmt: skip
     first = extra.get("blocks") or {}
     if first.get("times"):
         passed = set(extra.get("passed") or ())
