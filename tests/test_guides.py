@@ -52,8 +52,9 @@ def first_block(page: Path) -> str:
 
 # a page whose first block needs root (the test bed's namespaces) or is run beside the tests
 # of what it shows (predict: tests/test_predict.py, which also checks the model it trains).
-# The workers' page (two tuners on one SQLite file at once) failed once in three sittings in
-# session 9: both wrote the platform's row at once (store._storage: an upsert since)
+# The workers' page (two tuners of a new study at once, no knob named) failed now and then:
+# their profiles chose different spaces ("exists with a different space"); the first to
+# claim the space now keeps it and the other takes it (service._space)
 ELSEWHERE = {"simulate", "predict"}
 
 

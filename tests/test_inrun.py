@@ -25,7 +25,7 @@ from commtune.mpi import installation_of
 from commtune.store import Store
 from commtune.tune import RUN, RUN_MAX, Halving, Named, Race, decide_race, halving
 
-from .conftest import VENDORS, last_json, needs_openmpi, run_cli
+from .conftest import VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
 
 def _race(
@@ -221,6 +221,45 @@ def test_commtune_race_races_every_call_and_leaves_the_results_alone(
     assert np.all(raced.race.time <= slowest) and np.any(raced.race.time < slowest)
 
 
+@needs_openmpi
+@pytest.mark.timeout(180)
+def test_an_algorithm_races_at_a_segment_size_it_is_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``pipeline@64K``: Open MPI's pipelined broadcast with 64 KiB segments, raced beside the
+    pipeline as launched (segment size 0: one segment). libctrace writes the segment size
+    variable with the algorithm before each candidate's communicator is made, each its own
+    communicator, and reads every value back (refused else)."""
+    from commtune.service import race
+
+    inst = installation_of("openmpi")
+    program = str(native.build(inst, "demo/ct_solver.c"))
+    line = launcher_for(inst).command(2, [program, "800"])  # 100 broadcasts of 256 KiB
+    done = race(inst, line, "bcast", ["pipeline", "pipeline@64K"], 3, 150)
+    assert done.race.names == ("ignore", "pipeline", "pipeline@64K")
+    assert done.launch.get("COMMTUNE_RACE_CVAR2") is None  # libctrace's, not the program's
+    assert done.race.values2 == (-1, -1, 65536) and len(done.race.time) > 0
+    code, out, err = run_cli(["race", "--op", "bcast", "--candidates", "pipeline@64K,chain@8K",
+                              "--seed", "2", "--json", "--", *line], capsys)  # fmt: skip
+    assert code == 0, err
+    assert {c["name"] for c in last_json(out)["candidates"]} == {"pipeline@64K", "chain@8K"}
+    code, _, err = run_cli(["race", "--op", "bcast", "--candidates", "pipeline@lots", "--",
+                            *line], capsys)  # fmt: skip
+    assert code == 2 and "not a segment size" in err and len(err.strip().splitlines()) == 1
+
+
+@needs_mpich
+def test_a_segment_size_where_the_library_has_none_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    inst = installation_of("mpich")
+    line = launcher_for(inst).command(2, ["true"])
+    code, _, err = run_cli(["race", "--op", "allreduce", "--candidates", "ring@64K", "--",
+                            *line], capsys)  # fmt: skip
+    assert code == 2 and "no segment size of allreduce" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.openmpi
 @pytest.mark.timeout(120)
 def test_a_library_where_the_write_does_nothing_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -345,7 +384,8 @@ def test_a_program_with_too_few_calls_to_race_is_tuned_on_whole_runs(
 
 
 @needs_openmpi
-@pytest.mark.parametrize("winner", ["segmented_ring", "recursive_doubling", None])
+@pytest.mark.parametrize("winner", ["segmented_ring", "segmented_ring@64K",
+                                    "recursive_doubling", None])  # fmt: skip
 def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
     winner: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -364,7 +404,10 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
     rng = np.random.default_rng(5)
 
     def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
-        slower = np.array([1.0] + [0.7 if n == winner else 1.0 for n in names])
+        # the winner 30 % faster; a sized winner's algorithm as launched 15 % faster
+        alone = winner.split("@")[0] if winner and "@" in winner else None
+        slower = np.array([1.0] + [0.7 if n == winner else 0.85 if n == alone else 1.0
+                                   for n in names])  # fmt: skip
         drawn = _race(rng, slower, blocks=60, names=("ignore", *names))
         return RaceRun(drawn, {}, 1.0, "")
 
@@ -377,10 +420,20 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
     got_plan, got, ranked = _blind.blind_spots(plan, inst, ["x"], report, (pick,), UI())
     (spot,) = got.raced
     assert spot.pick == "recursive_doubling" and spot.calls == 60 * 4 * 2
-    assert set(spot.estimates) == {"basic_linear", "segmented_ring", "recursive_doubling"}
-    assert got_plan.max_runs == 13
+    raced = {"basic_linear", "segmented_ring", "recursive_doubling"}
+    sized = (winner or "").startswith("segmented_ring")
+    if sized:  # it segments and passed: one more run races it at segment sizes
+        raced |= {f"segmented_ring@{size}" for size in _blind.SEGMENTS}
+    assert set(spot.estimates) == raced
+    assert got_plan.max_runs == 14 - spot.runs == (12 if sized else 13)
     assert spot.answer == winner
-    if winner == "segmented_ring":
+    if winner == "segmented_ring@64K":  # both knobs set
+        assert dict(ranked[0]) == {
+            knob: "segmented_ring",
+            "coll_tuned_allreduce_algorithm_segmentsize": 65536,
+        }
+        assert ranked[0].label == "raced on this machine (allreduce: segmented_ring@64K)"
+    elif winner == "segmented_ring":
         assert [dict(c) for c in ranked] == [{knob: "segmented_ring"}, pick]
         assert isinstance(ranked[0], Named)
         assert ranked[0].label == "raced on this machine (allreduce: segmented_ring)"

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import optuna
@@ -146,6 +147,59 @@ def test_workers_writing_the_same_rows_at_once_both_succeed(
     values = Store(url).knob_values("p", "knob")
     assert set(values) == set(range(60))
     assert {reason for _, reason in values.values()} <= {f"w{i}" for i in range(4)}
+
+
+def _space_of_a_second_worker(url: str, out: multiprocessing.Queue) -> None:
+    from commtune.knobs import installed_knobs
+    from commtune.report import UI
+    from commtune.service._space import _chosen_elsewhere
+    from commtune.study import DEFAULTS
+    from commtune.util import worker_id
+
+    worker_id.cache_clear()  # forked: another worker than its parent
+    inst = find_installation(Vendor.OPENMPI)
+    plan = replace(DEFAULTS, storage=url, study="g")
+    try:
+        space = _chosen_elsewhere(plan, inst, installed_knobs(inst), UI())
+        out.put(None if space is None else list(space.names))
+    except Exception as exc:  # the test shows it
+        out.put(repr(exc))
+
+
+@needs_openmpi
+def test_workers_starting_a_new_study_at_once_take_the_space_the_first_chose(
+    tmp_path: Path,
+) -> None:
+    """Two tuners started at once with no knob named each profile a run, and two profiles
+    may call for different spaces (the workers guide's block failed so: "exists with a
+    different space"). The first to claim the space keeps its own; the second waits for the
+    study the first makes and takes its space; a claim whose holder died is taken over."""
+    from commtune.knobs import Dimension, Space, installed_knobs
+    from commtune.report import UI
+    from commtune.service._space import _chosen_elsewhere
+    from commtune.study import DEFAULTS
+    from commtune.tune import Target, open_study
+
+    inst = find_installation(Vendor.OPENMPI)
+    statuses = installed_knobs(inst)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    plan = replace(DEFAULTS, storage=url, study="g")
+    ctx = multiprocessing.get_context("fork")
+    out: multiprocessing.Queue = ctx.Queue()
+    # a first worker that claimed the space and died before making the study: taken over
+    dead = ctx.Process(target=_space_of_a_second_worker, args=(url, out))
+    dead.start()
+    assert out.get(timeout=60) is None and dead.join(timeout=30) is None
+    assert _chosen_elsewhere(plan, inst, statuses, UI()) is None
+    second = ctx.Process(target=_space_of_a_second_worker, args=(url, out))
+    second.start()
+    time.sleep(2.0)
+    assert second.is_alive() and out.empty()  # it waits for the study the first makes
+    space = Space(inst.vendor.value, (Dimension(statuses["btl_vader_eager_limit"].knob),))
+    target = Target.of("g", ["x"], space, plan, "p", inst.to_json())
+    open_study(Store(url).optuna, target)
+    assert out.get(timeout=60) == ["btl_vader_eager_limit"]
+    second.join(timeout=30)
 
 
 GATED_RUNS = 8  # the victim's runs before its next one waits (a search trial done by then)

@@ -57,6 +57,10 @@
  *                         1: they share one, so an A/A race compares one communicator)
  *   COMMTUNE_RACE_RUN     the calls of a unit (default 1)
  *   COMMTUNE_RACE_RUN_MAX the calls of a unit at most, as it grows (default: no growth)
+ *   COMMTUNE_RACE_CVAR2   dup mode: a second variable the communicator copies with the first
+ *                         (Open MPI's coll_tuned_<coll>_algorithm_segmentsize), and
+ *   COMMTUNE_RACE_VALUES2 its value for each candidate (-1: left as launched), so that a
+ *                         candidate is an algorithm with its segment size
  *   COMMTUNE_RACE_DRAIN   1: a barrier before each unit (default 0)
  */
 #include <mpi.h>
@@ -92,6 +96,9 @@ static MPI_T_cvar_handle handle;
 static int have_handle;
 static int mpit_up;
 static int original;
+static MPI_T_cvar_handle handle2; /* COMMTUNE_RACE_CVAR2, where given */
+static int have_handle2, original2;
+static int values2[MAX_CANDIDATES];
 static int share = 1; /* COMMTUNE_RACE_SHARE=0: every label its own duplicate */
 
 static int run = 1; /* the calls of a unit, at first */
@@ -211,6 +218,41 @@ static void set_value(int value) {
     if (value != current) write_value(value);
 }
 
+static int write_second(int value) { return MPI_T_cvar_write(handle2, &value) == MPI_SUCCESS; }
+
+/* COMMTUNE_RACE_CVAR2 bound and every candidate's value of it written and read back; the
+ * reason it cannot be, or NULL. */
+static const char *second_variable(const char *name, const char *vals) {
+    for (int i = 0; i < MAX_CANDIDATES; ++i)
+        values2[i] = -1;
+    if (!name || !name[0]) return NULL;
+    if (mode != MODE_DUP) return "a second variable races only where a communicator copies it";
+    char *copy = strdup(vals ? vals : "");
+    int n = 0;
+    for (char *tok = strtok(copy, ","); tok && n < MAX_CANDIDATES; tok = strtok(NULL, ","))
+        values2[n++] = atoi(tok);
+    free(copy);
+    if (n != k) return "COMMTUNE_RACE_VALUES2 does not give one value per candidate";
+    int index, count;
+    if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS)
+        return "the library has no such second control variable";
+    if (MPI_T_cvar_handle_alloc(index, NULL, &handle2, &count) != MPI_SUCCESS ||
+        MPI_T_cvar_read(handle2, &original2) != MPI_SUCCESS)
+        return "the second control variable could not be bound";
+    have_handle2 = 1;
+    for (int i = 0; i < k; ++i) {
+        int back;
+        if (values2[i] < 0) continue;
+        if (!write_second(values2[i]) || MPI_T_cvar_read(handle2, &back) != MPI_SUCCESS ||
+            back != values2[i]) {
+            write_second(original2);
+            return "the library refused a value of the second control variable";
+        }
+    }
+    write_second(original2);
+    return NULL;
+}
+
 static void setup(void) {
     const char *op = getenv("COMMTUNE_RACE_OP");
     const char *cvar = getenv("COMMTUNE_RACE_CVAR");
@@ -277,6 +319,9 @@ static void setup(void) {
         }
     }
     write_value(original);
+    const char *why =
+        second_variable(getenv("COMMTUNE_RACE_CVAR2"), getenv("COMMTUNE_RACE_VALUES2"));
+    if (why) return refuse(why);
     if (mode == MODE_CALL) find_fallback();
     capacity = 4096;
     assigned = malloc((size_t)capacity);
@@ -325,15 +370,17 @@ static MPI_Comm route(MPI_Comm comm, int c) {
     for (int i = 0; i < k; ++i) { /* collective: every rank is at this same call */
         int same = i;             /* two labels of one value share one duplicate (A/A) */
         for (int j = 0; j < i && share; ++j)
-            if (values[j] == values[i]) same = j;
+            if (values[j] == values[i] && values2[j] == values2[i]) same = j;
         if (same != i) {
             comms[ncomms].dups[i] = comms[ncomms].dups[same];
             continue;
         }
         write_value(values[i]);
+        if (have_handle2) write_second(values2[i] < 0 ? original2 : values2[i]);
         PMPI_Comm_dup(comm, &comms[ncomms].dups[i]);
     }
     write_value(original);
+    if (have_handle2) write_second(original2);
     return comms[ncomms++].dups[c];
 }
 
@@ -509,6 +556,9 @@ static void write_race(const double *slowest, const double *last, long n, const 
             mode == MODE_DUP ? "dup" : "call", (unsigned long long)seed, world_size);
     for (int i = 0; i < k; ++i)
         fprintf(out, "%s%d", i ? ", " : "", values[i]);
+    fputs("], \"values2\": [", out);
+    for (int i = 0; i < k && have_handle2; ++i)
+        fprintf(out, "%s%d", i ? ", " : "", values2[i]);
     fputs("], \"refused\": ", out);
     if (refused[0])
         ct_json_string(out, refused);
@@ -583,11 +633,12 @@ int MPI_Finalize(void) {
             for (int c = 0; c < k; ++c) {
                 int first = 1; /* a duplicate two labels share is freed once */
                 for (int j = 0; j < c && share; ++j)
-                    if (values[j] == values[c]) first = 0;
+                    if (values[j] == values[c] && values2[j] == values2[c]) first = 0;
                 if (first) PMPI_Comm_free(&comms[i].dups[c]);
             }
         if (mpit_up) {
             if (have_handle) MPI_T_cvar_handle_free(&handle);
+            if (have_handle2) MPI_T_cvar_handle_free(&handle2);
             if (have_fallback) MPI_T_cvar_handle_free(&fallback);
             MPI_T_finalize();
         }

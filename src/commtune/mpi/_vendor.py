@@ -238,6 +238,14 @@ class MPIVendor(abc.ABC):
     def algorithm_knob(self, op: str) -> str:
         """The knob forcing the algorithm of collective ``op`` (e.g. ``allreduce``)."""
 
+    # per collective, its algorithms that cut a message into segments of the size
+    # :meth:`segment_knob` sets (in-run racing races them at several sizes)
+    segmented: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+
+    def segment_knob(self, op: str) -> str | None:
+        """The knob setting the segment size of ``op``'s forced algorithm (None: none)."""
+        return None
+
     @abc.abstractmethod
     def selection_env(self, path: str) -> dict[str, str]:
         """Variables that make the library read the collective selection file ``path``."""

@@ -134,6 +134,18 @@ class OpenMPI(MPIVendor):
     def algorithm_knob(self, op: str) -> str:
         return f"coll_tuned_{op}_algorithm"
 
+    # coll/tuned's forced algorithms that take coll_tuned_<op>_algorithm_segmentsize (read in
+    # coll_tuned_decision_dynamic.c / coll_base_*.c, 4.1 and 5.0); 0, the default, is one
+    # segment, so a pipeline forced alone does not pipeline
+    segmented: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "bcast": ("chain", "pipeline", "split_binary_tree", "binary_tree", "binomial"),
+        "reduce": ("chain", "pipeline", "binary", "binomial", "in-order_binary"),
+        "allreduce": ("segmented_ring",),
+    }
+
+    def segment_knob(self, op: str) -> str | None:
+        return f"coll_tuned_{op}_algorithm_segmentsize" if op in self.segmented else None
+
     def selection_env(self, path: str) -> dict[str, str]:
         return {**DYNAMIC_RULES, RULES_ENV: path}
 

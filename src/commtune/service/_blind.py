@@ -12,7 +12,15 @@ pass, the fastest that is not the simulation's pick joins the verdict's ranking 
 simulation's #1 with that collective's algorithm replaced, named "raced on this machine"; the
 verdict on whole runs beside the defaults then decides, at the study's risk, as for every
 configuration the twin hands it. Each raced run comes out of the real runs' budget
-(``--max-runs``)."""
+(``--max-runs``).
+
+Segment sizes are a blind spot too: a forced algorithm that segments (Open MPI's pipeline,
+chain, trees; ``MPIVendor.segmented``) runs with the library's segment size variable at its
+launch value (0: one segment), and the simulation models none of it. Where the fastest
+estimate of the race is such an algorithm and passed, one more run races it at ``SEGMENTS`` sizes
+(``pipeline@64K``: libctrace writes the segment size with the algorithm before each
+candidate's communicator is made) against the same reference; the answer is the fastest
+that passed in either run, and a sized answer sets both knobs."""
 
 from __future__ import annotations
 
@@ -25,11 +33,12 @@ from commtune.knobs import Value, load_catalog
 from commtune.mpi import Installation
 from commtune.progress import Progress
 from commtune.service._inrun import plan_races
-from commtune.service._race import OPS, race
+from commtune.service._race import OPS, race, split_name
 from commtune.study import Plan, RacedSpot, Ranked, TwinReport
 from commtune.tune import Named, Race, Raced, halving
 
 BLIND_OPS = 2  # collectives raced at most: one real run each
+SEGMENTS = ("8K", "64K", "512K")  # a segmented algorithm's segment sizes raced
 
 
 def racing_allowed(plan: Plan, inst: Installation) -> bool:
@@ -60,7 +69,11 @@ def blind_spots(plan: Plan, inst: Installation, command: Sequence[str], report: 
         spots.append(spot)
         ui.info(spot.line().strip())
         if answer is not None and answer.name != pick:
-            config = {**top, knob: catalog[knob].parse(answer.name)}
+            algorithm, size = split_name(answer.name)
+            config = {**top, knob: catalog[knob].parse(algorithm)}
+            segment = inst.impl.segment_knob(op)
+            if size is not None and segment in catalog:
+                config[segment] = catalog[segment].parse(str(size))
             first.append(Named(config, f"raced on this machine ({op}: {answer.name})"))
             base = report.ranking[0].settings if report.ranking else {}
             rows.append(Ranked({**base, knob: answer.name}, config, None, {}, source="machine",
@@ -86,12 +99,23 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
         return runs[-1]
 
     try:  # a second run only where the first's units were too long for its calls
-        raced = halving(racer, names, 2, plan.risk, plan.min_gain, halve=False)
+        raced = [halving(racer, names, 2, plan.risk, plan.min_gain, halve=False)]
+        lead = raced[0].pooled[0] if raced[0].pooled else None
+        if (
+            lead is not None
+            and lead.name in raced[0].passed
+            and lead.name in inst.impl.segmented.get(op, ())
+        ):
+            sized = [f"{lead.name}@{size}" for size in SEGMENTS]
+            raced.append(halving(racer, [lead.name, *sized], 1, plan.risk, plan.min_gain,
+                                 halve=False))  # fmt: skip
     except UsageError as exc:
         return RacedSpot(op, knob, blind, pick, error=str(exc)), None
     estimates = {c.name: {"speedup": c.test.speedup, "interval": list(c.test.interval),
-                          "passed": c.name in raced.passed} for c in raced.pooled}  # fmt: skip
+                          "passed": c.name in h.passed}
+                 for h in raced for c in h.pooled}  # fmt: skip
     calls = runs[0].raced_calls if runs else 0
-    answer = raced.answer
+    answers = [h.answer for h in raced if h.answer is not None]
+    answer = max(answers, key=lambda c: c.test.speedup, default=None)
     return RacedSpot(op, knob, blind, pick, answer.name if answer else None, calls,
                      estimates, runs=max(1, len(runs))), answer  # fmt: skip

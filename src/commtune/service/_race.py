@@ -19,6 +19,7 @@ from commtune.launch import launcher_for
 from commtune.mpi import Installation
 from commtune.trial import run_process
 from commtune.tune import RUN, RUN_MAX, Race
+from commtune.util import parse_size
 
 OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
 
@@ -50,14 +51,45 @@ def candidates(
     if len(listed) < 2:
         raise UsageError(f"{inst.describe()} lists no algorithms of {op} ({knob})")
     chosen = list(names) or list(listed[1:])
-    unknown = [n for n in chosen if n not in listed]
+    unknown = [n for n in chosen if split_name(n)[0] not in listed]
     if unknown:
         raise UsageError(f"--candidates {','.join(unknown)}: not an algorithm of {knob} "
                          f"(it lists {', '.join(listed[1:])}; {listed[0]} is the "
                          "reference)")  # fmt: skip
     # the reference named again is an A/A race: two labels of one decision
     everyone = [listed[0], *dict.fromkeys(chosen)]
-    return knob, everyone, [listed.index(n) for n in everyone]
+    return knob, everyone, [listed.index(split_name(n)[0]) for n in everyone]
+
+
+def split_name(name: str) -> tuple[str, int | None]:
+    """A candidate's algorithm and its segment size: ``pipeline@256K`` is the pipeline with
+    262144-byte segments (None: the segment size as launched)."""
+    algorithm, at, size = name.partition("@")
+    if not at:
+        return name, None
+    try:
+        return algorithm, parse_size(size)
+    except ValueError:
+        raise UsageError(f"--candidates {name}: {size!r} is not a segment size (e.g. "
+                         "pipeline@64K)") from None  # fmt: skip
+
+
+def segments(inst: Installation, op: str, names: Sequence[str]) -> dict[str, str]:
+    """libctrace's variables racing each candidate's segment size with its algorithm (none
+    where no name gives one): the library's segment size variable of ``op``, and per
+    candidate its size (-1: as launched)."""
+    sizes = [split_name(n)[1] for n in names]
+    if all(size is None for size in sizes):
+        return {}
+    knob = inst.impl.segment_knob(op)
+    if knob is None or inst.impl.race_mode != "dup":
+        raise UsageError(f"--candidates {','.join(n for n in names if '@' in n)}: "
+                         f"{inst.impl.title} has no segment size of {op} that a race can set "
+                         "(Open MPI's coll/tuned: bcast, reduce, allreduce)")  # fmt: skip
+    return {
+        "COMMTUNE_RACE_CVAR2": inst.impl.mpit_name(knob) or knob,
+        "COMMTUNE_RACE_VALUES2": ",".join(str(-1 if z is None else z) for z in sizes),
+    }
 
 
 def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[str], seed: int,
@@ -79,7 +111,8 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
                      "COMMTUNE_RACE_MODE": str(mode), "COMMTUNE_RACE_SEED": str(seed),
                      "COMMTUNE_RACE_OUT": out, "COMMTUNE_RACE_RUN": str(run),
                      "COMMTUNE_RACE_RUN_MAX": str(max(run, run_max)),
-                     "COMMTUNE_RACE_DRAIN": "1", **(extra or {})}  # fmt: skip
+                     "COMMTUNE_RACE_DRAIN": "1", **segments(inst, op, everyone),
+                     **(extra or {})}  # fmt: skip
         plan = launcher_for(inst, through).plan(command, variables, preload=str(library))
         done = run_process(plan.argv, plan.env, timeout).ended_well("the raced run", timeout)
         try:

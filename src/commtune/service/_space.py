@@ -1,8 +1,14 @@
 """The space of a study: the one the reference's first run, profiled, calls for where no
-knob is named (``profile.guided``), and a training study's checked against it."""
+knob is named (``profile.guided``), and a training study's checked against it.
+
+Several workers started at once on a new study (docs/guide/workers.md) each profile a run,
+and two profiles may call for different spaces. The first to claim the study's space
+(``SPACE_KEY`` in the storage's claims, one holder) keeps its own; the others wait for the
+study it makes and take its space."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 import optuna
@@ -14,9 +20,13 @@ from commtune.platform import on_testbed
 from commtune.profile import Choice, guided, one_sided
 from commtune.report import UI, guided_table
 from commtune.service._common import load_study
-from commtune.store import Store, backend
-from commtune.study import Plan, Scale, spec_of
+from commtune.store import Store, StoreClaims, backend
+from commtune.study import Plan, Scale, raw_spec, spec_of
 from commtune.trial import Executor, RunRecord
+from commtune.util import process_alive, worker_id
+
+SPACE_KEY = "guided-space"  # the claim of the worker whose profile chose a new study's space
+SPACE_WAIT = 600.0  # seconds a worker waits for the study of the one that chose its space
 
 
 def guided_space(
@@ -53,9 +63,46 @@ def guided_space(
     if not choices:
         ui.info("the profile calls for no knob in particular: the default space")
         return default, [], run
+    theirs = _chosen_elsewhere(plan, inst, statuses, ui)
+    if theirs is not None:
+        return theirs, [], run
     ui.print(guided_table(choices, "the space, from the program's profile"))
     dims = tuple(Dimension(statuses[c.knob].knob) for c in choices)
     return Space(inst.vendor.value, dims), choices, run
+
+
+def _chosen_elsewhere(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus],
+                      ui: UI) -> Space | None:  # fmt: skip
+    """None where this worker is the first to choose the new study's space (its claim);
+    else the space of the study that the worker which chose it made (waited for)."""
+    assert plan.study is not None
+    store = Store(plan.storage)
+    claims = StoreClaims(store, plan.study)
+    knobs = {name: s.knob for name, s in statuses.items()}
+    deadline, said = time.monotonic() + SPACE_WAIT, False
+    while True:
+        holder = claims.claim(SPACE_KEY, worker_id(), trial=None, counted=False, limit=None)
+        if holder is None or holder.worker == worker_id():
+            return None
+        try:
+            study = optuna.load_study(study_name=plan.study, storage=store.optuna)
+            if raw_spec(study.user_attrs):
+                ui.info(f"study {plan.study!r}: another worker's profile chose its space")
+                return space_from_json(inst.vendor.value, spec_of(study).space, knobs)
+        except KeyError:
+            pass  # not made yet
+        if process_alive(holder.worker) is False:  # it died before making the study
+            claims.release(SPACE_KEY, holder.worker, None)
+            continue
+        if time.monotonic() > deadline:
+            raise UsageError(f"study {plan.study!r}: worker {holder.worker} chose its space "
+                             f"and has not made the study in {SPACE_WAIT:.0f} s; use another "
+                             "--study name")  # fmt: skip
+        if not said:
+            ui.info(f"study {plan.study!r}: waiting for worker {holder.worker}, whose profile "
+                    "chose its space first")  # fmt: skip
+            said = True
+        time.sleep(0.5)
 
 
 def check_training_study(url: str, scale: Scale, space: Space) -> None:

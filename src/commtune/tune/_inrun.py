@@ -116,6 +116,8 @@ class Race:
     # and the run's time from MPI_Init's end to MPI_Finalize's start; None: not written
     barrier: tuple[float, float] | None = None
     span: float | None = None
+    # per candidate its segment size (COMMTUNE_RACE_VALUES2; -1: as launched); () none raced
+    values2: tuple[int, ...] = ()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], names: Sequence[str]) -> Race:
@@ -137,7 +139,7 @@ class Race:
                    slowest, int(data.get("run") or 1), data.get("raced_calls"),
                    np.asarray(data["unit_calls"], dtype=float) if "unit_calls" in data else None,
                    tuple(data["barrier"]) if data.get("barrier") else None,
-                   data.get("span"))  # fmt: skip
+                   data.get("span"), tuple(int(v) for v in data.get("values2") or ()))  # fmt: skip
 
     @property
     def raced_calls(self) -> int:
