@@ -254,8 +254,8 @@ def test_a_segment_size_where_the_library_has_none_is_refused_in_one_line(
 ) -> None:
     inst = installation_of("mpich")
     line = launcher_for(inst).command(2, ["true"])
-    code, _, err = run_cli(["race", "--op", "allreduce", "--candidates", "recursive_doubling@64K", "--",
-                            *line], capsys)  # fmt: skip
+    code, _, err = run_cli(["race", "--op", "allreduce", "--candidates",
+                            "recursive_doubling@64K", "--", *line], capsys)  # fmt: skip
     assert code == 2 and "no segment size of allreduce" in err
     assert len(err.strip().splitlines()) == 1
 

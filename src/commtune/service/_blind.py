@@ -16,8 +16,8 @@ configuration the twin hands it. Each raced run comes out of the real runs' budg
 
 Segment sizes are a blind spot too: a forced algorithm that segments (Open MPI's pipeline,
 chain, trees; ``MPIVendor.segmented``) runs with the library's segment size variable at its
-launch value (0: one segment), and the simulation models none of it. Where the fastest
-estimate of the race is such an algorithm and passed, one more run races it at ``SEGMENTS`` sizes
+launch value (0: one segment), and the simulation models none of it. The fastest two such
+algorithms that passed (``SIZED``) are raced in one more run at ``SEGMENTS`` sizes
 (``pipeline@64K``: libctrace writes the segment size with the algorithm before each
 candidate's communicator is made) against the same reference; the answer is the fastest
 that passed in either run, and a sized answer sets both knobs."""
@@ -39,6 +39,7 @@ from commtune.tune import Named, Race, Raced, halving
 
 BLIND_OPS = 2  # collectives raced at most: one real run each
 SEGMENTS = ("8K", "64K", "512K")  # a segmented algorithm's segment sizes raced
+SIZED = 2  # the segmented algorithms that passed raced at those sizes, the fastest first
 
 
 def racing_allowed(plan: Plan, inst: Installation) -> bool:
@@ -100,14 +101,12 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
 
     try:  # a second run only where the first's units were too long for its calls
         raced = [halving(racer, names, 2, plan.risk, plan.min_gain, halve=False)]
-        lead = raced[0].pooled[0] if raced[0].pooled else None
-        if (
-            lead is not None
-            and lead.name in raced[0].passed
-            and lead.name in inst.impl.segmented.get(op, ())
-        ):
-            sized = [f"{lead.name}@{size}" for size in SEGMENTS]
-            raced.append(halving(racer, [lead.name, *sized], 1, plan.risk, plan.min_gain,
+        # the fastest that passed and segment, at most SIZED, each at every size
+        leads = [c.name for c in raced[0].pooled if c.name in raced[0].passed
+                 and c.name in inst.impl.segmented.get(op, ())][:SIZED]  # fmt: skip
+        if leads:
+            sized = [f"{name}@{size}" for name in leads for size in SEGMENTS]
+            raced.append(halving(racer, [*leads, *sized], 1, plan.risk, plan.min_gain,
                                  halve=False))  # fmt: skip
     except UsageError as exc:
         return RacedSpot(op, knob, blind, pick, error=str(exc)), None
