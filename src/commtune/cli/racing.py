@@ -26,7 +26,8 @@ def _add_race(p: argparse.ArgumentParser) -> None:
     p.add_argument("--candidates", default="",
                    help="its algorithms raced against the library's own decision, comma-"
                    "separated (default: every one the library lists); NAME@SIZE: that "
-                   "algorithm with that segment size (Open MPI: pipeline@64K)")  # fmt: skip
+                   "algorithm with that segment size, where the library has one "
+                   "(pipeline@64K)")  # fmt: skip
     p.add_argument("--seed", type=int, help="the blocks' seed (default: drawn, and printed)")
     p.add_argument("--risk", type=fraction, default=DEFAULTS.risk,
                    help="the chance, at most, that a candidate said faster is not faster by "

@@ -84,8 +84,8 @@ def segments(inst: Installation, op: str, names: Sequence[str]) -> dict[str, str
     knob = inst.impl.segment_knob(op)
     if knob is None or inst.impl.race_mode != "dup":
         raise UsageError(f"--candidates {','.join(n for n in names if '@' in n)}: "
-                         f"{inst.impl.title} has no segment size of {op} that a race can set "
-                         "(Open MPI's coll/tuned: bcast, reduce, allreduce)")  # fmt: skip
+                         f"{inst.impl.title} has no segment size of {op} that a race can "
+                         "set")  # fmt: skip
     return {
         "COMMTUNE_RACE_CVAR2": inst.impl.mpit_name(knob) or knob,
         "COMMTUNE_RACE_VALUES2": ",".join(str(-1 if z is None else z) for z in sizes),
