@@ -218,6 +218,16 @@ static void set_value(int value) {
     if (value != current) write_value(value);
 }
 
+/* The integers of a comma-separated list into ``out`` (at most MAX_CANDIDATES): how many. */
+static int parse_values(const char *text, int *out) {
+    char *copy = strdup(text ? text : "");
+    int n = 0;
+    for (char *tok = strtok(copy, ","); tok && n < MAX_CANDIDATES; tok = strtok(NULL, ","))
+        out[n++] = atoi(tok);
+    free(copy);
+    return n;
+}
+
 static int write_second(int value) { return MPI_T_cvar_write(handle2, &value) == MPI_SUCCESS; }
 
 /* COMMTUNE_RACE_CVAR2 bound and every candidate's value of it written and read back; the
@@ -227,12 +237,8 @@ static const char *second_variable(const char *name, const char *vals) {
         values2[i] = -1;
     if (!name || !name[0]) return NULL;
     if (mode != MODE_DUP) return "a second variable races only where a communicator copies it";
-    char *copy = strdup(vals ? vals : "");
-    int n = 0;
-    for (char *tok = strtok(copy, ","); tok && n < MAX_CANDIDATES; tok = strtok(NULL, ","))
-        values2[n++] = atoi(tok);
-    free(copy);
-    if (n != k) return "COMMTUNE_RACE_VALUES2 does not give one value per candidate";
+    if (parse_values(vals, values2) != k)
+        return "COMMTUNE_RACE_VALUES2 does not give one value per candidate";
     int index, count;
     if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS)
         return "the library has no such second control variable";
@@ -279,10 +285,7 @@ static void setup(void) {
     drain = d ? atoi(d) : 0;
     active = 1;
     if (run < 1) return refuse("COMMTUNE_RACE_RUN below 1");
-    char *copy = strdup(vals);
-    for (char *tok = strtok(copy, ","); tok && k < MAX_CANDIDATES; tok = strtok(NULL, ","))
-        values[k++] = atoi(tok);
-    free(copy);
+    k = parse_values(vals, values);
     if (k < 2) return refuse("fewer than two candidates");
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
     int provided;
