@@ -237,7 +237,7 @@ def test_an_algorithm_races_at_a_segment_size_it_is_given(
     line = launcher_for(inst).command(2, [program, "800"])  # 100 broadcasts of 256 KiB
     done = race(inst, line, "bcast", ["pipeline", "pipeline@64K"], 3, 150)
     assert done.race.names == ("ignore", "pipeline", "pipeline@64K")
-    assert done.launch.get("COMMTUNE_RACE_CVAR2") is None  # libctrace's, not the program's
+    assert done.launch == dict(inst.impl.race_env)  # the segment variable is libctrace's
     assert done.race.values2 == (-1, -1, 65536) and len(done.race.time) > 0
     code, out, err = run_cli(["race", "--op", "bcast", "--candidates", "pipeline@64K,chain@8K",
                               "--seed", "2", "--json", "--", *line], capsys)  # fmt: skip
