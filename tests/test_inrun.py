@@ -35,21 +35,25 @@ def _race(
     sizes: int = 2,
     sd: float = 0.05,
     names: tuple[str, ...] = (),
+    base: tuple[float, ...] = (),
+    by_size: np.ndarray | None = None,
 ) -> Race:
     """A race as libctrace writes it: ``sizes`` message sizes, each raced in complete blocks
     in a drawn order, per-call times with an AR(1) noise, a drift of 10 % over the run, one
-    call in 50 a straggler (3x); candidate j's calls ``slower[j]`` times the reference's."""
+    call in 50 a straggler (3x); candidate j's calls ``slower[j]`` times the reference's
+    (``by_size[s, j]`` at size s, where given; ``base``: each size's time a call)."""
     k = len(slower)
     cand, slot, time = [], [], []
     noise, n = 0.0, blocks * k * sizes
-    base = [1e-5 * (1 + 4 * s) for s in range(sizes)]
+    base = list(base) or [1e-5 * (1 + 4 * s) for s in range(sizes)]
     orders: dict[tuple[int, int], np.ndarray] = {}
     for i in range(n):
         s, m = i % sizes, i // sizes  # the m-th call of size s
         order = orders.setdefault((s, m // k), rng.permutation(k))
         c = int(order[m % k])
         noise = 0.8 * noise + rng.normal(0, sd)
-        t = base[s] * slower[c] * np.exp(noise) * (1 + 0.1 * i / n)
+        factor = slower[c] if by_size is None else by_size[s, c]
+        t = base[s] * factor * np.exp(noise) * (1 + 0.1 * i / n)
         t *= 3.0 if rng.random() < 0.02 else 1.0
         cand.append(c)
         slot.append(s)
@@ -93,6 +97,28 @@ def test_a_candidate_5_percent_faster_a_call_is_found_and_ranked_first() -> None
         assert raced[0].name == "a2"  # the fastest estimate first
         found += raced[0].test.passed
     assert found >= 18, found
+
+
+def test_a_race_weighs_each_message_size_by_its_time() -> None:
+    """Issue 77: a static setting is judged by the time the program spends in the raced
+    calls. Three sizes, the largest 8 times the others' time a call. A candidate 1.3x faster
+    there and 0.8x at one small size (ring on ct_demo's 512 KiB and 64 KiB allreduce on 4
+    bed nodes: whole runs 1.13x) passes; one twice as fast at both small sizes and 1.2x
+    slower at the large one (0.94x in the calls' time) never does. Every block counted alike
+    (before), the first passed in none of these races and the second in every one."""
+    base = (1e-4, 1e-4, 8e-4)
+    heavy = np.array([[1.0, 1.0], [1.0, 1.25], [1.0, 0.77]])
+    light = np.array([[1.0, 0.5], [1.0, 0.5], [1.0, 1.2]])
+    rng = np.random.default_rng(12)
+    passed = {"heavy": 0, "light": 0}
+    for _ in range(10):
+        for name, factors in (("heavy", heavy), ("light", light)):
+            race = _race(rng, np.ones(2), blocks=80, sizes=3, base=base, by_size=factors)
+            (raced,) = decide_race(race, 0.05, 0.01)
+            passed[name] += raced.test.passed
+            if name == "heavy":
+                assert 1.1 < raced.test.speedup < 1.3, raced.test.speedup
+    assert passed == {"heavy": 10, "light": 0}, passed
 
 
 def test_calls_the_library_ran_as_its_own_decision_are_not_evidence() -> None:

@@ -114,7 +114,7 @@ def wins(defaults: Sequence[float], config: Sequence[float], tolerance: float) -
     return int((differences(defaults, config, tolerance) > 0).sum())
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
+def ranks(x: np.ndarray) -> np.ndarray:
     """Twice the ranks of ``|x|`` (ties averaged): integers."""
     from scipy.stats import rankdata
 
@@ -148,7 +148,7 @@ def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float
     if n == 0:
         return 1.0
     x = differences(defaults[:n], config[:n], tolerance)
-    r = _ranks(x)
+    r = ranks(x)
     won = x > 0
     w = int(r[won].sum())
     if n > COUNTED:  # a randomization test on drawn patterns: exact, p at least 1/(DRAWS+1)

@@ -91,12 +91,12 @@ def cmd_race(args: argparse.Namespace, command: list[str] | None) -> int:
     best = passing[0] if passing else None
     if best is not None:
         ui.info(
-            f"faster per call beyond --risk {args.risk:g}: {best.name}; the promise is "
+            f"faster in the calls' time beyond --risk {args.risk:g}: {best.name}; the promise is "
             f"about the {r.op} calls' time, not the program's (whole runs show that)"
         )
     else:
-        ui.info(f"no candidate shown faster per call than {r.names[0]}: the library's own "
-                "decision stays")  # fmt: skip
+        ui.info(f"no candidate shown faster in the calls' time than {r.names[0]}: the "
+                "library's own decision stays")  # fmt: skip
     if args.json:
         print_json({"op": r.op, "library": inst.describe(), "seed": seed, "calls": r.raced_calls,
                     "run": r.run, "run_max": r.run_max, "units": len(r.time),

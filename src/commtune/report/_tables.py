@@ -75,7 +75,7 @@ def inrun_table(acc: Acceptance) -> Table:
     """An in-run race's candidates, per call, pooled over its raced runs."""
     extra = acc.extra
     table = compact_table(f"{extra['op']} raced in-run ({extra['raced_runs']} run(s))")
-    for name in ("algorithm", "blocks", "us a call", "ref us", "speedup a call", "interval"):
+    for name in ("algorithm", "blocks", "us a call", "ref us", "speedup (calls' time)", "interval"):
         table.add_column(name, justify="left" if name == "algorithm" else "right")
     for c in extra.get("raced") or []:
         low, high = c["interval"]
@@ -166,7 +166,7 @@ def _inrun_lines(acc: Acceptance) -> list[str]:
     if extra.get("call_speedup") is None:
         return [f"{head}: {acc.reason}", "[yellow]not accepted[/yellow]: the default stays"]
     low, high = extra["call_interval"]
-    lines = [f"{head}: {acc.params[extra['knob']]} {extra['call_speedup']:.3f}x a call "
+    lines = [f"{head}: {acc.params[extra['knob']]} {extra['call_speedup']:.3f}x the calls' time "
              f"({low:.3f}-{high:.3f}), p = {extra['call_p']:.2g} at {extra['limit']:.2g}; the "
              f"promise is about {extra['promise']}"]  # fmt: skip
     if acc.speedup is not None and acc.ci is not None:

@@ -156,8 +156,8 @@ def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
         ui.warn(f"  {said}")
     for c in now:
         t = c.test
-        ui.info(f"  {c.name}: {t.speedup:.3f}x a call ({t.interval[0]:.3f}-{t.interval[1]:.3f})"
-                f" in {c.blocks} blocks; p = {t.p:.3g} at {t.limit:.3g}: "
+        ui.info(f"  {c.name}: {t.speedup:.3f}x the calls' time ({t.interval[0]:.3f}-"
+                f"{t.interval[1]:.3f}) in {c.blocks} blocks; p = {t.p:.3g} at {t.limit:.3g}: "
                 f"{'passed' if t.passed else 'not shown faster'}")  # fmt: skip
 
 
@@ -237,8 +237,9 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         "promise": runs[0].race.said(),
     }  # fmt: skip
     if answer is None:
-        return Acceptance(Source.SEARCH, {}, False, f"no algorithm shown faster a call than "
-                          f"{how.reference} in {len(runs)} raced run(s)", extra=extra)  # fmt: skip
+        said = f"no algorithm shown faster in the calls' time than {how.reference}"
+        return Acceptance(Source.SEARCH, {}, False, f"{said} in {len(runs)} raced run(s)",
+                          extra=extra)  # fmt: skip
     t = answer.test
     extra.update(call_speedup=t.speedup, call_interval=list(t.interval), call_p=t.p,
                  call_blocks=answer.blocks)  # fmt: skip
@@ -246,7 +247,8 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         saved = check.share * (1 - 1 / t.speedup)
         extra.update(share=check.share, share_said=(
             f"{how.op} took {check.share:.1%} of the program's time in the defaults' first "
-            f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x a call is about "
+            f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x the calls' time is "
+            f"about "
             f"{saved:.1%} of the program's time (estimated)"))  # fmt: skip
     params: dict[str, Value] = {how.knob: answer.name}
     if check is None or check.test is None:
@@ -258,7 +260,8 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
     slower = whole.interval[1] < 1 / (1 + plan.tolerance)
     reason = (f"whole runs show it slower ({whole.speedup:.3f}x, {whole.interval[0]:.3f}-"
               f"{whole.interval[1]:.3f})" if slower else
-              f"faster a call beyond --risk {plan.risk:g} in-run; whole runs beside")  # fmt: skip
+              f"faster in the calls' time beyond --risk {plan.risk:g} in-run; whole runs "
+              "beside")  # fmt: skip
     return Acceptance(Source.SEARCH, params, not slower, reason, speedup=whole.speedup,
                       ci=whole.interval, p_value=t.p, default_values=check.defaults,
                       best_values=check.answer, extra=extra)  # fmt: skip
