@@ -10,7 +10,9 @@ assignment within each block is random, swapping two candidates' labels within a
 likely as what was drawn: for the reference and one candidate, the pairs of their units in
 each block are the verdict's pairs, their order drawn by a coin (``commtune.rule``), and the
 same paired test is exact whatever the noise and its dependence between calls. The stated risk
-is split evenly over the K - 1 candidates, one look each.
+is split evenly over the K - 1 candidates, one look each. A static setting serves every size,
+so the test weighs each message size by its share of the calls' time (:func:`weighed`): a
+candidate faster only at the sizes that cost little is not handed back.
 
 Why units and a barrier: calls made back to back carry cost over. A call whose sends completed
 into the network's buffers hands their cost to the calls after it, and a pipelined broadcast
