@@ -329,7 +329,7 @@ def weighed(ref: np.ndarray, mine: np.ndarray, strata: np.ndarray, limit: float,
     its 64 KiB one 0.8x (the 8 B one alike), and whole runs 1.13x faster; every block
     counted alike, the race said 0.95-1.05x and passed nothing. The speedup is
     :func:`_speedup`'s."""
-    x = rule.differences(ref, mine, -min_gain)
+    x = np.log(ref) - np.log(mine / (1 - min_gain))  # rule.differences, the null's counting
     scores = np.zeros(len(x))
     total = float(ref.sum() + mine.sum())
     for s in np.unique(strata):
