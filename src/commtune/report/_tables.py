@@ -75,7 +75,7 @@ def inrun_table(acc: Acceptance) -> Table:
     """An in-run race's candidates, per call, pooled over its raced runs."""
     extra = acc.extra
     table = compact_table(f"{extra['op']} raced in-run ({extra['raced_runs']} run(s))")
-    for name in ("algorithm", "blocks", "us a call", "ref us", "speedup (calls' time)", "interval"):
+    for name in ("algorithm", "blocks", "us a call", "ref us", "speedup", "interval"):
         table.add_column(name, justify="left" if name == "algorithm" else "right")
     for c in extra.get("raced") or []:
         low, high = c["interval"]
