@@ -248,8 +248,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
         extra.update(share=check.share, share_said=(
             f"{how.op} took {check.share:.1%} of the program's time in the defaults' first "
             f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x the calls' time is "
-            f"about "
-            f"{saved:.1%} of the program's time (estimated)"))  # fmt: skip
+            f"about {saved:.1%} of the program's time (estimated)"))  # fmt: skip
     params: dict[str, Value] = {how.knob: answer.name}
     if check is None or check.test is None:
         why = check.failure if check is not None else "not checked on whole runs"
