@@ -98,7 +98,9 @@ def looks(risk: float, arm: int, pairs: int, verdict: int | None = None) -> list
     return [(pairs, mine)] if first_pass(mine) <= pairs else []
 
 
-def differences(defaults: Sequence[float], config: Sequence[float], tolerance: float) -> np.ndarray:
+def differences(
+    defaults: Sequence[float] | np.ndarray, config: Sequence[float] | np.ndarray, tolerance: float
+) -> np.ndarray:
     """Pair by pair, log(the defaults' time) less log(the configuration's counted
     ``tolerance`` faster): above 0 where the configuration wins the pair."""
     d = np.log(np.asarray(defaults, dtype=float))
@@ -152,11 +154,7 @@ def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float
     won = x > 0
     w = int(r[won].sum())
     if n > COUNTED:  # a randomization test on drawn patterns: exact, p at least 1/(DRAWS+1)
-        rng, at_least = np.random.default_rng(n), 0
-        for _ in range(DRAWS // DRAWN):  # in chunks: thousands of pairs, bounded memory
-            flips = rng.integers(0, 2, size=(DRAWN, n), dtype=np.int8)
-            at_least += int(((flips @ r) >= w).sum())
-        return float((1 + at_least) / (DRAWS + 1))
+        return drawn(r, w)
     if n > ENUMERATED:
         return _tail(r, w)
     signs = _signs(n)
@@ -166,6 +164,19 @@ def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float
     t_all = signs @ size
     better = (w_all > w) | ((w_all == w) & (t_all >= t - 1e-12 * (1 + abs(t))))
     return float(better.mean())
+
+
+def drawn(scores: np.ndarray, observed: float, draws: int = DRAWS) -> float:
+    """P(the sum of the scores of the pairs won >= ``observed``) over fair coins, by at least
+    ``draws`` random sign patterns (seeded by the pairs' number): an exact randomization
+    test, p at least 1 / (the patterns drawn + 1)."""
+    rng, at_least = np.random.default_rng(len(scores)), 0
+    chunks = -(-draws // DRAWN)
+    floor = observed - 1e-12 * max(1.0, abs(observed))  # float scores: the observed included
+    for _ in range(chunks):  # in chunks: thousands of pairs, bounded memory
+        flips = rng.integers(0, 2, size=(DRAWN, len(scores)), dtype=np.int8)
+        at_least += int(((flips @ scores) >= floor).sum())
+    return float((1 + at_least) / (chunks * DRAWN + 1))
 
 
 @functools.cache
