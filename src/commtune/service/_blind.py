@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from commtune.errors import UsageError
 from commtune.knobs import Value, load_catalog
@@ -110,9 +111,11 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
                                  halve=False))  # fmt: skip
     except UsageError as exc:
         return RacedSpot(op, knob, blind, pick, error=str(exc)), None
-    estimates = {c.name: {"speedup": c.test.speedup, "interval": list(c.test.interval),
-                          "passed": c.name in h.passed}
-                 for h in raced for c in h.pooled}  # fmt: skip
+    estimates: dict[str, dict[str, Any]] = {}
+    for h in raced:  # a lead raced again beside its sizes keeps the first run's record
+        for c in h.pooled:
+            estimates.setdefault(c.name, {"speedup": c.test.speedup, "passed": c.name in h.passed,
+                                          "interval": list(c.test.interval)})  # fmt: skip
     calls = runs[0].raced_calls if runs else 0
     answers = [h.answer for h in raced if h.answer is not None]
     answer = max(answers, key=lambda c: c.test.speedup, default=None)
