@@ -583,3 +583,46 @@ def test_a_twin_that_ranks_nothing_races_what_it_does_not_model(
     else:
         assert got.ranked == () and got.plan.knobs == ()
         assert "none passed" in (got.report.why_nothing() or "")
+
+
+@needs_openmpi
+@pytest.mark.timeout(400)
+def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 77, mixed spaces: allreduce's algorithm beside a knob only whole runs can tune.
+    The collective is raced in-run first; the whole-run search keeps its answer (or the
+    library's decision where none passed) in every configuration it runs, the reference the
+    defaults; the raced runs count in --max-runs; a resumed study races nothing again."""
+    from commtune.study import Role, StudyView, acceptance_of, spec_of
+
+    inst = installation_of("openmpi")
+    knob = "coll_tuned_allreduce_algorithm"
+    program = str(native.build(inst, "demo/ct_demo.c"))
+    line = launcher_for(inst).command(2, [program, "300"])
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--knob", f"{knob}=ignore,ring,recursive_doubling", "--knob",
+            "btl_vader_eager_limit=16384,65536", "--strategy", "grid", "--max-runs", "20",
+            "--study", "m", "--storage", storage, "--json", "--", *line]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    said = " ".join(err.split())
+    assert "raced in-run against ignore first" in said and "whole runs: in-run" not in said
+    first = last_json(out)["inrun_first"]
+    assert first["knob"] == knob and 1 <= first["raced_runs"] <= 3
+    kept = first["answer"] or "ignore"
+    assert f"the whole-run search keeps {knob}={kept}" in said
+    study = optuna.load_study(study_name="m", storage=Store(storage).optuna)
+    (dim,) = [d for d in spec_of(study).space if d["knob"] == knob]
+    assert dim["values"] == [kept]
+    records = StudyView(study).records
+    searched = [r.config for r in records if r.role is Role.SEARCH]
+    assert searched and {c[knob] for c in searched} == {kept}
+    whole = sum(len(r.runs) for r in records)
+    assert first["raced_runs"] + whole <= 20
+    assert study.user_attrs["inrun_first"] == first
+    acc = acceptance_of(study)
+    assert acc is None or acc.extra["inrun_first"] == first
+    code, out, err = run_cli(args, capsys)  # resumed: the stored space, nothing raced
+    assert code == 0, err
+    assert "raced in-run" not in " ".join(err.split())

@@ -23,22 +23,35 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import optuna
+
 from commtune import rule
-from commtune.knobs import Space, Value
+from commtune.knobs import Dimension, Space, Value, space_from_json
 from commtune.mpi import Installation
 from commtune.profile import Profile, ProfileError
 from commtune.report import UI
 from commtune.service._race import OPS, RaceRun, race
-from commtune.study import Acceptance, Noise, Plan, Source, save_result_study
+from commtune.store import Store
+from commtune.study import (
+    Acceptance,
+    Noise,
+    Plan,
+    Source,
+    acceptance_of,
+    save_result_study,
+    set_acceptance,
+    spec_of,
+)
 from commtune.tune import WARMUP_BLOCKS, Halving, Race, Raced, Row, TuneResult, halving
 
 if TYPE_CHECKING:
     from commtune.service._tuning import Ready
 
 CHECK_PAIRS = 3  # whole runs of the answer, each beside one of the defaults'
+FIRST = "inrun_first"  # a mixed space's race, stored with its study (:class:`Narrowed`)
 
 
 @dataclass(frozen=True)
@@ -82,14 +95,135 @@ def inrun_of(ready: Ready, twinned: bool, ui: UI) -> InRun | None:
     simulation, a template, ``--as``, a twin or Slurm jobs) and its space is one the library
     switches while the program runs; a space with a collective's algorithm searched on whole
     runs says why."""
-    s = ready.setup
-    plain = s.cluster is None and s.scale is None and s.library is None and not twinned
-    if not (plain and plan_races(s.plan)):
+    if not _plain(ready, twinned):
         return None
-    how = racable(ready.space, s.inst)
-    if how is None and any(d.knob.collective for d in ready.space.dimensions):
-        ui.info(f"whole runs: {_why_not(ready.space, s.inst)}")
+    space, inst = ready.space, ready.setup.inst
+    how = racable(space, inst)
+    collectives = any(d.knob.collective for d in space.dimensions)
+    if how is None and collectives and not _racable_dims(space, inst):  # else :func:`narrowed`
+        ui.info(f"whole runs: {_why_not(space, inst)}")
     return how
+
+
+@dataclass(frozen=True)
+class Narrowed:
+    """A mixed space's collective raced in-run before its whole-run search: the race, its
+    answer (None: none passed, the library's decision kept) and the real runs it took."""
+
+    how: InRun
+    answer: Raced | None
+    runs: int
+    raced: tuple[Raced, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.how.op, "knob": self.how.knob, "reference_name": self.how.reference,
+                "answer": self.answer.name if self.answer else None, "raced_runs": self.runs,
+                "raced": [c.estimate_json() for c in self.raced]}  # fmt: skip
+
+    def stored(self, store: Store, name: str) -> dict[str, Any]:
+        """Stored with study ``name`` (and its verdict, where one was reached); its JSON."""
+        study = optuna.load_study(study_name=name, storage=store.optuna)
+        data = self.to_json()
+        study.set_user_attr(FIRST, data)
+        acc = acceptance_of(study)
+        if acc is not None:
+            set_acceptance(study, replace(acc, extra={**acc.extra, FIRST: data}))
+        return data
+
+    def said(self) -> str:
+        kept = self.answer.name if self.answer else self.how.reference
+        why = (f"{self.answer.name} passed ({self.answer.test.speedup:.3f}x the calls' time)"
+               if self.answer else "none shown faster")  # fmt: skip
+        return (f"{self.how.op}: {why} in {self.runs} raced run(s); the whole-run search keeps "
+                f"{self.how.knob}={kept}, the verdict tests against the defaults")  # fmt: skip
+
+
+def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowed | None]:
+    """A mixed space (issue 77): where a new study's space holds, beside other knobs, one
+    collective's algorithm variable the library switches while the program runs, that
+    collective is raced in-run first (:func:`commtune.tune.halving`, up to ``--inrun-runs``)
+    and the whole-run search keeps its answer, or the library's decision where none passed;
+    the raced runs come out of ``--max-runs``. The race only chooses: what is handed back is
+    the whole-run verdict's, against the defaults. A study resumed keeps its stored space."""
+    s, space = ready.setup, ready.space
+    if not (_plain(ready, twinned) and len(space.dimensions) > 1):
+        return ready, None
+    found = _racable_dims(space, s.inst)
+    if not found:
+        return ready, None
+    stored = _stored(ready)
+    if stored is not None:  # resumed: its space, its raced runs spent
+        space_of, spent = stored
+        return (_with(ready, space_of, spent) if space_of.names == space.names else ready), None
+    d, how = found[0]
+    ui.info(
+        f"{how.op}: {len(how.names)} algorithm(s) raced in-run against {how.reference} "
+        f"first (up to {s.plan.inrun_runs} run(s)); then the other knobs on whole runs"
+    )
+    raced, runs = _halving(ready, how, _seed(s.plan), ui)
+    done = Narrowed(how, raced.answer, len(runs), raced.pooled)
+    ui.info(done.said())
+    keep = d.knob.parse(raced.answer.name) if raced.answer else d.reference.default
+    dims = tuple(replace(e, values=(keep,)) if e is d else e for e in space.dimensions)
+    return _with(ready, Space(space.library, dims), len(runs)), done
+
+
+def _racable_dims(space: Space, inst: Installation) -> list[tuple[Dimension, InRun]]:
+    """The dimensions of ``space`` the library switches while the program runs, each with
+    its race (:func:`racable` of it alone)."""
+    return [(d, how) for d in space.dimensions
+            if (how := racable(Space(space.library, (d,)), inst)) is not None]  # fmt: skip
+
+
+def _seed(plan: Plan) -> int:
+    return plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
+
+
+def _plain(ready: Ready, twinned: bool) -> bool:
+    """The study's real runs may race in-run: not a simulation, a template, ``--as``, a
+    twin or Slurm jobs, and the plan allows it (:func:`plan_races`)."""
+    s = ready.setup
+    return (s.cluster is None and s.scale is None and s.library is None and not twinned
+            and plan_races(s.plan))  # fmt: skip
+
+
+def _stored(ready: Ready) -> tuple[Space, int] | None:
+    """The space stored by a study of this name (a resumed study) and the runs its race
+    took (:meth:`Narrowed.stored`); None: a new study."""
+    try:
+        study = optuna.load_study(study_name=ready.target.study, storage=ready.store.optuna)
+    except KeyError:
+        return None
+    knobs = {d.knob.name: d.knob for d in ready.space.dimensions}
+    spent = int((study.user_attrs.get(FIRST) or {}).get("raced_runs", 0))
+    return space_from_json(ready.space.library, spec_of(study).space, knobs), spent
+
+
+def _with(ready: Ready, space: Space, spent: int) -> Ready:
+    """``ready`` searching ``space``, ``spent`` real runs out of its budget."""
+    s = ready.setup
+    plan = s.plan if s.plan.max_runs is None else replace(s.plan, max_runs=max(
+        1, s.plan.max_runs - spent))  # fmt: skip
+    t = ready.target
+    target = replace(t, spec=replace(t.spec, space=space.to_json()), space=space, plan=plan)
+    return replace(ready, setup=replace(s, plan=plan), space=space, target=target)
+
+
+def _halving(ready: Ready, how: InRun, seed: int, ui: UI) -> tuple[Halving, list[RaceRun]]:
+    """``how`` raced (:func:`commtune.tune.halving`), each run said; the runs it took."""
+    plan = ready.setup.plan
+    runs: list[RaceRun] = []
+
+    def racer(field: Sequence[str], r: int, run: int) -> Race:
+        runs.append(race(ready.setup.inst, ready.setup.command, how.op, field, seed + r,
+                         plan.timeout or plan.reference_timeout, through=plan.through,
+                         run=run))  # fmt: skip
+        return runs[-1].race
+
+    def heard(done: Race, now: Sequence[Raced]) -> None:
+        _said(ui, len(runs), runs[-1], now)
+
+    return halving(racer, how.names, plan.inrun_runs, plan.risk, plan.min_gain, heard), runs
 
 
 def _why_not(space: Space, inst: Installation) -> str:
@@ -112,25 +246,14 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
     """The study of ``how`` raced in-run (:func:`commtune.tune.halving`), its answer checked
     on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it);
     None where the program's first run made too few calls to race (whole runs then)."""
-    s, plan = ready.setup, ready.setup.plan
-    seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
-    timeout = plan.timeout or plan.reference_timeout
+    plan = ready.setup.plan
+    seed, timeout = _seed(plan), plan.timeout or plan.reference_timeout
     limit = plan.risk / (len(how.names) * plan.inrun_runs)
     ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced in-run against "
             f"{how.reference} (the library's own decision), up to {plan.inrun_runs} "
             f"run(s), each test at {limit:.3g} of --risk {plan.risk:g} (--no-inrun: whole "
             "runs)")  # fmt: skip
-    runs: list[RaceRun] = []
-
-    def racer(field: Sequence[str], r: int, run: int) -> Race:
-        runs.append(race(s.inst, s.command, how.op, field, seed + r, timeout,
-                         through=plan.through, run=run))  # fmt: skip
-        return runs[-1].race
-
-    def heard(done: Race, now: Sequence[Raced]) -> None:
-        _said(ui, len(runs), runs[-1], now)
-
-    raced = halving(racer, how.names, plan.inrun_runs, plan.risk, plan.min_gain, heard)
+    raced, runs = _halving(ready, how, seed, ui)
     if not raced.pooled:  # not one block past the warm-up: nothing to race on
         ui.warn(f"{how.op}: {runs[0].race.raced_calls} calls in a run, too few to race "
                 f"{len(how.names) + 1} candidates in units of {runs[0].race.run} "

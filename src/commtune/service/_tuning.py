@@ -47,7 +47,7 @@ from commtune.service._as import as_library, as_proposal, reference_words, space
 from commtune.service._check import check
 from commtune.service._common import default_study_name, open_store, probe, profiling, slurm_nodes
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
-from commtune.service._inrun import inrun_of, race_study
+from commtune.service._inrun import inrun_of, narrowed, race_study
 from commtune.service._observer import StudyObserver
 from commtune.service._simulation import budgeted, cost, simulated_plan
 from commtune.service._space import check_training_study, guided_space
@@ -167,8 +167,11 @@ class Tuning:
             said = {"reference": reference_words(setup.inst, None, {}),
                     "inrun": raced.acceptance.extra if raced.acceptance else None}  # fmt: skip
             return Outcome(raced, ready.space, setup.inst.vendor.value, setup.command, said)
+        ready, first = narrowed(ready, report is not None, self.ui)
         result, extra = self._tuned(ready, ranked)
         s = ready.setup
+        if first is not None:
+            extra["inrun_first"] = first.stored(ready.store, ready.target.study)
         if s.library is not None:
             extra["as"] = as_proposal(ready.store, ready.target.study, result, s.inst, s.library,
                                       s.base, s.command, s.plan, self.ui)  # fmt: skip
