@@ -60,15 +60,24 @@ def blind_spots(plan: Plan, inst: Installation, command: Sequence[str], report: 
     seed = plan.seed if plan.seed is not None else random.SystemRandom().randrange(2**31)
     top = dict(ranked[0]) if ranked else {}
     spots, first, rows = [], [], []
+    # the raced runs come out of the budget, never out of the runs the verdict needs
+    spare = (plan.max_runs - plan.repeats - plan.deciding_runs() if plan.max_runs is not None
+             else 2 * BLIND_OPS)  # fmt: skip
     for k, (knob, blind) in enumerate(list(report.not_modeled.items())[:BLIND_OPS]):
         op = catalog[knob].collective
         if op not in OPS:
             continue
+        if spare < 1:
+            ui.info(f"{op}: not raced, --max-runs {plan.max_runs} leaves no run beside the "
+                    f"reference's {plan.repeats} and the {plan.deciding_runs()} the verdict "
+                    "needs")  # fmt: skip
+            break
         pick = str(top[knob]) if knob in top else None
         ui.info(f"{op}: {len(blind)} algorithm(s) the simulation does not model raced in one "
                 f"run on this machine{' beside its pick ' + pick if pick else ''}")  # fmt: skip
-        spot, answer = _race(plan, inst, command, op, knob, blind, pick, seed + k)
+        spot, answer = _race(plan, inst, command, op, knob, blind, pick, seed + k, spare)
         spots.append(spot)
+        spare -= spot.runs
         ui.info(spot.line().strip())
         if answer is not None and answer.name != pick:
             algorithm, size = split_name(answer.name)
@@ -88,10 +97,11 @@ def blind_spots(plan: Plan, inst: Installation, command: Sequence[str], report: 
 
 
 def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob: str,
-          blind: tuple[str, ...], pick: str | None,
-          seed: int) -> tuple[RacedSpot, Raced | None]:  # fmt: skip
-    """One raced run of ``blind`` and ``pick`` against the library's own decision: the
-    record, and the answer (None: none passed, or the run could not race)."""
+          blind: tuple[str, ...], pick: str | None, seed: int,
+          most: int) -> tuple[RacedSpot, Raced | None]:  # fmt: skip
+    """One raced run of ``blind`` and ``pick`` against the library's own decision (a second
+    where its units were too long, a third for segment sizes: ``most`` in all): the record,
+    and the answer (None: none passed, or the run could not race)."""
     names = list(dict.fromkeys([*blind, *([pick] if pick else [])]))
     runs: list[Race] = []
 
@@ -101,11 +111,11 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
         return runs[-1]
 
     try:  # a second run only where the first's units were too long for its calls
-        raced = [halving(racer, names, 2, plan.risk, plan.min_gain, halve=False)]
+        raced = [halving(racer, names, min(2, most), plan.risk, plan.min_gain, halve=False)]
         # the fastest that passed and segment, at most SIZED, each at every size
         leads = [c.name for c in raced[0].pooled if c.name in raced[0].passed
                  and c.name in inst.impl.segmented.get(op, ())][:SIZED]  # fmt: skip
-        if leads:
+        if leads and len(runs) < most:
             sized = [f"{name}@{size}" for name in leads for size in SEGMENTS]
             raced.append(halving(racer, [*leads, *sized], 1, plan.risk, plan.min_gain,
                                  halve=False))  # fmt: skip
