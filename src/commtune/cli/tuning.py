@@ -114,9 +114,9 @@ def _add_budget_options(p: argparse.ArgumentParser, demo: bool) -> None:
     p.add_argument(
         "--no-inrun",
         action="store_true",
-        help="a space of one collective's algorithm variable is raced call by call inside "
-        "the program's runs where the library reads it while the program runs (see 'commtune "
-        "race'); this searches it on whole runs instead",
+        help="a collective's algorithm variable the library reads while the program runs is "
+        "raced call by call inside the program's runs (see 'commtune race'; in a space of more "
+        "knobs first, the rest on whole runs); this searches it on whole runs instead",
     )
     p.add_argument(
         "--inrun-runs",
