@@ -642,20 +642,21 @@ def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole
     assert code == 0, err
     said = " ".join(err.split())
     assert "raced in-run against ignore first" in said and "whole runs: in-run" not in said
-    first = last_json(out)["inrun_first"]
+    data = last_json(out)
+    first = data["inrun_first"]
     assert first["knob"] == knob and 1 <= first["raced_runs"] <= 3
     kept = first["answer"] or "ignore"
     assert f"the whole-run search keeps {knob}={kept}" in said
     study = optuna.load_study(study_name="m", storage=Store(storage).optuna)
     (dim,) = [d for d in spec_of(study).space if d["knob"] == knob]
     assert dim["values"] == [kept]
-    records = StudyView(study).records
-    searched = [r.config for r in records if r.role is Role.SEARCH]
+    view = StudyView(study)
+    searched = [r.config for r in view.records if r.role is Role.SEARCH]
     assert searched and {c[knob] for c in searched} == {kept}
-    whole = sum(len(r.runs) for r in records)
-    assert first["raced_runs"] + whole <= 20
-    assert study.user_attrs["inrun_first"] == first
     acc = acceptance_of(study)
+    whole = view.runs_spent(acc)
+    assert data["runs"] == first["raced_runs"] + whole <= 20  # the raced runs counted
+    assert study.user_attrs["inrun_first"] == first
     assert acc is None or acc.extra["inrun_first"] == first
     code, out, err = run_cli(args, capsys)  # resumed: the stored space, nothing raced
     assert code == 0, err

@@ -170,8 +170,9 @@ class Tuning:
         ready, first = narrowed(ready, report is not None, self.ui)
         result, extra = self._tuned(ready, ranked)
         s = ready.setup
-        if first is not None:
+        if first is not None:  # its raced runs are the study's too
             extra["inrun_first"] = first.stored(ready.store, ready.target.study)
+            result = replace(result, runs=result.runs + first.runs)
         if s.library is not None:
             extra["as"] = as_proposal(ready.store, ready.target.study, result, s.inst, s.library,
                                       s.base, s.command, s.plan, self.ui)  # fmt: skip
