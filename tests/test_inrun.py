@@ -661,3 +661,28 @@ def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole
     code, out, err = run_cli(args, capsys)  # resumed: the stored space, nothing raced
     assert code == 0, err
     assert "raced in-run" not in " ".join(err.split())
+
+
+@needs_openmpi
+@pytest.mark.timeout(300)
+def test_a_mixed_space_whose_program_makes_too_few_calls_is_searched_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mixed space whose program makes too few calls to race (ct_demo of 2 iterations: 6
+    allreduce calls) keeps every algorithm in its whole-run search: nothing was chosen."""
+    from commtune.study import spec_of
+
+    inst = installation_of("openmpi")
+    knob = "coll_tuned_allreduce_algorithm"
+    program = str(native.build(inst, "demo/ct_demo.c"))
+    line = launcher_for(inst).command(2, [program, "2"])
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--knob", f"{knob}=ignore,ring,recursive_doubling", "--knob",
+            "btl_vader_eager_limit=16384,65536", "--strategy", "grid", "--max-runs", "16",
+            "--study", "few", "--storage", storage, "--json", "--", *line]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    assert "too few to race" in " ".join(err.split()) and "inrun_first" not in last_json(out)
+    study = optuna.load_study(study_name="few", storage=Store(storage).optuna)
+    (dim,) = [d for d in spec_of(study).space if d["knob"] == knob]
+    assert dim["values"] == ["ignore", "ring", "recursive_doubling"]

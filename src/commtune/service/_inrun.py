@@ -29,11 +29,13 @@ from typing import TYPE_CHECKING, Any
 import optuna
 
 from commtune import rule
+from commtune.errors import UsageError
 from commtune.knobs import Dimension, Space, Value, space_from_json
 from commtune.mpi import Installation
 from commtune.profile import Profile, ProfileError
 from commtune.report import UI
 from commtune.service._race import OPS, RaceRun, race
+from commtune.service._space import chosen_elsewhere
 from commtune.store import Store
 from commtune.study import (
     Acceptance,
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 
 CHECK_PAIRS = 3  # whole runs of the answer, each beside one of the defaults'
 FIRST = "inrun_first"  # a mixed space's race, stored with its study (:class:`Narrowed`)
+RACE_KEY = "inrun-first"  # the claim of the worker that races a new mixed study's collective
 
 
 @dataclass(frozen=True)
@@ -155,12 +158,25 @@ def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowed | Non
     if stored is not None:  # resumed: its space, its raced runs spent
         space_of, spent = stored
         return (_with(ready, space_of, spent) if space_of.names == space.names else ready), None
+    knobs = {d.knob.name: d.knob for d in space.dimensions}
+    theirs = chosen_elsewhere(ready.store, ready.target.study, space.library, knobs, RACE_KEY,
+                              "race", ui)  # fmt: skip
+    if theirs is not None:  # another worker raced it: its space
+        return (_with(ready, theirs, 0) if theirs.names == space.names else ready), None
     d, how = found[0]
     ui.info(
         f"{how.op}: {len(how.names)} algorithm(s) raced in-run against {how.reference} "
         f"first (up to {s.plan.inrun_runs} run(s)); then the other knobs on whole runs"
     )
-    raced, runs = _halving(ready, how, _seed(s.plan), ui)
+    try:
+        raced, runs = _halving(ready, how, _seed(s.plan), ui)
+    except UsageError as exc:  # a raced run failed: nothing chosen, every knob on whole runs
+        ui.warn(f"{how.op}: not raced ({exc}); searched on whole runs with the other knobs")
+        return ready, None
+    if not raced.pooled:  # too few calls for one block past the warm-up
+        ui.warn(f"{how.op}: {runs[0].race.raced_calls} calls in a run, too few to race; "
+                "searched on whole runs with the other knobs")  # fmt: skip
+        return _with(ready, space, len(runs)), None
     done = Narrowed(how, raced.answer, len(runs), raced.pooled)
     ui.info(done.said())
     keep = d.knob.parse(raced.answer.name) if raced.answer else d.reference.default

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import optuna
 
 from commtune.errors import UsageError
-from commtune.knobs import Dimension, KnobStatus, Space, space_from_json
+from commtune.knobs import Dimension, Knob, KnobStatus, Space, space_from_json
 from commtune.mpi import Installation
 from commtune.platform import on_testbed
 from commtune.profile import Choice, guided, one_sided
@@ -76,30 +76,38 @@ def _chosen_elsewhere(plan: Plan, inst: Installation, statuses: Mapping[str, Kno
     """None where this worker is the first to choose the new study's space (its claim);
     else the space of the study that the worker which chose it made (waited for)."""
     assert plan.study is not None
-    store = Store(plan.storage)
-    claims = StoreClaims(store, plan.study)
     knobs = {name: s.knob for name, s in statuses.items()}
+    return chosen_elsewhere(Store(plan.storage), plan.study, inst.vendor.value, knobs, SPACE_KEY,
+                            "profile", ui)  # fmt: skip
+
+
+def chosen_elsewhere(store: Store, name: str, library: str, knobs: Mapping[str, Knob], key: str,
+                     whose: str, ui: UI) -> Space | None:  # fmt: skip
+    """None where this worker is the first to claim ``key`` of new study ``name`` (it
+    chooses the space, by its ``whose``: a profile, a race); else the space stored by the
+    study the holder made (waited for, ``SPACE_WAIT`` s at most)."""
+    claims = StoreClaims(store, name)
     deadline, said = time.monotonic() + SPACE_WAIT, False
     while True:
-        holder = claims.claim(SPACE_KEY, worker_id(), trial=None, counted=False, limit=None)
+        holder = claims.claim(key, worker_id(), trial=None, counted=False, limit=None)
         if holder is None or holder.worker == worker_id():
             return None
         try:
-            study = optuna.load_study(study_name=plan.study, storage=store.optuna)
+            study = optuna.load_study(study_name=name, storage=store.optuna)
             if raw_spec(study.user_attrs):
-                ui.info(f"study {plan.study!r}: another worker's profile chose its space")
-                return space_from_json(inst.vendor.value, spec_of(study).space, knobs)
+                ui.info(f"study {name!r}: another worker's {whose} chose its space")
+                return space_from_json(library, spec_of(study).space, knobs)
         except KeyError:
             pass  # not made yet
         if process_alive(holder.worker) is False:  # it died before making the study
-            claims.release(SPACE_KEY, holder.worker, None)
+            claims.release(key, holder.worker, None)
             continue
         if time.monotonic() > deadline:
-            raise UsageError(f"study {plan.study!r}: worker {holder.worker} chose its space "
+            raise UsageError(f"study {name!r}: worker {holder.worker} chose its space "
                              f"and has not made the study in {SPACE_WAIT:.0f} s; use another "
                              "--study name")  # fmt: skip
         if not said:
-            ui.info(f"study {plan.study!r}: waiting for worker {holder.worker}, whose profile "
+            ui.info(f"study {name!r}: waiting for worker {holder.worker}, whose {whose} "
                     "chose its space first")  # fmt: skip
             said = True
         time.sleep(0.5)
