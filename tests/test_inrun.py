@@ -619,6 +619,22 @@ def test_a_twin_that_ranks_nothing_races_what_it_does_not_model(
         assert "none passed" in (got.report.why_nothing() or "")
 
 
+MIXED_KNOB = "coll_tuned_allreduce_algorithm"
+
+
+def _mixed_args(tmp_path: Path, iterations: int, max_runs: int) -> tuple[list[str], str]:
+    """``tune`` of study "m" over Open MPI's allreduce algorithm beside the shared-memory
+    eager limit (a mixed space), ct_demo of ``iterations`` on 2 ranks; and its storage."""
+    inst = installation_of("openmpi")
+    program = str(native.build(inst, "demo/ct_demo.c"))
+    line = launcher_for(inst).command(2, [program, str(iterations)])
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    return ["tune", "--knob", f"{MIXED_KNOB}=ignore,ring,recursive_doubling", "--knob",
+            "btl_vader_eager_limit=16384,65536", "--strategy", "grid", "--max-runs",
+            str(max_runs), "--study", "m", "--storage", storage, "--json", "--",
+            *line], storage  # fmt: skip
+
+
 @needs_openmpi
 @pytest.mark.timeout(400)
 def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole_runs(
@@ -630,14 +646,8 @@ def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole
     defaults; the raced runs count in --max-runs; a resumed study races nothing again."""
     from commtune.study import Role, StudyView, acceptance_of, spec_of
 
-    inst = installation_of("openmpi")
-    knob = "coll_tuned_allreduce_algorithm"
-    program = str(native.build(inst, "demo/ct_demo.c"))
-    line = launcher_for(inst).command(2, [program, "300"])
-    storage = f"sqlite:///{tmp_path / 's.db'}"
-    args = ["tune", "--knob", f"{knob}=ignore,ring,recursive_doubling", "--knob",
-            "btl_vader_eager_limit=16384,65536", "--strategy", "grid", "--max-runs", "20",
-            "--study", "m", "--storage", storage, "--json", "--", *line]  # fmt: skip
+    knob = MIXED_KNOB
+    args, storage = _mixed_args(tmp_path, 300, 20)
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     said = " ".join(err.split())
@@ -672,17 +682,10 @@ def test_a_mixed_space_whose_program_makes_too_few_calls_is_searched_whole(
     allreduce calls) keeps every algorithm in its whole-run search: nothing was chosen."""
     from commtune.study import spec_of
 
-    inst = installation_of("openmpi")
-    knob = "coll_tuned_allreduce_algorithm"
-    program = str(native.build(inst, "demo/ct_demo.c"))
-    line = launcher_for(inst).command(2, [program, "2"])
-    storage = f"sqlite:///{tmp_path / 's.db'}"
-    args = ["tune", "--knob", f"{knob}=ignore,ring,recursive_doubling", "--knob",
-            "btl_vader_eager_limit=16384,65536", "--strategy", "grid", "--max-runs", "16",
-            "--study", "few", "--storage", storage, "--json", "--", *line]  # fmt: skip
+    args, storage = _mixed_args(tmp_path, 2, 16)
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     assert "too few to race" in " ".join(err.split()) and "inrun_first" not in last_json(out)
-    study = optuna.load_study(study_name="few", storage=Store(storage).optuna)
-    (dim,) = [d for d in spec_of(study).space if d["knob"] == knob]
+    study = optuna.load_study(study_name="m", storage=Store(storage).optuna)
+    (dim,) = [d for d in spec_of(study).space if d["knob"] == MIXED_KNOB]
     assert dim["values"] == ["ignore", "ring", "recursive_doubling"]
