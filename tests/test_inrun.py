@@ -620,19 +620,21 @@ def test_a_twin_that_ranks_nothing_races_what_it_does_not_model(
 
 
 MIXED_KNOB = "coll_tuned_allreduce_algorithm"
+BCAST_KNOB = "coll_tuned_bcast_algorithm"  # ct_demo makes no broadcast: too few calls to race
 
 
 def _mixed_args(tmp_path: Path, iterations: int, max_runs: int) -> tuple[list[str], str]:
-    """``tune`` of study "m" over Open MPI's allreduce algorithm beside the shared-memory
-    eager limit (a mixed space), ct_demo of ``iterations`` on 2 ranks; and its storage."""
+    """``tune`` of study "m" over Open MPI's allreduce and broadcast algorithms beside the
+    shared-memory eager limit (a mixed space), ct_demo of ``iterations`` on 2 ranks; and its
+    storage."""
     inst = installation_of("openmpi")
     program = str(native.build(inst, "demo/ct_demo.c"))
     line = launcher_for(inst).command(2, [program, str(iterations)])
     storage = f"sqlite:///{tmp_path / 's.db'}"
     return ["tune", "--knob", f"{MIXED_KNOB}=ignore,ring,recursive_doubling", "--knob",
-            "btl_vader_eager_limit=16384,65536", "--strategy", "grid", "--max-runs",
-            str(max_runs), "--study", "m", "--storage", storage, "--json", "--",
-            *line], storage  # fmt: skip
+            f"{BCAST_KNOB}=ignore,binomial", "--knob", "btl_vader_eager_limit=16384,65536",
+            "--strategy", "grid", "--max-runs", str(max_runs), "--study", "m", "--storage",
+            storage, "--json", "--", *line], storage  # fmt: skip
 
 
 @needs_openmpi
@@ -640,10 +642,12 @@ def _mixed_args(tmp_path: Path, iterations: int, max_runs: int) -> tuple[list[st
 def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 77, mixed spaces: allreduce's algorithm beside a knob only whole runs can tune.
-    The collective is raced in-run first; the whole-run search keeps its answer (or the
-    library's decision where none passed) in every configuration it runs, the reference the
-    defaults; the raced runs count in --max-runs; a resumed study races nothing again."""
+    """Issue 77, mixed spaces: two collectives' algorithms beside a knob only whole runs can
+    tune. Each collective is raced in-run in turn (allreduce narrowed; ct_demo makes no
+    broadcast, whose one raced run is counted and chooses nothing); the whole-run search
+    keeps the answer (or the library's decision where none passed) in every configuration it
+    runs, the reference the defaults; the raced runs count in --max-runs; a resumed study
+    races nothing again and counts them."""
     from commtune.study import Role, StudyView, acceptance_of, spec_of
 
     knob = MIXED_KNOB
@@ -654,12 +658,17 @@ def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole
     assert "raced in-run against ignore first" in said and "whole runs: in-run" not in said
     data = last_json(out)
     first = data["inrun_first"]
-    assert first["knob"] == knob and 1 <= first["raced_runs"] <= 3
-    kept = first["answer"] or "ignore"
+    allreduce, bcast = first["races"]
+    assert allreduce["knob"] == knob and 1 <= allreduce["raced_runs"] <= 3
+    assert allreduce["not_raced"] is None
+    assert bcast["knob"] == BCAST_KNOB and bcast["answer"] is None and bcast["raced_runs"] == 1
+    assert "too few to race" in bcast["not_raced"]
+    assert first["raced_runs"] == allreduce["raced_runs"] + 1
+    kept = allreduce["answer"] or "ignore"
     assert f"the whole-run search keeps {knob}={kept}" in said
     study = optuna.load_study(study_name="m", storage=Store(storage).optuna)
-    (dim,) = [d for d in spec_of(study).space if d["knob"] == knob]
-    assert dim["values"] == [kept]
+    dims = {d["knob"]: d["values"] for d in spec_of(study).space}
+    assert dims[knob] == [kept] and dims[BCAST_KNOB] == ["ignore", "binomial"]
     view = StudyView(study)
     searched = [r.config for r in view.records if r.role is Role.SEARCH]
     assert searched and {c[knob] for c in searched} == {kept}
@@ -671,6 +680,8 @@ def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole
     code, out, err = run_cli(args, capsys)  # resumed: the stored space, nothing raced
     assert code == 0, err
     assert "raced in-run" not in " ".join(err.split())
+    again = last_json(out)
+    assert again["inrun_first"] == first and again["runs"] >= first["raced_runs"] + whole
 
 
 @needs_openmpi
@@ -679,13 +690,22 @@ def test_a_mixed_space_whose_program_makes_too_few_calls_is_searched_whole(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A mixed space whose program makes too few calls to race (ct_demo of 2 iterations: 6
-    allreduce calls) keeps every algorithm in its whole-run search: nothing was chosen."""
+    allreduce calls) keeps every algorithm in its whole-run search: nothing was chosen. Its
+    raced run is counted and stored; --max-runs 14 leaves one run beside the reference's 2,
+    one search run and the verdict's 10, so the broadcast is not raced at all."""
     from commtune.study import spec_of
 
-    args, storage = _mixed_args(tmp_path, 2, 16)
+    args, storage = _mixed_args(tmp_path, 2, 14)
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
-    assert "too few to race" in " ".join(err.split()) and "inrun_first" not in last_json(out)
+    said = " ".join(err.split())
+    assert "too few to race" in said
+    assert "coll_tuned_bcast_algorithm" not in said or "bcast: not raced in-run" in said
+    first = last_json(out)["inrun_first"]
+    (allreduce,) = first["races"]
+    assert allreduce["answer"] is None and first["raced_runs"] == allreduce["raced_runs"] == 1
     study = optuna.load_study(study_name="m", storage=Store(storage).optuna)
-    (dim,) = [d for d in spec_of(study).space if d["knob"] == MIXED_KNOB]
-    assert dim["values"] == ["ignore", "ring", "recursive_doubling"]
+    assert study.user_attrs["inrun_first"] == first
+    dims = {d["knob"]: d["values"] for d in spec_of(study).space}
+    assert dims[MIXED_KNOB] == ["ignore", "ring", "recursive_doubling"]
+    assert dims[BCAST_KNOB] == ["ignore", "binomial"]

@@ -47,7 +47,16 @@ from commtune.study import (
     set_acceptance,
     spec_of,
 )
-from commtune.tune import WARMUP_BLOCKS, Halving, Race, Raced, Row, TuneResult, halving
+from commtune.tune import (
+    WARMUP_BLOCKS,
+    Halving,
+    Race,
+    Raced,
+    Row,
+    TuneResult,
+    halving,
+    open_study,
+)
 
 if TYPE_CHECKING:
     from commtune.service._tuning import Ready
@@ -111,17 +120,40 @@ def inrun_of(ready: Ready, twinned: bool, ui: UI) -> InRun | None:
 @dataclass(frozen=True)
 class Narrowed:
     """A mixed space's collective raced in-run before its whole-run search: the race, its
-    answer (None: none passed, the library's decision kept) and the real runs it took."""
+    answer (None: none passed, the library's decision kept) and the real runs it took;
+    ``why``: why nothing was chosen (too few calls, a run failed), None where it raced."""
 
     how: InRun
     answer: Raced | None
     runs: int
     raced: tuple[Raced, ...]
+    why: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.how.op, "knob": self.how.knob, "reference_name": self.how.reference,
                 "answer": self.answer.name if self.answer else None, "raced_runs": self.runs,
-                "raced": [c.estimate_json() for c in self.raced]}  # fmt: skip
+                "raced": [c.estimate_json() for c in self.raced],
+                "not_raced": self.why}  # fmt: skip
+
+    def said(self) -> str:
+        kept = self.answer.name if self.answer else self.how.reference
+        why = (f"{self.answer.name} passed ({self.answer.test.speedup:.3f}x the calls' time)"
+               if self.answer else "none shown faster")  # fmt: skip
+        return (f"{self.how.op}: {why} in {self.runs} raced run(s); the whole-run search keeps "
+                f"{self.how.knob}={kept}, the verdict tests against the defaults")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """Every collective of a mixed space raced before its whole-run search (``races``, as
+    :meth:`Narrowed.to_json`) and the real runs they took in all: stored with the study as
+    soon as it exists, so that a resumed study or a worker joining it counts them."""
+
+    races: tuple[dict[str, Any], ...]
+    runs: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"raced_runs": self.runs, "races": list(self.races)}
 
     def stored(self, store: Store, name: str) -> dict[str, Any]:
         """Stored with study ``name`` (and its verdict, where one was reached); its JSON."""
@@ -133,21 +165,16 @@ class Narrowed:
             set_acceptance(study, replace(acc, extra={**acc.extra, FIRST: data}))
         return data
 
-    def said(self) -> str:
-        kept = self.answer.name if self.answer else self.how.reference
-        why = (f"{self.answer.name} passed ({self.answer.test.speedup:.3f}x the calls' time)"
-               if self.answer else "none shown faster")  # fmt: skip
-        return (f"{self.how.op}: {why} in {self.runs} raced run(s); the whole-run search keeps "
-                f"{self.how.knob}={kept}, the verdict tests against the defaults")  # fmt: skip
 
-
-def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowed | None]:
-    """A mixed space (issue 77): where a new study's space holds, beside other knobs, one
-    collective's algorithm variable the library switches while the program runs, that
-    collective is raced in-run first (:func:`commtune.tune.halving`, up to ``--inrun-runs``)
-    and the whole-run search keeps its answer, or the library's decision where none passed;
-    the raced runs come out of ``--max-runs``. The race only chooses: what is handed back is
-    the whole-run verdict's, against the defaults. A study resumed keeps its stored space."""
+def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowing | None]:
+    """A mixed space (issue 77): where a new study's space holds, beside other knobs,
+    collectives' algorithm variables the library switches while the program runs, each such
+    collective is raced in-run in turn (:func:`commtune.tune.halving`, up to
+    ``--inrun-runs`` each) and the whole-run search keeps its answer, or the library's
+    decision where none passed. The raced runs come out of ``--max-runs``, never out of the
+    reference's, one search run and the verdict's first pass (:func:`_spare`). The race only
+    chooses: what is handed back is the whole-run verdict's, against the defaults. A study
+    resumed, or joined by another worker, keeps its stored space and counts its raced runs."""
     s, space = ready.setup, ready.space
     if not (_plain(ready, twinned) and len(space.dimensions) > 1):
         return ready, None
@@ -156,32 +183,65 @@ def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowed | Non
         return ready, None
     stored = _stored(ready)
     if stored is not None:  # resumed: its space, its raced runs spent
-        space_of, spent = stored
-        return (_with(ready, space_of, spent) if space_of.names == space.names else ready), None
+        space_of, done = stored
+        return (_with(ready, space_of, done.runs if done else 0) if space_of.names == space.names
+                else ready), done  # fmt: skip
     knobs = {d.knob.name: d.knob for d in space.dimensions}
     theirs = chosen_elsewhere(ready.store, ready.target.study, space.library, knobs, RACE_KEY,
                               "race", ui)  # fmt: skip
-    if theirs is not None:  # another worker raced it: its space
-        return (_with(ready, theirs, 0) if theirs.names == space.names else ready), None
-    d, how = found[0]
-    ui.info(
-        f"{how.op}: {len(how.names)} algorithm(s) raced in-run against {how.reference} "
-        f"first (up to {s.plan.inrun_runs} run(s)); then the other knobs on whole runs"
-    )
-    try:
-        raced, runs = _halving(ready, how, _seed(s.plan), ui)
-    except UsageError as exc:  # a raced run failed: nothing chosen, every knob on whole runs
-        ui.warn(f"{how.op}: not raced ({exc}); searched on whole runs with the other knobs")
+    if theirs is not None:  # another worker raced it: its space and the runs it took
+        joined = _stored(ready)
+        spent = joined[1].runs if joined and joined[1] else 0
+        return (_with(ready, theirs, spent) if theirs.names == space.names else ready), None
+    dims, races, spent, spare = list(space.dimensions), [], 0, _spare(s.plan)
+    for k, (d, how) in enumerate(found):
+        runs = s.plan.inrun_runs if spare is None else min(s.plan.inrun_runs, spare - spent)
+        if runs < 1:
+            ui.info(f"{how.op}: not raced in-run, --max-runs {s.plan.max_runs} leaves no run "
+                    "beside the reference's, one search run and the verdict's first pass; "
+                    "its algorithms are searched on whole runs")  # fmt: skip
+            continue
+        one = _narrow(ready, how, _seed(s.plan) + 1000 * k, runs, ui)
+        races.append(one.to_json())
+        spent += one.runs
+        if one.why is None:
+            keep = d.knob.parse(one.answer.name) if one.answer else d.reference.default
+            dims[dims.index(d)] = replace(d, values=(keep,))
+    if not races:
         return ready, None
+    done = Narrowing(tuple(races), spent)
+    narrow = _with(ready, Space(space.library, tuple(dims)), spent)
+    open_study(narrow.store.optuna, narrow.target)  # stored now: a joining worker counts them
+    done.stored(narrow.store, narrow.target.study)
+    return narrow, done
+
+
+def _narrow(ready: Ready, how: InRun, seed: int, runs: int, ui: UI) -> Narrowed:
+    """One collective of a mixed space raced in up to ``runs`` runs, said."""
+    ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced in-run against {how.reference} "
+            f"first (up to {runs} run(s)); then the other knobs on whole runs")  # fmt: skip
+    took: list[RaceRun] = []
+    try:
+        raced, took = _halving(ready, how, seed, ui, runs, took)
+    except UsageError as exc:  # a raced run failed: nothing chosen, its knob on whole runs
+        ui.warn(f"{how.op}: not raced ({exc}); searched on whole runs with the other knobs")
+        return Narrowed(how, None, len(took), (), f"a raced run failed: {exc}")
     if not raced.pooled:  # too few calls for one block past the warm-up
-        ui.warn(f"{how.op}: {runs[0].race.raced_calls} calls in a run, too few to race; "
-                "searched on whole runs with the other knobs")  # fmt: skip
-        return _with(ready, space, len(runs)), None
-    done = Narrowed(how, raced.answer, len(runs), raced.pooled)
+        calls = took[0].race.raced_calls
+        ui.warn(f"{how.op}: {calls} calls in a run, too few to race; searched on whole runs "
+                "with the other knobs")  # fmt: skip
+        return Narrowed(how, None, len(took), (), f"{calls} calls in a run, too few to race")
+    done = Narrowed(how, raced.answer, len(took), raced.pooled)
     ui.info(done.said())
-    keep = d.knob.parse(raced.answer.name) if raced.answer else d.reference.default
-    dims = tuple(replace(e, values=(keep,)) if e is d else e for e in space.dimensions)
-    return _with(ready, Space(space.library, dims), len(runs)), done
+    return done
+
+
+def _spare(plan: Plan) -> int | None:
+    """The runs a mixed space's races may take: ``--max-runs`` less the reference's, one
+    search run and the verdict's first pass (``Plan.deciding_runs``); None: no bound."""
+    if plan.max_runs is None:
+        return None
+    return plan.max_runs - plan.repeats - plan.deciding_runs() - 1
 
 
 def _racable_dims(space: Space, inst: Installation) -> list[tuple[Dimension, InRun]]:
@@ -203,16 +263,18 @@ def _plain(ready: Ready, twinned: bool) -> bool:
             and plan_races(s.plan))  # fmt: skip
 
 
-def _stored(ready: Ready) -> tuple[Space, int] | None:
-    """The space stored by a study of this name (a resumed study) and the runs its race
-    took (:meth:`Narrowed.stored`); None: a new study."""
+def _stored(ready: Ready) -> tuple[Space, Narrowing | None] | None:
+    """The space stored by a study of this name (a resumed study) and its races
+    (:meth:`Narrowing.stored`; None: it raced nothing); None: no such study."""
     try:
         study = optuna.load_study(study_name=ready.target.study, storage=ready.store.optuna)
     except KeyError:
         return None
     knobs = {d.knob.name: d.knob for d in ready.space.dimensions}
-    spent = int((study.user_attrs.get(FIRST) or {}).get("raced_runs", 0))
-    return space_from_json(ready.space.library, spec_of(study).space, knobs), spent
+    data = study.user_attrs.get(FIRST)
+    done = (Narrowing(tuple(data.get("races", ())), int(data["raced_runs"]))
+            if isinstance(data, dict) else None)  # fmt: skip
+    return space_from_json(ready.space.library, spec_of(study).space, knobs), done
 
 
 def _with(ready: Ready, space: Space, spent: int) -> Ready:
@@ -225,10 +287,13 @@ def _with(ready: Ready, space: Space, spent: int) -> Ready:
     return replace(ready, setup=replace(s, plan=plan), space=space, target=target)
 
 
-def _halving(ready: Ready, how: InRun, seed: int, ui: UI) -> tuple[Halving, list[RaceRun]]:
-    """``how`` raced (:func:`commtune.tune.halving`), each run said; the runs it took."""
+def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = None,
+             runs: list[RaceRun] | None = None) -> tuple[Halving, list[RaceRun]]:  # fmt: skip
+    """``how`` raced (:func:`commtune.tune.halving`) in up to ``most`` runs (default
+    ``--inrun-runs``), each run said; the runs it took (appended to ``runs`` as they end,
+    so that a caller whose race failed still counts them)."""
     plan = ready.setup.plan
-    runs: list[RaceRun] = []
+    runs = [] if runs is None else runs
 
     def racer(field: Sequence[str], r: int, run: int) -> Race:
         runs.append(race(ready.setup.inst, ready.setup.command, how.op, field, seed + r,
@@ -239,7 +304,8 @@ def _halving(ready: Ready, how: InRun, seed: int, ui: UI) -> tuple[Halving, list
     def heard(done: Race, now: Sequence[Raced]) -> None:
         _said(ui, len(runs), runs[-1], now)
 
-    return halving(racer, how.names, plan.inrun_runs, plan.risk, plan.min_gain, heard), runs
+    most = plan.inrun_runs if most is None else most
+    return halving(racer, how.names, most, plan.risk, plan.min_gain, heard), runs
 
 
 def _why_not(space: Space, inst: Installation) -> str:

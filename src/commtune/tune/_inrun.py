@@ -172,8 +172,9 @@ class Race:
 
     def coarse(self) -> bool:
         """Its units were longer than its calls allow for ``TARGET_BLOCKS`` blocks: a run
-        with shorter ones (:func:`run_length`) would give more."""
-        return run_length(self.raced_calls, self.k) < self.run
+        with shorter ones (:func:`run_length`) would give more. A run that made no raced
+        call is not: the program does not call the collective, and no unit gives it blocks."""
+        return self.raced_calls > 0 and run_length(self.raced_calls, self.k) < self.run
 
     def said(self) -> str:
         """What a unit's time is, as the terminal and the verdict say it."""
