@@ -300,14 +300,15 @@ def _smpi() -> Installation:
     return find_installation(Vendor.SMPI)
 
 
-def _demo_twin(tmp_path: Path, iterations: int) -> tuple[Installation, str, str]:
-    """Open MPI, the demo built for it, and a ``--twin`` line of the demo built for SMPI
+def _demo_twin(tmp_path: Path, iterations: int,
+               program: str = "ct_demo") -> tuple[Installation, str, str]:  # fmt: skip
+    """Open MPI, the demo ``program`` built for it, and a ``--twin`` line of it built for SMPI
     (``iterations``) on a flat cluster of two one-core nodes in ``tmp_path/cl``."""
     from commtune.mpi import installation_of
 
     openmpi = installation_of("openmpi")
-    real = str(native.build(openmpi, "demo/ct_demo.c"))
-    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))
+    real = str(native.build(openmpi, f"demo/{program}.c"))
+    simulated = str(native.build(_smpi(), f"demo/{program}.c"))
     write_cluster(Cluster(nodes=2, cores=1), str(tmp_path / "cl"))
     twin = (f"smpirun -np 2 -platform {tmp_path}/cl/platform.xml -hostfile {tmp_path}/cl/hosts "
             f"{simulated} {iterations}")  # fmt: skip
@@ -925,7 +926,9 @@ def test_a_twin_whose_budget_measured_no_configuration_races_what_it_was_to_tune
     """Issue 78: a simulated search whose budget buys the reference's runs alone (on the bed,
     a 512 KiB broadcast at 18 s a simulated run) measured no configuration of its space; the
     algorithms of that space's collectives the simulation does not model are raced on the
-    machine all the same (before: none, and the defaults kept)."""
+    machine all the same (before: none, and the defaults kept); where the machine is fast
+    enough for the budget to buy configurations, they are raced in-run with the ranking.
+    """
     # about 1 s a simulated run here: 3 s buy the reference's two runs (at least 3 runs,
     # sim_runs), whatever the machine's speed within 2x either way
     openmpi, real, twin = _demo_twin(tmp_path, 1000)
@@ -935,11 +938,15 @@ def test_a_twin_whose_budget_measured_no_configuration_races_what_it_was_to_tune
     code, out, err = run_cli(argv, capsys)
     assert code == 0, err
     twin_said = last_json(out)["twin"]
-    assert twin_said["ranking"] == [] or all(r["source"] == "machine" for r in twin_said["ranking"])
-    assert "coll_tuned_allreduce_algorithm" in twin_said["not_modeled"]
+    blind = twin_said["not_modeled"]["coll_tuned_allreduce_algorithm"]
+    if twin_said["in_run"]:  # a machine fast enough to buy configurations: a ranking, and
+        # the collective raced in-run whole, its picks and what it does not model
+        assert set(blind) <= set(twin_said["in_run"])
+        return
+    assert all(r["source"] == "machine" for r in twin_said["ranking"])
     spots = twin_said["raced"]
     assert spots and spots[0]["error"] is None and spots[0]["pick"] is None
-    assert set(spots[0]["estimates"]) == set(twin_said["not_modeled"][spots[0]["knob"]])
+    assert set(spots[0]["estimates"]) == set(blind)
 
 
 @needs_smpi
@@ -966,6 +973,66 @@ def test_a_twin_whose_one_simulated_run_outlasts_its_budget_is_refused_in_one_li
 
 @needs_smpi
 @pytest.mark.openmpi
+def test_a_twin_whose_ranking_is_one_collective_races_it_in_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 78: a twin whose simulation ranks configurations of one collective's algorithm
+    alone (``--knob coll_tuned_allreduce_algorithm``, the demo) hands the real study a field
+    to race in-run: the simulation's picks in its order, then the algorithms it does not
+    model; the verdict is the race's (1-3 raced runs and 3 pairs of whole runs, not the 12
+    runs of a whole-run first pass), and no whole-run search is made."""
+    openmpi, real, twin = _demo_twin(tmp_path, 300)
+    storage = f"sqlite:///{tmp_path}/t.db"
+    knob = "coll_tuned_allreduce_algorithm"
+    argv = ["tune", "--storage", storage, "--twin", twin, "--sim-budget", "30", "--knob", knob,
+            "--metric", r"regex:time ([0-9.eE+-]+) s", "--json", "--",
+            *openmpi.command(2, [real, "300"])]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert code == 0, err
+    data = last_json(out)
+    said = data["twin"]
+    picks = [r["settings"][knob] for r in said["ranking"]]
+    assert picks and all(set(r["settings"]) == {knob} for r in said["ranking"])
+    assert said["in_run"] == list(dict.fromkeys([*picks, *said["not_modeled"][knob]]))
+    assert data["inrun"]["knob"] == knob and data["inrun"]["op"] == "allreduce"
+    assert {c["name"] for c in data["inrun"]["raced"]} <= set(said["in_run"])
+    raced = data["inrun"]["raced_runs"]
+    assert 1 <= raced <= 3 and data["runs"] <= raced + 6
+    assert "raced in-run on this machine, with what it does not model" in " ".join(err.split())
+    study = optuna.load_study(study_name=data["study"], storage=storage)
+    assert not [t for t in study.trials if t.state.name == "COMPLETE"]  # no whole-run search
+
+
+def test_a_twins_field_is_raced_in_run_only_where_its_ranking_is_one_collective() -> None:
+    """``service._twin.in_run_field``: a ranking over one collective's algorithm variable
+    gives a field (its picks, then what the simulation does not model, once each); a
+    space of two collectives, a ranking over two knobs or over a knob no race switches, or
+    no ranking, gives none."""
+    from commtune.mpi import installation_of
+    from commtune.service._twin import Twinned, in_run_field
+    from commtune.study import DEFAULTS, TwinReport
+
+    inst = installation_of("openmpi")
+    knob, bcast = "coll_tuned_allreduce_algorithm", "coll_tuned_bcast_algorithm"
+    report = TwinReport("s", "the decision", "wall", not_modeled={knob: ("ring", "basic_linear")})
+    plan = dataclasses.replace(DEFAULTS, knobs=(knob,))
+    one = Twinned(plan, ({knob: "recursive_doubling"}, {knob: "ring"}), report)
+    got = in_run_field(one, inst)
+    assert got is not None and got.ranked == ()
+    assert got.report.in_run == ("recursive_doubling", "ring", "basic_linear")
+    assert got.plan.knobs == (f"{knob}=recursive_doubling,ring,basic_linear",)
+    two = Twinned(dataclasses.replace(DEFAULTS, knobs=(knob, bcast)), ({knob: "ring"},), report)
+    assert in_run_field(two, inst) is None  # a space of two collectives: whole runs
+    both = Twinned(plan, ({knob: "ring", bcast: "binomial"},), report)
+    assert in_run_field(both, inst) is None
+    p2p = "btl_vader_eager_limit"
+    other = Twinned(dataclasses.replace(DEFAULTS, knobs=(p2p,)), ({p2p: 8192},), report)
+    assert in_run_field(other, inst) is None
+    assert in_run_field(Twinned(plan, (), report), inst) is None  # nothing ranked
+
+
+@needs_smpi
+@pytest.mark.openmpi
 def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -975,10 +1042,12 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     simulation found faster than Open MPI's decision as SMPI ports it; the two rankings side
     by side in --json. The real line in --twin, or the simulated one after '--', is one
     line's error."""
-    openmpi, real, twin = _demo_twin(tmp_path, 300)
-    simulated = str(native.build(_smpi(), "demo/ct_demo.c"))  # built already: the cache's
+    # ct_solver: allreduce and broadcast (a space of one collective is raced in-run whole:
+    # the test above)
+    openmpi, real, twin = _demo_twin(tmp_path, 2000, "ct_solver")
+    simulated = str(native.build(_smpi(), "demo/ct_solver.c"))  # built already: the cache's
     storage = f"sqlite:///{tmp_path}/t.db"
-    launch = openmpi.command(2, [real, "300"])
+    launch = openmpi.command(2, [real, "2000"])
     metric = r"regex:time ([0-9.eE+-]+) s"
     argv = ["tune", "--storage", storage, "--twin", twin, "--sim-budget", "30", "--metric",
             metric, "--json", "--", *launch]  # fmt: skip
@@ -986,6 +1055,7 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     assert code == 0, err
     data = last_json(out)
     ranking = data["twin"]["ranking"]
+    assert data["twin"]["in_run"] == []
     assert data["twin"]["reference"] == "Open MPI's own decision as SimGrid SMPI ports it"
     assert data["reference"] == "Open MPI's defaults"
     speedups = [r["simulated"] for r in ranking if r["source"] == "simulation"]

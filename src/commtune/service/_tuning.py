@@ -161,10 +161,11 @@ class Tuning:
         ready = self._prepare(setup)
         if setup.plan.record:
             return self._record(ready)
-        how = inrun_of(ready, report is not None, self.ui)
+        how = inrun_of(ready, report is not None and not report.in_run, self.ui)
         raced = race_study(ready, how, self.ui) if how is not None else None
-        if raced is not None:
-            said = {"reference": reference_words(setup.inst, None, {}),
+        if raced is not None:  # (a twin's field too: service._twin.in_run_field)
+            twin_said = {"twin": self._said(ready, raced, report).to_json()} if report else {}
+            said = {"reference": reference_words(setup.inst, None, {}), **twin_said,
                     "inrun": raced.acceptance.extra if raced.acceptance else None}  # fmt: skip
             return Outcome(raced, ready.space, setup.inst.vendor.value, setup.command, said)
         ready, first = narrowed(ready, report is not None, self.ui)
@@ -181,8 +182,7 @@ class Tuning:
         return Outcome(result, ready.space, s.inst.vendor.value, s.command, extra)
 
     def search(self, command: Sequence[str]) -> TuneResult:
-        """The study of ``command`` alone, no extras said or handed over: a twin's simulated
-        search (its ranking is read from the study)."""
+        """The study of ``command`` alone, nothing said or handed over: a twin's search."""
         return self._tuned(self._prepare(self._setup(command)), None)[0]
 
     def replay(self) -> Outcome:

@@ -29,6 +29,7 @@ from commtune.progress import Progress
 from commtune.service._as import NothingFaithful
 from commtune.service._blind import blind_spots, racing_allowed
 from commtune.service._common import load_study
+from commtune.service._race import OPS
 from commtune.service._scaling import scaling
 from commtune.service._simulation import sim_runs, timed_run
 from commtune.study import DEFAULTS, Plan, Ranked, StudyView, TwinReport
@@ -93,9 +94,35 @@ def twin(plan: Plan, inst: Installation, command: Sequence[str],
     found = _real(plan, inst, statuses, view, sim, report)
     if found.ranked is None or not racing_allowed(found.plan, inst):
         return found
+    if (field := in_run_field(found, inst)) is not None:
+        ui.info(
+            f"{field.plan.knobs[0].split('=')[0]}: the simulation's picks and what it does "
+            "not model raced in-run on this machine, the answer checked on whole runs"
+        )
+        return field
     # what the simulation could not model, raced on this machine (issue 78)
     real, report, ranked = blind_spots(found.plan, inst, command, found.report, found.ranked, ui)
     return Twinned(real, ranked, report)
+
+
+def in_run_field(found: Twinned, inst: Installation) -> Twinned | None:
+    """Where the simulation tuned one collective's algorithm variable alone, one the library
+    switches while the program runs, and ranked some of its algorithms: the real study races
+    it in-run (``tune`` on a space of it; a verdict in 1-3 runs and 3 pairs of whole runs, not
+    the 12 a whole-run first pass needs at --risk 0.05), its field the simulation's picks, in
+    its order, and the algorithms it does not model (``TwinReport.in_run``); else None."""
+    if len(found.plan.knobs) != 1 or inst.impl.race_mode is None:
+        return None  # (a space of more collectives: their blind spots, then whole runs)
+    (knob,) = found.plan.knobs
+    if not found.ranked or any(set(r) != {knob} for r in found.ranked):
+        return None
+    op = load_catalog(inst.vendor.value)[knob].collective
+    if op is None or op not in OPS or inst.impl.algorithm_knob(op) != knob:
+        return None
+    picks = [str(r[knob]) for r in found.ranked or ()]
+    field = tuple(dict.fromkeys([*picks, *found.report.not_modeled.get(knob, ())]))
+    return Twinned(replace(found.plan, knobs=(f"{knob}={','.join(field)}",)), (),
+                   replace(found.report, in_run=field))  # fmt: skip
 
 
 def _nothing(plan: Plan, inst: Installation, command: Sequence[str], sim: Installation,

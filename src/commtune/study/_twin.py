@@ -132,6 +132,8 @@ class TwinReport:
     # faithfully (knob -> the library's names), and what racing them on this machine said
     not_modeled: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     raced: tuple[RacedSpot, ...] = ()
+    # the field the real study raced in-run (the picks, then the unmodeled): its verdict
+    in_run: tuple[str, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -195,6 +197,7 @@ class TwinReport:
         out["left_to_simulation"] = list(self.left_to_simulation)
         out["not_modeled"] = {k: list(v) for k, v in self.not_modeled.items()}
         out["raced"] = [r.to_json() for r in self.raced]
+        out["in_run"] = list(self.in_run)
         out |= {"faithful": self.faithful, "fidelity": self.fidelity()}
         return out
 
@@ -207,6 +210,7 @@ class TwinReport:
             known[k] = tuple(data.get(k) or ())
         known["not_modeled"] = {k: tuple(v) for k, v in (data.get("not_modeled") or {}).items()}
         known["raced"] = tuple(RacedSpot.from_json(r) for r in data.get("raced") or ())
+        known["in_run"] = tuple(data.get("in_run") or ())
         return cls(**known)
 
     # -- the one rendering ---------------------------------------------------------------
@@ -243,8 +247,11 @@ class TwinReport:
             f"{self.reference}) and what the real runs said:",
             *self._origin_lines(),
         ]
+        if self.in_run:
+            lines.append(f"  raced in-run on this machine, with what it does not model: "
+                         f"{', '.join(self.in_run)} (the verdict below)")  # fmt: skip
         for i, r in enumerate(self.ranking, 1):
-            real = "not run" if r.real is None else (
+            real = ("raced in-run" if self.in_run else "not run") if r.real is None else (
                 f"real {r.real:.3g}x" + (", passed" if r.passed else
                                          f", {r.dropped or 'not passed'}"))  # fmt: skip
             said = (f"simulated {r.simulated:.3g}x" if r.simulated is not None else
