@@ -104,7 +104,9 @@ def one(bed: Bed, inst: Installation, env: dict[str, str], work: Path, name: str
     studies = []
     for seed in range(1, args.seeds + 1):
         for design, extra in designs.items():
-            storage = f"sqlite:///{work}/{name.replace(':', '-')}-{seed}.db"
+            # a storage a design: one shared, the designs resumed one study (the same name)
+            slug = design.replace(" --", "-")
+            storage = f"sqlite:///{work}/{name.replace(':', '-')}-{seed}-{slug}.db"
             d = commtune(bed, env, work, "tune", "--storage", storage, "--seed", str(seed),
                          *common, *extra, "--", *launch)  # fmt: skip
             raced = (d.get("twin") or {}).get("raced") or []  # raced runs, raced or not

@@ -1004,10 +1004,10 @@ def test_a_twin_whose_ranking_is_one_collective_races_it_in_run(
 
 
 def test_a_twins_field_is_raced_in_run_only_where_its_ranking_is_one_collective() -> None:
-    """``service._twin.in_run_field``: a ranking over one collective's algorithm variable
-    gives a field (its picks, then what the simulation does not model, once each); a
-    space of two collectives, a ranking over two knobs or over a knob no race switches, or
-    no ranking, gives none."""
+    """``service._twin.in_run_field``: a ranking whose best sets one collective's algorithm
+    variable alone gives a field (its picks of it, then what the simulation does not model,
+    once each); a best that sets two knobs or a knob no race switches, or no ranking, gives
+    none."""
     from commtune.mpi import installation_of
     from commtune.service._twin import Twinned, in_run_field
     from commtune.study import DEFAULTS, TwinReport
@@ -1021,10 +1021,13 @@ def test_a_twins_field_is_raced_in_run_only_where_its_ranking_is_one_collective(
     assert got is not None and got.ranked == ()
     assert got.report.in_run == ("recursive_doubling", "ring", "basic_linear")
     assert got.plan.knobs == (f"{knob}=recursive_doubling,ring,basic_linear",)
-    two = Twinned(dataclasses.replace(DEFAULTS, knobs=(knob, bcast)), ({knob: "ring"},), report)
-    assert in_run_field(two, inst) is None  # a space of two collectives: whole runs
-    both = Twinned(plan, ({knob: "ring", bcast: "binomial"},), report)
-    assert in_run_field(both, inst) is None
+    two = dataclasses.replace(DEFAULTS, knobs=(knob, bcast))  # its best one collective alone
+    mixed = Twinned(two, ({knob: "ring"}, {knob: "ring", bcast: "binomial"}, {bcast: "chain"},
+                          {knob: "rabenseifner"}), report)  # fmt: skip
+    got = in_run_field(mixed, inst)
+    assert got is not None and got.report.in_run == ("ring", "rabenseifner", "basic_linear")
+    both = Twinned(two, ({knob: "ring", bcast: "binomial"}, {knob: "ring"}), report)
+    assert in_run_field(both, inst) is None  # its best sets two: whole runs
     p2p = "btl_vader_eager_limit"
     other = Twinned(dataclasses.replace(DEFAULTS, knobs=(p2p,)), ({p2p: 8192},), report)
     assert in_run_field(other, inst) is None

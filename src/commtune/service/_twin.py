@@ -106,20 +106,19 @@ def twin(plan: Plan, inst: Installation, command: Sequence[str],
 
 
 def in_run_field(found: Twinned, inst: Installation) -> Twinned | None:
-    """Where the simulation tuned one collective's algorithm variable alone, one the library
-    switches while the program runs, and ranked some of its algorithms: the real study races
-    it in-run (``tune`` on a space of it; a verdict in 1-3 runs and 3 pairs of whole runs, not
-    the 12 a whole-run first pass needs at --risk 0.05), its field the simulation's picks, in
-    its order, and the algorithms it does not model (``TwinReport.in_run``); else None."""
-    if len(found.plan.knobs) != 1 or inst.impl.race_mode is None:
-        return None  # (a space of more collectives: their blind spots, then whole runs)
-    (knob,) = found.plan.knobs
-    if not found.ranked or any(set(r) != {knob} for r in found.ranked):
+    """Where the simulation's best sets one collective's algorithm variable alone, one the
+    library switches while the program runs: the real study races that collective in-run
+    (``tune`` on a space of it; a verdict in 1-3 runs and 3 pairs of whole runs, not the 12
+    a whole-run first pass needs at --risk 0.05), its field the simulation's picks of it, in
+    its order, then its algorithms the simulation does not model (``TwinReport.in_run``); the
+    other knobs keep the library's decision (the simulation ranked them below). Else None."""
+    if not found.ranked or len(found.ranked[0]) != 1 or inst.impl.race_mode is None:
         return None
+    (knob,) = found.ranked[0]
     op = load_catalog(inst.vendor.value)[knob].collective
     if op is None or op not in OPS or inst.impl.algorithm_knob(op) != knob:
         return None
-    picks = [str(r[knob]) for r in found.ranked or ()]
+    picks = [str(r[knob]) for r in found.ranked if set(r) == {knob}]
     field = tuple(dict.fromkeys([*picks, *found.report.not_modeled.get(knob, ())]))
     return Twinned(replace(found.plan, knobs=(f"{knob}={','.join(field)}",)), (),
                    replace(found.report, in_run=field))  # fmt: skip
