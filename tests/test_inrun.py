@@ -585,9 +585,10 @@ def test_a_twin_that_ranks_nothing_races_what_it_does_not_model(
 ) -> None:
     """Issue 78: where the simulation keeps no faithful choice of the collectives it was to
     tune (NothingFaithful: a 512 KiB broadcast's twin on the bed), their algorithms it does
-    not model are raced on this machine all the same (calls drawn here, the one named 30 %
-    faster); one that passes is what the verdict tests, named, its knob the real study's
-    space; none passing leaves the defaults and says so."""
+    not model are raced on this machine all the same: one collective's by the real study
+    in-run; two collectives' here (calls drawn, the one named 30 % faster), one that passes
+    is what the verdict tests, named, its knob the real study's space; none passing leaves
+    the defaults and says so."""
     from commtune.mpi import Vendor, find_installation
     from commtune.report import UI
     from commtune.service import _blind, _twin
@@ -604,16 +605,23 @@ def test_a_twin_that_ranks_nothing_races_what_it_does_not_model(
 
     monkeypatch.setattr(_blind, "race", race)
     plan = replace(DEFAULTS, max_runs=14, repeats=2, seed=3, reference_timeout=60.0)
-    exc = NothingFaithful("--as openmpi: none of smpi/bcast has ...", ("smpi/bcast",))
     report = TwinReport("s", "the decision", "wall")
+    knob, other = "coll_tuned_bcast_algorithm", "coll_tuned_allreduce_algorithm"
+    # one collective: raced in-run whole by the real study (service._twin.in_run_field)
+    exc = NothingFaithful("--as openmpi: none of smpi/bcast has ...", ("smpi/bcast",))
     got = _twin._nothing(plan, inst, ["x"], sim, report, exc, UI())
-    knob = "coll_tuned_bcast_algorithm"
-    (spot,) = got.report.raced
-    assert knob in got.report.not_modeled and spot.knob == knob and spot.pick is None
-    assert got.plan.max_runs == 13 and got.report.nothing
+    assert got.report.in_run == got.report.not_modeled[knob] and got.report.raced == ()
+    assert got.plan.knobs == (f"{knob}={','.join(got.report.in_run)}",) and got.ranked == ()
+    assert got.report.nothing and got.report.why_nothing() is None
+    # two: their blind spots raced here, the first's one run each, then whole runs
+    exc = NothingFaithful("--as openmpi: none of ...", ("smpi/bcast", "smpi/allreduce"))
+    got = _twin._nothing(plan, inst, ["x"], sim, report, exc, UI())
+    assert [s.knob for s in got.report.raced] == [knob, other] and not got.report.in_run
+    assert all(s.pick is None for s in got.report.raced) and got.report.nothing
+    assert got.plan.max_runs == 12
     if winner:
-        assert [dict(c) for c in got.ranked or ()] == [{knob: winner}]
-        assert got.plan.knobs == (knob,) and got.report.why_nothing() is None
+        assert [dict(c) for c in got.ranked or ()][:1] == [{knob: winner}]
+        assert knob in got.plan.knobs and got.report.why_nothing() is None
     else:
         assert got.ranked == () and got.plan.knobs == ()
         assert "none passed" in (got.report.why_nothing() or "")

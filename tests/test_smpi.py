@@ -1006,8 +1006,9 @@ def test_a_twin_whose_ranking_is_one_collective_races_it_in_run(
 def test_a_twins_field_is_raced_in_run_only_where_its_ranking_is_one_collective() -> None:
     """``service._twin.in_run_field``: a ranking whose best sets one collective's algorithm
     variable alone gives a field (its picks of it, then what the simulation does not model,
-    once each); a best that sets two knobs or a knob no race switches, or no ranking, gives
-    none."""
+    once each), and so does no ranking where one collective has algorithms the simulation
+    does not model; a best that sets two knobs or a knob no race switches, or no ranking and
+    two such collectives, gives none."""
     from commtune.mpi import installation_of
     from commtune.service._twin import Twinned, in_run_field
     from commtune.study import DEFAULTS, TwinReport
@@ -1031,7 +1032,10 @@ def test_a_twins_field_is_raced_in_run_only_where_its_ranking_is_one_collective(
     p2p = "btl_vader_eager_limit"
     other = Twinned(dataclasses.replace(DEFAULTS, knobs=(p2p,)), ({p2p: 8192},), report)
     assert in_run_field(other, inst) is None
-    assert in_run_field(Twinned(plan, (), report), inst) is None  # nothing ranked
+    nothing = in_run_field(Twinned(plan, (), report), inst)  # nothing ranked: what is not
+    assert nothing is not None and nothing.report.in_run == ("ring", "basic_linear")  # modeled
+    blind2 = dataclasses.replace(report, not_modeled={knob: ("ring",), bcast: ("chain",)})
+    assert in_run_field(Twinned(plan, (), blind2), inst) is None  # two collectives
 
 
 @needs_smpi

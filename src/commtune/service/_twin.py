@@ -107,18 +107,27 @@ def twin(plan: Plan, inst: Installation, command: Sequence[str],
 
 def in_run_field(found: Twinned, inst: Installation) -> Twinned | None:
     """Where the simulation's best sets one collective's algorithm variable alone, one the
-    library switches while the program runs: the real study races that collective in-run
-    (``tune`` on a space of it; a verdict in 1-3 runs and 3 pairs of whole runs, not the 12
-    a whole-run first pass needs at --risk 0.05), its field the simulation's picks of it, in
-    its order, then its algorithms the simulation does not model (``TwinReport.in_run``); the
-    other knobs keep the library's decision (the simulation ranked them below). Else None."""
-    if not found.ranked or len(found.ranked[0]) != 1 or inst.impl.race_mode is None:
+    library switches while the program runs (or, where it ranked nothing, where one such
+    collective has algorithms it does not model): the real study races that collective
+    in-run (``tune`` on a space of it; a verdict in 1-3 runs and 3 pairs of whole runs, not
+    the 12 a whole-run first pass needs at --risk 0.05), its field the simulation's picks of
+    it, in its order, then its algorithms the simulation does not model
+    (``TwinReport.in_run``); the other knobs keep the library's decision (the simulation
+    ranked them below). Else None: blind spots raced, then whole runs."""
+    if inst.impl.race_mode is None:
         return None
-    (knob,) = found.ranked[0]
-    op = load_catalog(inst.vendor.value)[knob].collective
-    if op is None or op not in OPS or inst.impl.algorithm_knob(op) != knob:
+    catalog = load_catalog(inst.vendor.value)
+
+    def racable(knob: str) -> bool:
+        op = catalog[knob].collective if knob in catalog else None
+        return op in OPS and inst.impl.algorithm_knob(str(op)) == knob
+
+    ranked = found.ranked or ()
+    knobs = list(ranked[0]) if ranked else [k for k in found.report.not_modeled if racable(k)]
+    if len(knobs) != 1 or not racable(knobs[0]):
         return None
-    picks = [str(r[knob]) for r in found.ranked if set(r) == {knob}]
+    (knob,) = knobs
+    picks = [str(r[knob]) for r in ranked if set(r) == {knob}]
     field = tuple(dict.fromkeys([*picks, *found.report.not_modeled.get(knob, ())]))
     return Twinned(replace(found.plan, knobs=(f"{knob}={','.join(field)}",)), (),
                    replace(found.report, in_run=field))  # fmt: skip
@@ -139,6 +148,8 @@ def _nothing(plan: Plan, inst: Installation, command: Sequence[str], sim: Instal
     ui.warn(f"the simulated twin ranks nothing: {nothing}; what it does not model is raced on "
             "this machine")  # fmt: skip
     bare = replace(plan, knobs=tuple(report.not_modeled))
+    if (field := in_run_field(Twinned(bare, (), report), inst)) is not None:
+        return field
     real, report, ranked = blind_spots(bare, inst, command, report, (), ui)
     return Twinned(real if ranked else replace(real, knobs=()), ranked, report)
 

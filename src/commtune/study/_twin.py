@@ -164,8 +164,8 @@ class TwinReport:
 
     def why_nothing(self) -> str | None:
         """The verdict's reason where the simulation had nothing it models to search."""
-        if not self.nothing or any(r.answer for r in self.raced):
-            return None  # what passed its race went to the verdict
+        if not self.nothing or self.in_run or any(r.answer for r in self.raced):
+            return None  # what passed its race went to the verdict (or it was raced in-run)
         raced = ("; what it does not model was raced on this machine and none passed" if
                  self.raced else "")  # fmt: skip
         return (f"the simulation ranked nothing ({self.nothing}){raced}: the real runs measured "
