@@ -219,6 +219,8 @@ def main() -> int:
     p.add_argument("--rate", type=int, default=1000, help="the bed's links, Mbit/s")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
+    if args.nodes and (args.cost or args.cost_only):  # its raced runs are launched here
+        p.error("--cost measures racing's cost here, not on a bed: drop --nodes or --cost")
     args.sources = {k: Path(v).resolve() for k, v in (s.split("=", 1) for s in args.source)}
     args.json = args.json.resolve() if args.json else None
     rows = []
