@@ -198,6 +198,7 @@ def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-u
         studies.append({"seed": seed, "inrun": raced, "cold": cold})
         print(json.dumps(studies[-1]), file=sys.stderr)
     whole = sweep(where, command, args.op, metric, args.runs, random.Random(77))
+    print(json.dumps({"sweep": whole}), file=sys.stderr)  # kept if a later step fails
     paid = cost(where, command, args.op, metric, args.cost) if args.cost else None
     return {"cost": paid, "installation": inst.describe(), "program": name, "metric": metric,
             "bed": where.bed.describe() if where.bed else None, "studies": studies,
