@@ -30,7 +30,7 @@ import optuna
 
 from commtune import rule
 from commtune.errors import UsageError
-from commtune.knobs import Dimension, Space, Value, space_from_json
+from commtune.knobs import Dimension, Knob, Space, Value, space_from_json
 from commtune.mpi import Installation
 from commtune.profile import Profile, ProfileError
 from commtune.report import UI
@@ -77,15 +77,23 @@ class InRun:
     names: tuple[str, ...]
 
 
+def switched(knob: Knob, inst: Installation) -> str | None:
+    """The collective whose algorithm ``knob`` is, where the library switches it while the
+    program runs (read through MPI_T); else None."""
+    op = knob.collective
+    if inst.impl.race_mode is None or op not in OPS or inst.impl.algorithm_knob(op) != knob.name:
+        return None
+    return op
+
+
 def racable(space: Space, inst: Installation) -> InRun | None:
     """The in-run race of ``space`` where every knob of it can be switched while the program
     runs: one collective's algorithm variable of a library that reads it through MPI_T, the
     reference its own decision; else None (whole runs)."""
-    if inst.impl.race_mode is None or len(space.dimensions) != 1:
+    if len(space.dimensions) != 1:
         return None
     d = space.dimensions[0]
-    op = d.knob.collective
-    if op not in OPS or inst.impl.algorithm_knob(op) != d.knob.name:
+    if (op := switched(d.knob, inst)) is None:
         return None
     reference = d.reference.default
     if d.baseline is not None and d.baseline != reference:
@@ -220,9 +228,9 @@ def _narrow(ready: Ready, how: InRun, seed: int, runs: int, ui: UI) -> Narrowed:
     """One collective of a mixed space raced in up to ``runs`` runs, said."""
     ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced in-run against {how.reference} "
             f"first (up to {runs} run(s)); then the other knobs on whole runs")  # fmt: skip
-    took: list[RaceRun] = []
+    took: list[RaceRun] = []  # the runs made, counted where the race fails
     try:
-        raced, took = _halving(ready, how, seed, ui, runs, took)
+        raced = _halving(ready, how, seed, ui, runs, took)[0]
     except UsageError as exc:  # a raced run failed: nothing chosen, its knob on whole runs
         ui.warn(f"{how.op}: not raced ({exc}); searched on whole runs with the other knobs")
         return Narrowed(how, None, len(took), (), f"a raced run failed: {exc}")

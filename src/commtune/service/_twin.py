@@ -29,7 +29,7 @@ from commtune.progress import Progress
 from commtune.service._as import NothingFaithful
 from commtune.service._blind import blind_spots, racing_allowed
 from commtune.service._common import load_study
-from commtune.service._race import OPS
+from commtune.service._inrun import switched
 from commtune.service._scaling import scaling
 from commtune.service._simulation import sim_runs, timed_run
 from commtune.study import DEFAULTS, Plan, Ranked, StudyView, TwinReport
@@ -114,13 +114,10 @@ def in_run_field(found: Twinned, inst: Installation) -> Twinned | None:
     it, in its order, then its algorithms the simulation does not model
     (``TwinReport.in_run``); the other knobs keep the library's decision (the simulation
     ranked them below). Else None: blind spots raced, then whole runs."""
-    if inst.impl.race_mode is None:
-        return None
     catalog = load_catalog(inst.vendor.value)
 
     def racable(knob: str) -> bool:
-        op = catalog[knob].collective if knob in catalog else None
-        return op in OPS and inst.impl.algorithm_knob(str(op)) == knob
+        return knob in catalog and switched(catalog[knob], inst) is not None
 
     ranked = found.ranked or ()
     knobs = list(ranked[0]) if ranked else [k for k in found.report.not_modeled if racable(k)]
