@@ -187,6 +187,89 @@ def test_raced_runs_stop_once_the_fastest_has_passed() -> None:
     assert done.answer.test.passed and done.answer.test.limit == pytest.approx(0.05 / 9)
 
 
+@needs_openmpi
+@pytest.mark.parametrize(("winner", "runs"), [("segmented_ring@64K", 3), ("segmented_ring", 3),
+                                              ("segmented_ring@64K", 1), ("ring", 3)])  # fmt: skip
+def test_a_segmented_algorithm_that_passed_is_raced_again_at_segment_sizes(
+    winner: str, runs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 78: raced at the launch's segment size, a pipelined or segmented algorithm runs
+    as one segment. Where one passed (calls drawn here: it 15 % faster as launched, the one
+    named 30 % faster) and --inrun-runs leaves a run, one more run races it again and at
+    SEGMENTS sizes, its tests within the share of --risk the runs not made leave; the answer
+    is the fastest that passed, and a sized answer's static setting sets both variables. No
+    run left, or no segmented algorithm passed: nothing more is raced. (End to end:
+    ``benchmarks/twin_blind.py`` on the bed's 512 KiB broadcast, docs/benchmarks.md.)"""
+    from types import SimpleNamespace
+
+    from commtune.report import UI
+    from commtune.service import _inrun
+    from commtune.service._race import SEGMENTS, RaceRun, sized_config
+    from commtune.study import DEFAULTS
+
+    inst = installation_of("openmpi")
+    knob = "coll_tuned_allreduce_algorithm"
+    rng = np.random.default_rng(4)
+    fields: list[tuple[str, ...]] = []
+
+    def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
+        fields.append(tuple(names))
+        alone = winner.split("@", maxsplit=1)[0] if "@" in winner else None
+        slower = np.array([1.0] + [0.7 if n == winner else 0.85 if n == alone else 1.0
+                                   for n in names])  # fmt: skip
+        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+
+    monkeypatch.setattr(_inrun, "race", race)
+    plan = replace(DEFAULTS, seed=3, risk=0.05, inrun_runs=runs, reference_timeout=60.0)
+    ready = SimpleNamespace(setup=SimpleNamespace(plan=plan, inst=inst, command=["x"]))
+    how = _inrun.InRun("allreduce", knob, "ignore", ("basic_linear", "segmented_ring", "ring"))
+    first, made = _inrun._halving(ready, how, 3, UI())  # type: ignore[arg-type]
+    assert len(made) == 1 and first.answer is not None
+    done = _inrun._sized(ready, how, first, made, 3, UI())  # type: ignore[arg-type]
+    sized = winner.startswith("segmented_ring") and runs > 1
+    if not sized:
+        assert done is first and len(fields) == 1
+        assert done.answer is not None and done.answer.name == winner.split("@", maxsplit=1)[0]
+        return
+    assert fields[1] == ("segmented_ring", *(f"segmented_ring@{z}" for z in SEGMENTS))
+    assert len(made) == 2 and len(done.races) == 2
+    # the two runs not made leave 2/3 of --risk, over the sized run's 4 candidates
+    at_sizes = [c for c in done.passed.values() if "@" in c.name]
+    assert all(c.test.limit == pytest.approx(0.05 * 2 / 3 / 4) for c in at_sizes)
+    assert bool(at_sizes) == ("@" in winner)
+    assert done.answer is not None and done.answer.name == winner
+    assert sized_config(inst, knob, "allreduce", done.answer.name) == (
+        {knob: "segmented_ring", f"{knob}_segmentsize": 65536} if "@" in winner
+        else {knob: "segmented_ring"})  # fmt: skip
+
+
+@needs_openmpi
+def test_an_answer_raced_at_a_segment_size_is_run_and_exported_with_it() -> None:
+    """A run, a check and an export apply the segment size of an answer raced at one
+    (``with_segments``: a collective's algorithm variable brings its segment size's); an
+    algorithm applied alone would run as one segment. MPICH's have no segment size."""
+    from commtune.knobs import apply, load_catalog, with_segments
+    from commtune.mpi import Vendor
+    from commtune.report import render
+
+    ompi = Vendor("openmpi").impl
+    catalog = load_catalog("openmpi")
+    algorithm = catalog["coll_tuned_bcast_algorithm"]
+    config = {algorithm.name: "pipeline", f"{algorithm.name}_segmentsize": 65536}
+    alone = apply([algorithm], config, ompi).env
+    assert "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize" not in alone
+    knobs = with_segments([algorithm, catalog["btl_vader_eager_limit"]], ompi)
+    assert [k.name for k in knobs] == [algorithm.name, "btl_vader_eager_limit",
+                                       "coll_tuned_bcast_algorithm_segmentsize"]  # fmt: skip
+    assert apply(knobs, config, ompi).env["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] == (
+        "65536")  # fmt: skip
+    text = render("mca", "openmpi", knobs, config, "s")
+    assert "coll_tuned_bcast_algorithm = pipeline" in text
+    assert "coll_tuned_bcast_algorithm_segmentsize = 65536" in text
+    mpich = load_catalog("mpich")["MPIR_CVAR_BCAST_INTRA_ALGORITHM"]
+    assert with_segments([mpich], Vendor("mpich").impl) == [mpich]
+
+
 CT_DEMO = re.compile(r"checksum (\S+)")
 
 
@@ -456,7 +539,7 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
     out of --max-runs. (End to end: the twin test of tests/test_smpi.py.)"""
     from commtune.report import UI
     from commtune.service import _blind
-    from commtune.service._race import RaceRun
+    from commtune.service._race import SEGMENTS, RaceRun
     from commtune.study import DEFAULTS, Ranked, TwinReport
 
     inst = installation_of("openmpi")
@@ -487,7 +570,7 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
     raced = {"basic_linear", "segmented_ring", "recursive_doubling"}
     sized = (winner or "").startswith("segmented_ring")
     if sized:  # it segments and passed: one more run races it at segment sizes
-        raced |= {f"segmented_ring@{size}" for size in _blind.SEGMENTS}
+        raced |= {f"segmented_ring@{size}" for size in SEGMENTS}
     assert set(spot.estimates) == raced
     assert got_plan.max_runs == 14 - spot.runs == (12 if sized else 13)
     assert spot.answer == winner

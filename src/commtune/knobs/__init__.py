@@ -10,7 +10,7 @@ from commtune.knobs._apply import (
     apply,
     selection_file_env,
 )
-from commtune.knobs._catalog import LIBRARIES, PRESETS, load_catalog
+from commtune.knobs._catalog import LIBRARIES, PRESETS, load_catalog, with_segments
 from commtune.knobs._discovery import (
     KnobStatus,
     catalog_statuses,
@@ -46,4 +46,5 @@ __all__ = [
     "load_catalog",
     "selection_file_env",
     "space_from_json",
+    "with_segments",
 ]

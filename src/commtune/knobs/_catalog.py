@@ -8,15 +8,19 @@ in by :func:`installed_knobs`.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
 from commtune.knobs._apply import APPLIERS, Apply
 from commtune.knobs._knob import Knob, KnobType, version_in
 from commtune.mpi import VENDOR_NAMES
+
+if TYPE_CHECKING:
+    from commtune.mpi import MPIVendor
 
 LIBRARIES = VENDOR_NAMES
 # network: the transport between nodes (TCP limits, buffers, links, UCX's TCP and rails,
@@ -36,6 +40,23 @@ def load_catalog(library: str) -> dict[str, Knob]:
 def knob_from_json(entry: dict[str, Any], library: str) -> Knob:
     """A knob stored with a study's space (one made from a library's variable)."""
     return replace(_knob_from_json(entry, library, ""), adhoc=True)
+
+
+def with_segments(knobs: Sequence[Knob], vendor: MPIVendor) -> list[Knob]:
+    """``knobs`` and, for each collective's algorithm variable among them, the library's
+    segment size variable of that collective (``MPIVendor.segment_knob``): an answer raced
+    at a segment size (``pipeline@64K``) sets both, and a run or an export that applied the
+    algorithm alone would run it as one segment."""
+    out = list(knobs)
+    for knob in knobs:
+        op = knob.collective
+        segment = vendor.segment_knob(op) if op else None
+        if op is None or segment is None or vendor.algorithm_knob(op) != knob.name:
+            continue
+        catalog = load_catalog(knob.library)
+        if segment in catalog and all(k.name != segment for k in out):
+            out.append(catalog[segment])
+    return out
 
 
 def _knob_from_json(entry: dict[str, Any], library: str, prefix: str) -> Knob:

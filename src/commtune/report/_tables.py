@@ -166,9 +166,14 @@ def _inrun_lines(acc: Acceptance) -> list[str]:
     if extra.get("call_speedup") is None:
         return [f"{head}: {acc.reason}", "[yellow]not accepted[/yellow]: the default stays"]
     low, high = extra["call_interval"]
-    lines = [f"{head}: {acc.params[extra['knob']]} {extra['call_speedup']:.3f}x the calls' time "
-             f"({low:.3f}-{high:.3f}), p = {extra['call_p']:.2g} at {extra['limit']:.2g}; the "
-             f"promise is about {extra['promise']}"]  # fmt: skip
+    # a name raced at a segment size (pipeline@64K) and its own test's limit, where stored
+    name, limit = (
+        extra.get("call_name", acc.params[extra["knob"]]),
+        extra.get("call_limit", extra["limit"]),
+    )
+    lines = [f"{head}: {name} {extra['call_speedup']:.3f}x the calls' time ({low:.3f}-"
+             f"{high:.3f}), p = {extra['call_p']:.2g} at {limit:.2g}; the promise is about "
+             f"{extra['promise']}"]  # fmt: skip
     if acc.speedup is not None and acc.ci is not None:
         lines.append(f"whole runs beside the defaults ({len(acc.best_values)} pairs, each "
                      f"pair's order by a coin): {acc.speedup:.3f}x the program "

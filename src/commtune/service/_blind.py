@@ -17,10 +17,11 @@ configuration the twin hands it. Each raced run comes out of the real runs' budg
 Segment sizes are a blind spot too: a forced algorithm that segments (Open MPI's pipeline,
 chain, trees; ``MPIVendor.segmented``) runs with the library's segment size variable at its
 launch value (0: one segment), and the simulation models none of it. The fastest two such
-algorithms that passed (``SIZED``) are raced in one more run at ``SEGMENTS`` sizes
-(``pipeline@64K``: libctrace writes the segment size with the algorithm before each
-candidate's communicator is made) against the same reference; the answer is the fastest
-that passed in either run, and a sized answer sets both knobs."""
+algorithms that passed are raced in one more run at a few sizes
+(:func:`commtune.service._race.sized_field`; ``pipeline@64K``: libctrace writes the
+segment size with the algorithm before each candidate's communicator is made) against the
+same reference; the answer is the fastest that passed in either run, and a sized answer
+sets both knobs (the whole runs apply both: :func:`commtune.knobs.with_segments`)."""
 
 from __future__ import annotations
 
@@ -34,13 +35,11 @@ from commtune.knobs import Value, load_catalog
 from commtune.mpi import Installation
 from commtune.progress import Progress
 from commtune.service._inrun import plan_races
-from commtune.service._race import OPS, race, split_name
+from commtune.service._race import OPS, race, sized_config, sized_field
 from commtune.study import Plan, RacedSpot, Ranked, TwinReport
 from commtune.tune import Named, Race, Raced, halving
 
 BLIND_OPS = 2  # collectives raced at most: one real run each
-SEGMENTS = ("8K", "64K", "512K")  # a segmented algorithm's segment sizes raced
-SIZED = 2  # the segmented algorithms that passed raced at those sizes, the fastest first
 
 
 def racing_allowed(plan: Plan, inst: Installation) -> bool:
@@ -80,11 +79,7 @@ def blind_spots(plan: Plan, inst: Installation, command: Sequence[str], report: 
         spare -= spot.runs
         ui.info(spot.line().strip())
         if answer is not None and answer.name != pick:
-            algorithm, size = split_name(answer.name)
-            config = {**top, knob: catalog[knob].parse(algorithm)}
-            segment = inst.impl.segment_knob(op)
-            if size is not None and segment in catalog:
-                config[segment] = catalog[segment].parse(str(size))
+            config = {**top, **sized_config(inst, knob, op, answer.name)}
             first.append(Named(config, f"raced on this machine ({op}: {answer.name})"))
             base = report.ranking[0].settings if report.ranking else {}
             rows.append(Ranked({**base, knob: answer.name}, config, None, {}, source="machine",
@@ -113,12 +108,8 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
     try:  # a second run only where the first's units were too long for its calls
         raced = [halving(racer, names, min(2, most), plan.risk, plan.min_gain, halve=False)]
         # the fastest that passed and segment, at most SIZED, each at every size
-        leads = [c.name for c in raced[0].pooled if c.name in raced[0].passed
-                 and c.name in inst.impl.segmented.get(op, ())][:SIZED]  # fmt: skip
-        if leads and len(runs) < most:
-            sized = [f"{name}@{size}" for name in leads for size in SEGMENTS]
-            raced.append(halving(racer, [*leads, *sized], 1, plan.risk, plan.min_gain,
-                                 halve=False))  # fmt: skip
+        if (sized := sized_field(inst, op, raced[0])) and len(runs) < most:
+            raced.append(halving(racer, sized, 1, plan.risk, plan.min_gain, halve=False))
     except UsageError as exc:
         return RacedSpot(op, knob, blind, pick, error=str(exc)), None
     estimates: dict[str, dict[str, Any]] = {}

@@ -13,7 +13,7 @@ import optuna
 
 from commtune import native, settings
 from commtune.errors import UsageError
-from commtune.knobs import Knob, Space, load_catalog, space_from_json
+from commtune.knobs import Knob, Space, load_catalog, space_from_json, with_segments
 from commtune.launch import Launcher
 from commtune.libcommtune import PVAR_INTERVAL
 from commtune.mpi import Installation, Vendor
@@ -91,7 +91,10 @@ def measured_on(store: Store, study: optuna.Study) -> str | None:
 def study_knobs(study: optuna.Study) -> tuple[str, list[Knob]]:
     spec = spec_of(study)
     space = space_from_json(spec.library, spec.space, load_catalog(spec.library))
-    return spec.library, [d.knob for d in space.dimensions]
+    # an answer raced at a segment size sets the collective's segment size too
+    return spec.library, with_segments(
+        [d.knob for d in space.dimensions], Vendor(spec.library).impl
+    )
 
 
 def slurm_nodes(plan: Plan, command: Sequence[str]) -> str | None:

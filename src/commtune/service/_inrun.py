@@ -34,7 +34,14 @@ from commtune.knobs import Dimension, Knob, Space, Value, space_from_json
 from commtune.mpi import Installation
 from commtune.profile import Profile, ProfileError
 from commtune.report import UI
-from commtune.service._race import OPS, RaceRun, race
+from commtune.service._race import (
+    OPS,
+    SEGMENTS,
+    RaceRun,
+    race,
+    sized_config,
+    sized_field,
+)
 from commtune.service._space import chosen_elsewhere
 from commtune.store import Store
 from commtune.study import (
@@ -46,6 +53,7 @@ from commtune.study import (
     save_result_study,
     set_acceptance,
     spec_of,
+    words,
 )
 from commtune.tune import (
     WARMUP_BLOCKS,
@@ -54,6 +62,7 @@ from commtune.tune import (
     Raced,
     Row,
     TuneResult,
+    decide_races,
     halving,
     open_study,
 )
@@ -296,15 +305,17 @@ def _with(ready: Ready, space: Space, spent: int) -> Ready:
 
 
 def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = None,
-             runs: list[RaceRun] | None = None) -> tuple[Halving, list[RaceRun]]:  # fmt: skip
+             runs: list[RaceRun] | None = None,
+             risk: float | None = None) -> tuple[Halving, list[RaceRun]]:  # fmt: skip
     """``how`` raced (:func:`commtune.tune.halving`) in up to ``most`` runs (default
-    ``--inrun-runs``), each run said; the runs it took (appended to ``runs`` as they end,
-    so that a caller whose race failed still counts them)."""
+    ``--inrun-runs``) at ``risk`` (default ``--risk``), each run said; the runs it took
+    (appended to ``runs`` as they end, so that a caller whose race failed still counts
+    them)."""
     plan = ready.setup.plan
     runs = [] if runs is None else runs
 
     def racer(field: Sequence[str], r: int, run: int) -> Race:
-        runs.append(race(ready.setup.inst, ready.setup.command, how.op, field, seed + r,
+        runs.append(race(ready.setup.inst, ready.setup.command, how.op, field, seed + len(runs),
                          plan.timeout or plan.reference_timeout, through=plan.through,
                          run=run))  # fmt: skip
         return runs[-1].race
@@ -313,7 +324,33 @@ def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = Non
         _said(ui, len(runs), runs[-1], now)
 
     most = plan.inrun_runs if most is None else most
-    return halving(racer, how.names, most, plan.risk, plan.min_gain, heard), runs
+    risk = plan.risk if risk is None else risk
+    return halving(racer, how.names, most, risk, plan.min_gain, heard), runs
+
+
+def _sized(ready: Ready, how: InRun, raced: Halving, runs: list[RaceRun], seed: int,
+           ui: UI) -> Halving:  # fmt: skip
+    """Where algorithms that cut a message into segments passed (raced at the launch's
+    segment size: one segment) and ``--inrun-runs`` leaves a run, one more run races them
+    again and at a few segment sizes (:func:`sized_field`), its tests within the share of
+    ``--risk`` the runs not made leave; the answer is the fastest that passed in any run,
+    on the evidence of every run (as :func:`commtune.tune.halving` chooses)."""
+    plan = ready.setup.plan
+    field = sized_field(ready.setup.inst, how.op, raced)
+    left = plan.inrun_runs - len(runs)
+    if not field or left < 1:
+        return raced
+    risk = plan.risk * left / plan.inrun_runs
+    ui.info(f"{how.op}: {', '.join(n for n in field if '@' not in n)} raced again at segment "
+            f"sizes {', '.join(SEGMENTS)} in one run, its tests within the {risk:.3g} of "
+            f"--risk the {left} run(s) not made leave")  # fmt: skip
+    sized = _halving(ready, replace(how, names=tuple(field)), seed, ui, 1, runs, risk)[0]
+    races = (*raced.races, *sized.races)
+    passed = {**sized.passed, **raced.passed}
+    pooled = decide_races(list(races), 0.0, plan.min_gain)
+    order = {c.name: i for i, c in enumerate(pooled)}
+    answer = min(passed.values(), key=lambda c: order.get(c.name, len(order))) if passed else None
+    return Halving(races, passed, tuple(pooled), answer)
 
 
 def _why_not(space: Space, inst: Installation) -> str:
@@ -350,13 +387,14 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
                 f"({WARMUP_BLOCKS} blocks of warm-up at each message size, then whole "
                 "blocks): the space is searched on whole runs")  # fmt: skip
         return None
+    raced = _sized(ready, how, raced, runs, seed, ui)
     check = _whole_runs(ready, how, raced.answer, seed, timeout, ui) if raced.answer else None
     acc = _verdict(ready, how, runs, raced, check, limit)
     if acc.extra.get("share_said"):
         ui.info(acc.extra["share_said"])
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
-    return _result(target.study, how, runs, raced.pooled, acc, check)
+    return _result(target.study, ready.setup.inst, how, runs, raced.pooled, acc, check)
 
 
 def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
@@ -390,10 +428,11 @@ def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: flo
     """``CHECK_PAIRS`` pairs of whole runs, the answer's static setting and the defaults,
     each pair's order by a coin."""
     plan = ready.setup.plan
-    config: dict[str, Value] = {how.knob: answer.name}
+    config = sized_config(ready.setup.inst, how.knob, how.op, answer.name)
+    setting = words({k: str(v) for k, v in config.items()})
     pairs = check_pairs(plan)
-    ui.info(f"checking {how.knob}={answer.name} on {pairs} pair(s) of whole runs beside "
-            "the defaults (its static setting, as export writes it)")  # fmt: skip
+    ui.info(f"checking {setting} on {pairs} pair(s) of whole runs beside the defaults "
+            "(its static setting, as export writes it)")  # fmt: skip
     defaults: list[float] = []
     mine: list[float] = []
     share: float | None = None
@@ -403,7 +442,7 @@ def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: flo
         for c in order:
             done = ready.executor.run(c, timeout)
             if done.value is None:
-                who = "the defaults" if c is None else f"{how.knob}={answer.name}"
+                who = "the defaults" if c is None else setting
                 return Check(defaults, mine, None, f"a whole run of {who}: {done.failure}")
             (mine if c else defaults).append(done.value)
             if c is None and share is None and done.profile is not None:
@@ -455,14 +494,14 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
                           extra=extra)  # fmt: skip
     t = answer.test
     extra.update(call_speedup=t.speedup, call_interval=list(t.interval), call_p=t.p,
-                 call_blocks=answer.blocks)  # fmt: skip
+                 call_limit=t.limit, call_blocks=answer.blocks, call_name=answer.name)  # fmt: skip
     if check is not None and check.share is not None:
         saved = check.share * (1 - 1 / t.speedup)
         extra.update(share=check.share, share_said=(
             f"{how.op} took {check.share:.1%} of the program's time in the defaults' first "
             f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x the calls' time is "
             f"about {saved:.1%} of the program's time (estimated)"))  # fmt: skip
-    params: dict[str, Value] = {how.knob: answer.name}
+    params = sized_config(ready.setup.inst, how.knob, how.op, answer.name)
     if check is None or check.test is None:
         why = check.failure if check is not None else "not checked on whole runs"
         return Acceptance(Source.SEARCH, params, False, why or "", p_value=t.p,
@@ -479,15 +518,17 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
                       best_values=check.answer, extra=extra)  # fmt: skip
 
 
-def _result(name: str, how: InRun, runs: Sequence[RaceRun], pooled: Sequence[Raced],
-            acc: Acceptance, check: Check | None) -> TuneResult:  # fmt: skip
+def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RaceRun],
+            pooled: Sequence[Raced], acc: Acceptance,
+            check: Check | None) -> TuneResult:  # fmt: skip
     """The study's result as ``tune`` reports every study: its rows per call (pooled over the
     raced runs), the defaults' whole runs (the check's, else the raced runs' wall time)."""
-    rows = [Row(i + 1, {how.knob: c.name}, 1 / c.test.speedup, 0.0, c.test.speedup,
-                c.median, c.blocks) for i, c in enumerate(pooled)]  # fmt: skip
+    rows = [Row(i + 1, sized_config(inst, how.knob, how.op, c.name), 1 / c.test.speedup, 0.0,
+                c.test.speedup, c.median, c.blocks) for i, c in enumerate(pooled)]  # fmt: skip
     base = check.defaults if check and check.defaults else [r.wall for r in runs]
     cv = statistics.pstdev(base) / statistics.mean(base) if len(base) > 1 else 0.0
-    best = next((row for row in rows if acc.params.get(how.knob) == row.config[how.knob]), None)
+    best = next((row for row in rows if dict(acc.params) == row.config), None)
     spent = len(runs) + (len(check.defaults) + len(check.answer) if check else 0)
-    return TuneResult(name, len(how.names) + 1, 0, statistics.median(base), best, acc, rows,
-                      runs=spent, noise=Noise(cv, max(base) / min(base)))  # fmt: skip
+    field = len({*how.names, *(c.name for c in pooled)}) + 1
+    return TuneResult(name, field, 0, statistics.median(base), best, acc, rows, runs=spent,
+                      noise=Noise(cv, max(base) / min(base)))  # fmt: skip

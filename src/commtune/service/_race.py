@@ -14,14 +14,16 @@ from dataclasses import dataclass
 
 from commtune import native
 from commtune.errors import UsageError
-from commtune.knobs import enumerators
+from commtune.knobs import Value, enumerators
 from commtune.launch import launcher_for
 from commtune.mpi import Installation
 from commtune.trial import run_process
-from commtune.tune import RUN, RUN_MAX, Race
+from commtune.tune import RUN, RUN_MAX, Halving, Race
 from commtune.util import parse_size
 
 OPS = ("allreduce", "bcast", "reduce", "allgather", "alltoall")
+SEGMENTS = ("8K", "64K", "512K")  # a segmented algorithm's segment sizes raced
+SIZED = 2  # the segmented algorithms that passed raced at those sizes, the fastest first
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,29 @@ def split_name(name: str) -> tuple[str, int | None]:
     except ValueError:
         raise UsageError(f"--candidates {name}: {size!r} is not a segment size (e.g. "
                          "pipeline@64K)") from None  # fmt: skip
+
+
+def sized_field(inst: Installation, op: str, halved: Halving) -> list[str]:
+    """The next run's field where ``halved`` passed algorithms that cut a message into
+    segments (``MPIVendor.segmented``, forced at the launch's segment size: one segment): the
+    fastest ``SIZED`` of them, each again and at every size of ``SEGMENTS``
+    (``pipeline@64K``); else none."""
+    if inst.impl.race_mode != "dup" or inst.impl.segment_knob(op) is None:
+        return []
+    leads = [c.name for c in halved.pooled if c.name in halved.passed
+             and c.name in inst.impl.segmented.get(op, ())][:SIZED]  # fmt: skip
+    return [*leads, *(f"{name}@{size}" for name in leads for size in SEGMENTS)]
+
+
+def sized_config(inst: Installation, knob: str, op: str, name: str) -> dict[str, Value]:
+    """A raced candidate's static setting: its algorithm, and the segment size it was
+    raced at where it names one (``pipeline@64K``: both variables)."""
+    algorithm, size = split_name(name)
+    segment = inst.impl.segment_knob(op)
+    config: dict[str, Value] = {knob: algorithm}
+    if size is not None and segment is not None:
+        config[segment] = size
+    return config
 
 
 def segments(inst: Installation, op: str, names: Sequence[str]) -> dict[str, str]:

@@ -36,6 +36,7 @@ from commtune.knobs import (
     discover,
     enumerators,
     installed_knobs,
+    with_segments,
 )
 from commtune.launch import launcher_for
 from commtune.mpi import Installation, Launch, MPISpec, MPIVendor, resolve_command
@@ -263,7 +264,7 @@ class Tuning:
         knobs = [d.knob for d in space.dimensions]
         _report_inherited_env(ui, knobs)
         executor: Executor = LocalExecutor(
-            launcher, setup.command, knobs, setup.objective,
+            launcher, setup.command, with_segments(knobs, inst.impl), setup.objective,
             profiling=profiling(inst, shared=jobs_dir) if plan.interposer else None,
             enumerators=enumerators(inst) if plan.interposer else None,
             secondary=setup.secondary, runner=runner, variables=setup.base,
