@@ -6,6 +6,9 @@ runs them, in one sitting, beside an exhaustive sweep of whole runs.
                                     [--runs 9] [--max-runs 30] [--op allreduce]
                                     [--nodes N --rate MBIT] [--json FILE]
 
+``--programs`` takes ``OP:BYTES`` too: ``benchmarks/csrc/coll_loop.c``, that collective on
+BYTES 300 times (e.g. ``bcast:524288`` with ``--op bcast``).
+
 Per installation and program (2 ranks here; with ``--nodes``, on a test bed of that many
 network namespaces, one rank a node, links shaped to ``--rate``; root only), the program's
 own metric, for each seed in turn (the two studies interleaved, then the sweep):
@@ -33,6 +36,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -51,6 +55,7 @@ from commtune.trial import Objective, run_process
 
 CT_METRIC = r"regex:time ([0-9.eE+-]+) s"
 CT_ARGS = {"ct_demo": ["1000"], "ct_solver": ["20000"]}
+COLL_LOOP = Path(__file__).with_name("csrc") / "coll_loop.c"
 
 
 @dataclass
@@ -82,6 +87,13 @@ def program(where: Where, name: str, sources: dict[str, Path], work: Path):  # t
     if name in CT_ARGS:
         binary = str(native.build(where.inst, f"demo/{name}.c"))
         return where.launch([binary, *CT_ARGS[name]]), CT_METRIC
+    if ":" in name:  # OP:BYTES: benchmarks/csrc/coll_loop.c, that collective 300 times
+        op, size = name.split(":")
+        binary = work / "coll_loop"
+        if not binary.exists():
+            subprocess.run([where.inst.mpicc, "-O2", "-o", str(binary), str(COLL_LOOP)],
+                           check=True, env={**os.environ, **where.inst.tool_env()})  # fmt: skip
+        return where.launch([str(binary), op, size, "300"]), CT_METRIC
     app = APPS[name]
     binary = app.build(sources[name], where.inst)
     ranks = len(where.bed.hostnames) if where.bed else app.ranks

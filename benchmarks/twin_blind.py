@@ -4,14 +4,15 @@ that races on the machine what its simulation cannot model, the same twin withou
 algorithm.
 
     python benchmarks/twin_blind.py [--mpi openmpi] [--nodes 4] [--rate 1000]
-        [--programs bcast:32768,bcast:524288,demo] [--seeds 1] [--rounds 7] [--json FILE]
+        [--programs bcast:32768,bcast:524288,demo] [--seeds 1] [--rounds 7] [--sim-budget 60]
+        [--json FILE]
 
 On a bed of ``--nodes`` nodes (one rank a node; root): ``commtune calibrate`` on all of them
 (``--allow-worse-order``: the platform whatever its check says), the platform grown to the bed
 (``commtune cluster --calibration``, flat), each program built by the library's ``mpicc`` and
 by ``smpicc`` (``bcast:BYTES``: ``benchmarks/csrc/coll_loop.c`` broadcasting BYTES, 300
 times; ``demo``: ct_demo, 300 iterations). Per program and seed, in turn, no knob named:
-``tune --twin`` (``--sim-budget 60``), the same with ``--no-inrun``, and ``tune --no-inrun
+``tune --twin`` (``--sim-budget``, 60 s), the same with ``--no-inrun``, and ``tune --no-inrun
 --max-runs 30`` (the cold study). Then every answer handed back, timed against the defaults in
 ``--rounds`` rounds in a shuffled order (the library's variables set at launch): the delivered
 speedup, the median of the defaults' runs over the answer's. Printed, per program and design:
@@ -98,8 +99,9 @@ def one(bed: Bed, inst: Installation, env: dict[str, str], work: Path, name: str
     twin = (f"smpirun -np {args.nodes} -platform {grown}/platform.xml -hostfile {grown}/hosts "
             f"{sim} {' '.join(program_args)}")  # fmt: skip
     common = ["--metric", METRIC]
-    designs = {"twin": ["--twin", twin, "--sim-budget", "60"],
-               "twin --no-inrun": ["--twin", twin, "--sim-budget", "60", "--no-inrun"],
+    budget = str(args.sim_budget)
+    designs = {"twin": ["--twin", twin, "--sim-budget", budget],
+               "twin --no-inrun": ["--twin", twin, "--sim-budget", budget, "--no-inrun"],
                "cold": ["--no-inrun", "--max-runs", "30"]}  # fmt: skip
     studies = []
     for seed in range(1, args.seeds + 1):
@@ -133,6 +135,9 @@ def main() -> int:
     p.add_argument("--programs", default="bcast:32768,bcast:524288,demo")
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--sim-budget", type=float, default=60.0,
+                   help="the twin's --sim-budget (a calibration that makes the simulated "
+                   "program slower than it needs more)")  # fmt: skip
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     if os.geteuid() != 0:

@@ -23,7 +23,7 @@ from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
 from commtune.store import Store
-from commtune.tune import RUN, RUN_MAX, Halving, Named, Race, decide_race, halving
+from commtune.tune import RUN, RUN_MAX, Halving, Named, Race, decide_race, halving, run_length
 
 from .conftest import VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
@@ -211,9 +211,11 @@ def test_a_segmented_algorithm_that_passed_is_raced_again_at_segment_sizes(
     knob = "coll_tuned_allreduce_algorithm"
     rng = np.random.default_rng(4)
     fields: list[tuple[str, ...]] = []
+    units: list[int] = []
 
     def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
         fields.append(tuple(names))
+        units.append(run)
         alone = winner.split("@", maxsplit=1)[0] if "@" in winner else None
         slower = np.array([1.0] + [0.7 if n == winner else 0.85 if n == alone else 1.0
                                    for n in names])  # fmt: skip
@@ -233,6 +235,9 @@ def test_a_segmented_algorithm_that_passed_is_raced_again_at_segment_sizes(
         return
     assert fields[1] == ("segmented_ring", *(f"segmented_ring@{z}" for z in SEGMENTS))
     assert len(made) == 2 and len(done.races) == 2
+    # its units sized by the calls the first run made (the bed's 300 broadcasts: units of 8
+    # left 2 blocks a sized candidate, too few to pass anything)
+    assert units[1] == run_length(made[0].race.raced_calls, len(fields[1]) + 1) < RUN
     # the two runs not made leave 2/3 of --risk, over the sized run's 4 candidates
     at_sizes = [c for c in done.passed.values() if "@" in c.name]
     assert all(c.test.limit == pytest.approx(0.05 * 2 / 3 / 4) for c in at_sizes)

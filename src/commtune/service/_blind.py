@@ -109,7 +109,8 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
         raced = [halving(racer, names, min(2, most), plan.risk, plan.min_gain, halve=False)]
         # the fastest that passed and segment, at most SIZED, each at every size
         if (sized := sized_field(inst, op, raced[0])) and len(runs) < most:
-            raced.append(halving(racer, sized, 1, plan.risk, plan.min_gain, halve=False))
+            raced.append(halving(racer, sized, 1, plan.risk, plan.min_gain, halve=False,
+                                 calls=runs[-1].raced_calls))  # fmt: skip
     except UsageError as exc:
         return RacedSpot(op, knob, blind, pick, error=str(exc)), None
     estimates: dict[str, dict[str, Any]] = {}

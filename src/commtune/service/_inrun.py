@@ -325,7 +325,9 @@ def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = Non
 
     most = plan.inrun_runs if most is None else most
     risk = plan.risk if risk is None else risk
-    return halving(racer, how.names, most, risk, plan.min_gain, heard), runs
+    # a run after others: its units sized by the calls the program made before
+    calls = runs[-1].race.raced_calls if runs else None
+    return halving(racer, how.names, most, risk, plan.min_gain, heard, calls=calls), runs
 
 
 def _sized(ready: Ready, how: InRun, raced: Halving, runs: list[RaceRun], seed: int,

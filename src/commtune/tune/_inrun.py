@@ -389,7 +389,8 @@ class Halving:
 
 def halving(racer: Callable[[Sequence[str], int, int], Race], names: Sequence[str], runs: int,
             risk: float, min_gain: float, heard: Callable[[Race, Sequence[Raced]], None]
-            = lambda race, raced: None, halve: bool = True) -> Halving:  # fmt: skip
+            = lambda race, raced: None, halve: bool = True,
+            calls: int | None = None) -> Halving:  # fmt: skip
     """Race ``names`` against the reference in up to ``runs`` runs (``racer(field, r,
     run)`` runs the r-th in units of ``run`` calls, as long as the last run's calls allow:
     :func:`run_length`).
@@ -399,13 +400,14 @@ def halving(racer: Callable[[Sequence[str], int, int], Race], names: Sequence[st
     candidate that passed is the fastest on the pooled evidence. Else a run whose units were
     too long for its calls (:meth:`Race.coarse`) is raced again with the same field; the
     field is otherwise halved (:func:`halved`; ``halve`` False: it stops) and raced again.
-    ``heard``: each run's race and tests."""
+    ``heard``: each run's race and tests; ``calls``: the raced calls an earlier run of the
+    program made (the first run's units sized by them, as a later run's are)."""
     limit = risk / (len(names) * runs)
     field, passed = list(names), {}
     races: list[Race] = []
     pooled: list[Raced] = []
     for r in range(runs):
-        race = racer(field, r, run_length(races[-1].raced_calls if races else None,
+        race = racer(field, r, run_length(races[-1].raced_calls if races else calls,
                                           len(field) + 1))  # fmt: skip
         races.append(race)
         now = decide_races([race], limit, min_gain)
