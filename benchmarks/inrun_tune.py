@@ -112,8 +112,10 @@ def study(where: Where, command, knob: str, metric: str, seed: int, storage: str
     except RuntimeError as exc:
         return {"error": str(exc)[-300:]}
     inrun = data.get("inrun") or {}
+    answer = (data.get("accepted_params") or {}).get(knob)
     return {"runs": data["runs"], "accepted": data["accepted"],
-            "answer": (data.get("accepted_params") or {}).get(knob),
+            # with the segment size it was raced at where it names one (pipeline@8K)
+            "answer": inrun.get("call_name", answer) if answer else None,
             "speedup": data.get("speedup"), "speedup_ci": data.get("speedup_ci"),
             "call_speedup": inrun.get("call_speedup"),
             "call_interval": inrun.get("call_interval"), "share": inrun.get("share"),
