@@ -1,7 +1,7 @@
 """Record the replay tables: balanced, interleaved sweeps of the bundled programs.
 
     python benchmarks/replay_tables.py [--mpi openmpi,mpich,openmpi@5,intel]
-                                       [--programs ct_demo,ct_solver,ct_phases] [--repeats 5]
+                                       [--programs ct_demo,ct_solver,ct_phases] [--repeats 9]
                                        [--nodes N]
 
 For each installation and program, ``commtune tune --record`` over the installation's space
@@ -89,7 +89,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mpi", default="openmpi,mpich,openmpi@5")
     parser.add_argument("--programs", default=",".join(PROGRAMS))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--nodes", type=int, default=0, help="across N bed nodes (Open MPI)")
     args = parser.parse_args()
     for mpi in args.mpi.split(","):

@@ -5,7 +5,7 @@ and how much of a pick-the-best-run design's gain is its own lucky run.
     python benchmarks/table_truths.py --race RACE.json [--json]
 
 The race (``strategies.py --tables``) judges what a study hands back by the configuration's
-truth: the median of its recorded runs (9 on the real programs' tables, 5 on the project's),
+truth: the median of its recorded runs (9 on most tables; 5 on the project's 2-node ones),
 over the defaults' (both of their recordings). Two figures per table:
 
 * **the truth's standard error**: the spread of log(defaults' truth / configuration's truth)
