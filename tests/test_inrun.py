@@ -199,7 +199,8 @@ def test_a_segmented_algorithm_that_passed_is_raced_again_at_segment_sizes(
     SEGMENTS sizes, its tests within the share of --risk the runs not made leave; the answer
     is the fastest that passed, and a sized answer's static setting sets both variables. No
     run left, or no segmented algorithm passed: nothing more is raced. (End to end:
-    ``benchmarks/twin_blind.py`` on the bed's 512 KiB broadcast, docs/benchmarks.md.)"""
+    ``benchmarks/inrun_tune.py --programs bcast:524288 --op bcast`` on the bed,
+    docs/benchmarks.md.)"""
     from types import SimpleNamespace
 
     from commtune.report import UI
