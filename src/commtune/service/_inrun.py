@@ -62,7 +62,6 @@ from commtune.tune import (
     Raced,
     Row,
     TuneResult,
-    decide_races,
     halving,
     open_study,
 )
@@ -347,12 +346,7 @@ def _sized(ready: Ready, how: InRun, raced: Halving, runs: list[RaceRun], seed: 
             f"sizes {', '.join(SEGMENTS)} in one run, its tests within the {risk:.3g} of "
             f"--risk the {left} run(s) not made leave")  # fmt: skip
     sized = _halving(ready, replace(how, names=tuple(field)), seed, ui, 1, runs, risk)[0]
-    races = (*raced.races, *sized.races)
-    passed = {**sized.passed, **raced.passed}
-    pooled = decide_races(list(races), 0.0, plan.min_gain)
-    order = {c.name: i for i, c in enumerate(pooled)}
-    answer = min(passed.values(), key=lambda c: order.get(c.name, len(order))) if passed else None
-    return Halving(races, passed, tuple(pooled), answer)
+    return raced.then(sized, plan.min_gain)
 
 
 def _why_not(space: Space, inst: Installation) -> str:

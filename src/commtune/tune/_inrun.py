@@ -386,6 +386,22 @@ class Halving:
     pooled: tuple[Raced, ...]
     answer: Raced | None
 
+    @classmethod
+    def of(cls, races: Sequence[Race], passed: Mapping[str, Raced],
+           pooled: Sequence[Raced]) -> Halving:  # fmt: skip
+        """The runs ``races``, what passed in them (each at its own run's limit) and their
+        evidence pooled: the answer is what ``pooled`` ranks first among those that passed."""
+        order = {c.name: i for i, c in enumerate(pooled)}
+        answer = min(passed.values(), key=lambda c: order.get(c.name, len(order)), default=None)
+        return cls(tuple(races), dict(passed), tuple(pooled), answer)
+
+    def then(self, later: Halving, min_gain: float) -> Halving:
+        """These runs and ``later``'s (a field raced after them), decided as one halving: a
+        candidate's first pass stands, the evidence of every run pooled."""
+        races = (*self.races, *later.races)
+        return Halving.of(races, {**later.passed, **self.passed},
+                          decide_races(list(races), 0.0, min_gain))  # fmt: skip
+
 
 def halving(racer: Callable[[Sequence[str], int, int], Race], names: Sequence[str], runs: int,
             risk: float, min_gain: float, heard: Callable[[Race, Sequence[Raced]], None]
@@ -423,6 +439,4 @@ def halving(racer: Callable[[Sequence[str], int, int], Race], names: Sequence[st
         field = halved(pooled, field)
         if not field:
             break
-    order = {c.name: i for i, c in enumerate(pooled)}
-    answer = min(passed.values(), key=lambda c: order.get(c.name, len(order))) if passed else None
-    return Halving(tuple(races), passed, tuple(pooled), answer)
+    return Halving.of(races, passed, pooled)
