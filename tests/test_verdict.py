@@ -292,17 +292,19 @@ def test_shares_are_written_one_way_for_every_flag() -> None:
 
 
 def test_a_study_that_keeps_the_defaults_says_why_and_what_more_runs_would_do() -> None:
-    """One configuration 7 % faster among slower ones, 6 % noise, 18 runs: whatever the
-    seed, a study either hands it back (nothing slower) or keeps the defaults saying why in
-    one reason, and, where a configuration was tested to the end of its runs, how many more
-    runs like these would decide (a number in --json's ``more_runs``)."""
+    """One configuration 7 % faster among slower ones and one as fast as the defaults, 6 %
+    noise, 18 runs: whatever the seed, a study either hands back one of those two (nothing
+    slower than the defaults: the promise; which of the two is luck) or keeps the defaults
+    saying why in one reason, and, where a configuration was tested to the end of its runs,
+    how many more runs like these would decide (a number in --json's ``more_runs``; 30
+    seeds, so that some study ends that way)."""
     costs = {"defaults": 1.0, "a": 1.0, "b": 1.15, "c": 0.93, "d": 1.2, "e": 1.15, "f": 1.15}
     told = 0
-    for seed in range(8):
+    for seed in range(30):
         acc, _, machine = study_of(lambda c, n: costs[c], seed=seed, noise=0.06, max_runs=18)
         assert acc is not None and machine.calls <= 18
         if acc.accepted:
-            assert acc.params == {KNOB: "c"}
+            assert costs[str(acc.params[KNOB])] <= costs["defaults"], acc.params
             continue
         assert acc.reason and "\n" not in acc.reason
         more = acc.extra.get("more_runs")
@@ -330,3 +332,19 @@ def test_no_study_stops_with_runs_unspent_while_its_verdict_is_open() -> None:
         if rule.could_pass(schedule, tested["defaults"], tested["values"], 0.02):
             open_ends.append((seed, acc.reason))
     assert not open_ends, open_ends
+
+
+def test_a_search_that_found_nothing_faster_goes_on_into_the_verdicts_runs() -> None:
+    """Issue 75 (3): 12 configurations 20 % slower than the defaults and one 25 % faster,
+    30 runs: where the search's share of them (``Plan.explore``) ends before it measured the
+    fast one, nothing beats the defaults and the verdict would test nothing, its runs
+    unspent. The search goes on into them, and every seed finds the fast one and hands it
+    back (with the search stopped at its share: 4 of these 10 kept the defaults in 10 runs)."""
+
+    def cost(c: str, n: int) -> float:
+        return 1.0 if c == "defaults" else 0.8 if c == "v12" else 1.2
+
+    for seed in range(10):
+        acc, _, _ = study_of(cost, seed=seed, noise=0.03, space=_wide(13), max_runs=30)
+        assert acc is not None and acc.accepted, (seed, acc and acc.reason)
+        assert acc.params == {KNOB: "v12"}

@@ -45,7 +45,7 @@ class Plan:
     risk: float = 0.05
     min_gain: float = 0.01
     tolerance: float = 0.02
-    explore: float = 0.5  # --gate risk: the share of --max-runs the search may spend
+    explore: float = 0.3  # --gate risk: the share of --max-runs the search may spend
     # A space of one collective's algorithm variable that the library reads while the
     # program runs: its candidates raced call by call in up to ``inrun_runs`` runs
     # (service._inrun), the answer checked on whole runs; False: whole runs only.

@@ -107,6 +107,16 @@ def _arms(view: StudyView, defaults: dict[str, Value] | None) -> list[Arm]:
     return arms
 
 
+def contended(study: optuna.Study) -> bool:
+    """Whether the verdict has a configuration to test: one the search measured whose run
+    beat the median of the defaults' runs so far (:func:`_order`). Where none has, the
+    search may spend the runs the verdict would have (``tune._loop.search``)."""
+    view = StudyView(study)
+    knobs = knobs_of(view)
+    defaults = {k: knob.default for k, knob in knobs.items()} if knobs is not None else None
+    return bool(_order(_arms(view, defaults), _stream(view)))
+
+
 def _stream(view: StudyView) -> list[float]:
     """The runs of the defaults so far: the reference's and the controls'."""
     return [run.value for r in view.records if r.is_defaults for run in r.runs

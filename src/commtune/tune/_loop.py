@@ -50,7 +50,7 @@ from commtune.study import (
     spec_of,
 )
 from commtune.trial import Executor, clean_shm, kill_leftovers, stderr_summary
-from commtune.tune._decide import deterministic, verdict
+from commtune.tune._decide import contended, deterministic, verdict
 from commtune.tune._schedule import Live, Scheduler, status_line, tell, tell_control
 from commtune.tune._summary import TuneResult, summarize
 from commtune.tune._target import Context, Observer, Target
@@ -345,6 +345,8 @@ def search(ctx: Context) -> None:
             wanted = space.size() if whole else strategy.batch_size
             size = min(wanted, remaining, space.size() - len(known))
             size = scheduler.affordable(size)
+            if size <= 0 and _widened(ctx, scheduler):
+                continue
             if size <= 0:
                 ui.info(f"the run budget (--max-runs {plan.max_runs}) is spent")
                 break
@@ -361,6 +363,25 @@ def search(ctx: Context) -> None:
                 break
             remaining = plan.trials - workers.counted()
             bar.grow(scheduler.spent - start + scheduler.estimate(max(0, remaining)))
+
+
+def _widened(ctx: Context, scheduler: Scheduler) -> bool:
+    """Where the search reached its share of ``--max-runs`` (``Plan.explore``) and none of
+    its configurations beat the defaults' runs, the verdict would test nothing and leave its
+    runs unspent: the search goes on into them, up to the runs a first pass needs (issue 75,
+    item 3). True where the limit was raised."""
+    plan = ctx.plan
+    if plan.gate != "risk" or plan.max_runs is None or ctx.settled:
+        return False
+    widest = replace(plan, explore=1.0).search_limit()
+    if widest is None or scheduler.limit is None or scheduler.limit >= widest:
+        return False
+    if contended(ctx.study):
+        return False
+    ctx.ui.info(f"nothing the search measured beat the defaults' runs: it goes on, up to "
+                f"{widest} of --max-runs {plan.max_runs}")  # fmt: skip
+    scheduler.limit = widest
+    return True
 
 
 def _fresh(ctx: Context, configs: Sequence[dict[str, Value]]) -> list[dict[str, Value]]:
