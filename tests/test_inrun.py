@@ -485,7 +485,8 @@ def test_a_program_with_too_few_calls_to_race_is_tuned_on_whole_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """ct_demo of 2 iterations makes 6 allreduce calls, 2 of each size: not one block past the
-    warm-up for three candidates. The study says so and searches the space on whole runs."""
+    warm-up for three candidates. The study says so after its first raced run (shorter units
+    would give none either) and searches the space on whole runs."""
     inst = installation_of("openmpi")
     program = str(native.build(inst, "demo/ct_demo.c"))
     line = launcher_for(inst).command(2, [program, "2"])
@@ -496,6 +497,8 @@ def test_a_program_with_too_few_calls_to_race_is_tuned_on_whole_runs(
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     assert "too few to race" in " ".join(err.split()) and last_json(out)["gate"] != "inrun"
+    # units of MIN_RUN calls would not give a block past the warm-up: one raced run spent
+    assert "raced run 1:" in err and "raced run 2:" not in err
 
 
 @needs_openmpi
