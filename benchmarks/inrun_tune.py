@@ -3,6 +3,7 @@ runs them, in one sitting, beside an exhaustive sweep of whole runs.
 
     python benchmarks/inrun_tune.py [--mpi openmpi,mpich] [--programs ct_demo,ct_solver]
                                     [--source minife=DIR --source comd=DIR] [--seeds 3]
+                                    [--extra comd="-n 1"]
                                     [--runs 9] [--max-runs 30] [--op allreduce]
                                     [--nodes N --rate MBIT] [--json FILE]
 
@@ -82,8 +83,10 @@ class Where:
         return self.bed.launch(self.inst, argv)
 
 
-def program(where: Where, name: str, sources: dict[str, Path], work: Path):  # type: ignore[no-untyped-def]
-    """The program's launch line and metric."""
+def program(where: Where, name: str, sources: dict[str, Path], work: Path,  # type: ignore[no-untyped-def]
+            extra: dict[str, list[str]] | None = None):  # fmt: skip
+    """The program's launch line and metric; ``extra``: arguments appended to a real
+    program's own (``--extra comd="-n 1"``: CoMD prints, and reduces, every step)."""
     if name in CT_ARGS:
         binary = str(native.build(where.inst, f"demo/{name}.c"))
         return where.launch([binary, *CT_ARGS[name]]), CT_METRIC
@@ -98,7 +101,8 @@ def program(where: Where, name: str, sources: dict[str, Path], work: Path):  # t
     binary = app.build(sources[name], where.inst)
     ranks = len(where.bed.hostnames) if where.bed else app.ranks
     (work / name).mkdir(parents=True, exist_ok=True)
-    return where.launch(app.args(binary, work / name, ranks)), app.metric
+    more = (extra or {}).get(name, [])
+    return where.launch([*app.args(binary, work / name, ranks), *more]), app.metric
 
 
 def study(where: Where, command, knob: str, metric: str, seed: int, storage: str,  # type: ignore[no-untyped-def]
@@ -198,7 +202,7 @@ def cost(where: Where, command, op: str, metric: str, pairs: int) -> dict:  # ty
 
 def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-untyped-def]
     inst = where.inst
-    command, metric = program(where, name, args.sources, work)
+    command, metric = program(where, name, args.sources, work, args.extra)
     if args.cost_only:
         return {"installation": inst.describe(), "program": name, "metric": metric,
                 "cost": cost(where, command, args.op, metric, args.cost)}  # fmt: skip
@@ -224,6 +228,13 @@ def main() -> int:
     p.add_argument("--mpi", default="openmpi,mpich")
     p.add_argument("--programs", default="ct_demo,ct_solver")
     p.add_argument("--source", action="append", default=[], metavar="NAME=DIR")
+    p.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="NAME=ARGS",
+        help="arguments appended to a real program's own (comd='-n 1')",
+    )
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--max-runs", type=int, default=30)
@@ -237,6 +248,7 @@ def main() -> int:
     if args.nodes and (args.cost or args.cost_only):  # its raced runs are launched here
         p.error("--cost measures racing's cost here, not on a bed: drop --nodes or --cost")
     args.sources = {k: Path(v).resolve() for k, v in (s.split("=", 1) for s in args.source)}
+    args.extra = {k: v.split() for k, v in (s.split("=", 1) for s in args.extra)}
     args.json = args.json.resolve() if args.json else None
     rows = []
     with tempfile.TemporaryDirectory(prefix="inrun-tune-") as tmp, contextlib.ExitStack() as stack:
