@@ -196,8 +196,19 @@ def cost(where: Where, command, op: str, metric: str, pairs: int) -> dict:  # ty
     shares = {side: statistics.median(b[i] for b in barriers) if barriers else None
               for i, side in enumerate(("barrier_least", "barrier_most"))}  # fmt: skip
     return {"pairs": len(ratios), "median": statistics.median(ratios) if ratios else None,
+            "interval": _median_interval(ratios), "ratios": ratios,
             "range": [min(ratios), max(ratios)] if ratios else None,
             "units": units, **shares}  # fmt: skip
+
+
+def _median_interval(ratios: list[float], level: float = 0.9) -> list[float] | None:
+    """The median's bootstrap interval (``level``, 2,000 resamples, seeded): an estimate."""
+    if len(ratios) < 3:
+        return None
+    rng = random.Random(77)
+    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
+    tail = (1 - level) / 2
+    return [meds[int(tail * len(meds))], meds[int((1 - tail) * len(meds)) - 1]]
 
 
 def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-untyped-def]
