@@ -230,6 +230,7 @@ def _tune_args(
     return ["tune", "--mpi", "openmpi", "--knob", "btl_vader_eager_limit=4K,8K,16K,32K",
             "--knob", "btl_vader_single_copy_mechanism", "--strategy", "random", "--trials",
             str(trials), "--repeats", "2", "--confirm", "2", "--study", study, "--storage", url,
+            "--max-runs", "60",  # the search's share of it (Plan.explore) above the trials
             *timeout, "--json", "--", *command]  # fmt: skip
 
 

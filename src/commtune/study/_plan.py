@@ -109,9 +109,12 @@ class Plan:
         left allow ``confirm`` rounds of them all); ``risk``: the ``explore`` share of it,
         the rest for the verdict, and never so much that the verdict is left fewer runs than
         :meth:`deciding_runs`, and an even number of runs left for the verdict's pairs.
-        ``settled``: a deterministic study (``tune._loop.exact_plan``), no reserve."""
+        ``settled``: a deterministic study (``tune._loop.exact_plan``), no reserve;
+        ``--confirm 0`` asks for no verdict, and the search may spend every run."""
         if self.max_runs is None:
             return None
+        if self.gate == "risk" and self.confirm <= 0:
+            return self.max_runs  # --confirm 0: no verdict, every run the search's
         if self.gate == "risk":
             needed = 0 if settled else self.deciding_runs()
             limit = max(1, min(round(self.max_runs * self.explore), self.max_runs - needed))
