@@ -160,11 +160,10 @@ def sweep(where: Where, command, op: str, metric: str, runs: int, rng: random.Ra
     for name, mine in times.items():
         if name == everyone[0] or not mine:
             continue
-        boots = sorted(statistics.median(rng.choices(ref, k=len(ref)))
-                       / statistics.median(rng.choices(mine, k=len(mine)))
-                       for _ in range(2000))  # fmt: skip
+        interval = _interval(lambda mine=mine: statistics.median(rng.choices(ref, k=len(ref)))
+                             / statistics.median(rng.choices(mine, k=len(mine))))  # fmt: skip
         out[name] = {"runs": len(mine), "speedup": statistics.median(ref) / statistics.median(mine),
-                     "interval": [boots[100], boots[1899]]}  # fmt: skip
+                     "interval": interval}  # fmt: skip
     best = max(out, key=lambda n: out[n]["speedup"], default=None)
     clear = best is not None and out[best]["interval"][0] > 1.0
     return {"reference": everyone[0], "candidates": out, "best": best, "best_clear": clear}
@@ -201,14 +200,19 @@ def cost(where: Where, command, op: str, metric: str, pairs: int) -> dict:  # ty
             "units": units, **shares}  # fmt: skip
 
 
-def _median_interval(ratios: list[float], level: float = 0.9) -> list[float] | None:
-    """The median's bootstrap interval (``level``, 2,000 resamples, seeded): an estimate."""
+def _interval(draw, resamples: int = 2000) -> list[float]:  # type: ignore[no-untyped-def]
+    """A bootstrap 90 % interval: the 5th and 95th percentiles of ``resamples`` draws of
+    ``draw()`` (a statistic of one resample): an estimate."""
+    boots = sorted(draw() for _ in range(resamples))
+    return [boots[resamples // 20], boots[resamples - resamples // 20 - 1]]
+
+
+def _median_interval(ratios: list[float]) -> list[float] | None:
+    """The median ratio's bootstrap 90 % interval (seeded)."""
     if len(ratios) < 3:
         return None
     rng = random.Random(77)
-    meds = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(2000))
-    tail = (1 - level) / 2
-    return [meds[int(tail * len(meds))], meds[int((1 - tail) * len(meds)) - 1]]
+    return _interval(lambda: statistics.median(rng.choices(ratios, k=len(ratios))))
 
 
 def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-untyped-def]

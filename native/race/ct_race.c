@@ -259,14 +259,20 @@ static const char *second_variable(const char *name, const char *vals) {
     return NULL;
 }
 
+/* Whether a race is asked for: the variables it cannot do without are all set. */
+static int asked(void) {
+    return getenv("COMMTUNE_RACE_OP") && getenv("COMMTUNE_RACE_CVAR") &&
+           getenv("COMMTUNE_RACE_VALUES") && getenv("COMMTUNE_RACE_OUT");
+}
+
 static void setup(void) {
+    if (!asked()) return;
     const char *op = getenv("COMMTUNE_RACE_OP");
     const char *cvar = getenv("COMMTUNE_RACE_CVAR");
     const char *vals = getenv("COMMTUNE_RACE_VALUES");
     const char *how = getenv("COMMTUNE_RACE_MODE");
     const char *s = getenv("COMMTUNE_RACE_SEED");
     const char *out = getenv("COMMTUNE_RACE_OUT");
-    if (!op || !cvar || !vals || !out) return;
     snprintf(op_name, sizeof op_name, "%s", op);
     for (int i = OP_ALLREDUCE; i <= OP_ALLTOALL; ++i)
         if (strcmp(op, OP_NAMES[i]) == 0) raced_op = i;
@@ -528,9 +534,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
  * 2 ranks here; before it, the two together 0.24 s). The standard allows either order. */
 static void early_mpit(void) {
     int provided;
-    if (getenv("COMMTUNE_RACE_OP") && getenv("COMMTUNE_RACE_CVAR") &&
-        getenv("COMMTUNE_RACE_VALUES") && getenv("COMMTUNE_RACE_OUT"))
-        mpit_up = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
+    if (asked()) mpit_up = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
 }
 
 int MPI_Init(int *argc, char ***argv) {

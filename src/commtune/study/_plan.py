@@ -91,6 +91,11 @@ class Plan:
         """The further metrics, measured in every run and shown beside."""
         return self.metrics[1:]
 
+    @property
+    def decides(self) -> bool:
+        """Whether the study ends with a verdict: ``--confirm 0`` asks for none."""
+        return self.confirm > 0
+
     def deciding_runs(self) -> int:
         """The runs the verdict's first decision needs: under ``risk``, the pairs of the
         first configuration it tests before it can pass (:func:`commtune.rule.fewest`);
@@ -113,8 +118,8 @@ class Plan:
         ``--confirm 0`` asks for no verdict, and the search may spend every run."""
         if self.max_runs is None:
             return None
-        if self.gate == "risk" and self.confirm <= 0:
-            return self.max_runs  # --confirm 0: no verdict, every run the search's
+        if self.gate == "risk" and not self.decides:
+            return self.max_runs  # no verdict: every run the search's
         if self.gate == "risk":
             needed = 0 if settled else self.deciding_runs()
             limit = max(1, min(round(self.max_runs * self.explore), self.max_runs - needed))

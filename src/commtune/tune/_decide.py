@@ -112,9 +112,13 @@ def contended(study: optuna.Study) -> bool:
     beat the median of the defaults' runs so far (:func:`_order`). Where none has, the
     search may spend the runs the verdict would have (``tune._loop.search``)."""
     view = StudyView(study)
+    return bool(_order(_arms(view, _defaults(view)), _stream(view)))
+
+
+def _defaults(view: StudyView) -> dict[str, Value] | None:
+    """Every knob of the study's space at its library default (None: the space unknown)."""
     knobs = knobs_of(view)
-    defaults = {k: knob.default for k, knob in knobs.items()} if knobs is not None else None
-    return bool(_order(_arms(view, defaults), _stream(view)))
+    return {k: knob.default for k, knob in knobs.items()} if knobs is not None else None
 
 
 def _stream(view: StudyView) -> list[float]:
@@ -136,7 +140,7 @@ def verdict(
     ``ranked``: what a simulation ranked, best first (``--twin``), tested in that order."""
     if plan.gate != "risk":
         return confirm(study, executor, timeout, ui, plan)
-    if plan.confirm <= 0:
+    if not plan.decides:
         return None
     return decide(study, executor, timeout, ui, plan, ranked)
 
@@ -158,8 +162,7 @@ def decide(
     stored = view.verdict()
     if stored and stored.source is Source.SEARCH:
         return stored
-    knobs = knobs_of(view)
-    defaults = {k: knob.default for k, knob in knobs.items()} if knobs is not None else None
+    defaults = _defaults(view)
     twin = ranked is not None
     arms = _ranked(ranked) if ranked is not None else _arms(view, defaults)
     if not arms and not twin:

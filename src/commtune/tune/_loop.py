@@ -549,7 +549,7 @@ def tune(
         def run_confirmation() -> Acceptance | None:
             return verdict(study, executor, timeout, ui, plan, ctx.ranked)
 
-        if plan.confirm <= 0 or not StudyView(study).best(1):
+        if not plan.decides or not StudyView(study).best(1):
             acceptance = run_confirmation()  # nothing to run: no need to wait on another
         else:
             acceptance = workers.once(
