@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import numpy as np
 import optuna
 import pytest
 
 from commtune import rule
+from commtune.errors import UsageError
 from commtune.knobs import Dimension, Knob, KnobType, Space, Value
 from commtune.progress import Silent
 from commtune.study import Acceptance, Plan, StudyView
@@ -348,3 +350,15 @@ def test_a_search_that_found_nothing_faster_goes_on_into_the_verdicts_runs() -> 
         acc, _, _ = study_of(cost, seed=seed, noise=0.03, space=_wide(13), max_runs=30)
         assert acc is not None and acc.accepted, (seed, acc and acc.reason)
         assert acc.params == {KNOB: "v12"}
+
+
+def test_a_study_that_asks_no_verdict_keeps_no_runs_for_one() -> None:
+    """``--confirm 0``: no verdict runs, so none are kept for it, in the check of
+    ``--max-runs`` before anything runs, in the search's limit and in what the verdict needs."""
+    from commtune.service._check import check
+
+    bare = Plan(strategy="grid", max_runs=3, repeats=2, confirm=0)
+    assert check(bare).max_runs == 3
+    assert bare.deciding_runs() == 0 and bare.search_limit() == 3
+    with pytest.raises(UsageError, match="--max-runs 3 leaves no run to decide"):
+        check(replace(bare, confirm=3))

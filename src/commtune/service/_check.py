@@ -58,7 +58,9 @@ def _check_runs(plan: Plan) -> None:
     searched) and the verdict its first decision (``Plan.deciding_runs``)."""
     if plan.max_runs is None:
         return
-    if plan.gate == "risk":
+    if not plan.decides:
+        what = "--confirm 0 no verdict"
+    elif plan.gate == "risk":
         what = f"a first pass of the verdict at --risk {plan.risk:g} {plan.deciding_runs()}"
     else:
         what = f"the confirmation's first rounds {plan.deciding_runs()}"

@@ -101,7 +101,9 @@ class Plan:
         first configuration it tests before it can pass (:func:`commtune.rule.fewest`);
         under ``strict``, the confirmation's first rounds of one candidate and the default.
         The one count that :func:`commtune.service.check`, :meth:`search_limit` and the
-        verdict share."""
+        verdict share; none under ``--confirm 0``, which asks for no verdict."""
+        if not self.decides:
+            return 0
         if self.gate == "risk":
             from commtune import rule  # numpy: not at --help
 
