@@ -23,6 +23,7 @@ from commtune import native
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
 from commtune.store import Store
+from commtune.study import StudyView, acceptance_of
 from commtune.tune import RUN, RUN_MAX, Halving, Named, Race, decide_race, halving, run_length
 
 from .conftest import VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
@@ -499,6 +500,35 @@ def test_a_program_with_too_few_calls_to_race_is_tuned_on_whole_runs(
     assert "too few to race" in " ".join(err.split()) and last_json(out)["gate"] != "inrun"
     # units of MIN_RUN calls would not give a block past the warm-up: one raced run spent
     assert "raced run 1:" in err and "raced run 2:" not in err
+
+
+@needs_openmpi
+def test_a_raced_run_that_fails_leaves_the_space_to_whole_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A raced run that crashes is a failed run, not bad input: on 4 bed nodes AMG crashed
+    under Open MPI 4.1's forced ring allreduce, and the study stopped with an error. Here the
+    program exits at once when raced. The study says why, searches the space on whole runs
+    (each candidate alone, where a crash fails that trial only) and counts the raced run."""
+    inst = installation_of("openmpi")
+    program = str(native.build(inst, "demo/ct_demo.c"))
+    raced_fails = f'test -z "$COMMTUNE_RACE_OP" || exit 3; exec {program} 20'
+    line = launcher_for(inst).command(2, ["sh", "-c", raced_fails])
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--knob", "coll_tuned_allreduce_algorithm=ignore,ring,recursive_doubling",
+            "--strategy", "grid", "--max-runs", "20", "--study", "crash", "--storage", storage,
+            "--json", "--", *line]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    said = " ".join(err.split())
+    assert "a raced run failed" in said and "searched on whole runs" in said, said
+    result = last_json(out)
+    assert result["gate"] != "inrun" and result["inrun_first"]["raced_runs"] == 1
+    study = optuna.load_study(study_name="crash", storage=storage)
+    whole = StudyView(study).runs_spent(acceptance_of(study))  # the search's and verdict's
+    tried = {t.params.get("coll_tuned_allreduce_algorithm") for t in study.trials}
+    assert {"ring", "recursive_doubling"} <= tried, tried  # each alone, on whole runs
+    assert result["runs"] == whole + 1 <= 20, (result["runs"], whole)
 
 
 @needs_openmpi

@@ -37,6 +37,7 @@ from commtune.report import UI
 from commtune.service._race import (
     OPS,
     SEGMENTS,
+    RaceFailed,
     RaceRun,
     race,
     sized_config,
@@ -225,9 +226,16 @@ def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowing | No
             dims[dims.index(d)] = replace(d, values=(keep,))
     if not races:
         return ready, None
+    return _spent(ready, Space(space.library, tuple(dims)), races, spent)
+
+
+def _spent(ready: Ready, space: Space, races: Sequence[dict[str, Any]],
+           spent: int) -> tuple[Ready, Narrowing]:  # fmt: skip
+    """``ready`` searching ``space`` on whole runs after ``races`` took ``spent`` real runs,
+    and the record of them, stored with the study now (a joining worker counts them)."""
     done = Narrowing(tuple(races), spent)
-    narrow = _with(ready, Space(space.library, tuple(dims)), spent)
-    open_study(narrow.store.optuna, narrow.target)  # stored now: a joining worker counts them
+    narrow = _with(ready, space, spent)
+    open_study(narrow.store.optuna, narrow.target)
     done.stored(narrow.store, narrow.target.study)
     return narrow, done
 
@@ -241,7 +249,7 @@ def _narrow(ready: Ready, how: InRun, seed: int, runs: int, ui: UI) -> Narrowed:
         raced = _halving(ready, how, seed, ui, runs, took)[0]
     except UsageError as exc:  # a raced run failed: nothing chosen, its knob on whole runs
         ui.warn(f"{how.op}: not raced ({exc}); searched on whole runs with the other knobs")
-        return Narrowed(how, None, len(took), (), f"a raced run failed: {exc}")
+        return Narrowed(how, None, len(took) + 1, (), f"a raced run failed: {exc}")  # it too
     if not raced.pooled:  # too few calls for one block past the warm-up
         calls = took[0].race.raced_calls
         ui.warn(f"{how.op}: {calls} calls in a run, too few to race; searched on whole runs "
@@ -365,10 +373,12 @@ def check_pairs(plan: Plan) -> int:
     return max(1, min(CHECK_PAIRS, (plan.max_runs - plan.inrun_runs) // 2))
 
 
-def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
+def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Narrowing]:
     """The study of ``how`` raced in-run (:func:`commtune.tune.halving`), its answer checked
-    on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it);
-    None where the program's first run made too few calls to race (whole runs then)."""
+    on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it).
+    Where the program's first run made too few calls to race, or a raced run failed (a
+    crash, a hang: :class:`RaceFailed`), the study searches its space on whole runs: the
+    ``ready`` to search with, less the raced runs, and their record."""
     plan = ready.setup.plan
     seed, timeout = _seed(plan), plan.timeout or plan.reference_timeout
     limit = plan.risk / (len(how.names) * plan.inrun_runs)
@@ -376,14 +386,18 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
             f"{how.reference} (the library's own decision), up to {plan.inrun_runs} "
             f"run(s), each test at {limit:.3g} of --risk {plan.risk:g} (--no-inrun: whole "
             "runs)")  # fmt: skip
-    raced, runs = _halving(ready, how, seed, ui)
+    runs: list[RaceRun] = []
+    try:
+        raced = _halving(ready, how, seed, ui, runs=runs)[0]
+        raced = _sized(ready, how, raced, runs, seed, ui) if raced.pooled else raced
+    except RaceFailed as exc:
+        return _whole(ready, how, len(runs) + 1, ui, f"a raced run failed: {exc}")  # it too
     if not raced.pooled:  # not one block past the warm-up: nothing to race on
-        ui.warn(f"{how.op}: {runs[0].race.raced_calls} calls in a run, too few to race "
-                f"{len(how.names) + 1} candidates in units of {runs[0].race.run} "
-                f"({WARMUP_BLOCKS} blocks of warm-up at each message size, then whole "
-                "blocks): the space is searched on whole runs")  # fmt: skip
-        return None
-    raced = _sized(ready, how, raced, runs, seed, ui)
+        first = runs[0].race
+        return _whole(ready, how, len(runs), ui, f"{first.raced_calls} calls in a run, too few to "
+                      f"race {len(how.names) + 1} candidates in units of {first.run} "
+                      f"({WARMUP_BLOCKS} blocks of warm-up at each message size, then whole "
+                      "blocks)")  # fmt: skip
     check = _whole_runs(ready, how, raced.answer, seed, timeout, ui) if raced.answer else None
     acc = _verdict(ready, how, runs, raced, check, limit)
     if acc.extra.get("share_said"):
@@ -391,6 +405,13 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | None:
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
     return _result(target.study, ready.setup.inst, how, runs, raced.pooled, acc, check)
+
+
+def _whole(ready: Ready, how: InRun, runs: int, ui: UI, why: str) -> tuple[Ready, Narrowing]:
+    """Why ``how`` was not raced, said; the study's space to be searched on whole runs, less
+    the ``runs`` raced runs made (:func:`_spent`)."""
+    ui.warn(f"{how.op}: {why}; the space is searched on whole runs, each candidate alone")
+    return _spent(ready, ready.space, [Narrowed(how, None, runs, (), why).to_json()], runs)
 
 
 def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:

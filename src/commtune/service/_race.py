@@ -26,6 +26,12 @@ SEGMENTS = ("8K", "64K", "512K")  # a segmented algorithm's segment sizes raced
 SIZED = 2  # the segmented algorithms that passed raced at those sizes, the fastest first
 
 
+class RaceFailed(UsageError):
+    """A raced run of the program that crashed, hung or ended without writing its race: a
+    failed run, not bad input (``tune`` searches the space on whole runs, where each
+    candidate fails or not on its own)."""
+
+
 @dataclass(frozen=True)
 class RaceRun:
     """The race, the variables the program ran under, its wall time and its output."""
@@ -139,12 +145,14 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
                      "COMMTUNE_RACE_DRAIN": "1", **segments(inst, op, everyone),
                      **(extra or {})}  # fmt: skip
         plan = launcher_for(inst, through).plan(command, variables, preload=str(library))
-        done = run_process(plan.argv, plan.env, timeout).ended_well("the raced run", timeout)
         try:
+            done = run_process(plan.argv, plan.env, timeout).ended_well("the raced run", timeout)
             with open(out) as f:
                 data = json.load(f)
+        except UsageError as exc:
+            raise RaceFailed(str(exc)) from None
         except (OSError, ValueError):
-            raise UsageError("the raced run wrote no race: did the program call MPI_Finalize "
+            raise RaceFailed("the raced run wrote no race: did the program call MPI_Finalize "
                              "with libctrace preloaded?") from None  # fmt: skip
     result = Race.from_json(data, everyone)
     if result.refused:

@@ -164,12 +164,12 @@ class Tuning:
             return self._record(ready)
         how = inrun_of(ready, report is not None and not report.in_run, self.ui)
         raced = race_study(ready, how, self.ui) if how is not None else None
-        if raced is not None:  # (a twin's field too: service._twin.in_run_field)
+        if isinstance(raced, TuneResult):  # (a twin's field too: service._twin.in_run_field)
             twin_said = {"twin": self._said(ready, raced, report).to_json()} if report else {}
             said = {"reference": reference_words(setup.inst, None, {}), **twin_said,
                     "inrun": raced.acceptance.extra if raced.acceptance else None}  # fmt: skip
             return Outcome(raced, ready.space, setup.inst.vendor.value, setup.command, said)
-        ready, first = narrowed(ready, report is not None, self.ui)
+        ready, first = raced or narrowed(ready, report is not None, self.ui)  # whole runs
         result, extra = self._tuned(ready, ranked)
         s = ready.setup
         if first is not None:  # its raced runs are the study's too
