@@ -5,7 +5,7 @@ algorithm.
 
     python benchmarks/twin_blind.py [--mpi openmpi] [--nodes 4] [--rate 1000]
         [--programs bcast:32768,bcast:524288,demo] [--seeds 1] [--rounds 7] [--sim-budget 60]
-        [--json FILE]
+        [--designs "twin,twin --no-inrun,cold"] [--json FILE]
 
 On a bed of ``--nodes`` nodes (one rank a node; root): ``commtune calibrate`` on all of them
 (``--allow-worse-order``: the platform whatever its check says), the platform grown to the bed
@@ -103,6 +103,7 @@ def one(bed: Bed, inst: Installation, env: dict[str, str], work: Path, name: str
     designs = {"twin": ["--twin", twin, "--sim-budget", budget],
                "twin --no-inrun": ["--twin", twin, "--sim-budget", budget, "--no-inrun"],
                "cold": ["--no-inrun", "--max-runs", "30"]}  # fmt: skip
+    designs = {d: extra for d, extra in designs.items() if d in args.designs.split(",")}
     studies = []
     for seed in range(1, args.seeds + 1):
         for design, extra in designs.items():
@@ -138,6 +139,8 @@ def main() -> int:
     p.add_argument("--sim-budget", type=float, default=60.0,
                    help="the twin's --sim-budget (a calibration that makes the simulated "
                    "program slower than it needs more)")  # fmt: skip
+    p.add_argument("--designs", default="twin,twin --no-inrun,cold",
+                   help="which studies, comma-separated (of the default)")  # fmt: skip
     p.add_argument("--json", type=Path)
     args = p.parse_args()
     if os.geteuid() != 0:
