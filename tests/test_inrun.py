@@ -521,7 +521,7 @@ def test_a_raced_run_that_fails_leaves_the_space_to_whole_runs(
     code, out, err = run_cli(args, capsys)
     assert code == 0, err
     said = " ".join(err.split())
-    assert "a raced run failed" in said and "searched on whole runs" in said, said
+    assert "the raced run failed" in said and "searched on whole runs" in said, said
     result = last_json(out)
     assert result["gate"] != "inrun" and result["inrun_first"]["raced_runs"] == 1
     study = optuna.load_study(study_name="crash", storage=storage)

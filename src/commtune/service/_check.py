@@ -59,7 +59,7 @@ def _check_runs(plan: Plan) -> None:
     if plan.max_runs is None:
         return
     if not plan.decides:
-        what = "--confirm 0 no verdict"
+        what = "the search 1 (--confirm 0: no verdict)"
     elif plan.gate == "risk":
         what = f"a first pass of the verdict at --risk {plan.risk:g} {plan.deciding_runs()}"
     else:

@@ -391,7 +391,7 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
         raced = _halving(ready, how, seed, ui, runs=runs)[0]
         raced = _sized(ready, how, raced, runs, seed, ui) if raced.pooled else raced
     except RaceFailed as exc:
-        return _whole(ready, how, len(runs) + 1, ui, f"a raced run failed: {exc}")  # it too
+        return _whole(ready, how, len(runs) + 1, ui, str(exc))  # the failed run counted too
     if not raced.pooled:  # not one block past the warm-up: nothing to race on
         first = runs[0].race
         return _whole(ready, how, len(runs), ui, f"{first.raced_calls} calls in a run, too few to "
