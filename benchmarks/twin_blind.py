@@ -114,10 +114,13 @@ def one(bed: Bed, inst: Installation, env: dict[str, str], work: Path, name: str
                          *common, *extra, "--", *launch)  # fmt: skip
             raced = (d.get("twin") or {}).get("raced") or []  # raced runs, raced or not
             spent = sum(r.get("runs", 1) for r in raced)
+            said = d.get("twin") or {}
             studies.append({"seed": seed, "design": design, "runs": d["runs"] + spent,
                             "answer": d["accepted_params"] if d["accepted"] else {},
-                            "raced": (d.get("twin") or {}).get("raced"),
-                            "ranking": (d.get("twin") or {}).get("ranking")})  # fmt: skip
+                            "raced": said.get("raced"), "ranking": said.get("ranking"),
+                            # the simulation's own runs, why it ranked nothing, the in-run field
+                            "sim_runs": said.get("runs"), "nothing": said.get("nothing"),
+                            "in_run": said.get("in_run")})  # fmt: skip
             print(json.dumps(studies[-1]), file=sys.stderr, flush=True)
     answers = {"defaults": {}}
     for s in studies:
