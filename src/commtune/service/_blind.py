@@ -119,7 +119,8 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
             estimates.setdefault(c.name, {"speedup": c.test.speedup, "passed": c.name in h.passed,
                                           "interval": list(c.test.interval)})  # fmt: skip
     calls = runs[0].raced_calls if runs else 0
-    answers = [h.answer for h in raced if h.answer is not None]
-    answer = max(answers, key=lambda c: c.test.speedup, default=None)
+    # as tune's in-run study chooses (service._inrun._sized): of those that passed in either
+    # run, the fastest on the evidence of both
+    answer = (raced[0] if len(raced) == 1 else raced[0].then(raced[1], plan.min_gain)).answer
     return RacedSpot(op, knob, blind, pick, answer.name if answer else None, calls,
                      estimates, runs=max(1, len(runs))), answer  # fmt: skip
