@@ -46,6 +46,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
+from scipy.signal import lfilter
 from scipy.stats import binomtest
 
 from commtune.study import DEFAULTS
@@ -94,11 +95,8 @@ def drawn_run(rng: np.random.Generator, case: Case, field: Sequence[str], run: i
         candidate[mine[len(mine) - len(mine) % k :]] = rng.permutation(k)[: len(mine) % k]
     # per call: AR(1) noise on the log, the run's drift, stragglers
     shocks = rng.normal(0.0, case.noise * math.sqrt(1 - case.ar**2), calls)
-    noise = np.empty(calls)
-    level = rng.normal(0.0, case.noise)
-    for i in range(calls):
-        level = case.ar * level + shocks[i]
-        noise[i] = level
+    start = rng.normal(0.0, case.noise)  # the stationary level before the first call
+    noise = lfilter([1.0], [1.0, -case.ar], shocks, zi=[case.ar * start])[0]
     drift = np.array([DRIFTS[case.drift](i / calls) for i in range(calls)])
     straggle = np.where(rng.random(calls) < STRAGGLERS, STRAGGLE, 1.0)
     per_call = np.exp(noise) * drift * straggle

@@ -480,6 +480,19 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     assert last_json(out)["gate"] != "inrun" and "raced in-run against" not in err
 
 
+def _tune_three(line: list[str], study: str, max_runs: int, tmp_path: Path,
+                capsys: pytest.CaptureFixture[str]) -> tuple[str, str, str]:  # fmt: skip
+    """``tune`` of Open MPI's allreduce over its decision, ring and recursive_doubling (a grid,
+    ``max_runs`` runs), ended well: its output, its stderr and its storage."""
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    args = ["tune", "--knob", "coll_tuned_allreduce_algorithm=ignore,ring,recursive_doubling",
+            "--strategy", "grid", "--max-runs", str(max_runs), "--study", study, "--storage",
+            storage, "--json", "--", *line]  # fmt: skip
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    return out, err, storage
+
+
 @needs_openmpi
 @pytest.mark.timeout(300)
 def test_a_program_with_too_few_calls_to_race_is_tuned_on_whole_runs(
@@ -491,12 +504,7 @@ def test_a_program_with_too_few_calls_to_race_is_tuned_on_whole_runs(
     inst = installation_of("openmpi")
     program = str(native.build(inst, "demo/ct_demo.c"))
     line = launcher_for(inst).command(2, [program, "2"])
-    storage = f"sqlite:///{tmp_path / 's.db'}"
-    args = ["tune", "--knob", "coll_tuned_allreduce_algorithm=ignore,ring,recursive_doubling",
-            "--strategy", "grid", "--max-runs", "13", "--study", "few", "--storage", storage,
-            "--json", "--", *line]  # fmt: skip
-    code, out, err = run_cli(args, capsys)
-    assert code == 0, err
+    out, err, _ = _tune_three(line, "few", 13, tmp_path, capsys)
     assert "too few to race" in " ".join(err.split()) and last_json(out)["gate"] != "inrun"
     # units of MIN_RUN calls would not give a block past the warm-up: one raced run spent
     assert "raced run 1:" in err and "raced run 2:" not in err
@@ -514,12 +522,7 @@ def test_a_raced_run_that_fails_leaves_the_space_to_whole_runs(
     program = str(native.build(inst, "demo/ct_demo.c"))
     raced_fails = f'test -z "$COMMTUNE_RACE_OP" || exit 3; exec {program} 20'
     line = launcher_for(inst).command(2, ["sh", "-c", raced_fails])
-    storage = f"sqlite:///{tmp_path / 's.db'}"
-    args = ["tune", "--knob", "coll_tuned_allreduce_algorithm=ignore,ring,recursive_doubling",
-            "--strategy", "grid", "--max-runs", "20", "--study", "crash", "--storage", storage,
-            "--json", "--", *line]  # fmt: skip
-    code, out, err = run_cli(args, capsys)
-    assert code == 0, err
+    out, err, storage = _tune_three(line, "crash", 20, tmp_path, capsys)
     said = " ".join(err.split())
     assert "the raced run failed" in said and "searched on whole runs" in said, said
     result = last_json(out)
