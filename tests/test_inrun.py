@@ -12,6 +12,7 @@ import itertools
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from commtune.store import Store
 from commtune.study import StudyView, acceptance_of
 from commtune.tune import RUN, RUN_MAX, Halving, Named, Race, decide_race, halving, run_length
 
-from .conftest import VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
+from .conftest import PROGRAMS, VENDORS, last_json, needs_mpich, needs_openmpi, run_cli
 
 
 def _race(
@@ -534,6 +535,65 @@ def test_a_raced_run_that_fails_leaves_the_space_to_whole_runs(
     assert result["runs"] == whole + 1 <= 20, (result["runs"], whole)
 
 
+def test_the_watch_files_name_the_candidate_a_run_died_in_never_the_reference(
+    tmp_path: Path,
+) -> None:
+    """libctrace's watch pages (two ints a rank: the candidate under way and the last ended,
+    each +1; a refused candidate that ran as the reference +128): a call under way on any
+    rank names its candidate; with none under way, the last raced; the reference, or a
+    candidate that ran as it, is never named."""
+    import struct
+
+    from commtune.service._race import watched
+
+    names = ("ignore", "ring", "recursive_doubling")
+    prefix = str(tmp_path / "watch")
+
+    def pages(*ranks: tuple[int, int]) -> tuple[tuple[str, ...], str]:
+        for old in tmp_path.glob("watch.*"):
+            old.unlink()
+        for rank, (now, last) in enumerate(ranks):
+            Path(f"{prefix}.{rank}").write_bytes(struct.pack("=ii", now, last))
+        return watched(prefix, names)
+
+    assert pages((2, 1), (2, 3)) == (("ring",), "in the call under way when it ended")
+    assert pages((0, 3), (0, 3)) == (("recursive_doubling",), "the last raced before it ended")
+    assert pages((1, 2), (0, 2)) == ((), "")  # the reference under way: nothing to drop
+    assert pages((130, 2), (0, 0)) == ((), "")  # ring refused, the reference ran in its place
+    assert pages() == ((), "")
+
+
+@needs_openmpi
+def test_a_candidate_a_raced_run_dies_in_is_dropped_and_the_rest_raced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tests/programs/splits.c aborts when its reduction is handed less than its whole vector:
+    under Open MPI's ring allreduce, never under recursive doubling or the library's decision
+    for 2 KiB on 2 ranks. The raced run dies in a ring call; libctrace's watch file names ring;
+    the study drops it, races the rest again in the runs left and reaches an in-run verdict
+    that counts the failed run (before: the whole space went to whole runs)."""
+    inst = installation_of("openmpi")
+    program = tmp_path / "splits"
+    subprocess.run([inst.mpicc, "-o", str(program), str(PROGRAMS / "splits.c")], check=True)
+    line = launcher_for(inst).command(2, [str(program), "300"])
+    out, err, storage = _tune_three(line, "drop", 20, tmp_path, capsys)
+    said = " ".join(err.split())
+    assert "ring in the call under way when it ended: dropped" in said, said
+    # the verdict says it (terminal, show, report)
+    assert "1 raced run(s) failed, dropped ring (in the call under way" in said
+    result = last_json(out)
+    assert result["gate"] == "inrun", said
+    acc = acceptance_of(optuna.load_study(study_name="drop", storage=Store(storage).optuna))
+    assert acc is not None, said
+    assert acc.extra["dropped"] == {"ring": "in the call under way when it ended"}
+    made = len(acc.extra["fields"])  # the raced runs that ended
+    assert acc.extra["failed_runs"] == 1 and acc.extra["raced_runs"] == made + 1
+    assert all(f == ["recursive_doubling"] for f in acc.extra["fields"])  # raced without ring
+    assert acc.params.get("coll_tuned_allreduce_algorithm") != "ring"
+    checked = len(acc.default_values) + len(acc.best_values)
+    assert result["runs"] == acc.extra["raced_runs"] + checked <= 20
+
+
 @needs_openmpi
 @pytest.mark.parametrize("budget", [12, 13, 14])
 def test_a_twins_blind_spots_never_take_the_runs_its_verdict_needs(
@@ -633,6 +693,42 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
         assert "tested first" in spot.line()
     else:
         assert ranked == (pick,) and [r.source for r in got.ranking] == ["simulation"]
+
+
+@needs_openmpi
+def test_a_twin_blind_spot_keeps_its_answer_when_the_run_racing_its_sizes_dies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """segmented_ring (30 % faster a call here) passes the first raced run; the run racing it
+    at segment sizes dies (a crash, as AMG's under a forced ring). The first run's answer
+    stands, and both runs come out of --max-runs (before: no answer, one run counted)."""
+    from commtune.report import UI
+    from commtune.service import _blind
+    from commtune.service._race import RaceFailed, RaceRun
+    from commtune.study import DEFAULTS, TwinReport
+
+    knob = "coll_tuned_allreduce_algorithm"
+    rng = np.random.default_rng(5)
+    made: list[Sequence[str]] = []
+
+    def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
+        made.append(names)
+        if len(made) == 2:
+            raise RaceFailed("the raced run failed: exit 134")
+        slower = np.array([1.0] + [0.7 if n == "segmented_ring" else 1.0 for n in names])
+        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+
+    monkeypatch.setattr(_blind, "race", race)
+    report = TwinReport("s", "the decision", "wall",
+                        not_modeled={knob: ("basic_linear", "segmented_ring")})  # fmt: skip
+    plan = replace(DEFAULTS, max_runs=14, repeats=2, seed=3, reference_timeout=60.0)
+    got_plan, got, ranked = _blind.blind_spots(plan, installation_of("openmpi"), ["x"], report,
+                                               (), UI())  # fmt: skip
+    (spot,) = got.raced
+    assert len(made) == 2 and any("@" in n for n in made[1])  # the sizes' run was tried
+    assert spot.answer == "segmented_ring" and spot.error is None
+    assert spot.runs == 2 and got_plan.max_runs == 12
+    assert dict(ranked[0]) == {knob: "segmented_ring"}
 
 
 def test_a_unit_is_timed_per_call_whatever_its_length() -> None:

@@ -62,12 +62,21 @@
  *   COMMTUNE_RACE_VALUES2 its value for each candidate (-1: left as launched), so that a
  *                         candidate is an algorithm with its segment size
  *   COMMTUNE_RACE_DRAIN   1: a barrier before each unit (default 0)
+ *   COMMTUNE_RACE_WATCH   a path: each rank maps PATH.<world rank>, two ints, and keeps in
+ *                         them the candidate of the raced call under way and of the last one
+ *                         that ended (+1; 0: none; the reference that ran for a refused
+ *                         candidate: its number + 128 + 1). The pages outlive the process: a
+ *                         run that crashed or was killed while hung says which candidate it
+ *                         was in, or ran last, where the JSON is never written.
  */
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../include/ct_mpit_text.h"
 
@@ -101,9 +110,10 @@ static int have_handle2, original2;
 static int values2[MAX_CANDIDATES];
 static int share = 1; /* COMMTUNE_RACE_SHARE=0: every label its own duplicate */
 
-static int run = 1; /* the calls of a unit, at first */
-static int run_max; /* and at most, as it doubles */
-static int drain;   /* a barrier before each unit: what the last one sent has arrived */
+static int run = 1;         /* the calls of a unit, at first */
+static int run_max;         /* and at most, as it doubles */
+static int drain;           /* a barrier before each unit: what the last one sent has arrived */
+static volatile int *watch; /* COMMTUNE_RACE_WATCH's page: [0] the call under way, [1] the last */
 
 static long calls; /* raced calls made */
 static long units; /* units begun */
@@ -259,6 +269,24 @@ static const char *second_variable(const char *name, const char *vals) {
     return NULL;
 }
 
+/* This rank's page of COMMTUNE_RACE_WATCH, mapped shared (its stores reach the file whatever
+ * ends the process); none where the variable is unset or the file cannot be made. */
+static void map_watch(void) {
+    const char *path = getenv("COMMTUNE_RACE_WATCH");
+    if (!path || !path[0]) return;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char name[4200];
+    snprintf(name, sizeof name, "%s.%d", path, rank);
+    int fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return;
+    if (ftruncate(fd, 2 * sizeof(int)) == 0) {
+        void *page = mmap(NULL, 2 * sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (page != MAP_FAILED) watch = page;
+    }
+    close(fd);
+}
+
 /* Whether a race is asked for: the variables it cannot do without are all set. */
 static int asked(void) {
     return getenv("COMMTUNE_RACE_OP") && getenv("COMMTUNE_RACE_CVAR") &&
@@ -290,6 +318,7 @@ static void setup(void) {
     const char *d = getenv("COMMTUNE_RACE_DRAIN");
     drain = d ? atoi(d) : 0;
     active = 1;
+    map_watch();
     if (run < 1) return refuse("COMMTUNE_RACE_RUN below 1");
     k = parse_values(vals, values);
     if (k < 2) return refuse("fewer than two candidates");
@@ -468,6 +497,10 @@ static int probing(int c) {
 static void end(int c, double t0) {
     if (c < 0) return;
     times[cur_unit] += MPI_Wtime() - t0;
+    if (watch) {
+        watch[0] = 0;
+        watch[1] = c + 1;
+    }
     ++calls;
 }
 
@@ -493,6 +526,7 @@ static long complete_units(void) {
     int c = begin(comm, COUNT, TYPE, &use);                                                        \
     double t0 = MPI_Wtime();                                                                       \
     comm = use;                                                                                    \
+    if (watch && c >= 0) watch[0] = c + 1;                                                         \
     int rc;                                                                                        \
     if (probing(c))                                                                                \
         PROBED(CALL, c)                                                                            \

@@ -163,6 +163,10 @@ def _inrun_lines(acc: Acceptance) -> list[str]:
     extra = acc.extra
     runs, calls = extra["raced_runs"], sum(extra.get("calls") or [])
     head = f"verdict in {runs} raced run(s), {calls} calls of {extra['op']}"
+    dropped = [f"{name} ({where})" for name, where in (extra.get("dropped") or {}).items()]
+    if dropped:  # a raced run died in them: never evidence, never handed back
+        head += (f"; {extra.get('failed_runs', 0)} raced run(s) failed, dropped "
+                 f"{', '.join(dropped)}")  # fmt: skip
     if extra.get("call_speedup") is None:
         return [f"{head}: {acc.reason}", "[yellow]not accepted[/yellow]: the default stays"]
     low, high = extra["call_interval"]

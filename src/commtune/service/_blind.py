@@ -107,12 +107,16 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
 
     try:  # a second run only where the first's units were too long for its calls
         raced = [halving(racer, names, min(2, most), plan.risk, plan.min_gain, halve=False)]
-        # the fastest that passed and segment, at most SIZED, each at every size
-        if (sized := sized_field(inst, op, raced[0])) and len(runs) < most:
+    except UsageError as exc:  # the run that failed was made: counted
+        return RacedSpot(op, knob, blind, pick, error=str(exc), runs=len(runs) + 1), None
+    failed = 0
+    # the fastest that passed and segment, at most SIZED, each at every size
+    if (sized := sized_field(inst, op, raced[0])) and len(runs) < most:
+        try:
             raced.append(halving(racer, sized, 1, plan.risk, plan.min_gain, halve=False,
                                  calls=runs[-1].raced_calls))  # fmt: skip
-    except UsageError as exc:
-        return RacedSpot(op, knob, blind, pick, error=str(exc)), None
+        except UsageError:  # the first run's answer stands, the failed run counted
+            failed = 1
     estimates: dict[str, dict[str, Any]] = {}
     for h in raced:  # a lead raced again beside its sizes keeps the first run's record
         for c in h.pooled:
@@ -123,4 +127,4 @@ def _race(plan: Plan, inst: Installation, command: Sequence[str], op: str, knob:
     # run, the fastest on the evidence of both
     answer = (raced[0] if len(raced) == 1 else raced[0].then(raced[1], plan.min_gain)).answer
     return RacedSpot(op, knob, blind, pick, answer.name if answer else None, calls,
-                     estimates, runs=max(1, len(runs))), answer  # fmt: skip
+                     estimates, runs=max(1, len(runs) + failed)), answer  # fmt: skip

@@ -19,6 +19,7 @@ back. What the promise is about is said with it: the raced calls' time.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -245,17 +246,19 @@ def _narrow(ready: Ready, how: InRun, seed: int, runs: int, ui: UI) -> Narrowed:
     ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced in-run against {how.reference} "
             f"first (up to {runs} run(s)); then the other knobs on whole runs")  # fmt: skip
     took: list[RaceRun] = []  # the runs made, counted where the race fails
+    crashed = Crashed()
     try:
-        raced = _halving(ready, how, seed, ui, runs, took)[0]
+        raced, how = _raced(ready, how, seed, ui, took, crashed, runs)
     except UsageError as exc:  # a raced run failed: nothing chosen, its knob on whole runs
         ui.warn(f"{how.op}: not raced ({exc}); searched on whole runs with the other knobs")
-        return Narrowed(how, None, len(took) + 1, (), f"a raced run failed: {exc}")  # it too
+        return Narrowed(how, None, len(took) + max(1, crashed.failed), (),
+                        f"a raced run failed: {exc}")  # fmt: skip
     if not raced.pooled:  # too few calls for one block past the warm-up
         calls = took[0].race.raced_calls
         ui.warn(f"{how.op}: {calls} calls in a run, too few to race; searched on whole runs "
                 "with the other knobs")  # fmt: skip
         return Narrowed(how, None, len(took), (), f"{calls} calls in a run, too few to race")
-    done = Narrowed(how, raced.answer, len(took), raced.pooled)
+    done = Narrowed(how, raced.answer, len(took) + crashed.failed, raced.pooled)
     ui.info(done.said())
     return done
 
@@ -338,22 +341,30 @@ def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = Non
 
 
 def _sized(ready: Ready, how: InRun, raced: Halving, runs: list[RaceRun], seed: int,
-           ui: UI) -> Halving:  # fmt: skip
+           ui: UI, crashed: Crashed) -> Halving:  # fmt: skip
     """Where algorithms that cut a message into segments passed (raced at the launch's
     segment size: one segment) and ``--inrun-runs`` leaves a run, one more run races them
     again and at a few segment sizes (:func:`sized_field`), its tests within the share of
     ``--risk`` the runs not made leave; the answer is the fastest that passed in any run,
-    on the evidence of every run (as :func:`commtune.tune.halving` chooses)."""
+    on the evidence of every run (as :func:`commtune.tune.halving` chooses); where that run
+    fails, the answer of the runs before it (the failed run counted in ``crashed``)."""
     plan = ready.setup.plan
     field = sized_field(ready.setup.inst, how.op, raced)
-    left = plan.inrun_runs - len(runs)
+    left = plan.inrun_runs - len(runs) - crashed.failed
     if not field or left < 1:
         return raced
     risk = plan.risk * left / plan.inrun_runs
     ui.info(f"{how.op}: {', '.join(n for n in field if '@' not in n)} raced again at segment "
             f"sizes {', '.join(SEGMENTS)} in one run, its tests within the {risk:.3g} of "
             f"--risk the {left} run(s) not made leave")  # fmt: skip
-    sized = _halving(ready, replace(how, names=tuple(field)), seed, ui, 1, runs, risk)[0]
+    try:
+        sized = _halving(ready, replace(how, names=tuple(field)), seed, ui, 1, runs, risk)[0]
+    except RaceFailed as exc:  # the first race's answer stands; the run counted
+        crashed.failed += 1
+        crashed.dropped.update(dict.fromkeys(exc.suspects, exc.where))
+        ui.warn(f"{how.op}: the run racing segment sizes failed ({exc}); the answer of the "
+                "runs before it stands")  # fmt: skip
+        return raced
     return raced.then(sized, plan.min_gain)
 
 
@@ -376,9 +387,10 @@ def check_pairs(plan: Plan) -> int:
 def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Narrowing]:
     """The study of ``how`` raced in-run (:func:`commtune.tune.halving`), its answer checked
     on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it).
-    Where the program's first run made too few calls to race, or a raced run failed (a
-    crash, a hang: :class:`RaceFailed`), the study searches its space on whole runs: the
-    ``ready`` to search with, less the raced runs, and their record."""
+    A raced run that fails in a candidate is raced again without it (:func:`_raced`). Where
+    the program's first run made too few calls to race, or a raced run failed with nothing
+    to drop (a crash, a hang: :class:`RaceFailed`), the study searches its space on whole
+    runs: the ``ready`` to search with, less the raced runs, and their record."""
     plan = ready.setup.plan
     seed, timeout = _seed(plan), plan.timeout or plan.reference_timeout
     limit = plan.risk / (len(how.names) * plan.inrun_runs)
@@ -387,24 +399,65 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
             f"run(s), each test at {limit:.3g} of --risk {plan.risk:g} (--no-inrun: whole "
             "runs)")  # fmt: skip
     runs: list[RaceRun] = []
+    crashed = Crashed()
     try:
-        raced = _halving(ready, how, seed, ui, runs=runs)[0]
-        raced = _sized(ready, how, raced, runs, seed, ui) if raced.pooled else raced
+        raced, how = _raced(ready, how, seed, ui, runs, crashed)
     except RaceFailed as exc:
-        return _whole(ready, how, len(runs) + 1, ui, str(exc))  # the failed run counted too
+        return _whole(ready, how, len(runs) + crashed.failed, ui, str(exc))
+    if raced.pooled:
+        raced = _sized(ready, how, raced, runs, seed, ui, crashed)
     if not raced.pooled:  # not one block past the warm-up: nothing to race on
-        first = runs[0].race
-        return _whole(ready, how, len(runs), ui, f"{first.raced_calls} calls in a run, too few to "
-                      f"race {len(how.names) + 1} candidates in units of {first.run} "
-                      f"({WARMUP_BLOCKS} blocks of warm-up at each message size, then whole "
-                      "blocks)")  # fmt: skip
+        first = runs[-1].race
+        return _whole(ready, how, len(runs) + crashed.failed, ui, f"{first.raced_calls} calls "
+                      f"in a run, too few to race {len(how.names) + 1} candidates in units of "
+                      f"{first.run} ({WARMUP_BLOCKS} blocks of warm-up at each message size, "
+                      "then whole blocks)")  # fmt: skip
     check = _whole_runs(ready, how, raced.answer, seed, timeout, ui) if raced.answer else None
-    acc = _verdict(ready, how, runs, raced, check, limit)
+    limit = plan.risk / (len(how.names) * plan.inrun_runs)  # the field raced last
+    acc = _verdict(ready, how, runs, raced, check, limit, crashed)
     if acc.extra.get("share_said"):
         ui.info(acc.extra["share_said"])
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
-    return _result(target.study, ready.setup.inst, how, runs, raced.pooled, acc, check)
+    return _result(target.study, ready.setup.inst, how, runs, raced.pooled, acc, check,
+                   crashed.failed)  # fmt: skip
+
+
+@dataclass
+class Crashed:
+    """The raced runs that failed (a crash, a hang) and the candidates dropped for it, each
+    with why (:attr:`RaceFailed.where`)."""
+
+    failed: int = 0
+    dropped: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RaceRun], crashed: Crashed,
+           most: int | None = None) -> tuple[Halving, InRun]:  # fmt: skip
+    """``how`` raced (:func:`_halving`) in up to ``most`` runs (default ``--inrun-runs``). A
+    raced run that fails in a candidate (:attr:`RaceFailed.suspects`: under way when it
+    ended, or the last raced before) is counted in ``crashed``, the candidate dropped and the
+    rest raced again in the runs left, at the share of ``--risk`` they leave (each test at
+    the same share as before: only the last race's tests choose). Raises the failure where
+    it names no candidate, nothing would be left to race, or no run is left. The race and
+    the field it raced."""
+    most = ready.setup.plan.inrun_runs if most is None else most
+    while True:
+        left = most - len(runs) - crashed.failed
+        try:
+            halved = _halving(ready, how, seed + 1000 * crashed.failed, ui, left, runs,
+                              ready.setup.plan.risk * left / most)[0]  # fmt: skip
+            return halved, how
+        except RaceFailed as exc:
+            crashed.failed += 1
+            keep = tuple(n for n in how.names if n not in exc.suspects)
+            if not exc.suspects or not keep or left < 2:
+                raise
+            ui.warn(f"{how.op}: {exc}; {', '.join(exc.suspects)} "
+                    f"{exc.where}: dropped, {', '.join(keep)} raced again in the "
+                    f"{left - 1} run(s) left")  # fmt: skip
+            crashed.dropped.update(dict.fromkeys(exc.suspects, exc.where))
+            how = replace(how, names=keep)
 
 
 def _whole(ready: Ready, how: InRun, runs: int, ui: UI, why: str) -> tuple[Ready, Narrowing]:
@@ -487,14 +540,16 @@ def _stored_blocks(run: RaceRun, most: int = 400) -> dict[str, Any]:
 
 
 def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
-             check: Check | None, limit: float) -> Acceptance:  # fmt: skip
+             check: Check | None, limit: float, crashed: Crashed) -> Acceptance:  # fmt: skip
     """The study's verdict: the answer handed back where its raced calls passed and its
-    whole runs do not show it more than ``tolerance`` slower."""
+    whole runs do not show it more than ``tolerance`` slower (``crashed``: the raced runs
+    that failed and the candidates dropped for it, recorded)."""
     plan, answer = ready.setup.plan, raced.answer
     extra: dict[str, Any] = {
         "gate": "inrun", "op": how.op, "knob": how.knob, "reference_name": how.reference,
         "limit": limit, "min_gain": plan.min_gain, "tolerance": plan.tolerance,
-        "risk": plan.risk, "raced_runs": len(runs),
+        "risk": plan.risk, "raced_runs": len(runs) + crashed.failed,
+        "failed_runs": crashed.failed, "dropped": dict(crashed.dropped),
         "calls": [r.race.raced_calls for r in runs], "walls": [r.wall for r in runs],
         "units": [r.race.run for r in runs], "units_max": [r.race.run_max for r in runs],
         "overhead": [r.race.overhead() for r in runs],
@@ -536,16 +591,17 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
 
 
 def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RaceRun],
-            pooled: Sequence[Raced], acc: Acceptance,
-            check: Check | None) -> TuneResult:  # fmt: skip
+            pooled: Sequence[Raced], acc: Acceptance, check: Check | None,
+            failed: int) -> TuneResult:  # fmt: skip
     """The study's result as ``tune`` reports every study: its rows per call (pooled over the
-    raced runs), the defaults' whole runs (the check's, else the raced runs' wall time)."""
+    raced runs), the defaults' whole runs (the check's, else the raced runs' wall time); the
+    real runs spent with the ``failed`` raced runs."""
     rows = [Row(i + 1, sized_config(inst, how.knob, how.op, c.name), 1 / c.test.speedup, 0.0,
                 c.test.speedup, c.median, c.blocks) for i, c in enumerate(pooled)]  # fmt: skip
     base = check.defaults if check and check.defaults else [r.wall for r in runs]
     cv = statistics.pstdev(base) / statistics.mean(base) if len(base) > 1 else 0.0
     best = next((row for row in rows if dict(acc.params) == row.config), None)
-    spent = len(runs) + (len(check.defaults) + len(check.answer) if check else 0)
+    spent = len(runs) + failed + (len(check.defaults) + len(check.answer) if check else 0)
     field = len({*how.names, *(c.name for c in pooled)}) + 1
     return TuneResult(name, field, 0, statistics.median(base), best, acc, rows, runs=spent,
                       noise=Noise(cv, max(base) / min(base)))  # fmt: skip

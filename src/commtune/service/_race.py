@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from commtune import native
 from commtune.errors import UsageError
@@ -28,8 +30,41 @@ SIZED = 2  # the segmented algorithms that passed raced at those sizes, the fast
 
 class RaceFailed(UsageError):
     """A raced run of the program that crashed, hung or ended without writing its race: a
-    failed run, not bad input (``tune`` searches the space on whole runs, where each
-    candidate fails or not on its own)."""
+    failed run, not bad input. ``suspects``: the candidates (never the reference) the run was
+    in when it ended, or that ran last before it ended where no raced call was under way
+    (libctrace's ``COMMTUNE_RACE_WATCH``); ``where`` says which of the two. ``tune`` races
+    again without them, or searches the space on whole runs, where each candidate fails or
+    not on its own."""
+
+    def __init__(self, message: str, suspects: Sequence[str] = (), where: str = "") -> None:
+        super().__init__(message)
+        self.suspects = tuple(suspects)
+        self.where = where
+
+
+def watched(prefix: str, names: Sequence[str]) -> tuple[tuple[str, ...], str]:
+    """What the ranks' pages of ``COMMTUNE_RACE_WATCH`` (``prefix.<rank>``) say of a run that
+    ended without its race: the candidates of ``names`` under way on any rank, else those
+    that ran last; and which of the two. The reference (``names[0]``, and any candidate the
+    library refused, which ran as it) is never a suspect."""
+    under_way: set[int] = set()
+    last: set[int] = set()
+    folder, stem = os.path.split(prefix)
+    for entry in os.listdir(folder):
+        if not entry.startswith(stem + "."):
+            continue
+        data = Path(folder, entry).read_bytes()
+        if len(data) < 8:
+            continue
+        now, before = struct.unpack("=ii", data[:8])
+        under_way.update({now - 1} if now > 0 else set())
+        last.update({before - 1} if before > 0 else set())
+    for found, where in ((under_way, "in the call under way when it ended"),
+                         (last, "the last raced before it ended")):  # fmt: skip
+        if found:
+            named = sorted(names[c] for c in found if 0 < c < len(names))
+            return tuple(named), (where if named else "")
+    return (), ""
 
 
 @dataclass(frozen=True)
@@ -135,14 +170,15 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
     mode, governs = inst.impl.race_mode, dict(inst.impl.race_env)
     library = native.build_race(inst)
     with tempfile.TemporaryDirectory(prefix="commtune-race-") as tmp:
-        out = os.path.join(tmp, "race.json")
+        out, watch = os.path.join(tmp, "race.json"), os.path.join(tmp, "watch")
         variables = {**governs, "COMMTUNE_RACE_OP": op,
                      "COMMTUNE_RACE_CVAR": inst.impl.mpit_name(knob) or knob,
                      "COMMTUNE_RACE_VALUES": ",".join(map(str, codes)),
                      "COMMTUNE_RACE_MODE": str(mode), "COMMTUNE_RACE_SEED": str(seed),
                      "COMMTUNE_RACE_OUT": out, "COMMTUNE_RACE_RUN": str(run),
                      "COMMTUNE_RACE_RUN_MAX": str(max(run, run_max)),
-                     "COMMTUNE_RACE_DRAIN": "1", **segments(inst, op, everyone),
+                     "COMMTUNE_RACE_DRAIN": "1", "COMMTUNE_RACE_WATCH": watch,
+                     **segments(inst, op, everyone),
                      **(extra or {})}  # fmt: skip
         plan = launcher_for(inst, through).plan(command, variables, preload=str(library))
         try:
@@ -150,10 +186,11 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
             with open(out) as f:
                 data = json.load(f)
         except UsageError as exc:
-            raise RaceFailed(str(exc)) from None
+            raise RaceFailed(str(exc), *watched(watch, everyone)) from None
         except (OSError, ValueError):
-            raise RaceFailed("the raced run wrote no race: did the program call MPI_Finalize "
-                             "with libctrace preloaded?") from None  # fmt: skip
+            why = ("the raced run wrote no race: did the program call MPI_Finalize with "
+                   "libctrace preloaded?")  # fmt: skip
+            raise RaceFailed(why, *watched(watch, everyone)) from None
     result = Race.from_json(data, everyone)
     if result.refused:
         raise UsageError(f"in-run racing refused by {inst.describe()}: {result.refused}")
