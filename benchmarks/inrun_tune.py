@@ -4,7 +4,8 @@ runs them, in one sitting, beside an exhaustive sweep of whole runs.
     python benchmarks/inrun_tune.py [--mpi openmpi,mpich] [--programs ct_demo,ct_solver]
                                     [--source minife=DIR --source comd=DIR] [--seeds 3]
                                     [--extra comd="-n 1"]
-                                    [--runs 9] [--max-runs 30] [--op allreduce]
+                                    [--runs 9] [--max-runs 30] [--inrun-runs N]
+                                    [--op allreduce]
                                     [--nodes N --rate MBIT] [--json FILE]
 
 ``--programs`` takes ``OP:BYTES`` too: ``benchmarks/csrc/coll_loop.c``, that collective on
@@ -123,7 +124,8 @@ def study(where: Where, command, knob: str, metric: str, seed: int, storage: str
             "speedup": data.get("speedup"), "speedup_ci": data.get("speedup_ci"),
             "call_speedup": inrun.get("call_speedup"),
             "call_interval": inrun.get("call_interval"), "share": inrun.get("share"),
-            "raced_runs": inrun.get("raced_runs"), "seconds": round(seconds, 1)}  # fmt: skip
+            "raced_runs": inrun.get("raced_runs"), "failed_runs": inrun.get("failed_runs"),
+            "dropped": inrun.get("dropped"), "seconds": round(seconds, 1)}  # fmt: skip
 
 
 def alone(where: Where, command, op: str, metric: str, runs: int,  # type: ignore[no-untyped-def]
@@ -225,7 +227,8 @@ def one(where: Where, name: str, args, work: Path) -> dict:  # type: ignore[no-u
     storage = f"sqlite:///{work / f'{inst.vendor.value}-{name}.db'}"
     studies = []
     for seed in range(1, args.seeds + 1):
-        raced = study(where, command, knob, metric, seed, storage, [])
+        more = ["--inrun-runs", str(args.inrun_runs)] if args.inrun_runs else []
+        raced = study(where, command, knob, metric, seed, storage, more)
         cold = study(where, command, knob, metric, seed, storage,
                      ["--no-inrun", "--max-runs", str(args.max_runs)])  # fmt: skip
         studies.append({"seed": seed, "inrun": raced, "cold": cold})
@@ -253,6 +256,7 @@ def main() -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--max-runs", type=int, default=30)
+    p.add_argument("--inrun-runs", type=int, help="the in-run study's raced runs (tune's 3)")
     p.add_argument("--op", default="allreduce")
     p.add_argument("--cost", type=int, default=0, help="pairs measuring racing's cost")
     p.add_argument("--cost-only", action="store_true")

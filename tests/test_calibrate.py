@@ -187,8 +187,12 @@ def test_the_order_counts_only_pairs_the_machine_tells_apart_and_ties_agree_with
     assert got.worse()
     assert got.ratio("calibrated", "bcast") == pytest.approx(1.0 / 1.05)
     assert "all: 0 / 2 of 2" in "\n".join(got.lines())
+    # the tie is counted apart: a pair no factor can order
+    assert got.ties("calibrated") == 1 and got.ties("plain") == 0
+    assert "no factor orders them): 1 / 0 of 2" in " ".join(got.lines())
     data = got.to_json()
     assert data["agree"] == {"calibrated": 0, "plain": 2} and data["clear"] == 2
+    assert data["ties"] == {"calibrated": 1, "plain": 0}
 
 
 def test_the_machine_against_itself_counts_the_pairs_its_launches_order_alike() -> None:

@@ -47,6 +47,9 @@ QUICK_OPS = ("allreduce", "bcast", "alltoall")
 SIZES = (8, 128, 2048, 16384, 131072, 1048576)
 ROUNDS = 2
 CLEAR = 0.10  # the machine's two this far apart: an order its noise does not decide
+# a platform's two within this: the simulation does not tell them apart (SMPI's ports of two
+# algorithms can send the same messages, e.g. at 2 ranks, where the libraries' own code differs)
+TIE = 0.01
 # a launch's time limit: the first's, then this many times the slowest that ended (at least
 # the floor), never more than the calibration's --timeout
 FIRST_LAUNCH, LAUNCH_FACTOR, LAUNCH_FLOOR = 120.0, 10.0, 30.0
@@ -84,12 +87,18 @@ class Pair:
         (a, b), (x, y) = self.real, self.simulated[platform]
         return (a < b and x < y) or (b < a and y < x)
 
+    def tied(self, platform: str) -> bool:
+        """The platform's two within ``TIE`` of each other: it tells them apart not at all."""
+        x, y = self.simulated[platform]
+        return max(x, y) <= (1 + TIE) * min(x, y)
+
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "size": self.size, "names": list(self.names),
                 "real": list(self.real), "clear": self.clear,
                 "simulated": {p: list(t) for p, t in self.simulated.items()},
                 "rounds": [list(r) for r in self.rounds], "steady": self.steady,
-                "agrees": {p: self.agrees(p) for p in self.simulated}}  # fmt: skip
+                "agrees": {p: self.agrees(p) for p in self.simulated},
+                "tied": {p: self.tied(p) for p in self.simulated}}  # fmt: skip
 
 
 @dataclass
@@ -109,6 +118,11 @@ class Ordering:
     @property
     def clear(self) -> int:
         return sum(p.clear for p in self.pairs)
+
+    def ties(self, platform: str) -> int:
+        """Clear pairs the platform simulates within ``TIE`` of each other: none of them can
+        agree, whatever its factors."""
+        return sum(p.tied(platform) for p in self.pairs if p.clear)
 
     @property
     def steady(self) -> int | None:
@@ -142,6 +156,10 @@ class Ordering:
         a, b = (self.agree(q) for q in PLATFORMS)
         out.append(f"  all: {a} / {b} of {self.clear} ({a / self.clear:.0%} / "
                    f"{b / self.clear:.0%})")  # fmt: skip
+        tied = [self.ties(q) for q in PLATFORMS]
+        out.append(f"  simulated within {TIE:.0%} of each other (the same messages in SMPI's "
+                   f"ports; no factor orders them): {tied[0]} / {tied[1]} of "
+                   f"{self.clear}")  # fmt: skip
         if self.steady is not None:
             out.append(f"  the machine against itself (its launches in turn): {self.steady} of "
                        f"{self.clear}")  # fmt: skip
@@ -153,6 +171,7 @@ class Ordering:
         return {"ranks": self.ranks, "sizes": list(self.sizes), "clear": self.clear,
                 "steady": self.steady,
                 "agree": {p: self.agree(p) for p in PLATFORMS},
+                "ties": {p: self.ties(p) for p in PLATFORMS},
                 "ratio": {p: {op: self.ratio(p, op) for op in self.ratios.get(p, {})}
                           for p in PLATFORMS},
                 "pairs": [p.to_json() for p in self.pairs],
