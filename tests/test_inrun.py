@@ -535,6 +535,49 @@ def test_a_raced_run_that_fails_leaves_the_space_to_whole_runs(
     assert result["runs"] == whole + 1 <= 20, (result["runs"], whole)
 
 
+@needs_openmpi
+@pytest.mark.parametrize("dies", [1, 2, 3])
+def test_a_raced_run_that_dies_is_raced_again_only_in_the_runs_left(
+    dies: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raced run ``dies`` of three dies in ring (calls drawn here, none faster: the halving
+    goes on to its third run). Before the third, the rest are raced again in the runs left;
+    at the third no run is left and the failure stands (the study then goes to whole runs).
+    Before: a race of 0 runs, a ZeroDivisionError (AMG on 4 bed nodes, its third run)."""
+    from types import SimpleNamespace
+
+    from commtune.report import UI
+    from commtune.service import _inrun
+    from commtune.service._race import RaceFailed, RaceRun
+    from commtune.study import DEFAULTS
+
+    rng = np.random.default_rng(5)
+    made: list[Sequence[str]] = []
+
+    def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
+        made.append(names)
+        if len(made) == dies:
+            raise RaceFailed("the raced run failed: exit 134", ("ring",), "under way")
+        slower = np.ones(len(names) + 1)
+        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+
+    monkeypatch.setattr(_inrun, "race", race)
+    plan = replace(DEFAULTS, seed=3, reference_timeout=60.0)
+    setup = SimpleNamespace(plan=plan, inst=installation_of("openmpi"), command=["x"])
+    how = _inrun.InRun("allreduce", "coll_tuned_allreduce_algorithm", "ignore",
+                       ("ring", "recursive_doubling", "basic_linear"))  # fmt: skip
+    runs: list[RaceRun] = []
+    crashed = _inrun.Crashed()
+    ready = SimpleNamespace(setup=setup)
+    if dies == plan.inrun_runs:
+        with pytest.raises(RaceFailed):
+            _inrun._raced(ready, how, 3, UI(), runs, crashed)  # type: ignore[arg-type]
+    else:
+        _, raced = _inrun._raced(ready, how, 3, UI(), runs, crashed)  # type: ignore[arg-type]
+        assert "ring" not in raced.names and all("ring" not in m for m in made[dies:])
+    assert crashed.failed == 1 and len(runs) + crashed.failed == len(made) <= plan.inrun_runs
+
+
 def test_the_watch_files_name_the_candidate_a_run_died_in_never_the_reference(
     tmp_path: Path,
 ) -> None:

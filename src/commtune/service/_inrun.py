@@ -451,11 +451,12 @@ def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RaceRun], cra
         except RaceFailed as exc:
             crashed.failed += 1
             keep = tuple(n for n in how.names if n not in exc.suspects)
-            if not exc.suspects or not keep or left < 2:
+            left = most - len(runs) - crashed.failed  # after this one
+            if not exc.suspects or not keep or left < 1:
                 raise
             ui.warn(f"{how.op}: {exc}; {', '.join(exc.suspects)} "
                     f"{exc.where}: dropped, {', '.join(keep)} raced again in the "
-                    f"{left - 1} run(s) left")  # fmt: skip
+                    f"{left} run(s) left")  # fmt: skip
             crashed.dropped.update(dict.fromkeys(exc.suspects, exc.where))
             how = replace(how, names=keep)
 
