@@ -230,7 +230,7 @@ def test_a_segmented_algorithm_that_passed_is_raced_again_at_segment_sizes(
     how = _inrun.InRun("allreduce", knob, "ignore", ("basic_linear", "segmented_ring", "ring"))
     first, made = _inrun._halving(ready, how, 3, UI())  # type: ignore[arg-type]
     assert len(made) == 1 and first.answer is not None
-    done = _inrun._sized(ready, how, first, made, 3, UI())  # type: ignore[arg-type]
+    done = _inrun._sized(ready, how, first, made, 3, UI(), _inrun.Crashed())  # type: ignore[arg-type]
     sized = winner.startswith("segmented_ring") and runs > 1
     if not sized:
         assert done is first and len(fields) == 1

@@ -157,8 +157,8 @@ class Ordering:
         out.append(f"  all: {a} / {b} of {self.clear} ({a / self.clear:.0%} / "
                    f"{b / self.clear:.0%})")  # fmt: skip
         tied = [self.ties(q) for q in PLATFORMS]
-        out.append(f"  simulated within {TIE:.0%} of each other (the same messages in SMPI's "
-                   f"ports; no factor orders them): {tied[0]} / {tied[1]} of "
+        out.append(f"  simulated within {TIE:.0%} of each other (the simulator's two ports "
+                   f"send the same messages; no factor orders them): {tied[0]} / {tied[1]} of "
                    f"{self.clear}")  # fmt: skip
         if self.steady is not None:
             out.append(f"  the machine against itself (its launches in turn): {self.steady} of "

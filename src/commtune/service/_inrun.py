@@ -251,8 +251,8 @@ def _narrow(ready: Ready, how: InRun, seed: int, runs: int, ui: UI) -> Narrowed:
         raced, how = _raced(ready, how, seed, ui, took, crashed, runs)
     except UsageError as exc:  # a raced run failed: nothing chosen, its knob on whole runs
         ui.warn(f"{how.op}: not raced ({exc}); searched on whole runs with the other knobs")
-        return Narrowed(how, None, len(took) + max(1, crashed.failed), (),
-                        f"a raced run failed: {exc}")  # fmt: skip
+        made = len(took) + crashed.failed + (0 if isinstance(exc, RaceFailed) else 1)
+        return Narrowed(how, None, made, (), f"a raced run failed: {exc}")  # it too
     if not raced.pooled:  # too few calls for one block past the warm-up
         calls = took[0].race.raced_calls
         ui.warn(f"{how.op}: {calls} calls in a run, too few to race; searched on whole runs "
