@@ -622,6 +622,7 @@ def test_a_candidate_a_raced_run_dies_in_is_dropped_and_the_rest_raced(
     out, err, storage = _tune_three(line, "drop", 20, tmp_path, capsys)
     said = " ".join(err.split())
     assert "ring in the call under way when it ended: dropped" in said, said
+    assert "raced run 2:" in said  # the run after the failed one, numbered as made
     # the verdict says it (terminal, show, report)
     assert "1 raced run(s) failed, dropped ring (in the call under way" in said
     result = last_json(out)

@@ -315,12 +315,12 @@ def _with(ready: Ready, space: Space, spent: int) -> Ready:
 
 
 def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = None,
-             runs: list[RaceRun] | None = None,
-             risk: float | None = None) -> tuple[Halving, list[RaceRun]]:  # fmt: skip
+             runs: list[RaceRun] | None = None, risk: float | None = None,
+             failed: int = 0) -> tuple[Halving, list[RaceRun]]:  # fmt: skip
     """``how`` raced (:func:`commtune.tune.halving`) in up to ``most`` runs (default
-    ``--inrun-runs``) at ``risk`` (default ``--risk``), each run said; the runs it took
-    (appended to ``runs`` as they end, so that a caller whose race failed still counts
-    them)."""
+    ``--inrun-runs``) at ``risk`` (default ``--risk``), each run said (numbered with the
+    ``failed`` raced runs made before); the runs it took (appended to ``runs`` as they end,
+    so that a caller whose race failed still counts them)."""
     plan = ready.setup.plan
     runs = [] if runs is None else runs
 
@@ -331,7 +331,7 @@ def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = Non
         return runs[-1].race
 
     def heard(done: Race, now: Sequence[Raced]) -> None:
-        _said(ui, len(runs), runs[-1], now)
+        _said(ui, len(runs) + failed, runs[-1], now)
 
     most = plan.inrun_runs if most is None else most
     risk = plan.risk if risk is None else risk
@@ -358,7 +358,8 @@ def _sized(ready: Ready, how: InRun, raced: Halving, runs: list[RaceRun], seed: 
             f"sizes {', '.join(SEGMENTS)} in one run, its tests within the {risk:.3g} of "
             f"--risk the {left} run(s) not made leave")  # fmt: skip
     try:
-        sized = _halving(ready, replace(how, names=tuple(field)), seed, ui, 1, runs, risk)[0]
+        sized = _halving(ready, replace(how, names=tuple(field)), seed, ui, 1, runs, risk,
+                         crashed.failed)[0]  # fmt: skip
     except RaceFailed as exc:  # the first race's answer stands; the run counted
         crashed.failed += 1
         crashed.dropped.update(dict.fromkeys(exc.suspects, exc.where))
@@ -446,7 +447,7 @@ def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RaceRun], cra
         left = most - len(runs) - crashed.failed
         try:
             halved = _halving(ready, how, seed + 1000 * crashed.failed, ui, left, runs,
-                              ready.setup.plan.risk * left / most)[0]  # fmt: skip
+                              ready.setup.plan.risk * left / most, crashed.failed)[0]  # fmt: skip
             return halved, how
         except RaceFailed as exc:
             crashed.failed += 1
