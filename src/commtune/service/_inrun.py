@@ -361,8 +361,7 @@ def _sized(ready: Ready, how: InRun, raced: Halving, runs: list[RaceRun], seed: 
         sized = _halving(ready, replace(how, names=tuple(field)), seed, ui, 1, runs, risk,
                          crashed.failed)[0]  # fmt: skip
     except RaceFailed as exc:  # the first race's answer stands; the run counted
-        crashed.failed += 1
-        crashed.dropped.update(dict.fromkeys(exc.suspects, exc.where))
+        crashed.count(exc)
         ui.warn(f"{how.op}: the run racing segment sizes failed ({exc}); the answer of the "
                 "runs before it stands")  # fmt: skip
         return raced
@@ -394,7 +393,7 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
     runs: the ``ready`` to search with, less the raced runs, and their record."""
     plan = ready.setup.plan
     seed, timeout = _seed(plan), plan.timeout or plan.reference_timeout
-    limit = plan.risk / (len(how.names) * plan.inrun_runs)
+    limit = _limit(plan, how)
     ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced in-run against "
             f"{how.reference} (the library's own decision), up to {plan.inrun_runs} "
             f"run(s), each test at {limit:.3g} of --risk {plan.risk:g} (--no-inrun: whole "
@@ -414,8 +413,7 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
                       f"{first.run} ({WARMUP_BLOCKS} blocks of warm-up at each message size, "
                       "then whole blocks)")  # fmt: skip
     check = _whole_runs(ready, how, raced.answer, seed, timeout, ui) if raced.answer else None
-    limit = plan.risk / (len(how.names) * plan.inrun_runs)  # the field raced last
-    acc = _verdict(ready, how, runs, raced, check, limit, crashed)
+    acc = _verdict(ready, how, runs, raced, check, crashed)
     if acc.extra.get("share_said"):
         ui.info(acc.extra["share_said"])
     target = ready.target
@@ -431,6 +429,11 @@ class Crashed:
 
     failed: int = 0
     dropped: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def count(self, exc: RaceFailed) -> None:
+        """One more raced run failed, in ``exc.suspects`` (none: nothing to drop)."""
+        self.failed += 1
+        self.dropped.update(dict.fromkeys(exc.suspects, exc.where))
 
 
 def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RaceRun], crashed: Crashed,
@@ -450,7 +453,7 @@ def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RaceRun], cra
                               ready.setup.plan.risk * left / most, crashed.failed)[0]  # fmt: skip
             return halved, how
         except RaceFailed as exc:
-            crashed.failed += 1
+            crashed.count(exc)
             keep = tuple(n for n in how.names if n not in exc.suspects)
             left = most - len(runs) - crashed.failed  # after this one
             if not exc.suspects or not keep or left < 1:
@@ -458,7 +461,6 @@ def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RaceRun], cra
             ui.warn(f"{how.op}: {exc}; {', '.join(exc.suspects)} "
                     f"{exc.where}: dropped, {', '.join(keep)} raced again in the "
                     f"{left} run(s) left")  # fmt: skip
-            crashed.dropped.update(dict.fromkeys(exc.suspects, exc.where))
             how = replace(how, names=keep)
 
 
@@ -541,15 +543,21 @@ def _stored_blocks(run: RaceRun, most: int = 400) -> dict[str, Any]:
                       for row in blocks[::step]]}  # fmt: skip
 
 
+def _limit(plan: Plan, how: InRun) -> float:
+    """Each raced test's share of ``--risk``: split over ``how``'s candidates and the raced
+    runs (a field raced again after a failed run keeps that share: :func:`_raced`)."""
+    return plan.risk / (len(how.names) * plan.inrun_runs)
+
+
 def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
-             check: Check | None, limit: float, crashed: Crashed) -> Acceptance:  # fmt: skip
+             check: Check | None, crashed: Crashed) -> Acceptance:  # fmt: skip
     """The study's verdict: the answer handed back where its raced calls passed and its
     whole runs do not show it more than ``tolerance`` slower (``crashed``: the raced runs
     that failed and the candidates dropped for it, recorded)."""
     plan, answer = ready.setup.plan, raced.answer
     extra: dict[str, Any] = {
         "gate": "inrun", "op": how.op, "knob": how.knob, "reference_name": how.reference,
-        "limit": limit, "min_gain": plan.min_gain, "tolerance": plan.tolerance,
+        "limit": _limit(plan, how), "min_gain": plan.min_gain, "tolerance": plan.tolerance,
         "risk": plan.risk, "raced_runs": len(runs) + crashed.failed,
         "failed_runs": crashed.failed, "dropped": dict(crashed.dropped),
         "calls": [r.race.raced_calls for r in runs], "walls": [r.wall for r in runs],

@@ -49,16 +49,16 @@ def watched(prefix: str, names: Sequence[str]) -> tuple[tuple[str, ...], str]:
     library refused, which ran as it) is never a suspect."""
     under_way: set[int] = set()
     last: set[int] = set()
-    folder, stem = os.path.split(prefix)
-    for entry in os.listdir(folder):
-        if not entry.startswith(stem + "."):
-            continue
-        data = Path(folder, entry).read_bytes()
+    page = Path(prefix)
+    for rank in page.parent.glob(f"{page.name}.*"):
+        data = rank.read_bytes()
         if len(data) < 8:
             continue
-        now, before = struct.unpack("=ii", data[:8])
-        under_way.update({now - 1} if now > 0 else set())
-        last.update({before - 1} if before > 0 else set())
+        now, before = struct.unpack("=ii", data[:8])  # each +1; 0: none
+        if now:
+            under_way.add(now - 1)
+        if before:
+            last.add(before - 1)
     for found, where in ((under_way, "in the call under way when it ended"),
                          (last, "the last raced before it ended")):  # fmt: skip
         if found:
