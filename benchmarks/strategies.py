@@ -39,7 +39,16 @@ from pathlib import Path
 
 import numpy as np
 
-from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one, race_tuner, replayed
+from commtune.race import (
+    SYNTHETIC,
+    RaceRun,
+    Summary,
+    Surface,
+    held_out,
+    race_one,
+    race_tuner,
+    replayed,
+)
 from commtune.study import DEFAULTS
 
 STRATEGIES = ["random", "grid", "tpe", "cmaes", "ga", "model", "dqn", "auto"]
@@ -338,6 +347,15 @@ def has_gain(best: float) -> bool:
     return best > 1.0 + NO_GAIN
 
 
+def gains(row: dict, held: bool = True) -> bool:
+    """Whether a table has a gain to capture: its best beats the defaults by more than
+    ``NO_GAIN``, and (``held``) so does the best of half its rounds on the other half
+    (``race.held_out``): a best that only its own few runs favour is the table's noise, and
+    what a study captures of it is luck. ``held=False``: the earlier yardstick, the best on
+    its own runs alone."""
+    return has_gain(row["optimum_speedup"]) and (not held or has_gain(row["held_out"]))
+
+
 def total(run: RaceRun) -> int:
     """Every run of the study: the reference, the search's, its controls, the confirmation."""
     return run.runs + run.confirm_runs
@@ -359,7 +377,8 @@ def base_row(name: str, full: list[RaceRun], bases: list[RaceRun]) -> dict:
     """A table's row with the tuner's, TPE's and random's cells."""
     best = surface(name).default_regret + 1.0
     mine = surface(name).name
-    row: dict = {"table": name, "optimum_speedup": best}
+    row: dict = {"table": name, "optimum_speedup": best,
+                 "held_out": held_out(table_path(name), OPTIONS.truth)}  # fmt: skip
     row["ours"] = cell([r for r in full if r.surface == mine], RaceRun.confirmed_share, best)
     for b in ("tpe", "random"):
         row[b] = cell([r for r in bases if r.surface == mine and r.strategy == b],
@@ -424,7 +443,8 @@ def curve_table(curve: list[dict]) -> str:
     """One line per --risk: the gain captured on the median table with a gain (every table,
     the project's programs, real programs), TPE's and random's at the same runs, and the
     tail over every table."""
-    groups = [g for g in curve[0]["summary"] if g not in ("no gain", "tail_all", "studies_all")]
+    apart = ("no gain", "tail_all", "studies_all", "own")
+    groups = [g for g in curve[0]["summary"] if g not in apart]
     head = " | ".join(f"gain, {g}: tuner / TPE / random" for g in groups)
     lines = [f"| --risk | {head} | tail, every table: tuner / TPE / random | wins |",
              "|---|" + "---|" * len(groups) + "---|---|"]  # fmt: skip
@@ -585,16 +605,17 @@ def tables_table(rows: list[dict]) -> str:
         bias = r["ours"]["bias"]
         said = f"{bias:.3f} ({r['ours']['handed']})" if bias is not None else "-"
         name = Path(r["table"]).stem.removeprefix("table-")
-        lines.append(f"| {name} | {r['optimum_speedup']:.2f}x | {cells} | {said} |")
+        best = f"{r['optimum_speedup']:.2f}x ({r['held_out']:.3f}x held out)"
+        lines.append(f"| {name} | {best} | {cells} | {said} |")
     lines += summary_lines(rows)
     return "\n".join(lines)
 
 
-def groups_of(rows: list[dict]) -> list[tuple[str, list[dict]]]:
-    """Every table with a gain, then each group (the project's programs, real programs,
-    simulated at scale) where two or more have tables; the tables where nothing beats the
-    defaults apart."""
-    gain = [r for r in rows if has_gain(r["optimum_speedup"])]
+def groups_of(rows: list[dict], held: bool = True) -> list[tuple[str, list[dict]]]:
+    """Every table with a gain (``gains``), then each group (the project's programs, real
+    programs, simulated at scale) where two or more have tables; the tables where nothing
+    beats the defaults apart."""
+    gain = [r for r in rows if gains(r, held)]
     groups = {"project's programs": [r for r in gain if not _real(r) and not _simulated(r)],
               "real programs": [r for r in gain if _real(r)],
               "simulated at scale": [r for r in gain if _simulated(r)]}  # fmt: skip
@@ -607,8 +628,15 @@ def summary(rows: list[dict], keys: tuple[str, ...] = KEYS) -> dict:
     """The race's figures per group (``groups_of``) and column: the median table's gain
     captured, the tail and the studies, the tables where the tuner's gain is at least
     TPE's and random's; and the tables where nothing beats the defaults, apart (their
-    tail and runs: no gain to capture, no win to count)."""
-    out: dict = {}
+    tail and runs: no gain to capture, no win to count). ``own``: the same groups by the
+    earlier yardstick (a table's best on its own runs, not held out)."""
+    out: dict = {"own": {}}
+    for label, members in groups_of(rows, held=False):
+        out["own"][label or "all"] = {
+            "tables": len(members),
+            "gain": {k: float(np.median([r[k]["gain"] for r in members])) for k in keys},
+            "tail": {k: sum(r[k]["tail"] for r in members) for k in keys},
+        }
     for label, members in groups_of(rows):
         out[label or "all"] = {
             "tables": len(members),
@@ -620,7 +648,7 @@ def summary(rows: list[dict], keys: tuple[str, ...] = KEYS) -> dict:
                 r["ours"]["gain"] >= max(r["tpe"]["gain"], r["random"]["gain"]) for r in members
             ),
         }
-    null = [r for r in rows if not has_gain(r["optimum_speedup"])]
+    null = [r for r in rows if not gains(r)]
     out["no gain"] = {
         "tables": [Path(r["table"]).stem for r in null],
         "tail": {k: sum(r[k]["tail"] for r in null) for k in keys},
@@ -647,7 +675,13 @@ def summary_lines(rows: list[dict]) -> list[str]:
         cells = " | ".join(f"tail {null['tail'][k]}/{null['studies'][k]}; "
                            f"{null['runs'][k]:g} runs" for k in KEYS)  # fmt: skip
         lines.append(f"| **no gain to capture ({len(null['tables'])}: nothing beats the "
-                     f"defaults by {100 * NO_GAIN:g} %)** | | {cells} | |")  # fmt: skip
+                     f"defaults by {100 * NO_GAIN:g} % on runs it was not chosen on)** | "
+                     f"| {cells} | |")  # fmt: skip
+    for label, f in figures["own"].items():
+        said = "" if label == "all" else f", {label}"
+        cells = " | ".join(f"{100 * f['gain'][k]:.0f} % (tail {f['tail'][k]})" for k in KEYS)
+        lines.append(f"| the earlier yardstick: median table whose best beats the defaults "
+                     f"on its own runs{said} ({f['tables']}) | | {cells} | |")  # fmt: skip
     every = " | ".join(f"tail {figures['tail_all'][k]}/{figures['studies_all'][k]}"
                        for k in KEYS)  # fmt: skip
     lines.append(f"| **every table ({len(rows)})** | | {every} | |")

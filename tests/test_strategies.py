@@ -378,7 +378,9 @@ def _script(name: str) -> Any:
 def test_a_table_where_nothing_beats_the_defaults_is_apart_and_ties_are_not_wins() -> None:
     """Issue 47: on a table whose best is no faster than the defaults every design 'keeps
     the defaults' and would score a gain of 1.0: such a table has no gain figure (null), is
-    reported apart by its tail and runs, and is never counted as a win."""
+    reported apart by its tail and runs, and is never counted as a win. Issue 75: so is a
+    table whose best beats the defaults on its own runs only, not held out (its gain is its
+    runs' luck); the earlier yardstick's line still counts it."""
     race = _race_module()
 
     def run(changed: bool, share: float) -> Any:
@@ -388,16 +390,21 @@ def test_a_table_where_nothing_beats_the_defaults_is_apart_and_ties_are_not_wins
     def cell(best: float, shares: list[float]) -> dict:
         return race.cell([run(s != 1.0 / best, s) for s in shares], lambda r: r.share, best)
 
-    null = {"table": "table-app-null", "optimum_speedup": 0.98}
+    null = {"table": "table-app-null", "optimum_speedup": 0.98, "held_out": 0.97}
     null.update({k: cell(0.98, [1 / 0.98] * 4) for k in race.KEYS})
-    gain = {"table": "table-app-gain", "optimum_speedup": 1.2}
+    gain = {"table": "table-app-gain", "optimum_speedup": 1.2, "held_out": 1.15}
     gain.update({k: cell(1.2, [1.0] * 4) for k in race.KEYS})  # all at the best
+    luck = {"table": "table-app-luck", "optimum_speedup": 1.04, "held_out": 1.002}
+    luck.update({k: cell(1.04, [1 / 1.04] * 4) for k in race.KEYS})  # the defaults kept
     assert null["ours"]["gain"] is None and gain["ours"]["gain"] == pytest.approx(1.0)
-    figures = race.summary([null, gain])
+    figures = race.summary([null, gain, luck])
     assert figures["all"]["tables"] == 1 and figures["all"]["wins"] == 1
-    assert figures["no gain"]["tables"] == ["table-app-null"]
-    text = race.tables_table([null, gain])
-    assert "no gain to capture (1" in text and "on 1 of 1 tables with a gain" in text
+    assert figures["no gain"]["tables"] == ["table-app-null", "table-app-luck"]
+    assert figures["own"]["all"]["tables"] == 2  # the earlier yardstick: its own runs
+    assert figures["own"]["all"]["gain"]["ours"] == pytest.approx(0.5)
+    text = race.tables_table([null, gain, luck])
+    assert "no gain to capture (2" in text and "on 1 of 1 tables with a gain" in text
+    assert "on its own runs (2)" in text
 
 
 def test_risk_calibration_counts_what_the_verdict_hands_back() -> None:

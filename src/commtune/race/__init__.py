@@ -2,7 +2,15 @@
 strategies on them through the real tuning loop (``benchmarks/strategies.py``)."""
 
 from commtune.race._run import REACHED, RaceRun, Summary, race_one, race_tuner
-from commtune.race._surfaces import DRIFTS, SYNTHETIC, Surface, SurfaceExecutor, cat_knob, replayed
+from commtune.race._surfaces import (
+    DRIFTS,
+    SYNTHETIC,
+    Surface,
+    SurfaceExecutor,
+    cat_knob,
+    held_out,
+    replayed,
+)
 
 __all__ = [
     "DRIFTS",
@@ -13,6 +21,7 @@ __all__ = [
     "Surface",
     "SurfaceExecutor",
     "cat_knob",
+    "held_out",
     "race_one",
     "race_tuner",
     "replayed",
