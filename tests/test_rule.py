@@ -143,3 +143,21 @@ def test_more_runs_that_would_decide_are_counted() -> None:
     assert more is not None and 1 <= more <= 6
     assert rule.more_pairs([1.0, 1.02, 0.98], [1.0, 1.03, 0.97], limit=0.05,
                            tolerance=0.02, min_gain=0.01) is None  # fmt: skip
+
+
+def test_a_rounds_order_is_drawn_uniformly_whatever_the_others_got() -> None:
+    """A round that runs the defaults and two configurations (the verdict's race of the
+    search's best two) orders its three runs by ``rule.shuffled``: every one of the six
+    orders about as often, so for each configuration and the defaults either order of the
+    two is as likely whatever place the other configuration got, and each one's pairs stay
+    exact. Seeded: the same study's rounds are ordered alike again."""
+    from collections import Counter
+
+    seen = Counter(tuple(rule.shuffled(["d", "a", "b"], seed, r)) for seed in range(60)
+                   for r in range(100))  # fmt: skip
+    assert len(seen) == 6 and all(800 < n < 1200 for n in seen.values()), seen
+    for third in range(3):  # given the place of 'b', 'a' before 'd' half the time
+        given = [o for o in seen.elements() if o.index("b") == third]
+        before = sum(o.index("a") < o.index("d") for o in given)
+        assert abs(before / len(given) - 0.5) < 0.05
+    assert rule.shuffled(["d", "a", "b"], 7, 3) == rule.shuffled(["d", "a", "b"], 7, 3)

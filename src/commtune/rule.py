@@ -19,7 +19,8 @@ made earlier (the search's) do not join: under drift they tell nothing of the de
 The stated risk is what the rule may spend on every chance to pass by luck. The first
 configuration tested gets ``FIRST`` of it (four fifths), the later ones halve the rest between
 them; where the runs could never pass a second one (:func:`total`), the first gets all of it;
-a lone configuration, as ``commtune check`` tests, all of it. It is looked at twice at most:
+a lone configuration, as ``commtune check`` tests, all of it; where the verdict races two
+configurations side by side (``tune._decide``), half of it each. It is looked at twice at most:
 *early*, as soon as winning every pair would pass on ``EARLY`` of its share, where that comes
 before its runs end (a clear winner is decided without spending the runs), and when its runs
 end, on the rest. The shares add up to ``risk``, so the chance that anything more than
@@ -38,8 +39,11 @@ import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 LEVEL = 0.9  # the interval said beside the estimate
 FIRST = 0.8  # the share of the risk the first configuration tested may spend
@@ -70,6 +74,16 @@ def coins(seed: int | None = None) -> Iterator[bool]:
     rng = random.Random(seed)
     while True:
         yield rng.random() < 0.5
+
+
+def shuffled(items: Sequence[T], seed: int | None, round_: int) -> list[T]:
+    """A round's runs in an order drawn uniformly at random, seeded by the study's seed and
+    the round: where a round runs the defaults and several configurations, each of them and
+    the defaults are as likely to hold either of their two places, whatever the others got,
+    so each one's pairs are as exact as a coin would make them."""
+    out = list(items)
+    random.Random(f"{seed}/{round_}").shuffle(out)
+    return out
 
 
 def total(risk: float, arm: int = 0, pairs: int | None = None) -> float:

@@ -9,6 +9,15 @@ drawn by a coin, and at the rule's looks its paired test asks whether a configur
 defaults' runs of the search were made earlier, on a machine that may since have warmed up
 or drifted.
 
+The search's one run of an arm is a poor guide to which of its best is faster, so the
+verdict first races its best two (``RACED``): ``STAGE`` rounds, each running the defaults and
+both arms in an order drawn at random (``rule.shuffled``), each arm's pairs its run and the
+defaults' run of the round; then the arm of higher estimate goes on alone, in pairs, and the
+other is dropped. Each may spend half the risk, at looks set before its first run, so the
+one left behind only loses its chance to pass, and the halves add up to the risk. Where the
+runs left could not pass either at half the risk, or the search has one arm to test, the
+arms are tested one at a time, as follows.
+
 An arm is dropped, and the next taken, when no look to come could pass it (its runs left,
 all won, would not be enough) or when its looks end; a pair lost by chance does not drop
 it while the runs could still decide it. Once one passes, the runs left test the next arms
@@ -26,7 +35,7 @@ runs repeat exactly) is decided on its values (:func:`_exact`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +58,8 @@ if TYPE_CHECKING:
     import optuna
 
 CONTENDERS = 6  # the arms the verdict may test, best first by the search's ranking
+RACED = 2  # the search's best this many are raced beside the defaults before one goes on
+STAGE = 3  # the rounds they are raced together
 
 
 def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> bool:
@@ -179,43 +190,30 @@ def decide(
     room = None if plan.max_runs is None else plan.max_runs - view.runs_spent()
     left = 2 * rule.UNBOUNDED if room is None else max(0, room)
     pairs = left // 2  # the verdict's pairs in all: how the risk is shared (rule.total)
-    coins = rule.coins(plan.seed)
-    default_others: dict[int, dict[str, float | None]] = {}  # round -> the defaults' objectives
     with ui.progress("deciding: the search's best beside the defaults", left) as bar:
-        rounds = 0
+        runs = _Rounds(executor, timeout, bar, left, plan.seed, rule.coins(plan.seed))
         order = arms[:CONTENDERS] if twin else _order(arms, earlier)
         why = "" if order else _why_none(twin, len(arms), len(earlier))
+        if not twin and len(order) >= RACED and _race(order[:RACED], plan, runs):
+            order = []  # the raced arms had the whole risk
         for arm in order:
             k = 1 + sum(1 for a in arms if a.tested)
-            arm.schedule = rule.looks(plan.risk, k, left // 2, pairs)
+            arm.schedule = rule.looks(plan.risk, k, runs.left // 2, pairs)
             if not arm.schedule:
                 if k == 1:
                     need = plan.deciding_runs()
-                    why = (f"{left} runs were left for the verdict, fewer than the "
+                    why = (f"{runs.left} runs were left for the verdict, fewer than the "
                            f"{need} a first pass needs at --risk {plan.risk:g}: raise "
                            "--max-runs")  # fmt: skip
                 break
             arm.tested = k
-            while left >= 2 and not arm.failure and not arm.passed:
-                for which in (arm, None) if next(coins) else (None, arm):
-                    run = executor.run(None if which is None else which.config, timeout)
-                    left -= 1
-                    bar.advance()
-                    if run.value is None:  # a failed run is no evidence; its arm is out
-                        whose = "failed when run again" if which else "the defaults' run failed"
-                        arm.failure = f"{whose}: {run.failure}"
-                        break
-                    if which is None:
-                        arm.beside[rounds] = run.value
-                        default_others[rounds] = dict(run.secondary)
-                    else:
-                        arm.rounds[rounds] = run.value
-                        arm.others[rounds] = dict(run.secondary)
-                rounds += 1
+            while runs.left >= 2 and not arm.failure and not arm.passed:
+                runs.round([arm])
                 if not arm.failure:
                     _look(arm, plan)
                 if arm.dropped:
                     break
+    default_others = runs.default_others
     objectives = {id(a): compare_others(default_others, a.others) for a in arms}
     acc = _verdict(arms, plan, len(view.ran()), objectives, why, twin)
     acc = without_defaults(acc, view)
@@ -229,6 +227,86 @@ def _why_none(twin: bool, arms: int, earlier: int) -> str:
         return "the simulation found no configuration faster than the library's own decision"
     return (f"none of the {arms} configurations the search measured beat the median of the "
             f"defaults' {earlier} runs: no run spent on a verdict")  # fmt: skip
+
+
+@dataclass
+class _Rounds:
+    """The verdict's runs, round by round: each round runs the defaults and the arms it
+    holds, in an order drawn at random (one arm: a coin, as ``rule.coins`` draws it; more:
+    ``rule.shuffled``), and keeps each run beside its round."""
+
+    executor: Executor
+    timeout: float
+    bar: Any
+    left: int  # the runs left
+    seed: int | None
+    coins: Iterator[bool]
+    done: int = 0  # the rounds made
+    default_others: dict[int, dict[str, float | None]] = field(default_factory=dict)
+
+    def order(self, arms: list[Arm]) -> list[Arm | None]:
+        """This round's runs in the order they are made (None: the defaults')."""
+        if len(arms) == 1:
+            return [arms[0], None] if next(self.coins) else [None, arms[0]]
+        return rule.shuffled([None, *arms], self.seed, self.done)
+
+    def round(self, arms: list[Arm]) -> None:
+        """One round. A failed run is no evidence: its arm is out (every arm of the round,
+        where the defaults' run failed)."""
+        for which in self.order(arms):
+            if all(a.failure for a in arms):
+                break
+            run = self.executor.run(None if which is None else which.config, self.timeout)
+            self.left -= 1
+            self.bar.advance()
+            if run.value is None:
+                if which is None:
+                    for a in arms:
+                        a.failure = f"the defaults' run failed: {run.failure}"
+                    break
+                which.failure = f"failed when run again: {run.failure}"
+            elif which is None:
+                for a in arms:
+                    a.beside[self.done] = run.value
+                self.default_others[self.done] = dict(run.secondary)
+            else:
+                which.rounds[self.done] = run.value
+                which.others[self.done] = dict(run.secondary)
+        self.done += 1
+
+
+def _race(arms: list[Arm], plan: Plan, runs: _Rounds) -> bool:
+    """The search's best few raced beside the defaults, then the one ahead alone: each
+    round runs the defaults and every arm still in, in an order drawn at random; after
+    ``STAGE`` rounds the arm of highest estimate goes on alone, in pairs, to the pairs its
+    looks were set at. Each arm may spend an equal share of the risk at looks fixed before
+    its first run, so the one left behind only loses its chance to pass, and the shares add
+    up to the risk. False where the runs left could not pass any at its share (nothing run:
+    the first is then tested alone)."""
+    pairs = STAGE + (runs.left - (len(arms) + 1) * STAGE) // 2
+    schedule = rule.looks(plan.risk / len(arms), 0, pairs)
+    if not schedule:
+        return False
+    for i, arm in enumerate(arms):
+        arm.schedule = list(schedule)
+        arm.tested = i + 1
+    live = list(arms)
+    while live and runs.left >= len(live) + 1:
+        runs.round(live)
+        for arm in live:
+            if not arm.failure:
+                _look(arm, plan)
+        live = [a for a in live if not (a.failure or a.passed or a.dropped)]
+        if runs.done == STAGE and len(live) > 1:
+            ahead = max(live, key=_estimate)
+            for arm in (a for a in live if a is not ahead):
+                arm.dropped = f"raced beside {ahead.name()} for {STAGE} rounds, it was behind"
+            live = [ahead]
+    return True
+
+
+def _estimate(arm: Arm) -> float:
+    return arm.last.speedup if arm.last else 0.0
 
 
 class Named(dict[str, Value]):
@@ -345,6 +423,7 @@ def _verdict(
         return Acceptance(Source.SEARCH, dict(best.config), False, reason, trial=best.trial,
                           measured_trials=n_measured, extra=extra)  # fmt: skip
     winner = max(pool, key=lambda a: a.last.speedup)  # type: ignore[union-attr]
+    beside = {i: v for a in arms for i, v in a.beside.items()}  # the defaults' run of each round
     t = winner.last
     assert t is not None
     defaults, mine = winner.pairs()
@@ -358,7 +437,7 @@ def _verdict(
         search_runs=len(winner.search),
         said=t.says(),
         label=winner.name(),
-        rounds=sorted(i for a in arms for i in a.beside),  # every round with the defaults
+        rounds=sorted(beside),  # every round with the defaults
     )
     reason = ""
     if not t.passed:
@@ -378,7 +457,7 @@ def _verdict(
         p_value=t.p,
         trial=winner.trial,
         measured_trials=n_measured,
-        default_values=[v for a in arms for v in a.beside.values()],
+        default_values=[beside[i] for i in sorted(beside)],  # once each: arms raced share them
         best_values=mine,
         extra=extra,
     )
