@@ -386,3 +386,23 @@ def test_the_search_best_two_are_raced_beside_the_defaults_then_the_one_ahead_al
         assert ahead["rounds"][:3] == behind["rounds"] == [0, 1, 2]
         assert ahead["defaults"][:3] == behind["defaults"]  # the same runs of the defaults
         assert StudyView(study).runs_spent(acc) == machine.calls <= 30
+
+
+def test_where_the_defaults_runs_fall_into_modes_the_best_is_tested_alone() -> None:
+    """Where the search's runs of the defaults spread 1.5x or more (a machine whose runs
+    fall into modes 2x apart), half the risk is too little: the verdict does not race the
+    best two, it tests the best alone with four fifths or all of the risk."""
+    costs = {"a": 1.0, "b": 1.1, "c": 0.6, "d": 1.3, "e": 1.05, "f": 0.9}
+
+    def cost(c: str, n: int) -> float:
+        return (2.0 if n % 2 else 1.0) if c == "defaults" else costs[c]
+
+    for seed in range(3):
+        acc, study, _ = study_of(cost, seed=seed, noise=0.03)
+        defaults = [v for r in StudyView(study).records if r.is_defaults for v in r.values()]
+        assert max(defaults) / min(defaults) >= 1.5
+        assert acc is not None
+        tested = [c for c in acc.extra["candidates"] if c["tested"]]
+        assert tested and not any((c["dropped"] or "").startswith("raced") for c in tested)
+        first = min(tested, key=lambda c: c["tested"])
+        assert sum(share for _, share in first["looks"]) >= 0.8 * 0.05 - 1e-12

@@ -15,8 +15,9 @@ both arms in an order drawn at random (``rule.shuffled``), each arm's pairs its 
 defaults' run of the round; then the arm of higher estimate goes on alone, in pairs, and the
 other is dropped. Each may spend half the risk, at looks set before its first run, so the
 one left behind only loses its chance to pass, and the halves add up to the risk. Where the
-runs left could not pass either at half the risk, or the search has one arm to test, the
-arms are tested one at a time, as follows.
+runs left could not pass either at half the risk, the search has one arm to test, or its
+runs of the defaults spread ``RACE_SPREAD`` (1.5x) or more (runs in modes 2x apart, where half
+the risk is too little), the arms are tested one at a time, as follows.
 
 An arm is dropped, and the next taken, when no look to come could pass it (its runs left,
 all won, would not be enough) or when its looks end; a pair lost by chance does not drop
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 CONTENDERS = 6  # the arms the verdict may test, best first by the search's ranking
 RACED = 2  # the search's best this many are raced beside the defaults before one goes on
 STAGE = 3  # the rounds they are raced together
+RACE_SPREAD = 1.5  # the search's runs of the defaults spread less than this for them to race
 
 
 def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> bool:
@@ -194,7 +196,7 @@ def decide(
         runs = _Rounds(executor, timeout, bar, left, plan.seed, rule.coins(plan.seed))
         order = arms[:CONTENDERS] if twin else _order(arms, earlier)
         why = "" if order else _why_none(twin, len(arms), len(earlier))
-        if not twin and len(order) >= RACED and _race(order[:RACED], plan, runs):
+        if _raced(order, twin, earlier) and _race(order[:RACED], plan, runs):
             order = []  # the raced arms had the whole risk
         for arm in order:
             k = 1 + sum(1 for a in arms if a.tested)
@@ -273,6 +275,16 @@ class _Rounds:
                 which.rounds[self.done] = run.value
                 which.others[self.done] = dict(run.secondary)
         self.done += 1
+
+
+def _raced(order: Sequence[Arm], twin: bool, earlier: Sequence[float]) -> bool:
+    """Whether the search's best two are raced: the search measured two worth testing, and
+    its runs of the defaults (``earlier``), the slowest over the fastest, spread less than
+    ``RACE_SPREAD`` (where runs fall into modes 2x apart, half the risk is too little: the
+    best is tested alone, with four fifths or all of it). Decided on the search's runs
+    alone, before any of the verdict's."""
+    spread = max(earlier) / min(earlier) if earlier and min(earlier) > 0 else 1.0
+    return not twin and len(order) >= RACED and spread < RACE_SPREAD
 
 
 def _race(arms: list[Arm], plan: Plan, runs: _Rounds) -> bool:
