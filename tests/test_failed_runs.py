@@ -42,11 +42,14 @@ def accepted(request: pytest.FixtureRequest, tmp_path: Path, storage: str, capsy
 
 @pytest.mark.parametrize(
     ("program", "reason"),
-    [("false", "exit"), ("/nonexistent/ct-program", "")],
+    # MPICH's mpiexec is at times killed by SIGPIPE itself when the program exits at once (its
+    # proxy's socket closed under it, seen under make test's load): the launcher's own death,
+    # named as such, is the reason then
+    [("false", ("exit", "killed by signal")), ("/nonexistent/ct-program", ("",))],
     ids=["exits-non-zero", "missing-program"],
 )
 def test_a_check_whose_runs_fail_concludes_nothing_and_stores_nothing(
-    accepted, program: str, reason: str, capsys: pytest.CaptureFixture[str]
+    accepted, program: str, reason: tuple[str, ...], capsys: pytest.CaptureFixture[str]
 ) -> None:  # type: ignore[no-untyped-def]
     storage, launcher = accepted
     command = launcher.command(2, [program])
@@ -55,7 +58,7 @@ def test_a_check_whose_runs_fail_concludes_nothing_and_stores_nothing(
     assert code == 3, err
     lines = [line for line in err.splitlines() if line.startswith("commtune: error:")]
     assert len(lines) == 1 and "could not run here (round 1 of the comparison)" in lines[0], err
-    assert reason in lines[0]
+    assert any(r in lines[0] for r in reason), lines[0]
     assert "no longer faster" not in err + out and "undecided" not in err + out
     answer = last_json(out)
     assert answer["status"] == 3 and "could not run" in answer["error"]
