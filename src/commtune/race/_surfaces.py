@@ -345,6 +345,8 @@ def held_out(path: Path, truth: str = "median", splits: int = HELD_OUT_SPLITS) -
     defaults_key = config_key(space.defaults())
     pooled, per_round = recorded.defaults_runs(space.defaults())  # the defaults, both recordings
     rows = [runs for params, runs in recorded.trials if config_key(params) != defaults_key]
+    if not rows:  # nothing but the defaults: nothing faster
+        return 1.0
     rounds = min(len(recorded.default), *(len(r) for r in rows))
     if per_round == 1:  # the two recordings not in rounds: the reference's alone
         pooled = list(recorded.default)
