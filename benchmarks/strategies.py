@@ -630,18 +630,17 @@ def summary(rows: list[dict], keys: tuple[str, ...] = KEYS) -> dict:
     TPE's and random's; and the tables where nothing beats the defaults, apart (their
     tail and runs: no gain to capture, no win to count). ``own``: the same groups by the
     earlier yardstick (a table's best on its own runs, not held out)."""
-    out: dict = {"own": {}}
-    for label, members in groups_of(rows, held=False):
-        out["own"][label or "all"] = {
-            "tables": len(members),
-            "gain": {k: float(np.median([r[k]["gain"] for r in members])) for k in keys},
-            "tail": {k: sum(r[k]["tail"] for r in members) for k in keys},
-        }
+
+    def figures(members: list[dict]) -> dict:
+        return {"tables": len(members),
+                "gain": {k: float(np.median([r[k]["gain"] for r in members])) for k in keys},
+                "tail": {k: sum(r[k]["tail"] for r in members) for k in keys}}  # fmt: skip
+
+    out: dict = {"own": {label or "all": figures(members)
+                         for label, members in groups_of(rows, held=False)}}  # fmt: skip
     for label, members in groups_of(rows):
         out[label or "all"] = {
-            "tables": len(members),
-            "gain": {k: float(np.median([r[k]["gain"] for r in members])) for k in keys},
-            "tail": {k: sum(r[k]["tail"] for r in members) for k in keys},
+            **figures(members),
             "studies": {k: sum(r[k]["seeds"] for r in members) for k in keys},
             "share": {k: float(np.median([r[k]["share"] for r in members])) for k in keys},
             "wins": sum(

@@ -22,13 +22,13 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from strategies import gains
 
 from commtune import rule
 from commtune.race import held_out, replayed
 from commtune.study import DEFAULTS
 
 DATA = Path(__file__).with_name("data")
-NO_GAIN = DEFAULTS.min_gain  # a table whose best is not this much faster has no gain
 
 
 def passes(path: Path, runs: int, risk: float, seeds: int) -> tuple[float, float]:
@@ -75,7 +75,7 @@ def main() -> int:
     for path in sorted(DATA.glob("table-*.json")):
         speedup, share = passes(path, args.runs, args.risk, args.seeds)
         held = held_out(path)
-        if speedup >= 1 + NO_GAIN and held > 1 + NO_GAIN:
+        if gains({"optimum_speedup": speedup, "held_out": held}):  # as the race counts them
             rows.append({"table": path.stem.removeprefix("table-"), "best": speedup,
                          "held_out": held, "passes": share})  # fmt: skip
     groups = {

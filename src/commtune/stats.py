@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ def statistic(name: str) -> Callable[[Sequence[float] | np.ndarray], float]:
     (what throughput follows) or ``p90`` (penalises a heavy tail)."""
     if name not in STATISTICS:
         raise ValueError(f"unknown statistic {name!r} (one of {', '.join(STATISTICS)})")
-    return lambda values: float(_rows(name, np.asarray(values, dtype=float)[None, :])[0])
+    return lambda values: float(rows(name, np.asarray(values, dtype=float)[None, :])[0])
 
 
 def spread(values: Sequence[float]) -> float:
@@ -113,8 +114,8 @@ def compare(
     a = np.asarray(default, dtype=float)
     b = np.asarray(candidate, dtype=float)
     rng = np.random.default_rng(seed)
-    ra = _rows(stat, rng.choice(a, size=(resamples, len(a))))
-    rb = _rows(stat, rng.choice(b, size=(resamples, len(b))))
+    ra = rows(stat, rng.choice(a, size=(resamples, len(a))))
+    rb = rows(stat, rng.choice(b, size=(resamples, len(b))))
     p = float(mannwhitneyu(a, b, alternative="greater").pvalue)
     return _comparison(summary(a) / summary(b), ra / rb, p, level)
 
@@ -126,13 +127,23 @@ def _comparison(speedup: float, boot: np.ndarray, p: float, level: float) -> Com
     return Comparison(speedup, low, high, p, low > 1.0 and p < 1 - level)
 
 
-def _rows(stat: str, samples: np.ndarray) -> np.ndarray:
-    """The statistic of every row of a bootstrap sample."""
-    if stat == "mean":
-        return samples.mean(axis=1)
-    if stat == "p90":
-        return np.quantile(samples, 0.9, axis=1)
-    return np.median(samples, axis=1)
+# per statistic: of every row, and of every row leaving NaN (a failed run) out
+_ROWS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]] = {
+    "mean": (lambda s: s.mean(axis=1), lambda s: np.nanmean(s, axis=1)),
+    "p90": (lambda s: np.quantile(s, 0.9, axis=1), lambda s: np.nanquantile(s, 0.9, axis=1)),
+    "median": (lambda s: np.median(s, axis=1), lambda s: np.nanmedian(s, axis=1)),
+}
+
+
+def rows(stat: str, samples: np.ndarray, *, failed: bool = False) -> np.ndarray:
+    """The statistic of every row of ``samples`` (a bootstrap sample, a recorded table);
+    ``failed``: NaN marks a failed run, left out (a row of failures alone gives NaN)."""
+    plain, without = _ROWS[stat if stat in _ROWS else "median"]
+    if not failed or not np.isnan(samples).any():
+        return plain(samples)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN row
+        return without(samples)
 
 
 def min_pairs(level: float) -> int:
@@ -162,7 +173,7 @@ def compare_paired(
     summary = statistic(stat)
     rel = np.asarray(candidate, dtype=float) / np.asarray(default, dtype=float)
     rng = np.random.default_rng(seed)
-    boot = 1.0 / _rows(stat, rng.choice(rel, size=(resamples, len(rel))))
+    boot = 1.0 / rows(stat, rng.choice(rel, size=(resamples, len(rel))))
     logs = np.log(rel)
     p = (
         1.0

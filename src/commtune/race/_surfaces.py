@@ -341,7 +341,8 @@ def held_out(path: Path, truth: str = "median", splits: int = HELD_OUT_SPLITS) -
 
     recorded = read_table(path, needs_space=True)
     space = space_from_json(str(recorded.library), recorded.space)
-    summary = stats.statistic(truth)
+    if truth not in stats.STATISTICS:
+        raise ValueError(f"unknown statistic {truth!r}")
     defaults_key = config_key(space.defaults())
     pooled, per_round = recorded.defaults_runs(space.defaults())  # the defaults, both recordings
     rows = [runs for params, runs in recorded.trials if config_key(params) != defaults_key]
@@ -353,14 +354,14 @@ def held_out(path: Path, truth: str = "median", splits: int = HELD_OUT_SPLITS) -
     table = np.array([[math.nan if v is None else v for v in r[:rounds]] for r in rows])
     mine = np.array([math.nan if v is None else v for v in pooled]).reshape(-1, per_round)
 
-    def truth_of(values: np.ndarray) -> float:
-        ran = values[~np.isnan(values)]
-        return summary(ran) if 2 * len(ran) > len(values) else math.inf
+    def truths(runs: np.ndarray) -> np.ndarray:
+        """Each row's truth (inf where most of its runs failed, as the replay takes it)."""
+        ran = (~np.isnan(runs)).sum(axis=1)
+        return np.where(2 * ran > runs.shape[1], stats.rows(truth, runs, failed=True), np.inf)
 
     def of(half: np.ndarray) -> tuple[float, np.ndarray]:
-        """The defaults' truth and each configuration's on these rounds (inf where most of
-        its runs there failed)."""
-        return truth_of(mine[half].ravel()), np.array([truth_of(row) for row in table[:, half]])
+        """The defaults' truth and each configuration's on these rounds."""
+        return float(truths(mine[half].reshape(1, -1))[0]), truths(table[:, half])
 
     if rounds < HELD_OUT_ROUNDS:
         base, every = of(np.arange(rounds))

@@ -36,7 +36,7 @@ runs repeat exactly) is decided on its values (:func:`_exact`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -193,10 +193,10 @@ def decide(
     left = 2 * rule.UNBOUNDED if room is None else max(0, room)
     pairs = left // 2  # the verdict's pairs in all: how the risk is shared (rule.total)
     with ui.progress("deciding: the search's best beside the defaults", left) as bar:
-        runs = _Rounds(executor, timeout, bar, left, plan.seed, rule.coins(plan.seed))
+        runs = _Rounds(executor, timeout, bar, left, plan.seed)
         order = arms[:CONTENDERS] if twin else _order(arms, earlier)
         why = "" if order else _why_none(twin, len(arms), len(earlier))
-        if _raced(order, twin, earlier) and _race(order[:RACED], plan, runs):
+        if _races_two(order, twin, earlier) and _race(order[:RACED], plan, runs):
             order = []  # the raced arms had the whole risk
         for arm in order:
             k = 1 + sum(1 for a in arms if a.tested)
@@ -242,9 +242,11 @@ class _Rounds:
     bar: Any
     left: int  # the runs left
     seed: int | None
-    coins: Iterator[bool]
     done: int = 0  # the rounds made
     default_others: dict[int, dict[str, float | None]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.coins = rule.coins(self.seed)  # a one-arm round's order
 
     def order(self, arms: list[Arm]) -> list[Arm | None]:
         """This round's runs in the order they are made (None: the defaults')."""
@@ -277,7 +279,7 @@ class _Rounds:
         self.done += 1
 
 
-def _raced(order: Sequence[Arm], twin: bool, earlier: Sequence[float]) -> bool:
+def _races_two(order: Sequence[Arm], twin: bool, earlier: Sequence[float]) -> bool:
     """Whether the search's best two are raced: the search measured two worth testing, and
     its runs of the defaults (``earlier``), the slowest over the fastest, spread less than
     ``RACE_SPREAD`` (where runs fall into modes 2x apart, half the risk is too little: the
@@ -310,15 +312,11 @@ def _race(arms: list[Arm], plan: Plan, runs: _Rounds) -> bool:
                 _look(arm, plan)
         live = [a for a in live if not (a.failure or a.passed or a.dropped)]
         if runs.done == STAGE and len(live) > 1:
-            ahead = max(live, key=_estimate)
+            ahead = max(live, key=lambda a: a.last.speedup if a.last else 0.0)
             for arm in (a for a in live if a is not ahead):
                 arm.dropped = f"raced beside {ahead.name()} for {STAGE} rounds, it was behind"
             live = [ahead]
     return True
-
-
-def _estimate(arm: Arm) -> float:
-    return arm.last.speedup if arm.last else 0.0
 
 
 class Named(dict[str, Value]):
