@@ -15,7 +15,7 @@ from commtune.knobs import build_space, installed_knobs
 from commtune.launch import launcher_for
 from commtune.mpi import Vendor, find_installation
 from commtune.strategies._history import History
-from commtune.study import Scale
+from commtune.study import Scale, StudyView
 
 from .conftest import needs_mpich, run_cli
 
@@ -46,6 +46,7 @@ def test_training_runs_at_each_scale_then_the_search_at_the_target(
     args = ["tune", "--mpi", "mpich", *KNOBS, *MODEL, *PARTICLES, "--trials", "4"]
     args += ["--repeats", "1", "--confirm", "0", "--seed", "3", "--storage", storage, "--json"]
     args += ["--max-runs", "100"]  # the trials bound this study, not the runs
+    args += ["--timeout", "120"]  # a loaded machine does not fail a run (5x the reference's)
     more = [a if a != "4" else "5" for a in args]  # the same study, one trial more
     train = ["--scale", "size=16K", "--train", "size=4K,8K", "--study", "t"]
     code, _, err = run_cli([*args, *train, "--", *template], capsys)
@@ -56,7 +57,13 @@ def test_training_runs_at_each_scale_then_the_search_at_the_target(
     training = [t for t in shown["trials"] if t["role"] == "training"]
     # 4 design configurations at each training scale, and the defaults there (controls)
     configs = [t for t in training if t["params"]]
-    assert len(configs) == 2 * 4 and {len(t["runs"]) for t in configs} == {1}
+    assert len(configs) == 2 * 4 and all(t["relative"] for t in configs)
+    # each ran once; again only at a scale where a control run failed (a run with no control
+    # beside it cannot be placed: tune/_schedule.py)
+    stored = StudyView(optuna.load_study(study_name="t", storage=storage)).training()
+    failed = {str(r.scale) for r in stored if not r.config and not all(x.ok for x in r.runs)}
+    again = {str(r.scale) for r in stored if r.config and len(r.runs) > 1}
+    assert again <= failed and all(len(r.runs) <= 2 for r in stored if r.config)
     assert {t["runs"][0] for t in configs} == {4096, 8192}  # ran at their scale
     defaults = [t for t in training if not t["params"]]
     assert len(defaults) == 2 and all(len(t["runs"]) >= 2 for t in defaults)
