@@ -27,9 +27,13 @@ def majority_median(values: Sequence[float | None]) -> float | None:
 def statistic(name: str) -> Callable[[Sequence[float] | np.ndarray], float]:
     """The summary of a configuration's runs: ``median`` (robust, the default), ``mean``
     (what throughput follows) or ``p90`` (penalises a heavy tail)."""
+    _known(name)
+    return lambda values: float(rows(name, np.asarray(values, dtype=float)[None, :])[0])
+
+
+def _known(name: str) -> None:
     if name not in STATISTICS:
         raise ValueError(f"unknown statistic {name!r} (one of {', '.join(STATISTICS)})")
-    return lambda values: float(rows(name, np.asarray(values, dtype=float)[None, :])[0])
 
 
 def spread(values: Sequence[float]) -> float:
@@ -138,7 +142,8 @@ _ROWS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray]
 def rows(stat: str, samples: np.ndarray, *, failed: bool = False) -> np.ndarray:
     """The statistic of every row of ``samples`` (a bootstrap sample, a recorded table);
     ``failed``: NaN marks a failed run, left out (a row of failures alone gives NaN)."""
-    plain, without = _ROWS[stat if stat in _ROWS else "median"]
+    _known(stat)
+    plain, without = _ROWS[stat]
     if not failed or not np.isnan(samples).any():
         return plain(samples)
     with warnings.catch_warnings():

@@ -341,8 +341,6 @@ def held_out(path: Path, truth: str = "median", splits: int = HELD_OUT_SPLITS) -
 
     recorded = read_table(path, needs_space=True)
     space = space_from_json(str(recorded.library), recorded.space)
-    if truth not in stats.STATISTICS:
-        raise ValueError(f"unknown statistic {truth!r}")
     defaults_key = config_key(space.defaults())
     pooled, per_round = recorded.defaults_runs(space.defaults())  # the defaults, both recordings
     rows = [runs for params, runs in recorded.trials if config_key(params) != defaults_key]

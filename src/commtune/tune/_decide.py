@@ -215,8 +215,7 @@ def decide(
                     _look(arm, plan)
                 if arm.dropped:
                     break
-    default_others = runs.default_others
-    objectives = {id(a): compare_others(default_others, a.others) for a in arms}
+    objectives = {id(a): compare_others(runs.default_others, a.others) for a in arms}
     acc = _verdict(arms, plan, len(view.ran()), objectives, why, twin)
     acc = without_defaults(acc, view)
     set_acceptance(study, acc)
