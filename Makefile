@@ -65,7 +65,7 @@ demo: $(STAMP)
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	clang-format --dry-run --Werror native/*/*.c native/*/*.h tests/programs/*.c
+	clang-format --dry-run --Werror native/*/*.c native/*/*.h tests/programs/*.c tests/programs/*.cpp
 	$(BIN)/python native/interposer/generate.py --check
 	$(BIN)/lint-imports
 

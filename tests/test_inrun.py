@@ -331,11 +331,11 @@ def test_commtune_race_races_every_call_and_leaves_the_results_alone(
 
     raced = race(inst, line, "allreduce", two[vendor.value].split(","), 11, 120)  # type: ignore[attr-defined]
     assert CT_DEMO.findall(raced.stdout) == CT_DEMO.findall(plain.stdout) != []
-    # an allreduce's evidence is a unit's shortest time (the last rank to arrive's), the slowest
-    # beside
+    # a unit's evidence is its calls from the last rank's arrival to the last one's departure,
+    # the most any rank spent inside them beside (two different measures)
     slowest = raced.race.time_slowest
     assert slowest is not None and len(slowest) == len(raced.race.time) > 0
-    assert np.all(raced.race.time <= slowest) and np.any(raced.race.time < slowest)
+    assert np.all(raced.race.time > 0) and np.any(raced.race.time != slowest)
 
 
 @needs_openmpi
@@ -453,7 +453,7 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     assert fields[0] == set(TWO[vendor.value].split(","))  # type: ignore[attr-defined]
     assert all(b <= a for a, b in itertools.pairwise(fields))
     assert acc.extra["limit"] == pytest.approx(0.06 / (2 * 3))
-    assert "least any rank spent" in acc.extra["promise"]
+    assert "from the last rank's arrival" in acc.extra["promise"]
     code, exported, _ = run_cli(["export", "r", "--storage", storage, "--format", "env"], capsys)
     if acc.accepted:  # handed back: passed in-run at its share, checked on 3 pairs of runs
         assert acc.extra["call_p"] <= acc.extra["limit"] and acc.extra["call_speedup"] >= 1.01

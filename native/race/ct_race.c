@@ -1,51 +1,63 @@
-/* libctrace: one collective's algorithms raced call by call inside one run (issue 77).
+/* libctrace: one collective's algorithms raced call by call inside one run (issues 77, 93).
  *
- * Preloaded alone (LD_PRELOAD) into every rank of an unchanged program. Each call of the raced
- * collective on a communicator of the world's size is assigned a candidate algorithm in
- * randomized complete blocks: the calls of one message size (the same on every rank) form a
- * stratum, and every block of K calls of a stratum holds each of the K candidates once, in an
- * order drawn from COMMTUNE_RACE_SEED, the stratum and the block's number alone, so every rank
- * draws the same order (never from local timings: a rank that chose differently would
- * deadlock). The first candidate is the reference: the library's own decision.
+ * Preloaded alone (LD_PRELOAD) into every rank of an unchanged program, in C or Fortran
+ * (mpif.h and `use mpi`: gfortran's mpi_<name>_ entry points, forwarded to the library's own
+ * pmpi_<name>_). Every intra-communicator of two ranks or more whose members are all in
+ * MPI_COMM_WORLD is raced, sub-communicators included; inter-communicators are left alone.
+ * A communicator is known by an attribute cached on it (MPI_Comm_create_keyval, with a delete
+ * callback), never by its handle's value: a handle freed and reused by a new communicator is a
+ * new communicator, and freeing one frees its duplicates. Nothing caps how many.
  *
- * A unit of the blocks is a run of COMMTUNE_RACE_RUN consecutive calls of a stratum (R, default
- * 1), all made by one candidate; its time is the sum of its calls' times. Calls made back to
- * back carry cost over: a call whose sends completed into the network's buffers hands their
- * cost to the calls after it, and a pipelined algorithm streams through consecutive calls of
- * its own. Timed one call at a time between other candidates' calls, such a collective is
- * ranked against what the program pays (a broadcast raced call by call on the bed ranked the
- * algorithms the other way round from whole runs). With COMMTUNE_RACE_DRAIN=1 each unit starts
- * with a barrier on the call's communicator: every rank has ended every earlier call, so what
- * the last unit sent has arrived, and a unit of R calls times what R consecutive calls cost
- * (commtune races so). A unit's length doubles every GROW_BLOCKS blocks of its stratum, from R
- * up to COMMTUNE_RACE_RUN_MAX: a long run pays a barrier every few hundred calls, not every R,
- * and every unit of a block still has one length (the JSON's "unit_calls"). The time ranks
- * spent in those barriers is written too ("barrier": the least and the most any rank spent,
- * "span": the run's time from MPI_Init's end to MPI_Finalize's start): racing's own cost.
+ * Each call of the raced collective on a communicator is assigned a candidate algorithm in
+ * randomized complete blocks, within that communicator's own sequence of calls (which every
+ * member makes in the same order): the calls of one message size form a stratum (the size from
+ * the arguments every rank gives alike: an in-place allgather's receive side), and every block
+ * of K units of a stratum holds each of the K candidates once, in an order drawn from
+ * COMMTUNE_RACE_SEED, the communicator's identity (agreed by its members at its first raced
+ * call), the stratum and the block's number alone, so every member draws the same one. The
+ * first candidate is the reference: the library's own decision.
+ *
+ * A unit of the blocks is a run of COMMTUNE_RACE_RUN consecutive calls of a stratum (R), all
+ * made by one candidate. With COMMTUNE_RACE_DRAIN=1 each unit starts with a barrier on the
+ * call's communicator: every rank has ended every earlier call, so what the last unit sent
+ * has arrived. A unit's length doubles every GROW_BLOCKS blocks of its stratum, from R up to
+ * COMMTUNE_RACE_RUN_MAX (the same on every rank: a function of the block's number).
+ *
+ * What a unit costs the program ("time"): each of its calls from the last member's arrival to
+ * the last member's departure, summed. Each member times its calls from its own exit from the
+ * unit's barrier (no clock is shared), and at the unit's end one allreduce gives every member
+ * the largest arrival and departure of each call. A member that leaves a call while its data
+ * is still on the way to another (an allreduce made of a reduce and a broadcast) is not the
+ * last to depart, and a member that arrives late (the program's imbalance) is waited for by
+ * every algorithm alike. Beside it: the least and the most any member spent inside the calls
+ * ("time_last", "time_calls") and the slowest member's time from the barrier to its last
+ * call's end, the computation between the calls included ("time_span").
  *
  * How a candidate is applied (COMMTUNE_RACE_MODE):
  *   call  MPICH: the MPI_T control variable is written before every call (MPICH reads
  *         MPIR_CVAR_<COLL>_INTRA_ALGORITHM at every call; the launch sets
- *         MPIR_CVAR_DEVICE_COLLECTIVES=none so that it governs the whole call). An algorithm
- *         whose restrictions a call does not meet falls back to the library's own choice,
- *         silently: the first call of each candidate at each message size is made with
- *         MPIR_CVAR_COLLECTIVE_FALLBACK=error and MPI_ERRORS_RETURN on its communicator
- *         (both put back after it); a candidate refused there is made again as the
- *         reference, and its later calls of that size run the reference, marked (the
- *         candidate's number + 128), never evidence;
+ *         MPIR_CVAR_DEVICE_COLLECTIVES=none so that it governs the whole call);
  *   dup   Open MPI: coll/tuned copies coll_tuned_<coll>_algorithm when a communicator is made,
  *         so at the first raced call on a communicator the variable is written and the
  *         communicator duplicated once per candidate (then written back), and each call goes
  *         to its candidate's duplicate. It needs coll_tuned_use_dynamic_rules=1 at launch:
  *         without it the write does nothing, and the race is refused.
+ * A candidate whose restrictions a call does not meet never runs it: the reference runs
+ * instead and the unit is marked (its candidate's number + 128), never evidence. Restrictions
+ * are the library's stated ones (COMMTUNE_RACE_RULES) and what it answers: each candidate's
+ * first call at each size on each communicator is made with MPI_ERRORS_RETURN on the
+ * communicator (MPICH also with MPIR_CVAR_COLLECTIVE_FALLBACK=error, since its algorithms fall
+ * back silently); a call refused there is made again as the reference, and the candidate's
+ * later calls of that size there run the reference.
  *
- * Each rank times its calls with MPI_Wtime; at MPI_Finalize the units' times are combined
- * across the ranks and rank 0 writes COMMTUNE_RACE_OUT (JSON): the candidates, the assignment
- * and, for every complete unit, the slowest rank's time ("time": with the wait for ranks that
- * arrive late) and the shortest ("time_last": with R = 1 the last rank to arrive's, the call's
- * own cost). A stratum's last unit, if the run ended inside it, is left out.
- * A setup that cannot race (no such variable, a value out of range, dynamic rules off) is
- * written there as "refused" with the reason, and the program runs untouched.
+ * Each rank hashes its sequence of assignments per communicator. At MPI_Finalize every rank's
+ * units go to rank 0, which combines each communicator's units over its members and checks
+ * that all of them made the same assignments (same hash, same units, every member heard):
+ * where not, the race is discarded ("error") and nothing of it is evidence. Rank 0 writes
+ * COMMTUNE_RACE_OUT (JSON). A stratum's last unit, where the run ended inside it, is left out.
+ * A setup that cannot race (no such variable, a value out of range, dynamic rules off, a
+ * program that runs MPI_THREAD_MULTIPLE) is written there as "refused" with the reason, and
+ * the program runs untouched.
  *
  *   COMMTUNE_RACE_OP      allreduce | bcast | reduce | allgather | alltoall
  *   COMMTUNE_RACE_CVAR    the MPI_T name of the variable choosing its algorithm
@@ -53,6 +65,9 @@
  *   COMMTUNE_RACE_MODE    call | dup
  *   COMMTUNE_RACE_SEED    the blocks' seed (an unsigned integer)
  *   COMMTUNE_RACE_OUT     the JSON file rank 0 writes
+ *   COMMTUNE_RACE_RULES   per candidate, comma-separated, what a call must meet for it to run:
+ *                         "-" nothing, else "+"-joined words: sizeN (a communicator of N
+ *                         ranks), pow2 (of a power of two), commute (a commutative operation)
  *   COMMTUNE_RACE_SHARE   0: two labels of one value get a duplicate each (dup mode; default
  *                         1: they share one, so an A/A race compares one communicator)
  *   COMMTUNE_RACE_RUN     the calls of a unit (default 1)
@@ -68,7 +83,10 @@
  *                         candidate: its number + 128 + 1). The pages outlive the process: a
  *                         run that crashed or was killed while hung says which candidate it
  *                         was in, or ran last, where the JSON is never written.
+ *   COMMTUNE_RACE_SKEW    a world rank whose recorded assignments are altered (not what it
+ *                         runs): the tests' way to see a disagreement detected and discarded
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -81,17 +99,20 @@
 #include "../include/ct_mpit_text.h"
 
 #define MAX_CANDIDATES 16
-#define MAX_COMMS 64
-#define MAX_CALLS (1L << 21)
-#define MAX_SLOTS 64   /* message sizes raced apart; more share the last */
-#define GROW_BLOCKS 24 /* a stratum's blocks between two doublings of its units' length */
+#define MAX_UNITS (1L << 16) /* a communicator's units raced at most; its later calls run as is */
+#define MAX_SLOTS 64         /* message sizes raced apart on a communicator; more share the last */
+#define GROW_BLOCKS 24       /* a stratum's blocks between two doublings of its units' length */
+#define FELL_BACK 128        /* added to a unit's candidate: the reference ran */
 
 enum { MODE_CALL, MODE_DUP };
 enum { OP_NONE, OP_ALLREDUCE, OP_BCAST, OP_REDUCE, OP_ALLGATHER, OP_ALLTOALL };
 static const char *const OP_NAMES[] = {"", "allreduce", "bcast", "reduce", "allgather", "alltoall"};
 static int raced_op; /* the wrappers compare this, not a string, on every call */
+/* inside a Fortran call raced here: MPICH's pmpi_*_ call the C bindings, which pass it on */
+static int in_fortran;
 
 static int active;
+static int set_up, finalized;
 static int mode;
 static char op_name[32];
 static char cvar_name[256];
@@ -100,7 +121,7 @@ static char refused[512];
 static int values[MAX_CANDIDATES];
 static int k;
 static uint64_t seed;
-static int world_size;
+static int world_size, world_rank;
 static MPI_T_cvar_handle handle;
 static int have_handle;
 static int mpit_up;
@@ -109,43 +130,70 @@ static MPI_T_cvar_handle handle2; /* COMMTUNE_RACE_CVAR2, where given */
 static int have_handle2, original2;
 static int values2[MAX_CANDIDATES];
 static int share = 1; /* COMMTUNE_RACE_SHARE=0: every label its own duplicate */
+static int skew = -1; /* COMMTUNE_RACE_SKEW */
+
+/* COMMTUNE_RACE_RULES: per candidate the communicator size it needs (0: any), a power of two,
+ * a commutative operation */
+static struct { int size, pow2, commute; } rules[MAX_CANDIDATES];
 
 static int run = 1;         /* the calls of a unit, at first */
 static int run_max;         /* and at most, as it doubles */
 static int drain;           /* a barrier before each unit: what the last one sent has arrived */
 static volatile int *watch; /* COMMTUNE_RACE_WATCH's page: [0] the call under way, [1] the last */
 
-static long calls; /* raced calls made */
-static long units; /* units begun */
-static long capacity;
-static unsigned char *assigned; /* per unit: its candidate (+ FELL_BACK: the reference ran) */
-static unsigned char *slot_of_unit;
-static double *times;
-static int *unit_calls;     /* per unit: its calls (its block's length) */
+/* one message size on one communicator: its blocks as they go */
+typedef struct {
+    long bytes;
+    long made;     /* its units begun */
+    long left;     /* the calls its current unit still takes */
+    long unit;     /* the unit its calls go to */
+    double began;  /* when its current unit began (after its barrier) */
+    double *times; /* its current unit's calls: when each began and ended, after ``began`` */
+    int order[MAX_CANDIDATES];
+    unsigned char probed[MAX_CANDIDATES];    /* its first call made under check */
+    unsigned char fell_back[MAX_CANDIDATES]; /* the library refused it at this size */
+} slot_t;
+
+/* a communicator raced, from its first raced call to its end (and kept to MPI_Finalize) */
+typedef struct {
+    long id;    /* agreed by its members at its first raced call */
+    int leader; /* the world rank of its rank 0: with id, what names it on every member */
+    int size;
+    int index; /* its place in ``tracked`` */
+    int live;
+    MPI_Comm comm;                 /* the program's (while live) */
+    MPI_Comm dups[MAX_CANDIDATES]; /* dup mode: one per candidate (shared by equal values) */
+    long calls;                    /* raced calls made on it */
+    long units;                    /* its units begun */
+    uint64_t hash;                 /* of its assignments, in order */
+    int nslots;
+    slot_t slots[MAX_SLOTS];
+} tracked_t;
+
+static tracked_t **tracked; /* every communicator raced, in the order first raced */
+static int ntracked, tracked_cap;
+static long next_id; /* the next communicator's id, at least (agreed: the members' largest) */
+static int keyval = MPI_KEYVAL_INVALID;
+static char not_raced; /* the attribute's value on a communicator left alone */
+
+/* the units, in the order begun on this rank */
+typedef struct {
+    int comm;  /* its communicator's place in ``tracked`` */
+    int slot;  /* its stratum on that communicator */
+    int cand;  /* its candidate (+ FELL_BACK: the reference ran) */
+    int calls; /* its calls (its block's length) */
+    double in_calls;
+    double span; /* from its barrier to its last call's end */
+    double cost; /* its calls from the last rank's arrival to the last rank's departure */
+} unit_t;
+
+static unit_t *units;
+static long nunits, units_cap;
 static double barrier_time; /* this rank's time in the units' barriers */
 static double started;      /* MPI_Wtime at MPI_Init's end */
-static int cur_slot;        /* the stratum and the unit of the call under way */
+static tracked_t *cur;      /* the communicator, stratum and unit of the call under way */
+static int cur_slot;
 static long cur_unit;
-
-#define FELL_BACK 128 /* added to a call's candidate: it ran as the reference */
-
-static struct {
-    long bytes;
-    long calls;
-    long made; /* its units begun */
-    long left; /* the calls its current unit still takes */
-    long unit; /* the unit its calls go to */
-    int order[MAX_CANDIDATES];
-    unsigned char probed[MAX_CANDIDATES];    /* its first call at this size made under check */
-    unsigned char fell_back[MAX_CANDIDATES]; /* the library refused it at this size */
-} slots[MAX_SLOTS];
-static int nslots;
-
-static struct {
-    MPI_Comm comm;
-    MPI_Comm dups[MAX_CANDIDATES];
-} comms[MAX_COMMS];
-static int ncomms;
 
 static uint64_t splitmix(uint64_t *state) {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
@@ -154,29 +202,36 @@ static uint64_t splitmix(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
-/* The order of block ``block`` of stratum ``s``: a Fisher-Yates shuffle drawn from the seed,
- * the stratum and the block. */
-static void draw_order(int s, long block) {
-    int *order = slots[s].order;
+static uint64_t mix(uint64_t h, uint64_t v) {
+    uint64_t s = h ^ (v * 0x9E3779B97F4A7C15ULL);
+    return splitmix(&s);
+}
+
+/* The order of block ``block`` of stratum ``s`` of ``t``: a Fisher-Yates shuffle drawn from
+ * the seed, the communicator's identity, the stratum and the block. */
+static void draw_order(tracked_t *t, int s, long block) {
+    int *order = t->slots[s].order;
     uint64_t state = seed ^ ((uint64_t)block * 0xD1B54A32D192ED03ULL) ^
                      ((uint64_t)(s + 1) * 0x8CB92BA72F3D8DD7ULL);
+    state = mix(mix(state, (uint64_t)t->id), (uint64_t)t->leader + 1);
     for (int i = 0; i < k; ++i)
         order[i] = i;
     for (int i = k - 1; i > 0; --i) {
         int j = (int)(splitmix(&state) % (uint64_t)(i + 1));
-        int t = order[i];
+        int x = order[i];
         order[i] = order[j];
-        order[j] = t;
+        order[j] = x;
     }
 }
 
-/* The stratum of a call of ``bytes`` bytes (every rank sees the sizes in the same order). */
-static int slot_of(long bytes) {
-    for (int i = 0; i < nslots; ++i)
-        if (slots[i].bytes == bytes) return i;
-    if (nslots == MAX_SLOTS) return MAX_SLOTS - 1;
-    slots[nslots].bytes = bytes;
-    return nslots++;
+/* The stratum of a call of ``bytes`` bytes on ``t`` (every member sees its sizes in the same
+ * order). */
+static int slot_of(tracked_t *t, long bytes) {
+    for (int i = 0; i < t->nslots; ++i)
+        if (t->slots[i].bytes == bytes) return i;
+    if (t->nslots == MAX_SLOTS) return MAX_SLOTS - 1;
+    t->slots[t->nslots].bytes = bytes;
+    return t->nslots++;
 }
 
 static void refuse(const char *why) {
@@ -238,6 +293,48 @@ static int parse_values(const char *text, int *out) {
     return n;
 }
 
+/* COMMTUNE_RACE_RULES into ``rules``; the reason it cannot be read, or NULL. */
+static const char *parse_rules(const char *text) {
+    memset(rules, 0, sizeof rules);
+    if (!text || !text[0]) return NULL;
+    char *copy = strdup(text), *save = NULL;
+    int n = 0;
+    const char *why = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save), ++n) {
+        if (n >= k) {
+            why = "COMMTUNE_RACE_RULES gives more entries than candidates";
+            break;
+        }
+        char *inner = NULL;
+        for (char *w = strtok_r(tok, "+", &inner); w; w = strtok_r(NULL, "+", &inner)) {
+            if (strcmp(w, "-") == 0) continue;
+            if (strncmp(w, "size", 4) == 0 && atoi(w + 4) > 0)
+                rules[n].size = atoi(w + 4);
+            else if (strcmp(w, "pow2") == 0)
+                rules[n].pow2 = 1;
+            else if (strcmp(w, "commute") == 0)
+                rules[n].commute = 1;
+            else
+                why = "COMMTUNE_RACE_RULES has a word it does not know";
+        }
+    }
+    free(copy);
+    return why;
+}
+
+/* Whether a call on a communicator of ``size`` ranks with operation ``op`` (MPI_OP_NULL: none)
+ * meets candidate ``c``'s stated restrictions (the same on every rank: the arguments are). */
+static int meets(int c, int size, MPI_Op op) {
+    if (rules[c].size && size != rules[c].size) return 0;
+    if (rules[c].pow2 && (size & (size - 1)) != 0) return 0;
+    if (rules[c].commute && op != MPI_OP_NULL) {
+        int commutes = 1;
+        PMPI_Op_commutative(op, &commutes);
+        if (!commutes) return 0;
+    }
+    return 1;
+}
+
 static int write_second(int value) { return MPI_T_cvar_write(handle2, &value) == MPI_SUCCESS; }
 
 /* COMMTUNE_RACE_CVAR2 bound and every candidate's value of it written and read back; the
@@ -274,10 +371,8 @@ static const char *second_variable(const char *name, const char *vals) {
 static void map_watch(void) {
     const char *path = getenv("COMMTUNE_RACE_WATCH");
     if (!path || !path[0]) return;
-    int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     char name[4200];
-    snprintf(name, sizeof name, "%s.%d", path, rank);
+    snprintf(name, sizeof name, "%s.%d", path, world_rank);
     int fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
     if (fd < 0) return;
     if (ftruncate(fd, 2 * sizeof(int)) == 0) {
@@ -293,8 +388,32 @@ static int asked(void) {
            getenv("COMMTUNE_RACE_VALUES") && getenv("COMMTUNE_RACE_OUT");
 }
 
+/* Whether duplicate ``i`` of a communicator is another's (two labels of one value share one
+ * where COMMTUNE_RACE_SHARE is 1): that one's index, else ``i``. */
+static int shared_with(int i) {
+    for (int j = 0; j < i && share; ++j)
+        if (values[j] == values[i] && values2[j] == values2[i]) return j;
+    return i;
+}
+
+/* A raced communicator's end (its attribute deleted: MPI_Comm_free, or MPI_Finalize): its
+ * duplicates freed, its units kept for MPI_Finalize. */
+static int forget(MPI_Comm comm, int key, void *value, void *extra) {
+    (void)comm;
+    (void)key;
+    (void)extra;
+    tracked_t *t = value;
+    if (value == &not_raced || t == NULL || !t->live) return MPI_SUCCESS;
+    t->live = 0;
+    if (mode == MODE_DUP)
+        for (int c = 0; c < k; ++c)
+            if (shared_with(c) == c && t->dups[c] != MPI_COMM_NULL) PMPI_Comm_free(&t->dups[c]);
+    return MPI_SUCCESS;
+}
+
 static void setup(void) {
-    if (!asked()) return;
+    if (set_up || !asked()) return;
+    set_up = 1;
     const char *op = getenv("COMMTUNE_RACE_OP");
     const char *cvar = getenv("COMMTUNE_RACE_CVAR");
     const char *vals = getenv("COMMTUNE_RACE_VALUES");
@@ -317,12 +436,17 @@ static void setup(void) {
     if (run_max < run) run_max = run;
     const char *d = getenv("COMMTUNE_RACE_DRAIN");
     drain = d ? atoi(d) : 0;
+    const char *sk = getenv("COMMTUNE_RACE_SKEW");
+    skew = sk && sk[0] ? atoi(sk) : -1;
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     active = 1;
     map_watch();
     if (run < 1) return refuse("COMMTUNE_RACE_RUN below 1");
     k = parse_values(vals, values);
     if (k < 2) return refuse("fewer than two candidates");
-    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    const char *bad = parse_rules(getenv("COMMTUNE_RACE_RULES"));
+    if (bad) return refuse(bad);
     int provided;
     if (!mpit_up && MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
         return refuse("MPI_T could not be initialised");
@@ -335,6 +459,7 @@ static void setup(void) {
     have_handle = 1;
     if (MPI_T_cvar_read(handle, &original) != MPI_SUCCESS)
         return refuse("the control variable could not be read");
+    current = original;
     if (mode == MODE_DUP) { /* without dynamic rules coll/tuned ignores the variable */
         int dyn_index, dyn = 0, n;
         MPI_T_cvar_handle dyn_handle;
@@ -361,11 +486,8 @@ static void setup(void) {
         second_variable(getenv("COMMTUNE_RACE_CVAR2"), getenv("COMMTUNE_RACE_VALUES2"));
     if (why) return refuse(why);
     if (mode == MODE_CALL) find_fallback();
-    capacity = 4096;
-    assigned = malloc((size_t)capacity);
-    slot_of_unit = malloc((size_t)capacity);
-    times = malloc(sizeof(double) * (size_t)capacity);
-    unit_calls = malloc(sizeof(int) * (size_t)capacity);
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, forget, &keyval, NULL) != MPI_SUCCESS)
+        return refuse("a communicator attribute could not be made");
 }
 
 /* The calls of a unit in block ``block`` of a stratum: ``run``, doubled every GROW_BLOCKS
@@ -377,190 +499,289 @@ static long unit_length(long block) {
     return len;
 }
 
-/* A new unit of stratum ``s`` for candidate ``c`` of ``len`` calls: its number. */
-static long new_unit(int s, int c, long len) {
-    if (units == capacity) {
-        capacity *= 2;
-        assigned = realloc(assigned, (size_t)capacity);
-        slot_of_unit = realloc(slot_of_unit, (size_t)capacity);
-        times = realloc(times, sizeof(double) * (size_t)capacity);
-        unit_calls = realloc(unit_calls, sizeof(int) * (size_t)capacity);
+/* A new unit of stratum ``s`` of ``t`` for candidate ``c`` of ``len`` calls: its number. */
+static long new_unit(tracked_t *t, int s, int c, long len) {
+    if (nunits == units_cap) {
+        units_cap = units_cap ? 2 * units_cap : 4096;
+        units = realloc(units, sizeof(unit_t) * (size_t)units_cap);
     }
-    assigned[units] = (unsigned char)c;
-    slot_of_unit[units] = (unsigned char)s;
-    times[units] = 0.0;
-    unit_calls[units] = (int)len;
-    slots[s].left = len;
-    slots[s].unit = units;
-    return units++;
+    unit_t *u = &units[nunits];
+    u->comm = t->index;
+    u->slot = s;
+    u->cand = c;
+    u->calls = (int)len;
+    u->in_calls = 0.0;
+    u->span = 0.0;
+    u->cost = 0.0;
+    t->slots[s].left = len;
+    t->slots[s].unit = nunits;
+    t->units++;
+    t->hash = mix(mix(mix(t->hash, (uint64_t)t->slots[s].bytes), (uint64_t)c), (uint64_t)len);
+    if (world_rank == skew) t->hash = mix(t->hash, 1);
+    return nunits++;
 }
 
-/* The communicator a call of candidate ``c`` on ``comm`` goes to (Open MPI: its duplicate). */
-static MPI_Comm route(MPI_Comm comm, int c) {
+/* The communicator raced as ``comm`` (made at its first raced call: collective, every member
+ * is at this same call), or NULL where it is left alone. */
+static tracked_t *tracked_of(MPI_Comm comm) {
+    void *value = NULL;
+    int found = 0;
+    PMPI_Comm_get_attr(comm, keyval, &value, &found);
+    if (found) return value == &not_raced ? NULL : value;
+    int inter = 0, size = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    PMPI_Comm_size(comm, &size);
+    MPI_Group group, world, both;
+    int leader = MPI_UNDEFINED, zero = 0, common = 0;
+    if (!inter && size >= 2) { /* its members all in the world: its rank 0's world rank */
+        PMPI_Comm_group(comm, &group);
+        PMPI_Comm_group(MPI_COMM_WORLD, &world);
+        PMPI_Group_intersection(group, world, &both);
+        PMPI_Group_size(both, &common);
+        PMPI_Group_translate_ranks(group, 1, &zero, world, &leader);
+        PMPI_Group_free(&both);
+        PMPI_Group_free(&world);
+        PMPI_Group_free(&group);
+    }
+    if (inter || size < 2 || common != size || leader == MPI_UNDEFINED) {
+        PMPI_Comm_set_attr(comm, keyval, &not_raced);
+        return NULL;
+    }
+    tracked_t *t = calloc(1, sizeof *t);
+    if (mode == MODE_CALL) set_value(original); /* the agreement runs the library's own */
+    long agreed = next_id;
+    PMPI_Allreduce(&next_id, &agreed, 1, MPI_LONG, MPI_MAX, comm);
+    next_id = agreed + 1;
+    t->id = agreed;
+    t->leader = leader;
+    t->size = size;
+    t->live = 1;
+    t->comm = comm;
+    t->hash = 0x243F6A8885A308D3ULL;
+    for (int c = 0; c < k; ++c)
+        t->dups[c] = MPI_COMM_NULL;
+    if (mode == MODE_DUP) {
+        for (int c = 0; c < k; ++c) {
+            int same = shared_with(c);
+            if (same != c) {
+                t->dups[c] = t->dups[same];
+                continue;
+            }
+            write_value(values[c]);
+            if (have_handle2) write_second(values2[c] < 0 ? original2 : values2[c]);
+            PMPI_Comm_dup(comm, &t->dups[c]);
+        }
+        write_value(original);
+        if (have_handle2) write_second(original2);
+    }
+    if (ntracked == tracked_cap) {
+        tracked_cap = tracked_cap ? 2 * tracked_cap : 64;
+        tracked = realloc(tracked, sizeof *tracked * (size_t)tracked_cap);
+    }
+    t->index = ntracked;
+    tracked[ntracked++] = t;
+    PMPI_Comm_set_attr(comm, keyval, t);
+    return t;
+}
+
+/* Where a call of candidate ``c`` on ``comm`` goes (Open MPI: its duplicate; MPICH: the
+ * variable written). */
+static MPI_Comm route(tracked_t *t, MPI_Comm comm, int c) {
     if (mode == MODE_CALL) {
         set_value(values[c]);
         return comm;
     }
-    for (int i = 0; i < ncomms; ++i)
-        if (comms[i].comm == comm) return comms[i].dups[c];
-    if (ncomms == MAX_COMMS) return MPI_COMM_NULL;
-    comms[ncomms].comm = comm;
-    for (int i = 0; i < k; ++i) { /* collective: every rank is at this same call */
-        int same = i;             /* two labels of one value share one duplicate (A/A) */
-        for (int j = 0; j < i && share; ++j)
-            if (values[j] == values[i] && values2[j] == values2[i]) same = j;
-        if (same != i) {
-            comms[ncomms].dups[i] = comms[ncomms].dups[same];
-            continue;
-        }
-        write_value(values[i]);
-        if (have_handle2) write_second(values2[i] < 0 ? original2 : values2[i]);
-        PMPI_Comm_dup(comm, &comms[ncomms].dups[i]);
-    }
-    write_value(original);
-    if (have_handle2) write_second(original2);
-    return comms[ncomms++].dups[c];
+    return t->dups[c];
 }
 
-/* The candidate of the next raced call on ``comm`` of ``count`` elements of ``type`` and where
- * it goes; -1: not raced. A unit's calls all go to its candidate. */
-static int begin(MPI_Comm comm, int count, MPI_Datatype type, MPI_Comm *use) {
+/* The candidate of the next raced call on ``comm`` of ``bytes`` bytes with operation ``op``
+ * (MPI_OP_NULL: none) and where it goes; -1: not raced. A unit's calls all go to its
+ * candidate; a call its candidate's restrictions exclude runs the reference, the unit marked. */
+static int begin(MPI_Comm comm, long bytes, MPI_Op op, MPI_Comm *use) {
     *use = comm;
-    if (!active) return -1;
-    int size;
-    PMPI_Comm_size(comm, &size);
-    if (calls >= MAX_CALLS || size != world_size || size < 2) {
+    if (!active || comm == MPI_COMM_NULL) return -1;
+    tracked_t *t = tracked_of(comm);
+    if (t == NULL || t->units >= MAX_UNITS) {
         if (mode == MODE_CALL) set_value(original); /* an unraced call: the library's own */
         return -1;
     }
-    int size_of = 0;
-    PMPI_Type_size(type, &size_of);
-    int s = slot_of((long)count * size_of);
-    if (slots[s].left == 0) { /* a new unit: the next candidate of the block */
-        long u = slots[s].made++;
+    int s = slot_of(t, bytes);
+    slot_t *slot = &t->slots[s];
+    if (slot->left == 0) { /* a new unit: the next candidate of the block */
+        long u = slot->made++;
         if (drain) { /* every rank has ended every earlier call */
-            double t = MPI_Wtime();
+            double b = MPI_Wtime();
             PMPI_Barrier(comm);
-            barrier_time += MPI_Wtime() - t;
+            barrier_time += MPI_Wtime() - b;
         }
-        if (u % k == 0) draw_order(s, u / k);
-        new_unit(s, slots[s].order[u % k], unit_length(u / k));
+        if (u % k == 0) draw_order(t, s, u / k);
+        long len = unit_length(u / k);
+        if (!slot->times) slot->times = malloc(sizeof(double) * 2 * (size_t)(run_max + 1));
+        new_unit(t, s, slot->order[u % k], len);
+        slot->began = MPI_Wtime();
     }
-    slots[s].calls++;
-    slots[s].left--;
+    t->calls++;
+    slot->left--;
+    cur = t;
     cur_slot = s;
-    cur_unit = slots[s].unit;
-    int c = assigned[cur_unit] % FELL_BACK;
-    if (slots[s].fell_back[c]) { /* refused at this size: the reference runs, marked */
-        route(comm, 0);
-        assigned[cur_unit] = (unsigned char)(c + FELL_BACK);
+    cur_unit = slot->unit;
+    int c = units[cur_unit].cand % FELL_BACK;
+    if (slot->fell_back[c] || !meets(c, t->size, op)) { /* the reference runs, marked */
+        *use = route(t, comm, 0);
+        units[cur_unit].cand = c + FELL_BACK;
         return c + FELL_BACK;
     }
-    MPI_Comm to = route(comm, c);
-    if (to == MPI_COMM_NULL) return -1;
-    *use = to;
+    *use = route(t, comm, c);
     return c;
 }
 
 /* Whether the call of candidate ``c`` (at the stratum just assigned) is its first at this size
- * and is to be made under check: MPICH with the fallback variable found, not the reference. */
+ * on this communicator and is to be made under check: not the reference; MPICH where its
+ * fallback variable was found (its algorithms fall back silently else), Open MPI always. */
 static int probing(int c) {
-    if (c <= 0 || c >= FELL_BACK || !have_fallback) return 0;
-    if (slots[cur_slot].probed[c]) return 0;
-    slots[cur_slot].probed[c] = 1;
+    if (c <= 0 || c >= FELL_BACK || (mode == MODE_CALL && !have_fallback)) return 0;
+    if (cur->slots[cur_slot].probed[c]) return 0;
+    cur->slots[cur_slot].probed[c] = 1;
     return 1;
 }
 
-/* The first call of a candidate at a size, made with fallback as an error and errors returned
- * on ``comm``; refused: marked, and the call made again as the reference (every rank checks
- * the same restrictions on the same arguments, so every rank takes the same branch). */
+/* The first call of a candidate at a size, made with errors returned on the communicator it
+ * goes to (MPICH: and fallback as an error); refused: marked, and the call made again as the
+ * reference (every rank checks the same restrictions on the same arguments, so every rank
+ * takes the same branch). */
 #define PROBED(CALL, C)                                                                            \
     {                                                                                              \
         MPI_Errhandler was;                                                                        \
         PMPI_Comm_get_errhandler(comm, &was);                                                      \
         PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);                                         \
-        MPI_T_cvar_write(fallback, &fallback_error);                                               \
+        if (have_fallback) MPI_T_cvar_write(fallback, &fallback_error);                            \
         rc = CALL;                                                                                 \
-        MPI_T_cvar_write(fallback, &fallback_original);                                            \
+        if (have_fallback) MPI_T_cvar_write(fallback, &fallback_original);                         \
         PMPI_Comm_set_errhandler(comm, was);                                                       \
         PMPI_Errhandler_free(&was);                                                                \
         if (rc != MPI_SUCCESS) {                                                                   \
-            slots[cur_slot].fell_back[C] = 1;                                                      \
+            cur->slots[cur_slot].fell_back[C] = 1;                                                 \
             C += FELL_BACK;                                                                        \
-            assigned[cur_unit] = (unsigned char)C;                                                 \
-            set_value(values[0]);                                                                  \
+            units[cur_unit].cand = C;                                                              \
+            comm = route(cur, comm, 0);                                                            \
             t0 = MPI_Wtime();                                                                      \
             rc = CALL;                                                                             \
         }                                                                                          \
     }
 
+/* What a unit's calls cost the program, once its last call has ended on every member: each
+ * call from the last member's arrival to the last member's departure, summed. Each member's
+ * times are taken from its own exit from the unit's barrier, so no clock is shared; one
+ * allreduce of the largest arrival and departure of each call (on the reference's duplicate,
+ * or, MPICH, the program's communicator under the library's own decision). A member that
+ * leaves a call while its data is still on the way to another is not the last to depart; a
+ * member that arrives late is waited for by every algorithm alike. */
+static void settle(tracked_t *t, slot_t *slot, unit_t *u) {
+    int n = 2 * u->calls;
+    double *most = malloc(sizeof(double) * (size_t)n);
+    MPI_Comm on = t->comm;
+    if (mode == MODE_DUP)
+        on = t->dups[0];
+    else
+        set_value(original);
+    double b = MPI_Wtime();
+    PMPI_Allreduce(slot->times, most, n, MPI_DOUBLE, MPI_MAX, on);
+    barrier_time += MPI_Wtime() - b;
+    for (int i = 0; i < u->calls; ++i)
+        u->cost += most[2 * i + 1] - most[2 * i];
+    free(most);
+}
+
 static void end(int c, double t0) {
     if (c < 0) return;
-    times[cur_unit] += MPI_Wtime() - t0;
+    double now = MPI_Wtime();
+    unit_t *u = &units[cur_unit];
+    slot_t *slot = &cur->slots[cur_slot];
+    u->in_calls += now - t0;
+    u->span = now - slot->began;
+    int i = u->calls - (int)slot->left - 1; /* the call's place in its unit */
+    slot->times[2 * i] = t0 - slot->began;
+    slot->times[2 * i + 1] = now - slot->began;
+    if (slot->left == 0) settle(cur, slot, u);
     if (watch) {
         watch[0] = 0;
         watch[1] = c + 1;
     }
-    ++calls;
 }
 
-/* The complete units, kept in order (a stratum's last unit, where its calls are not a whole
- * number of units, ended inside the run; the same on every rank, as the calls are): their
- * number. */
-static long complete_units(void) {
-    long kept = 0;
-    for (long u = 0; u < units; ++u) {
-        int s = slot_of_unit[u];
-        if (u == slots[s].unit && slots[s].left != 0) continue;
-        assigned[kept] = assigned[u];
-        slot_of_unit[kept] = slot_of_unit[u];
-        unit_calls[kept] = unit_calls[u];
-        times[kept++] = times[u];
+/* The size in bytes of ``count`` elements of ``type`` (0 where the type has none). */
+static long bytes_of(int count, MPI_Datatype type) {
+    int size = 0;
+    if (type != MPI_DATATYPE_NULL) PMPI_Type_size(type, &size);
+    return (long)count * size;
+}
+
+/* One raced call: ``COMM`` the communicator variable that ``CALL`` (an expression giving the
+ * call's return code) reads, ``BYTES`` its stratum's size, ``OPER`` its operation. */
+#define RACED(COMM, BYTES, OPER, CALL, RC)                                                         \
+    {                                                                                              \
+        MPI_Comm comm = COMM, use;                                                                 \
+        int c = begin(comm, BYTES, OPER, &use);                                                    \
+        double t0 = MPI_Wtime();                                                                   \
+        comm = use;                                                                                \
+        if (watch && c >= 0) watch[0] = c + 1;                                                     \
+        int rc;                                                                                    \
+        if (probing(c))                                                                            \
+            PROBED(CALL, c)                                                                        \
+        else                                                                                       \
+            rc = CALL;                                                                             \
+        end(c, t0);                                                                                \
+        RC = rc;                                                                                   \
     }
-    return kept;
-}
-
-#define RACED(OP, COUNT, TYPE, CALL)                                                               \
-    if (raced_op != OP) return CALL;                                                               \
-    MPI_Comm use;                                                                                  \
-    int c = begin(comm, COUNT, TYPE, &use);                                                        \
-    double t0 = MPI_Wtime();                                                                       \
-    comm = use;                                                                                    \
-    if (watch && c >= 0) watch[0] = c + 1;                                                         \
-    int rc;                                                                                        \
-    if (probing(c))                                                                                \
-        PROBED(CALL, c)                                                                            \
-    else                                                                                           \
-        rc = CALL;                                                                                 \
-    end(c, t0);                                                                                    \
-    return rc;
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                  MPI_Comm comm) {
-    RACED(OP_ALLREDUCE, count, datatype,
-          PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm))
+                  MPI_Comm comm_) {
+    if (raced_op != OP_ALLREDUCE || in_fortran)
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm_);
+    int out;
+    RACED(comm_, bytes_of(count, datatype), op,
+          PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm), out)
+    return out;
 }
 
-int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-    RACED(OP_BCAST, count, datatype, PMPI_Bcast(buffer, count, datatype, root, comm))
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm_) {
+    if (raced_op != OP_BCAST || in_fortran) return PMPI_Bcast(buffer, count, datatype, root, comm_);
+    int out;
+    RACED(comm_, bytes_of(count, datatype), MPI_OP_NULL,
+          PMPI_Bcast(buffer, count, datatype, root, comm), out)
+    return out;
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               int root, MPI_Comm comm) {
-    RACED(OP_REDUCE, count, datatype,
-          PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm))
+               int root, MPI_Comm comm_) {
+    if (raced_op != OP_REDUCE || in_fortran)
+        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm_);
+    int out;
+    RACED(comm_, bytes_of(count, datatype), op,
+          PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm), out)
+    return out;
 }
 
+/* allgather and alltoall: the stratum from the receive side, which every rank gives alike (an
+ * in-place call's send count and type are ignored and may differ, or be MPI_DATATYPE_NULL) */
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-    RACED(OP_ALLGATHER, sendcount, sendtype,
-          PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm_) {
+    if (raced_op != OP_ALLGATHER || in_fortran)
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm_);
+    int out;
+    RACED(comm_, bytes_of(recvcount, recvtype), MPI_OP_NULL,
+          PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), out)
+    return out;
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-    RACED(OP_ALLTOALL, sendcount, sendtype,
-          PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm_) {
+    if (raced_op != OP_ALLTOALL || in_fortran)
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm_);
+    int out;
+    RACED(comm_, bytes_of(recvcount, recvtype), MPI_OP_NULL,
+          PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), out)
+    return out;
 }
 
 /* MPI_T made ready before MPI_Init where a race is asked for: Open MPI 4.1 then opens its
@@ -568,22 +789,30 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
  * 2 ranks here; before it, the two together 0.24 s). The standard allows either order. */
 static void early_mpit(void) {
     int provided;
-    if (asked()) mpit_up = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
+    if (asked() && !mpit_up)
+        mpit_up = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
+}
+
+static void initialised(int provided) {
+    setup();
+    if (provided == MPI_THREAD_MULTIPLE && active)
+        refuse("the program runs MPI_THREAD_MULTIPLE (MPI calls from several threads at "
+               "once): the race's assignment is one sequence per communicator, so nothing is "
+               "raced");
+    started = MPI_Wtime();
 }
 
 int MPI_Init(int *argc, char ***argv) {
     early_mpit();
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) setup();
-    started = MPI_Wtime();
+    if (rc == MPI_SUCCESS) initialised(MPI_THREAD_SINGLE);
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     early_mpit();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) setup();
-    started = MPI_Wtime();
+    if (rc == MPI_SUCCESS) initialised(*provided);
     return rc;
 }
 
@@ -594,13 +823,48 @@ static void write_times(FILE *out, const char *key, const double *times_of, long
     fputs("]", out);
 }
 
+static void write_ints(FILE *out, const char *key, const int *ints, long n) {
+    fprintf(out, ", \"%s\": [", key);
+    for (long i = 0; i < n; ++i)
+        fprintf(out, "%s%d", i ? "," : "", ints[i]);
+    fputs("]", out);
+}
+
+/* What a rank sends rank 0 of each of its communicators and each of its units */
+typedef struct {
+    long id;
+    int leader, size, units, rank;
+    long calls;
+    uint64_t hash;
+} comm_rec;
+
+typedef struct {
+    long id, bytes, order;
+    int leader, rank, cand, calls;
+    double in_calls, span, cost;
+} unit_rec;
+
+/* rank 0's combined race: per unit its communicator (a group of ``comm_ranks``), stratum (a
+ * communicator size and message size), candidate, calls and three times */
+static struct {
+    long n;
+    int *comm, *slot, *cand, *calls;
+    double *time, *least, *most, *span;
+    int ncomms, *comm_ranks;
+    long raced;
+    int nslots;
+    long slot_bytes[4096];
+    int slot_ranks[4096];
+} merged;
+
 /* What racing itself cost: the least and the most any rank spent in the units' barriers, and
  * the run's time (the slowest rank's), from MPI_Init's end to MPI_Finalize's start. */
 static double cost[3];
 
-static void write_race(const double *slowest, const double *last, long n, const char *error) {
+static void write_race(const char *error) {
     FILE *out = fopen(out_path, "w");
     if (!out) return;
+    long n = error ? 0 : merged.n;
     fputs("{\"op\": ", out);
     ct_json_string(out, op_name);
     fputs(", \"cvar\": ", out);
@@ -622,79 +886,375 @@ static void write_race(const double *slowest, const double *last, long n, const 
         ct_json_string(out, error);
     else
         fputs("null", out);
-    fprintf(out, ", \"run\": %d, \"run_max\": %d, \"drain\": %d, \"raced_calls\": %ld", run,
-            run_max, drain, calls);
+    fprintf(out,
+            ", \"statistic\": \"after_last_arrival\", \"run\": %d, \"run_max\": %d, \"drain\": %d",
+            run, run_max, drain);
+    fprintf(out, ", \"raced_calls\": %ld", error ? 0 : merged.raced);
     fprintf(out, ", \"barrier\": [%.9g, %.9g], \"span\": %.9g", cost[0], cost[1], cost[2]);
-    fprintf(out, ", \"calls\": %ld, \"candidate\": [", n);
-    for (long i = 0; i < n; ++i)
-        fprintf(out, "%s%d", i ? "," : "", assigned[i]);
-    fputs("], \"slot\": [", out);
-    for (long i = 0; i < n; ++i)
-        fprintf(out, "%s%d", i ? "," : "", slot_of_unit[i]);
-    fputs("], \"unit_calls\": [", out);
-    for (long i = 0; i < n; ++i)
-        fprintf(out, "%s%d", i ? "," : "", unit_calls[i]);
-    fputs("], \"slot_bytes\": [", out);
-    for (int i = 0; i < nslots; ++i)
-        fprintf(out, "%s%ld", i ? "," : "", slots[i].bytes);
-    fputs("], \"fell_back\": [", out);
-    int first = 1;
-    for (int i = 0; i < nslots; ++i)
-        for (int c = 1; c < k; ++c)
-            if (slots[i].fell_back[c]) {
-                fprintf(out, "%s[%d,%d]", first ? "" : ",", i, c);
-                first = 0;
-            }
+    fprintf(out, ", \"calls\": %ld", n);
+    write_ints(out, "candidate", merged.cand, n);
+    write_ints(out, "slot", merged.slot, n);
+    write_ints(out, "comm", merged.comm, n);
+    write_ints(out, "unit_calls", merged.calls, n);
+    write_ints(out, "comm_ranks", merged.comm_ranks, error ? 0 : merged.ncomms);
+    fputs(", \"slot_bytes\": [", out);
+    for (int i = 0; i < merged.nslots && !error; ++i)
+        fprintf(out, "%s%ld", i ? "," : "", merged.slot_bytes[i]);
     fputs("]", out);
-    write_times(out, "time", slowest, n);
-    write_times(out, "time_last", last, n);
+    write_ints(out, "slot_ranks", merged.slot_ranks, error ? 0 : merged.nslots);
+    fputs(", \"fell_back\": [", out);
+    int first = 1;
+    for (int s = 0; s < merged.nslots && !error; ++s)
+        for (int c = 1; c < k; ++c) {
+            int seen = 0;
+            for (long u = 0; u < n && !seen; ++u)
+                seen = merged.slot[u] == s && merged.cand[u] == c + FELL_BACK;
+            if (!seen) continue;
+            fprintf(out, "%s[%d,%d]", first ? "" : ",", s, c);
+            first = 0;
+        }
+    fputs("]", out);
+    write_times(out, "time", merged.time, n);
+    write_times(out, "time_last", merged.least, n);
+    write_times(out, "time_calls", merged.most, n);
+    write_times(out, "time_span", merged.span, n);
     fputs("}\n", out);
     fclose(out);
 }
 
-int MPI_Finalize(void) {
-    int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (out_path[0]) {
-        double mine_cost[3] = {barrier_time, -barrier_time, MPI_Wtime() - started};
-        double all_cost[3];
-        PMPI_Allreduce(mine_cost, all_cost, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        cost[0] = -all_cost[1];
-        cost[1] = all_cost[0];
-        cost[2] = all_cost[2];
-        long whole = active ? complete_units() : 0;
-        long mine[2] = {whole, -whole}, both[2] = {0, 0};
-        PMPI_Allreduce(mine, both, 2, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-        const char *error =
-            both[0] != -both[1] ? "the ranks made different numbers of raced calls" : NULL;
-        long n = error ? 0 : whole;
-        double *slowest = n && rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
-        double *last = n && rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
-        for (long at = 0; at < n; at += 65536) { /* the slowest rank's time of every call */
-            int len = (int)(n - at < 65536 ? n - at : 65536);
-            PMPI_Reduce(times + at, slowest ? slowest + at : NULL, len, MPI_DOUBLE, MPI_MAX, 0,
-                        MPI_COMM_WORLD);
-            /* the shortest: the last rank to arrive's, whose wait for the others is none */
-            PMPI_Reduce(times + at, last ? last + at : NULL, len, MPI_DOUBLE, MPI_MIN, 0,
-                        MPI_COMM_WORLD);
+static int by_comm(const void *a, const void *b) {
+    const comm_rec *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    if (x->leader != y->leader) return x->leader < y->leader ? -1 : 1;
+    return x->rank - y->rank;
+}
+
+static int by_unit(const void *a, const void *b) {
+    const unit_rec *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    if (x->leader != y->leader) return x->leader < y->leader ? -1 : 1;
+    if (x->rank != y->rank) return x->rank - y->rank;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The global stratum of a communicator size and a message size (rank 0's). */
+static int merged_slot(int ranks, long bytes) {
+    for (int i = 0; i < merged.nslots; ++i)
+        if (merged.slot_ranks[i] == ranks && merged.slot_bytes[i] == bytes) return i;
+    if (merged.nslots == 4096) return 4095;
+    merged.slot_ranks[merged.nslots] = ranks;
+    merged.slot_bytes[merged.nslots] = bytes;
+    return merged.nslots++;
+}
+
+/* Every rank's records gathered at rank 0 (``size`` bytes each, ``n`` of this rank's): rank
+ * 0's buffer of them all and their number (none elsewhere). */
+static void *gathered(const void *mine, long n, int size, long *total) {
+    int count = (int)(n * size), *counts = NULL, *at = NULL;
+    if (world_rank == 0) {
+        counts = malloc(sizeof(int) * (size_t)world_size);
+        at = malloc(sizeof(int) * (size_t)world_size);
+    }
+    PMPI_Gather(&count, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    char *all = NULL;
+    long bytes = 0;
+    if (world_rank == 0) {
+        for (int r = 0; r < world_size; ++r) {
+            at[r] = (int)bytes;
+            bytes += counts[r];
         }
-        if (rank == 0) write_race(slowest, last, n, error);
-        if (have_handle) set_value(original);
-        free(slowest);
-        free(last);
-        for (int i = 0; i < ncomms; ++i)
-            for (int c = 0; c < k; ++c) {
-                int first = 1; /* a duplicate two labels share is freed once */
-                for (int j = 0; j < c && share; ++j)
-                    if (values[j] == values[c] && values2[j] == values2[c]) first = 0;
-                if (first) PMPI_Comm_free(&comms[i].dups[c]);
+        all = malloc((size_t)bytes + 1);
+    }
+    PMPI_Gatherv(mine, count, MPI_BYTE, all, counts, at, MPI_BYTE, 0, MPI_COMM_WORLD);
+    free(counts);
+    free(at);
+    *total = bytes / size;
+    return all;
+}
+
+/* Each communicator's units combined over its members at rank 0; the reason the members
+ * disagree, or NULL. */
+static const char *merge(void) {
+    /* a stratum's last unit, where the run ended inside it, is not whole: left out */
+    long whole = 0;
+    for (long u = 0; u < nunits; ++u) {
+        tracked_t *t = tracked[units[u].comm];
+        slot_t *slot = &t->slots[units[u].slot];
+        if (!(u == slot->unit && slot->left != 0)) ++whole;
+    }
+    comm_rec *cr = calloc((size_t)ntracked + 1, sizeof *cr);
+    unit_rec *ur = calloc((size_t)whole + 1, sizeof *ur);
+    for (int i = 0; i < ntracked; ++i) {
+        tracked_t *t = tracked[i];
+        cr[i] = (comm_rec){t->id, t->leader, t->size, 0, world_rank, t->calls, t->hash};
+    }
+    long w = 0;
+    for (long u = 0; u < nunits; ++u) {
+        tracked_t *t = tracked[units[u].comm];
+        slot_t *slot = &t->slots[units[u].slot];
+        if (u == slot->unit && slot->left != 0) continue;
+        cr[units[u].comm].units++;
+        int cand = units[u].cand;
+        if (world_rank == skew) cand = (cand % FELL_BACK + 1) % k;
+        ur[w++] = (unit_rec){.id = t->id,
+                             .bytes = slot->bytes,
+                             .order = u,
+                             .leader = t->leader,
+                             .rank = world_rank,
+                             .cand = cand,
+                             .calls = units[u].calls,
+                             .in_calls = units[u].in_calls,
+                             .span = units[u].span,
+                             .cost = units[u].cost};
+    }
+    long nc, nu;
+    comm_rec *comms = gathered(cr, ntracked, sizeof *cr, &nc);
+    unit_rec *all = gathered(ur, whole, sizeof *ur, &nu);
+    free(cr);
+    free(ur);
+    if (world_rank != 0) return NULL;
+    qsort(comms, (size_t)nc, sizeof *comms, by_comm);
+    qsort(all, (size_t)nu, sizeof *all, by_unit);
+    static char why[256];
+    const char *error = NULL;
+    long total = 0; /* a communicator's units, each counted once */
+    for (long i = 0, j; i < nc; i = j) {
+        for (j = i; j < nc && comms[j].id == comms[i].id && comms[j].leader == comms[i].leader; ++j)
+            if (comms[j].hash != comms[i].hash || comms[j].units != comms[i].units ||
+                comms[j].calls != comms[i].calls)
+                error = "the ranks made different assignments";
+        if (!error && j - i != comms[i].size) error = "a rank of a communicator did not report";
+        if (error) {
+            snprintf(why, sizeof why,
+                     "%s on a communicator of %d ranks (%ld of them heard): the race is "
+                     "discarded, none of it is evidence",
+                     error, comms[i].size, j - i);
+            error = why;
+            break;
+        }
+        total += comms[i].units;
+        merged.raced += comms[i].calls;
+    }
+    if (!error) {
+        merged.comm = malloc(sizeof(int) * (size_t)(total + 1));
+        merged.slot = malloc(sizeof(int) * (size_t)(total + 1));
+        merged.cand = malloc(sizeof(int) * (size_t)(total + 1));
+        merged.calls = malloc(sizeof(int) * (size_t)(total + 1));
+        merged.time = malloc(sizeof(double) * (size_t)(total + 1));
+        merged.least = malloc(sizeof(double) * (size_t)(total + 1));
+        merged.most = malloc(sizeof(double) * (size_t)(total + 1));
+        merged.span = malloc(sizeof(double) * (size_t)(total + 1));
+        merged.comm_ranks = malloc(sizeof(int) * (size_t)(nc + 1));
+        long at = 0; /* the first unit record of the communicator under way */
+        for (long i = 0, j; i < nc && !error; i = j) {
+            for (j = i; j < nc && comms[j].id == comms[i].id && comms[j].leader == comms[i].leader;)
+                ++j;
+            int members = (int)(j - i), n = comms[i].units, g = merged.ncomms++;
+            merged.comm_ranks[g] = comms[i].size;
+            for (int u = 0; u < n; ++u) {
+                unit_rec *first = &all[at + u];
+                long m = merged.n++;
+                merged.comm[m] = g;
+                merged.slot[m] = merged_slot(comms[i].size, first->bytes);
+                merged.cand[m] = first->cand;
+                merged.calls[m] = first->calls;
+                merged.time[m] = first->cost;
+                merged.span[m] = first->span;
+                merged.least[m] = merged.most[m] = first->in_calls;
+                for (int r = 1; r < members; ++r) {
+                    unit_rec *x = &all[at + (long)r * n + u];
+                    if (x->cand != first->cand || x->calls != first->calls ||
+                        x->bytes != first->bytes)
+                        error = "the ranks made different assignments: the race is discarded, "
+                                "none of it is evidence";
+                    if (x->cost > merged.time[m]) merged.time[m] = x->cost;
+                    if (x->span > merged.span[m]) merged.span[m] = x->span;
+                    if (x->in_calls < merged.least[m]) merged.least[m] = x->in_calls;
+                    if (x->in_calls > merged.most[m]) merged.most[m] = x->in_calls;
+                }
             }
-        if (mpit_up) {
-            if (have_handle) MPI_T_cvar_handle_free(&handle);
-            if (have_handle2) MPI_T_cvar_handle_free(&handle2);
-            if (have_fallback) MPI_T_cvar_handle_free(&fallback);
-            MPI_T_finalize();
+            at += (long)members * n;
         }
     }
+    free(comms);
+    free(all);
+    return error;
+}
+
+/* The race's end, once: every rank's units combined at rank 0 and written, the variable put
+ * back, every duplicate freed, MPI_T closed. */
+static void race_finalize(void) {
+    if (finalized || !out_path[0]) return;
+    finalized = 1;
+    double mine_cost[3] = {barrier_time, -barrier_time, MPI_Wtime() - started};
+    double all_cost[3];
+    PMPI_Allreduce(mine_cost, all_cost, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    cost[0] = -all_cost[1];
+    cost[1] = all_cost[0];
+    cost[2] = all_cost[2];
+    const char *error = active ? merge() : NULL;
+    if (world_rank == 0) write_race(error);
+    if (have_handle) set_value(original);
+    for (int i = 0; i < ntracked; ++i) /* the duplicates of the communicators still alive */
+        forget(MPI_COMM_NULL, keyval, tracked[i], NULL);
+    if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&keyval);
+    if (mpit_up) {
+        if (have_handle) MPI_T_cvar_handle_free(&handle);
+        if (have_handle2) MPI_T_cvar_handle_free(&handle2);
+        if (have_fallback) MPI_T_cvar_handle_free(&fallback);
+        MPI_T_finalize();
+    }
+}
+
+int MPI_Finalize(void) {
+    race_finalize();
     return PMPI_Finalize();
 }
+
+/* ---- Fortran: gfortran's names, forwarded to the library's own entry points ----
+ * Open MPI's Fortran bindings call PMPI_* directly, so the C wrappers above never see a
+ * Fortran program's calls. Each entry point converts the communicator and the size's handles,
+ * routes the call as the C one, and hands the library's own Fortran entry point the
+ * communicator it goes to; buffers (MPI_IN_PLACE, MPI_BOTTOM, descriptors) pass through
+ * untouched. mpif.h and `use mpi` call mpi_<name>_ (forwarded to pmpi_<name>_); `use mpi_f08`
+ * calls mpi_<name>_f08_ (forwarded to the next library's own: Open MPI's call PMPI_*, MPICH's
+ * Init and Finalize do, its collectives (mpi_<name>_f08ts_) call the C bindings). A handle of
+ * mpi_f08 is a derived type of one integer, passed by reference as mpif.h's is; its ierror is
+ * optional (NULL where absent). MPICH's pmpi_<name>_ call the C bindings: inside a Fortran
+ * call raced here those pass it on (``in_fortran``). */
+
+static void *fortran(const char *symbol) { return dlsym(RTLD_NEXT, symbol); }
+
+/* ``real``: the library's entry point ``NAME`` of type ``TYPE``; ``ierr`` made a local where
+ * the caller gave none (mpi_f08's optional ierror). */
+#define FORTRAN_REAL(TYPE, NAME)                                                                   \
+    MPI_Fint ierr_local;                                                                           \
+    if (!ierr) ierr = &ierr_local;                                                                 \
+    static TYPE *real;                                                                             \
+    if (!real) real = (TYPE *)fortran(NAME);                                                       \
+    if (!real) {                                                                                   \
+        *ierr = MPI_ERR_INTERN;                                                                    \
+        return;                                                                                    \
+    }
+
+typedef void f_init(MPI_Fint *);
+typedef void f_init_thread(MPI_Fint *, MPI_Fint *, MPI_Fint *);
+typedef void f_finalize(MPI_Fint *);
+typedef void f_allreduce(const void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                         MPI_Fint *);
+typedef void f_bcast(void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
+typedef void f_reduce(const void *, void *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
+                      MPI_Fint *, MPI_Fint *);
+typedef void f_gather(const void *, MPI_Fint *, MPI_Fint *, void *, MPI_Fint *, MPI_Fint *,
+                      MPI_Fint *, MPI_Fint *);
+
+/* The Fortran call of ``real``'s arguments with the communicator the race routes it to. */
+#define FORTRAN_CALL(...)                                                                          \
+    (f_comm = MPI_Comm_c2f(comm), in_fortran = 1, real(__VA_ARGS__), in_fortran = 0, (int)*ierr)
+
+static void f_init_raced(f_init *real, MPI_Fint *ierr) {
+    early_mpit();
+    real(ierr);
+    if (*ierr == MPI_SUCCESS) initialised(MPI_THREAD_SINGLE);
+}
+
+static void f_init_thread_raced(f_init_thread *real, MPI_Fint *required, MPI_Fint *provided,
+                                MPI_Fint *ierr) {
+    early_mpit();
+    real(required, provided, ierr);
+    if (*ierr == MPI_SUCCESS) initialised((int)*provided);
+}
+
+static void f_finalize_raced(f_finalize *real, MPI_Fint *ierr) {
+    race_finalize();
+    real(ierr);
+}
+
+static void f_allreduce_raced(f_allreduce *real, const void *sendbuf, void *recvbuf,
+                              MPI_Fint *count, MPI_Fint *type, MPI_Fint *op, MPI_Fint *comm_,
+                              MPI_Fint *ierr) {
+    if (raced_op != OP_ALLREDUCE || !active) {
+        real(sendbuf, recvbuf, count, type, op, comm_, ierr);
+        return;
+    }
+    MPI_Fint f_comm;
+    RACED(MPI_Comm_f2c(*comm_), bytes_of((int)*count, MPI_Type_f2c(*type)), MPI_Op_f2c(*op),
+          FORTRAN_CALL(sendbuf, recvbuf, count, type, op, &f_comm, ierr), *ierr)
+}
+
+static void f_bcast_raced(f_bcast *real, void *buffer, MPI_Fint *count, MPI_Fint *type,
+                          MPI_Fint *root, MPI_Fint *comm_, MPI_Fint *ierr) {
+    if (raced_op != OP_BCAST || !active) {
+        real(buffer, count, type, root, comm_, ierr);
+        return;
+    }
+    MPI_Fint f_comm;
+    RACED(MPI_Comm_f2c(*comm_), bytes_of((int)*count, MPI_Type_f2c(*type)), MPI_OP_NULL,
+          FORTRAN_CALL(buffer, count, type, root, &f_comm, ierr), *ierr)
+}
+
+static void f_reduce_raced(f_reduce *real, const void *sendbuf, void *recvbuf, MPI_Fint *count,
+                           MPI_Fint *type, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm_,
+                           MPI_Fint *ierr) {
+    if (raced_op != OP_REDUCE || !active) {
+        real(sendbuf, recvbuf, count, type, op, root, comm_, ierr);
+        return;
+    }
+    MPI_Fint f_comm;
+    RACED(MPI_Comm_f2c(*comm_), bytes_of((int)*count, MPI_Type_f2c(*type)), MPI_Op_f2c(*op),
+          FORTRAN_CALL(sendbuf, recvbuf, count, type, op, root, &f_comm, ierr), *ierr)
+}
+
+/* allgather and alltoall (``which``): the stratum from the receive side, as in C */
+static void f_gather_raced(f_gather *real, int which, const void *sendbuf, MPI_Fint *sendcount,
+                           MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount,
+                           MPI_Fint *recvtype, MPI_Fint *comm_, MPI_Fint *ierr) {
+    if (raced_op != which || !active) {
+        real(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm_, ierr);
+        return;
+    }
+    MPI_Fint f_comm;
+    RACED(MPI_Comm_f2c(*comm_), bytes_of((int)*recvcount, MPI_Type_f2c(*recvtype)), MPI_OP_NULL,
+          FORTRAN_CALL(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, &f_comm, ierr),
+          *ierr)
+}
+
+/* Both bindings' entry points of each call: mpi_<name>_ forwarded to pmpi_<name>_, and
+ * mpi_<name>_f08_ to the next library's own */
+#define FORTRAN_ENTRIES(NAME, TYPE, PARAMS, ARGS, ...)                                             \
+    void mpi_##NAME##_ PARAMS {                                                                    \
+        FORTRAN_REAL(TYPE, "pmpi_" #NAME "_")                                                      \
+        f_##NAME##_raced ARGS;                                                                     \
+    }                                                                                              \
+    void mpi_##NAME##_f08_ PARAMS {                                                                \
+        FORTRAN_REAL(TYPE, "mpi_" #NAME "_f08_")                                                   \
+        f_##NAME##_raced ARGS;                                                                     \
+    }
+
+FORTRAN_ENTRIES(init, f_init, (MPI_Fint * ierr), (real, ierr))
+FORTRAN_ENTRIES(init_thread, f_init_thread,
+                (MPI_Fint * required, MPI_Fint *provided, MPI_Fint *ierr),
+                (real, required, provided, ierr))
+FORTRAN_ENTRIES(finalize, f_finalize, (MPI_Fint * ierr), (real, ierr))
+FORTRAN_ENTRIES(allreduce, f_allreduce,
+                (const void *s, void *r, MPI_Fint *n, MPI_Fint *t, MPI_Fint *o, MPI_Fint *c,
+                 MPI_Fint *ierr),
+                (real, s, r, n, t, o, c, ierr))
+FORTRAN_ENTRIES(bcast, f_bcast,
+                (void *b, MPI_Fint *n, MPI_Fint *t, MPI_Fint *root, MPI_Fint *c, MPI_Fint *ierr),
+                (real, b, n, t, root, c, ierr))
+FORTRAN_ENTRIES(reduce, f_reduce,
+                (const void *s, void *r, MPI_Fint *n, MPI_Fint *t, MPI_Fint *o, MPI_Fint *root,
+                 MPI_Fint *c, MPI_Fint *ierr),
+                (real, s, r, n, t, o, root, c, ierr))
+
+#define f_allgather_raced(real, ...) f_gather_raced(real, OP_ALLGATHER, __VA_ARGS__)
+#define f_alltoall_raced(real, ...) f_gather_raced(real, OP_ALLTOALL, __VA_ARGS__)
+FORTRAN_ENTRIES(allgather, f_gather,
+                (const void *s, MPI_Fint *sn, MPI_Fint *st, void *r, MPI_Fint *rn, MPI_Fint *rt,
+                 MPI_Fint *c, MPI_Fint *ierr),
+                (real, s, sn, st, r, rn, rt, c, ierr))
+FORTRAN_ENTRIES(alltoall, f_gather,
+                (const void *s, MPI_Fint *sn, MPI_Fint *st, void *r, MPI_Fint *rn, MPI_Fint *rt,
+                 MPI_Fint *c, MPI_Fint *ierr),
+                (real, s, sn, st, r, rn, rt, c, ierr))

@@ -213,6 +213,11 @@ class MPIVendor(abc.ABC):
     # that make it govern the call.
     race_mode: ClassVar[str | None] = None
     race_env: ClassVar[Mapping[str, str]] = {}
+    # An algorithm's stated restrictions, per (collective, algorithm): libctrace's words
+    # (``size2``: a communicator of 2 ranks; ``pow2``: of a power of two; ``commute``: a
+    # commutative operation, "+"-joined). A raced call that does not meet them runs the
+    # library's own decision, never evidence.
+    race_rules: ClassVar[Mapping[tuple[str, str], str]] = {}
 
     # -- names ----------------------------------------------------------------------------
     def mpit_name(self, env_name: str) -> str | None:

@@ -67,6 +67,12 @@ class OpenMPI(MPIVendor):
     # rules on at launch); MPICH reads it at every call (with no device collectives over it)
     race_mode = "dup"
     race_env: ClassVar[Mapping[str, str]] = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
+    # coll/base's two-process algorithms refuse any other communicator size (an error the
+    # default handler makes fatal: a 4-rank allgather raced two_proc killed its run)
+    race_rules: ClassVar[Mapping[tuple[str, str], str]] = {
+        ("allgather", "two_proc"): "size2",
+        ("alltoall", "two_proc"): "size2",
+    }
     # SMPI's ports that are Open MPI 4.1's forced algorithm (coll_tuned_<op>_algorithm with
     # its segment size left at 0, trees at their default fan-out), read in both sources
     # (SimGrid 3.32 src/smpi/colls, Open MPI's coll/tuned); the ones SMPI carries under an

@@ -17,7 +17,7 @@ from commtune.service._common import (
 from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
 from commtune.service._observer import StudyObserver
-from commtune.service._race import RaceRun, race
+from commtune.service._race import RaceFailed, RaceRun, race
 from commtune.service._race import candidates as race_candidates
 from commtune.service._tuning import Outcome, Recorded, Tuning, check
 
@@ -26,6 +26,7 @@ __all__ = [
     "Knowledge",
     "Outcome",
     "Prediction",
+    "RaceFailed",
     "RaceRun",
     "Recorded",
     "Sampled",

@@ -158,6 +158,12 @@ def segments(inst: Installation, op: str, names: Sequence[str]) -> dict[str, str
     }
 
 
+def rules(inst: Installation, op: str, names: Sequence[str]) -> str:
+    """libctrace's ``COMMTUNE_RACE_RULES``: each candidate's stated restrictions
+    (``MPIVendor.race_rules``; ``-``: none)."""
+    return ",".join(inst.impl.race_rules.get((op, split_name(n)[0]), "-") for n in names)
+
+
 def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[str], seed: int,
          timeout: float, extra: Mapping[str, str] | None = None,
          through: Sequence[str] = (), run: int = RUN,
@@ -178,6 +184,7 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
                      "COMMTUNE_RACE_OUT": out, "COMMTUNE_RACE_RUN": str(run),
                      "COMMTUNE_RACE_RUN_MAX": str(max(run, run_max)),
                      "COMMTUNE_RACE_DRAIN": "1", "COMMTUNE_RACE_WATCH": watch,
+                     "COMMTUNE_RACE_RULES": rules(inst, op, everyone),
                      **segments(inst, op, everyone),
                      **(extra or {})}  # fmt: skip
         plan = launcher_for(inst, through).plan(command, variables, preload=str(library))
@@ -188,13 +195,15 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
         except UsageError as exc:
             raise RaceFailed(str(exc), *watched(watch, everyone)) from None
         except (OSError, ValueError):
-            why = ("the raced run wrote no race: did the program call MPI_Finalize with "
-                   "libctrace preloaded?")  # fmt: skip
+            why = ("the raced run wrote no race: libctrace writes it at MPI_Finalize, which "
+                   "it sees through the C bindings and Fortran's (mpif.h, use mpi, use "
+                   "mpi_f08, gfortran's names); a program that ends without MPI_Finalize, or "
+                   "reaches MPI another way, is not raced")  # fmt: skip
             raise RaceFailed(why, *watched(watch, everyone)) from None
     result = Race.from_json(data, everyone)
-    if result.refused:
-        raise UsageError(f"in-run racing refused by {inst.describe()}: {result.refused}")
-    if result.error:
-        raise UsageError(f"the raced run: {result.error}")
+    if result.refused:  # the program ran untouched: a run spent, nothing raced (tune: whole runs)
+        raise RaceFailed(f"in-run racing refused by {inst.describe()}: {result.refused}")
+    if result.error:  # the ranks disagreed: nothing of the run is evidence
+        raise RaceFailed(f"the raced run: {result.error}")
     launch = {k: v for k, v in variables.items() if not k.startswith("COMMTUNE_")}
     return RaceRun(result, launch, done.wall, done.stdout)

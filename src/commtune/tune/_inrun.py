@@ -29,13 +29,22 @@ costs little; with the whole-run test's null (2 % slower) and ``min_gain`` as a 
 estimate alone, an A/A race on sub-microsecond calls was said faster in 3 of 20 races.
 
 What the promise is about: the tuned calls' time, not the program's; the program's share of
-it is the profile's to say, and whole runs show the rest. Which rank's time: where every rank
-needs the others' data (allreduce, allgather, alltoall), the least any rank spent, without the
-wait for ranks that arrive late: on miniFE (2 ranks, its dot products' allreduce) the slowest
-rank's 90 % intervals were 0.8-1.5 wide where the least were 0.15-0.3 (history.md, "Issue 77,
-session 7"). A rooted collective's root ends its calls once its sends are buffered, so the
-least is the root's whatever the algorithm: there (``ROOTED``) the slowest rank's. Any
-statistic keeps the test exact: the labels are drawn, not the times.
+it is the profile's to say, and whole runs show the rest. What a unit costs (issue 93): each
+of its calls from the last rank's arrival to the last rank's departure, summed (libctrace
+times each rank's calls from its own exit from the unit's barrier and combines them in one
+allreduce at the unit's end: no shared clock). The least any rank spent inside the calls (what
+this read before) ranks an allreduce that is a reduce then a broadcast first: the rank that
+leaves while the broadcast is still on its way spends least (on 4 bed nodes nonoverlapping
+raced 3.02x faster a call, whole runs 0.74x). The slowest rank's time inside the calls holds
+the program's imbalance (the wait for late ranks); its time from the barrier holds the
+computation between the calls. Any statistic keeps the test exact: the labels are drawn, not
+the times.
+
+Where the blocks come from: every communicator of two ranks or more is raced, each in its own
+sequence of calls (its members make them in the same order), and a block is K consecutive
+units of one message size on one communicator. Blocks of one communicator size and message
+size form one stratum of the test (:func:`weighed`): each block's order is drawn apart from
+every other's, so pooling them keeps the test exact.
 """
 
 from __future__ import annotations
@@ -60,9 +69,6 @@ GROW_BLOCKS = 24
 RUN_MAX = 64
 BOOTSTRAP = 1000  # resamples of the blocks for the interval of a race's speedup (an estimate)
 STRATA = 1 << 16  # a pooled run's strata apart from another run's of the same message size
-# collectives whose root ends its calls once its sends are buffered (their time: the
-# slowest rank's); the others' every rank waits for the others' data (the least time)
-ROOTED = ("bcast", "reduce")
 
 
 def run_length(calls: int | None, k: int) -> int:
@@ -81,11 +87,10 @@ def said_time(op: str, run: int, run_max: int | None = None) -> str:
     if run_max and run_max > run:
         unit += f" (doubling every {GROW_BLOCKS} blocks of a size, up to {run_max})"
     unit += " after a barrier"
-    who = ("the slowest rank's" if op in ROOTED else
-           "the least any rank spent (without the wait for ranks that arrive late)")  # fmt: skip
     return (
-        f"the {op} calls' own time: units of {unit}, {who}, per call, each message "
-        "size weighed by its time"
+        f"the {op} calls' own time: units of {unit}, each call from the last rank's arrival "
+        "to the last rank's departure, per call, each communicator and message size "
+        "weighed by its time"
     )
 
 
@@ -94,8 +99,10 @@ class Race:
     """What one raced run recorded: the collective (``op``), the variable and how it was
     applied (``mode``), the candidates (``names``, the reference first; their ``values``),
     the seed, the ranks, why it was ``refused`` or failed (``error``), and per unit (``run``
-    consecutive calls) its candidate and time in seconds (``time``: what :meth:`said` says;
-    ``time_slowest``: the slowest rank's, where libctrace wrote both)."""
+    consecutive calls) its candidate and time in seconds (``time``: what :meth:`said` says,
+    its calls from the last rank's arrival to the last rank's departure; ``time_slowest``:
+    the most any rank spent inside the calls), its communicator (``comm``) and stratum
+    (``slot``: a communicator size and a message size)."""
 
     op: str
     cvar: str
@@ -113,7 +120,7 @@ class Race:
     # (stratum, candidate) where the library refused the candidate (MPICH's fallback check):
     # its calls there ran the reference, marked FELL_BACK + candidate, never evidence
     fell_back: tuple[tuple[int, int], ...] = ()
-    time_slowest: np.ndarray | None = None  # per raced call the slowest rank's time
+    time_slowest: np.ndarray | None = None  # per unit the most any rank spent in its calls
     run: int = 1  # a unit of the blocks: consecutive calls of one candidate (COMMTUNE_RACE_RUN)
     raced: int | None = None  # the calls raced (incomplete units' included); None: the units'
     # per unit its calls (its length grows with its stratum's blocks, up to COMMTUNE_RACE_RUN_MAX);
@@ -125,28 +132,29 @@ class Race:
     span: float | None = None
     # per candidate its segment size (COMMTUNE_RACE_VALUES2; -1: as launched); () none raced
     values2: tuple[int, ...] = ()
+    # per unit its communicator (None: one); per stratum its communicator's ranks
+    comm: np.ndarray | None = None
+    slot_ranks: tuple[int, ...] = ()
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], names: Sequence[str]) -> Race:
-        op = str(data["op"])
-        slowest = np.asarray(data["time"], dtype=float) if data.get("time_last") else None
-        # a rooted collective's root ends its calls once its sends are buffered: the least
-        # time any rank spent is the root's, whatever the algorithm (see ROOTED)
-        time = data.get("time_last") or data.get("time") or []
-        if op in ROOTED and slowest is not None:
-            time = slowest
-        return cls(op, str(data["cvar"]), str(data["mode"]), int(data["seed"]),
+        def ints(key: str) -> np.ndarray:
+            return np.asarray(data.get(key) or [], dtype=int)
+
+        most = data.get("time_calls")
+        return cls(str(data["op"]), str(data["cvar"]), str(data["mode"]), int(data["seed"]),
                    int(data["ranks"]), tuple(names), tuple(int(v) for v in data["values"]),
-                   data.get("refused"), data.get("error"),
-                   np.asarray(data.get("candidate") or [], dtype=int),
-                   np.asarray(time, dtype=float),
-                   np.asarray(data.get("slot") or [], dtype=int),
+                   data.get("refused"), data.get("error"), ints("candidate"),
+                   np.asarray(data.get("time") or [], dtype=float), ints("slot"),
                    tuple(data.get("slot_bytes") or ()),
                    tuple((int(a), int(b)) for a, b in data.get("fell_back") or ()),
-                   slowest, int(data.get("run") or 1), data.get("raced_calls"),
+                   np.asarray(most, dtype=float) if most is not None else None,
+                   int(data.get("run") or 1), data.get("raced_calls"),
                    np.asarray(data["unit_calls"], dtype=float) if "unit_calls" in data else None,
                    tuple(data["barrier"]) if data.get("barrier") else None,
-                   data.get("span"), tuple(int(v) for v in data.get("values2") or ()))  # fmt: skip
+                   data.get("span"), tuple(int(v) for v in data.get("values2") or ()),
+                   ints("comm") if "comm" in data else None,
+                   tuple(int(v) for v in data.get("slot_ranks") or ()))  # fmt: skip
 
     @property
     def raced_calls(self) -> int:
@@ -209,11 +217,16 @@ class Race:
 
     def refused_names(self) -> list[str]:
         """The candidates the library refused at some message size (their calls there ran
-        the reference and are not evidence), with the sizes: ``name (8 B, 16 B)``."""
+        the reference and are not evidence), with the sizes: ``name (8 B, 16 B)``, and the
+        communicator's ranks where it is not the world's (``8 B on 2 ranks``)."""
         sizes: dict[int, list[str]] = {}
         for s, c in self.fell_back:
             b = self.slot_bytes[s] if s < len(self.slot_bytes) else None
-            sizes.setdefault(c, []).append(f"{b} B" if b is not None else f"size {s}")
+            said = f"{b} B" if b is not None else f"size {s}"
+            ranks = self.slot_ranks[s] if s < len(self.slot_ranks) else self.ranks
+            if ranks != self.ranks:
+                said += f" on {ranks} ranks"
+            sizes.setdefault(c, []).append(said)
         return [f"{self.names[c]} ({', '.join(v)})" for c, v in sorted(sizes.items())]
 
     def refusals(self) -> list[str]:
@@ -230,15 +243,20 @@ class Race:
         return self.stratified(warmup)[0]
 
     def stratified(self, warmup: int = WARMUP_BLOCKS) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`blocks` and each block's message size (the index of its stratum)."""
+        """:meth:`blocks` and each block's stratum (a communicator size and a message size):
+        each communicator's units of a size in blocks of K, its first ``warmup`` blocks left
+        out (a new communicator's first calls)."""
         parts, strata = [], []
-        slots = self.slot if len(self.slot) == len(self.time) else np.zeros(len(self.time), int)
-        for s in np.unique(slots):
-            mine = slots == s
+        n = len(self.time)
+        slots = self.slot if len(self.slot) == n else np.zeros(n, int)
+        comms = self.comm if self.comm is not None and len(self.comm) == n else np.zeros(n, int)
+        per_call = self.time / self.calls_of_units
+        for g, s in sorted({(int(g), int(s)) for g, s in zip(comms, slots, strict=True)}):
+            mine = (slots == s) & (comms == g)
             whole = int(mine.sum()) // self.k
             if whole <= warmup:
                 continue
-            t = (self.time / self.calls_of_units)[mine][: whole * self.k].reshape(whole, self.k)
+            t = per_call[mine][: whole * self.k].reshape(whole, self.k)
             c = self.candidate[mine][: whole * self.k].reshape(whole, self.k)
             t = np.where(c >= FELL_BACK, np.nan, t)  # the library ran its own: no evidence
             c = c % FELL_BACK
