@@ -2,7 +2,7 @@
  * OP of BYTES, ITERATIONS times, a little computation between the calls.
  * Built with a real MPI's mpicc and with smpicc.
  *
- * usage: coll_loop bcast|allreduce|allgather|alltoall BYTES ITERATIONS
+ * usage: coll_loop bcast|allreduce|reduce|allgather|alltoall BYTES ITERATIONS
  * prints "coll_loop: time <seconds> s" (rank 0, between two barriers).
  */
 #include <mpi.h>
@@ -34,6 +34,9 @@ int main(int argc, char **argv) {
         else if (strcmp(op, "allreduce") == 0)
             MPI_Allreduce(in, out, (int)(bytes / 8 > 0 ? bytes / 8 : 1), MPI_DOUBLE, MPI_SUM,
                           MPI_COMM_WORLD);
+        else if (strcmp(op, "reduce") == 0)
+            MPI_Reduce(in, out, (int)(bytes / 8 > 0 ? bytes / 8 : 1), MPI_DOUBLE, MPI_SUM, 0,
+                       MPI_COMM_WORLD);
         else if (strcmp(op, "allgather") == 0)
             MPI_Allgather(in, each, MPI_BYTE, out, each, MPI_BYTE, MPI_COMM_WORLD);
         else

@@ -10,11 +10,16 @@ After a run with no candidate both passed and the fastest, the field is halved o
 evidence of every run so far (:func:`commtune.tune.halved`) and raced again, up to
 ``--inrun-runs``.
 
-The answer is the library's static setting (what ``export`` writes: MCA parameter, CVAR
-environment), checked once on whole runs beside the defaults (``CHECK_PAIRS`` pairs, each
-pair's order by a coin): the program's speedup is said beside the per-call one, and an
-answer the whole runs show more than ``tolerance`` slower (its whole interval) is not handed
-back. What the promise is about is said with it: the raced calls' time.
+The race only chooses what is tested (issue 93, item 5): the answer is the library's static
+setting (what ``export`` writes: MCA parameter, CVAR environment, with what the race needed to
+govern the call), run on whole runs beside the defaults in pairs, each pair's order by a coin,
+and judged by the verdict's rule (:mod:`commtune.rule`) at looks fixed before its first pair
+(``rule.looks``: an early one, then the last the runs left allow): it stops as soon as it
+passes, or as soon as no look to come could pass it. What is handed back is what that paired
+test passed at ``--risk``: the chance that the *program* is more than ``tolerance`` slower than
+the defaults is at most ``risk``, as for every verdict. The race's own tests (at ``risk``
+split over its candidates and runs) decide which candidate, if any, is tested; its per-call
+speedup is said beside the program's.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import optuna
 
 from commtune import rule
 from commtune.errors import UsageError
-from commtune.knobs import Dimension, Knob, Space, Value, space_from_json
+from commtune.knobs import Dimension, Knob, Space, space_from_json
 from commtune.mpi import Installation
 from commtune.profile import Profile, ProfileError
 from commtune.report import UI
@@ -64,14 +69,15 @@ from commtune.tune import (
     Raced,
     Row,
     TuneResult,
+    WholeRuns,
     halving,
     open_study,
+    whole_runs,
 )
 
 if TYPE_CHECKING:
     from commtune.service._tuning import Ready
 
-CHECK_PAIRS = 3  # whole runs of the answer, each beside one of the defaults'
 FIRST = "inrun_first"  # a mixed space's race, stored with its study (:class:`Narrowed`)
 RACE_KEY = "inrun-first"  # the claim of the worker that races a new mixed study's collective
 
@@ -376,12 +382,12 @@ def _why_not(space: Space, inst: Installation) -> str:
             f"has {', '.join(space.names)}")  # fmt: skip
 
 
-def check_pairs(plan: Plan) -> int:
-    """The whole-run check's pairs: ``CHECK_PAIRS``, fewer where ``--max-runs`` leaves fewer
-    beside the raced runs (one at least)."""
+def check_pairs(plan: Plan, raced: int) -> int:
+    """The whole-run test's pairs at most: what ``--max-runs`` leaves beside the ``raced``
+    runs (``rule.UNBOUNDED`` without it)."""
     if plan.max_runs is None:
-        return CHECK_PAIRS
-    return max(1, min(CHECK_PAIRS, (plan.max_runs - plan.inrun_runs) // 2))
+        return rule.UNBOUNDED
+    return max(0, (plan.max_runs - raced) // 2)
 
 
 def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Narrowing]:
@@ -412,7 +418,9 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
                       f"in a run, too few to race {len(how.names) + 1} candidates in units of "
                       f"{first.run} ({WARMUP_BLOCKS} blocks of warm-up at each message size, "
                       "then whole blocks)")  # fmt: skip
-    check = _whole_runs(ready, how, raced.answer, seed, timeout, ui) if raced.answer else None
+    spent = len(runs) + crashed.failed
+    check = (_whole_runs(ready, how, raced.answer, seed, timeout, ui, spent)
+             if raced.answer else None)  # fmt: skip
     acc = _verdict(ready, how, runs, raced, check, crashed)
     if acc.extra.get("share_said"):
         ui.info(acc.extra["share_said"])
@@ -488,41 +496,35 @@ def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
 
 @dataclass(frozen=True)
 class Check:
-    """The whole-run check: the defaults' runs and the answer's, in pairs, and the figure."""
+    """The whole-run test (:class:`commtune.tune.WholeRuns`) and the raced collective's share
+    of the defaults' first whole run (its profile)."""
 
-    defaults: list[float]
-    answer: list[float]
-    test: rule.Test | None
-    failure: str | None
-    share: float | None = None  # the raced collective's share of the defaults' first run
+    runs: WholeRuns
+    share: float | None = None
 
 
-def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: float,
-                ui: UI) -> Check:  # fmt: skip
-    """``CHECK_PAIRS`` pairs of whole runs, the answer's static setting and the defaults,
-    each pair's order by a coin."""
+def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: float, ui: UI,
+                raced: int) -> Check:  # fmt: skip
+    """The answer's static setting against the defaults on whole runs
+    (:func:`commtune.tune.whole_runs`, up to the pairs ``--max-runs`` leaves beside the
+    ``raced`` runs), at the whole risk: the race only chose it."""
     plan = ready.setup.plan
     config = sized_config(ready.setup.inst, how.knob, how.op, answer.name)
     setting = words({k: str(v) for k, v in config.items()})
-    pairs = check_pairs(plan)
-    ui.info(f"checking {setting} on {pairs} pair(s) of whole runs beside the defaults "
-            "(its static setting, as export writes it)")  # fmt: skip
-    defaults: list[float] = []
-    mine: list[float] = []
-    share: float | None = None
-    coins = rule.coins(seed)
-    for _ in range(pairs):
-        order: list[dict[str, Value] | None] = [config, None] if next(coins) else [None, config]
-        for c in order:
-            done = ready.executor.run(c, timeout)
-            if done.value is None:
-                who = "the defaults" if c is None else setting
-                return Check(defaults, mine, None, f"a whole run of {who}: {done.failure}")
-            (mine if c else defaults).append(done.value)
-            if c is None and share is None and done.profile is not None:
-                share = _share(done.profile, how.op)
-    test = rule.test(defaults, mine, limit=0.0, tolerance=plan.tolerance, min_gain=plan.min_gain)
-    return Check(defaults, mine, test, None, share)
+    pairs = check_pairs(plan, raced)
+    ui.info(f"testing {setting} on whole runs beside the defaults, in pairs (its static "
+            f"setting, as export writes it), at --risk {plan.risk:g}: up to {pairs} pair(s), "
+            "stopping once it passes or cannot")  # fmt: skip
+    share: list[float | None] = [None]
+
+    def run(mine: bool) -> tuple[float | None, str]:
+        done = ready.executor.run(config if mine else None, timeout)
+        if not mine and share[0] is None and done.profile is not None:
+            share[0] = _share(done.profile, how.op)
+        return done.value, done.failure or ""
+
+    done = whole_runs(run, pairs, plan.risk, plan.tolerance, plan.min_gain, seed)
+    return Check(done, share[0])
 
 
 def _share(profile: Profile, op: str) -> float | None:
@@ -584,20 +586,25 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
             f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x the calls' time is "
             f"about {saved:.1%} of the program's time (estimated)"))  # fmt: skip
     params = sized_config(ready.setup.inst, how.knob, how.op, answer.name)
-    if check is None or check.test is None:
-        why = check.failure if check is not None else "not checked on whole runs"
-        return Acceptance(Source.SEARCH, params, False, why or "", p_value=t.p,
-                          default_values=check.defaults if check else [],
-                          best_values=check.answer if check else [], extra=extra)  # fmt: skip
-    whole = check.test
-    slower = whole.interval[1] < 1 / (1 + plan.tolerance)
-    reason = (f"whole runs show it slower ({whole.speedup:.3f}x, {whole.interval[0]:.3f}-"
-              f"{whole.interval[1]:.3f})" if slower else
-              f"faster in the calls' time beyond --risk {plan.risk:g} in-run; whole runs "
-              "beside")  # fmt: skip
-    return Acceptance(Source.SEARCH, params, not slower, reason, speedup=whole.speedup,
-                      ci=whole.interval, p_value=t.p, default_values=check.defaults,
-                      best_values=check.answer, extra=extra)  # fmt: skip
+    whole = check.runs.test if check is not None else None
+    if check is None or whole is None:
+        why = check.runs.failure if check is not None else "not tested on whole runs"
+        return Acceptance(Source.SEARCH, params, False, f"{why}; the defaults stay",
+                          p_value=None, extra=extra)  # fmt: skip
+    extra.update(whole_looks=[list(look) for look in check.runs.looks], whole_limit=whole.limit,
+                 whole_pairs=whole.runs)  # fmt: skip
+    if check.runs.failure is not None:  # a whole run failed: no evidence, nothing handed back
+        reason = f"{check.runs.failure}; the defaults stay"
+    elif whole.passed:
+        reason = (f"passed on the program's whole runs beside the defaults at --risk "
+                  f"{plan.risk:g}: {whole.says()}")  # fmt: skip
+    else:
+        reason = (f"faster in the calls' time, not shown faster on the program's whole runs "
+                  f"beside the defaults: {whole.says()}")  # fmt: skip
+    return Acceptance(Source.SEARCH, params, check.runs.passed, reason, speedup=whole.speedup,
+                      ci=whole.interval, p_value=whole.p,
+                      default_values=list(check.runs.defaults),
+                      best_values=list(check.runs.answer), extra=extra)  # fmt: skip
 
 
 def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RaceRun],
@@ -608,10 +615,10 @@ def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RaceRun],
     real runs spent with the ``failed`` raced runs."""
     rows = [Row(i + 1, sized_config(inst, how.knob, how.op, c.name), 1 / c.test.speedup, 0.0,
                 c.test.speedup, c.median, c.blocks) for i, c in enumerate(pooled)]  # fmt: skip
-    base = check.defaults if check and check.defaults else [r.wall for r in runs]
+    base = list(check.runs.defaults) if check and check.runs.defaults else [r.wall for r in runs]
     cv = statistics.pstdev(base) / statistics.mean(base) if len(base) > 1 else 0.0
     best = next((row for row in rows if dict(acc.params) == row.config), None)
-    spent = len(runs) + failed + (len(check.defaults) + len(check.answer) if check else 0)
+    spent = len(runs) + failed + (len(check.runs.defaults) + len(check.runs.answer) if check else 0)
     field = len({*how.names, *(c.name for c in pooled)}) + 1
     return TuneResult(name, field, 0, statistics.median(base), best, acc, rows, runs=spent,
                       noise=Noise(cv, max(base) / min(base)))  # fmt: skip

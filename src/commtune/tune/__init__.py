@@ -11,12 +11,14 @@ from commtune.tune._inrun import (
     Halving,
     Race,
     Raced,
+    WholeRuns,
     decide_race,
     decide_races,
     halved,
     halving,
     run_length,
     said_time,
+    whole_runs,
 )
 from commtune.tune._loop import (
     MIN_TIMEOUT,
@@ -75,6 +77,7 @@ __all__ = [
     "StaleCheck",
     "Target",
     "TuneResult",
+    "WholeRuns",
     "Workers",
     "configurations",
     "confirm",
@@ -97,4 +100,5 @@ __all__ = [
     "summarize",
     "tune",
     "verdict",
+    "whole_runs",
 ]
