@@ -3,7 +3,7 @@ back a candidate that is no faster a call, on simulated per-call times.
 
     python benchmarks/inrun_risk.py [--studies 200] [--risks 0.01,0.05,0.2]
         [--drifts none,warmup,trend,step,wave] [--noises 0.05,0.3] [--ar 0.9]
-        [--nulls aa,boundary] [--candidates 6] [--calls 1200] [--jobs 2] [--json]
+        [--nulls aa,boundary,slower_program,aa_program] [--candidates 6] [--calls 1200] [--jobs 2] [--json]
 
 Each study is what ``commtune tune`` does in-run (:func:`commtune.tune.halving`: up to
 ``Plan.inrun_runs`` raced runs, the field halved between them, each run's units sized by the
@@ -21,8 +21,16 @@ no faster a call in the sense the race's test states it:
 - ``aa``: the reference's own algorithm under other labels (the A/A race, issue 77's "two
   labels of one algorithm");
 - ``boundary``: every candidate exactly ``--min-gain`` faster a call, the null the in-run
-  test is exact at (it claims *more* than ``--min-gain`` faster; a candidate that passes is
-  then checked on whole runs beside the defaults, ``tune``'s promise).
+  test is exact at (it claims *more* than ``--min-gain`` faster);
+- ``slower_program`` (issue 93, item 5, the promise where it is hardest): every candidate 5 %
+  faster a call, so the race passes one, and the program exactly ``--tolerance`` slower than
+  the defaults (an algorithm that slows the computation between the calls): the whole study,
+  the race then its answer's whole runs (:func:`commtune.tune.whole_runs`, up to
+  ``--pairs`` pairs, each run with the noise's sd and the drift over the runs);
+- ``aa_program``: the A/A race, then the same whole-run test of what it handed back on a
+  program as fast as the defaults.
+For the first two, handed back is what the race passed (its own claim); for the last two,
+what the whole-run test passed (what ``tune`` hands back).
 
 Drifts within each run (every one making the machine faster over the run, so that a
 candidate drawn later is flattered where the order is not randomized): ``warmup``, the
@@ -50,7 +58,7 @@ from scipy.signal import lfilter
 from scipy.stats import binomtest
 
 from commtune.study import DEFAULTS
-from commtune.tune import Race, halving
+from commtune.tune import Race, halving, whole_runs
 
 STRAGGLERS = 0.02  # the share of calls that straggle
 STRAGGLE = 3.0  # how much slower a straggling call is
@@ -63,7 +71,8 @@ DRIFTS: dict[str, Callable[[float], float]] = {  # t: the share of the run's cal
     "step": lambda t: 1.10 if t < 0.5 else 1.0,
     "wave": lambda t: 1.0 + 0.05 * math.sin(2 * math.pi * 4 * t),
 }
-NULLS = ("aa", "boundary")
+NULLS = ("aa", "boundary", "slower_program", "aa_program")
+WHOLE = ("slower_program", "aa_program")  # the race, then its answer's whole runs
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,8 @@ class Case:
     candidates: int
     calls: int
     min_gain: float
+    tolerance: float = DEFAULTS.tolerance
+    pairs: int = 15
 
 
 def drawn_run(rng: np.random.Generator, case: Case, field: Sequence[str], run: int) -> Race:
@@ -84,6 +95,8 @@ def drawn_run(rng: np.random.Generator, case: Case, field: Sequence[str], run: i
     factor = np.ones(k)
     if case.null == "boundary":
         factor[1:] = 1.0 / (1.0 + case.min_gain)
+    elif case.null == "slower_program":  # the calls clearly faster
+        factor[1:] = 1.0 / 1.05
     units = case.calls // run
     calls = units * run
     size = np.arange(units) % len(SIZES)  # the units alternate between the sizes
@@ -118,7 +131,19 @@ def study(args: tuple[Case, int, int]) -> tuple[Case, bool, int]:
         return drawn_run(rng, case, field, run)
 
     done = halving(racer, names, DEFAULTS.inrun_runs, case.risk, case.min_gain)
-    return case, done.answer is not None, len(done.races)
+    if case.null not in WHOLE or done.answer is None:
+        return case, done.answer is not None, len(done.races)
+    slower = 1 + case.tolerance if case.null == "slower_program" else 1.0
+    made = [0]
+
+    def run(answer: bool) -> tuple[float | None, str]:  # a whole run of the program
+        t = made[0] / (2 * case.pairs)
+        made[0] += 1
+        noise = math.exp(rng.normal(0.0, case.noise))
+        return (slower if answer else 1.0) * DRIFTS[case.drift](t) * noise, ""
+
+    whole = whole_runs(run, case.pairs, case.risk, case.tolerance, case.min_gain, seed)
+    return case, whole.passed, len(done.races) + made[0]
 
 
 def summarise(case: Case, results: list[tuple[bool, int]]) -> dict:
@@ -178,10 +203,12 @@ def main() -> int:
                         f"{args.candidates} candidates, {args.calls} calls a run, AR "
                         f"{args.ar:g}, {100 * STRAGGLERS:g} % stragglers)")  # fmt: skip
     for col in ("--risk", "candidates", "drift", "noise", "handed back", "95 % interval",
-                "the risk", "raced runs (median)"):  # fmt: skip
+                "the risk", "runs (median)"):  # fmt: skip
         table.add_column(col)
     for r in rows:
-        null = "A/A" if r["null"] == "aa" else f"{100 * r['min_gain']:g} % faster"
+        null = {"aa": "A/A", "boundary": f"{100 * r['min_gain']:g} % faster a call",
+                "slower_program": f"calls 5 % faster, program {100 * r['tolerance']:g} % slower",
+                "aa_program": "A/A, then whole runs"}[r["null"]]  # fmt: skip
         held = {True: "held", False: "exceeded", None: "not told apart"}[r["held"]]
         table.add_row(f"{r['risk']:g}", null, r["drift"], f"{100 * r['noise']:g} %",
                       f"{r['handed_back']}/{r['studies']} ({100 * r['share']:.1f} %)",

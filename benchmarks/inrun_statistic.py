@@ -3,7 +3,8 @@ whole runs, on the test bed (issue 93, item 1).
 
     python benchmarks/inrun_statistic.py [--mpi openmpi] [--nodes 4] [--rate 1000]
         [--ops allreduce,bcast,reduce,allgather,alltoall] [--sizes 8,65536,1048576]
-        [--iterations 400] [--unit 4] [--seeds 2] [--rounds 4] [--json FILE]
+        [--cases OP:BYTES,...] [--iterations 400] [--unit 4] [--seeds 2] [--rounds 4]
+        [--json FILE]
 
 On a bed of ``--nodes`` nodes (one rank a node, links shaped to ``--rate`` Mbit/s; root),
 ``benchmarks/csrc/coll_loop.c`` (OP of BYTES, ``--iterations`` times) is raced with *every*
@@ -110,6 +111,7 @@ def case(where: Where, binary: Path, op: str, size: int, args: argparse.Namespac
     print(f"{op} {size} B: whole {line}; separated pairs {len(pairs)}; " + ", ".join(
         f"{r} {agree[r]}" for r in READINGS), flush=True)  # fmt: skip
     return {"op": op, "bytes": size, "whole": whole, "spread": spread, "said": said,
+            "times": times,
             "refused": sorted(refused), "pairs": pairs, "agree": agree,
             "candidates": list(names)}  # fmt: skip
 
@@ -121,6 +123,7 @@ def main() -> int:
     p.add_argument("--rate", type=float, default=1000.0)
     p.add_argument("--ops", default="allreduce,bcast,reduce,allgather,alltoall")
     p.add_argument("--sizes", default="8,65536,1048576")
+    p.add_argument("--cases", help="OP:BYTES pairs instead of every op at every size")
     p.add_argument("--iterations", type=int, default=400)
     p.add_argument("--unit", type=int, default=4)
     p.add_argument("--seeds", type=int, default=2)
@@ -139,9 +142,11 @@ def main() -> int:
                        env={**os.environ, **inst.tool_env()})  # fmt: skip
         where = Where(inst, bed)
         os.environ.update(where.env())
-        for op in args.ops.split(","):
-            for size in (int(s) for s in args.sizes.split(",")):
-                cases.append(case(where, binary, op, size, args, rng))
+        chosen = ([(c.split(":")[0], int(c.split(":")[1])) for c in args.cases.split(",")]
+                  if args.cases else [(op, int(size)) for op in args.ops.split(",")
+                                      for size in args.sizes.split(",")])  # fmt: skip
+        for op, size in chosen:
+            cases.append(case(where, binary, op, size, args, rng))
     out = {"mpi": inst.describe(), "nodes": args.nodes, "rate": args.rate,
            "iterations": args.iterations, "unit": args.unit, "seeds": args.seeds,
            "rounds": args.rounds, "cases": cases}  # fmt: skip

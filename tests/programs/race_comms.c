@@ -9,7 +9,8 @@
  * freed handle reused by one of another order. Beside them a sub-communicator of each pair
  * of ranks (world rank / 2) lives the whole run, with an allreduce, an in-place allgather and
  * an alltoall on it every iteration; the world makes an allreduce and an in-place allgather
- * whose ignored send count and type differ between ranks (MPI_DATATYPE_NULL on rank 0).
+ * whose ignored send count and type differ between ranks (MPI_DATATYPE_NULL on rank 0), and
+ * an allreduce on an inter-communicator between the even and the odd ranks (left alone).
  * Any wrong value: a line on stderr and MPI_Abort. At the end rank 0 prints a checksum of
  * everything received and "race_comms ok".
  */
@@ -38,6 +39,12 @@ int main(int argc, char **argv) {
     int pair_size, pair_rank;
     MPI_Comm_size(pair, &pair_size);
     MPI_Comm_rank(pair, &pair_rank);
+    MPI_Comm half, inter; /* the even ranks and the odd ones, and between them */
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 == 0 ? 1 : 0, 7, &inter);
+    long remote_sum = 0; /* the world ranks of the other parity */
+    for (int r = 0; r < size; ++r)
+        if (r % 2 != rank % 2) remote_sum += r;
     int *gathered = malloc(sizeof(int) * (size_t)size * WORDS);
     int *sent = malloc(sizeof(int) * (size_t)size * WORDS);
     int *got = malloc(sizeof(int) * (size_t)size * WORDS);
@@ -91,6 +98,12 @@ int main(int argc, char **argv) {
         long one = rank + i, all = 0;
         MPI_Allreduce(&one, &all, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
         check(all == (long)size * (size - 1) / 2 + (long)size * i, "allreduce on the world", i);
+        long across = 0;
+        MPI_Allreduce(&one, &across, 1, MPI_LONG, MPI_SUM, inter);
+        long remote = 0; /* the other group's count of ranks */
+        for (int r = 0; r < size; ++r)
+            remote += r % 2 != rank % 2;
+        check(across == remote_sum + remote * i, "allreduce on the inter-communicator", i);
         for (int r = 0; r < size * WORDS; ++r)
             gathered[r] = r / WORDS == rank ? rank * 7 + i : -1;
         /* the ignored send arguments differ between ranks: rank 0 gives MPI_DATATYPE_NULL */
@@ -111,6 +124,8 @@ int main(int argc, char **argv) {
     free(sent);
     free(got);
     MPI_Comm_free(&pair);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
     MPI_Finalize();
     return 0;
 }

@@ -109,8 +109,8 @@ def in_run_field(found: Twinned, inst: Installation) -> Twinned | None:
     """Where the simulation's best sets one collective's algorithm variable alone, one the
     library switches while the program runs (or, where it ranked nothing, where one such
     collective has algorithms it does not model): the real study races that collective
-    in-run (``tune`` on a space of it; a verdict in 1-3 runs and 3 pairs of whole runs, not
-    the 12 a whole-run first pass needs at --risk 0.05), its field the simulation's picks of
+    in-run (``tune`` on a space of it: 1-3 raced runs choose, the answer's whole runs
+    beside the defaults decide at --risk), its field the simulation's picks of
     it, in its order, then its algorithms the simulation does not model
     (``TwinReport.in_run``); the other knobs keep the library's decision (the simulation
     ranked them below). Else None: blind spots raced, then whole runs."""

@@ -1,18 +1,21 @@
-"""Evidence from inside one run (issue 77): a collective's algorithms raced call by call.
+"""Evidence from inside one run (issues 77, 93): a collective's algorithms raced call by call.
 
 ``libctrace`` (``native/race/ct_race.c``) assigns the program's calls of one collective to the
-candidates in randomized complete blocks within strata of one message size. A unit is ``run``
-consecutive calls of one size made by one candidate, after a barrier (every rank has ended
-every earlier call, so what one candidate sent has arrived before the next is timed); every
-block of K units of a size holds each candidate once, in an order a seed draws. A unit's time
-is a rank's time in its calls, combined over the ranks (``said_time``). Because the
-assignment within each block is random, swapping two candidates' labels within a block is as
-likely as what was drawn: for the reference and one candidate, the pairs of their units in
+candidates in randomized complete blocks within strata of one communicator and message size.
+A unit is ``run`` consecutive calls of one size on one communicator made by one candidate,
+after a barrier (every rank has ended every earlier call, so what one candidate sent has
+arrived before the next is timed); every block of K units holds each candidate once, in an
+order a seed draws. A unit's time is what its calls cost the program (``said_time``). Because
+the assignment within each block is random, swapping two candidates' labels within a block is
+as likely as what was drawn: for the reference and one candidate, the pairs of their units in
 each block are the verdict's pairs, their order drawn by a coin (``commtune.rule``), and the
-same paired test is exact whatever the noise and its dependence between calls. The stated risk
-is split evenly over the K - 1 candidates, one look each. A static setting serves every size,
-so the test weighs each message size by its share of the calls' time (:func:`weighed`): a
-candidate faster only at the sizes that cost little is not handed back.
+same paired test is exact under the sharp null (the two units alike in law) whatever the
+noise and its dependence between calls; the claim it tests (more than ``min_gain`` faster)
+is exact where the effect is one factor on every call. The stated risk is split evenly over
+the K - 1 candidates, one look each. A static setting serves every size, so the test weighs
+each stratum by its share of the calls' time (:func:`weighed`): a candidate faster only at
+the sizes that cost little is not handed back. The race only chooses: a study tests its
+answer on whole runs (:func:`whole_runs`), the program's promise.
 
 Why units and a barrier: calls made back to back carry cost over. A call whose sends completed
 into the network's buffers hands their cost to the calls after it, and a pipelined broadcast
@@ -252,15 +255,17 @@ class Race:
         own decision."""
         return self.stratified(warmup)[0]
 
-    def stratified(self, warmup: int = WARMUP_BLOCKS) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`blocks` and each block's stratum (a communicator size and a message size):
-        each communicator's units of a size in blocks of K, its first ``warmup`` blocks left
-        out (a new communicator's first calls)."""
-        parts, strata = [], []
+    def stratified(self, warmup: int = WARMUP_BLOCKS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`blocks`, each block's stratum (a communicator size and a message size) and
+        the calls of each of its units (one length a block): each communicator's units of a
+        size in blocks of K, its first ``warmup`` blocks left out (a new communicator's first
+        calls)."""
+        parts, strata, lengths = [], [], []
         n = len(self.time)
         slots = self.slot if len(self.slot) == n else np.zeros(n, int)
         comms = self.comm if self.comm is not None and len(self.comm) == n else np.zeros(n, int)
-        per_call = self.time / self.calls_of_units
+        calls = self.calls_of_units
+        per_call = self.time / calls
         for g, s in sorted({(int(g), int(s)) for g, s in zip(comms, slots, strict=True)}):
             mine = (slots == s) & (comms == g)
             whole = int(mine.sum()) // self.k
@@ -272,11 +277,12 @@ class Race:
             c = c % FELL_BACK
             parts.append(np.take_along_axis(t, np.argsort(c, axis=1), axis=1)[warmup:])
             strata.append(np.full(len(parts[-1]), s))
+            lengths.append(calls[mine][: whole * self.k : self.k][warmup:])
         if not parts:
-            return np.zeros((0, self.k)), np.zeros(0, int)
-        out, where = np.concatenate(parts), np.concatenate(strata)
+            return np.zeros((0, self.k)), np.zeros(0, int), np.zeros(0)
+        out, where, length = np.concatenate(parts), np.concatenate(strata), np.concatenate(lengths)
         step = -(-len(out) // MOST_BLOCKS)  # thinned evenly, whatever the labels: still exact
-        return out[::step], where[::step]
+        return out[::step], where[::step], length[::step]
 
 
 @dataclass(frozen=True)
@@ -313,21 +319,23 @@ def decide_race(
 
 
 def pairs_of(races: Sequence[Race], warmup: int = WARMUP_BLOCKS
-             ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:  # fmt: skip
-    """Per candidate (by name), its calls' times and the reference's in the same blocks and
-    each block's stratum (a run's message size; another run's sizes are strata of their
-    own), pooled over ``races`` (successive runs, each its own field of candidates). Within
-    one run the pairs' test is exact; pooled over runs whose fields were chosen on earlier
-    runs it is not (``halving`` tests each run alone and ranks on the pool)."""
+             ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:  # fmt: skip
+    """Per candidate (by name), its calls' times and the reference's in the same blocks, each
+    block's stratum (a run's communicator and message size; another run's are strata of
+    their own) and its units' calls, pooled over ``races`` (successive runs, each its own
+    field of candidates). Within one run the pairs' test is exact; pooled over runs whose
+    fields were chosen on earlier runs it is not (``halving`` tests each run alone and ranks
+    on the pool)."""
     pooled: dict[str, tuple[list[np.ndarray], ...]] = {}
     for r, race in enumerate(races):
-        blocks, strata = race.stratified(warmup)
+        blocks, strata, calls = race.stratified(warmup)
         for j in range(1, race.k):
-            ref, mine, where = pooled.setdefault(race.names[j], ([], [], []))
+            ref, mine, where, length = pooled.setdefault(race.names[j], ([], [], [], []))
             kept = ~np.isnan(blocks[:, j])  # a refused candidate's calls are not evidence
             ref.append(blocks[kept, 0])
             mine.append(blocks[kept, j])
             where.append(strata[kept] + STRATA * r)
+            length.append(calls[kept])
     return {n: tuple(np.concatenate(p) for p in parts)  # type: ignore[misc]
             for n, parts in pooled.items()}  # fmt: skip
 
@@ -339,61 +347,65 @@ def decide_races(
     each test at ``limit`` (its share of the risk: the caller splits the risk over the
     candidates and the looks); fastest estimate first."""
     out = []
-    for name, (ref, mine, strata) in pairs_of(races, warmup).items():
+    for name, (ref, mine, strata, calls) in pairs_of(races, warmup).items():
         if not len(ref):
             continue
-        test = weighed(ref, mine, strata, limit, min_gain)
+        test = weighed(ref, mine, strata, limit, min_gain, calls)
         out.append(Raced(name, len(ref), float(np.median(ref)), float(np.median(mine)), test))
     return sorted(out, key=lambda r: -r.test.speedup)
 
 
 def weighed(ref: np.ndarray, mine: np.ndarray, strata: np.ndarray, limit: float,
-            min_gain: float) -> rule.Test:  # fmt: skip
+            min_gain: float, calls: np.ndarray | None = None) -> rule.Test:  # fmt: skip
     """The rule on a race's blocks (a time a call of the reference and of the candidate in
-    each, and the block's message size), the sizes weighed by their time. The candidate's
-    calls are counted ``min_gain`` slower (the null: at most ``min_gain`` faster, which
-    implies the promise's: more than ``tolerance`` slower is further inside it); each block's
-    difference of the logs is ranked among its size's blocks, and the statistic sums, over
-    the blocks the candidate wins, its rank over its size's blocks times the size's share of
-    the raced calls' time. Under the null every block's sign is a fair coin whatever its
-    size, so the p-value of drawn sign patterns is exact.
+    each, the block's stratum and its units' ``calls``: one each where None), the strata
+    weighed by their share of the calls' time. The candidate's calls are counted ``min_gain``
+    slower (the null: at most ``min_gain`` faster, which implies the promise's: more than
+    ``tolerance`` slower is further inside it); each block's difference of the logs is
+    ranked among its stratum's blocks, and the statistic sums, over the blocks the candidate
+    wins, its rank over its stratum's blocks times the stratum's share of the raced calls'
+    time (a block's time a call times its calls, the reference's and the candidate's
+    together: a swap of labels leaves it as it is). Under the sharp null (a block's two
+    units alike in law) every block's sign is a fair coin whatever its stratum, so the
+    p-value of drawn sign patterns is exact; the shifted null (``min_gain``) is exact where
+    the effect is one factor on every call.
 
     Why the weights: on 4 bed nodes ring made ct_demo's 512 KiB allreduce 1.3x faster and
     its 64 KiB one 0.8x (the 8 B one alike), and whole runs 1.13x faster; every block
-    counted alike, the race said 0.95-1.05x and passed nothing. The speedup is
-    :func:`_speedup`'s."""
+    counted alike, the race said 0.95-1.05x and passed nothing. A size's units grow with its
+    calls (up to ``RUN_MAX``), so its share is its calls' time, not its blocks'. The
+    speedup is :func:`_speedup`'s."""
+    calls = np.ones(len(ref)) if calls is None else np.asarray(calls, dtype=float)
     x = rule.differences(ref, mine, -min_gain)
     scores = np.zeros(len(x))
-    total = float(ref.sum() + mine.sum())
+    spent = (ref + mine) * calls
+    total = float(spent.sum())
     for s in np.unique(strata):
         at = strata == s
-        share = float(ref[at].sum() + mine[at].sum()) / total
+        share = float(spent[at].sum()) / total
         scores[at] = share * rule.ranks(x[at]) / (2 * at.sum())
     # enough patterns that a p-value below the limit can be told (a small --risk split over
     # many candidates and runs), at most a million
     draws = max(rule.DRAWS, min(10**6, int(40 / limit) if limit > 0 else 0))
     p = rule.drawn(scores, float(scores[x > 0].sum()), draws)
-    speedup, (low, high) = _speedup(ref, mine, strata, np.random.default_rng(len(x)))
+    speedup, (low, high) = _speedup(ref, mine, strata, calls, np.random.default_rng(len(x)))
     passed = p <= limit and speedup >= 1 + min_gain
     return rule.Test(len(x), int((x > 0).sum()), p, limit, speedup, (low, high), passed,
                      -min_gain, min_gain)  # fmt: skip
 
 
-def _speedup(ref: np.ndarray, mine: np.ndarray, strata: np.ndarray,
+def _speedup(ref: np.ndarray, mine: np.ndarray, strata: np.ndarray, calls: np.ndarray,
              rng: np.random.Generator) -> tuple[float, tuple[float, float]]:  # fmt: skip
-    """The raced calls' time under the reference over their time under the candidate: each
-    size's time under the reference (the sum of its blocks) divided by the size's speedup
-    (the median of its blocks' ratios: a straggler call does not sway it); its ``LEVEL``
-    interval the blocks resampled within their sizes (``BOOTSTRAP`` times, an estimate)."""
-    logs = np.log(ref / mine)
+    """The raced calls' time under the reference over their time under the candidate, each
+    summed over the blocks (a block's time a call times its calls): what the calls cost the
+    program, stragglers included (issue 93: not a median of ratios); its ``LEVEL`` interval
+    the blocks resampled within their strata (``BOOTSTRAP`` times, an estimate)."""
+    a, b = ref * calls, mine * calls
+    speedup = float(a.sum() / b.sum())
     sizes = [np.flatnonzero(strata == s) for s in np.unique(strata)]
-    spent = np.array([ref[at].sum() for at in sizes])
-    told = np.array([np.median(logs[at]) for at in sizes])
-    drawn = np.stack([np.median(logs[rng.choice(at, size=(BOOTSTRAP, len(at)))], axis=1)
-                      for at in sizes], axis=1)  # fmt: skip
-    speedups = spent.sum() / (spent / np.exp(drawn)).sum(axis=1)
+    drawn = np.concatenate([rng.choice(at, size=(BOOTSTRAP, len(at))) for at in sizes], axis=1)
+    speedups = a[drawn].sum(axis=1) / b[drawn].sum(axis=1)
     low, high = np.quantile(speedups, [(1 - rule.LEVEL) / 2, (1 + rule.LEVEL) / 2])
-    speedup = float(spent.sum() / (spent / np.exp(told)).sum())
     return speedup, (float(min(low, speedup)), float(max(high, speedup)))
 
 
