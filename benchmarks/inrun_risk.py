@@ -3,7 +3,8 @@ back a candidate that is no faster a call, on simulated per-call times.
 
     python benchmarks/inrun_risk.py [--studies 200] [--risks 0.01,0.05,0.2]
         [--drifts none,warmup,trend,step,wave] [--noises 0.05,0.3] [--ar 0.9]
-        [--nulls aa,boundary,slower_program,aa_program] [--candidates 6] [--calls 1200] [--jobs 2] [--json]
+        [--nulls aa,boundary,slower_program,aa_program] [--candidates 6] [--calls 1200]
+        [--jobs 2] [--json]
 
 Each study is what ``commtune tune`` does in-run (:func:`commtune.tune.halving`: up to
 ``Plan.inrun_runs`` raced runs, the field halved between them, each run's units sized by the
