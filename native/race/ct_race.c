@@ -103,6 +103,7 @@
 #define MAX_SLOTS 64         /* message sizes raced apart on a communicator; more share the last */
 #define GROW_BLOCKS 24       /* a stratum's blocks between two doublings of its units' length */
 #define FELL_BACK 128        /* added to a unit's candidate: the reference ran */
+#define MAX_RUN 1024         /* a unit's calls at most (COMMTUNE_RACE_RUN_MAX beyond: refused) */
 
 enum { MODE_CALL, MODE_DUP };
 enum { OP_NONE, OP_ALLREDUCE, OP_BCAST, OP_REDUCE, OP_ALLGATHER, OP_ALLTOALL };
@@ -443,6 +444,7 @@ static void setup(void) {
     active = 1;
     map_watch();
     if (run < 1) return refuse("COMMTUNE_RACE_RUN below 1");
+    if (run_max > MAX_RUN) return refuse("COMMTUNE_RACE_RUN_MAX above 1024");
     k = parse_values(vals, values);
     if (k < 2) return refuse("fewer than two candidates");
     const char *bad = parse_rules(getenv("COMMTUNE_RACE_RULES"));
@@ -616,7 +618,7 @@ static int begin(MPI_Comm comm, long bytes, MPI_Op op, MPI_Comm *use) {
         }
         if (u % k == 0) draw_order(t, s, u / k);
         long len = unit_length(u / k);
-        if (!slot->times) slot->times = malloc(sizeof(double) * 2 * (size_t)(run_max + 1));
+        if (!slot->times) slot->times = malloc(sizeof(double) * 2 * (size_t)run_max);
         new_unit(t, s, slot->order[u % k], len);
         slot->began = MPI_Wtime();
     }
@@ -678,7 +680,7 @@ static int probing(int c) {
  * member that arrives late is waited for by every algorithm alike. */
 static void settle(tracked_t *t, slot_t *slot, unit_t *u) {
     int n = 2 * u->calls;
-    double *most = malloc(sizeof(double) * (size_t)n);
+    double most[2 * MAX_RUN];
     MPI_Comm on = t->comm;
     if (mode == MODE_DUP)
         on = t->dups[0];
@@ -689,7 +691,6 @@ static void settle(tracked_t *t, slot_t *slot, unit_t *u) {
     barrier_time += MPI_Wtime() - b;
     for (int i = 0; i < u->calls; ++i)
         u->cost += most[2 * i + 1] - most[2 * i];
-    free(most);
 }
 
 static void end(int c, double t0) {
@@ -903,16 +904,19 @@ static void write_race(const char *error) {
     fputs("]", out);
     write_ints(out, "slot_ranks", merged.slot_ranks, error ? 0 : merged.nslots);
     fputs(", \"fell_back\": [", out);
+    /* each (stratum, candidate) where a unit ran the reference instead, once, in order */
+    unsigned char *seen = calloc((size_t)merged.nslots * MAX_CANDIDATES + 1, 1);
+    for (long u = 0; u < n; ++u)
+        if (merged.cand[u] >= FELL_BACK)
+            seen[merged.slot[u] * MAX_CANDIDATES + merged.cand[u] - FELL_BACK] = 1;
     int first = 1;
     for (int s = 0; s < merged.nslots && !error; ++s)
         for (int c = 1; c < k; ++c) {
-            int seen = 0;
-            for (long u = 0; u < n && !seen; ++u)
-                seen = merged.slot[u] == s && merged.cand[u] == c + FELL_BACK;
-            if (!seen) continue;
+            if (!seen[s * MAX_CANDIDATES + c]) continue;
             fprintf(out, "%s[%d,%d]", first ? "" : ",", s, c);
             first = 0;
         }
+    free(seen);
     fputs("]", out);
     write_times(out, "time", merged.time, n);
     write_times(out, "time_last", merged.least, n);
