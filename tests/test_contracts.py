@@ -179,6 +179,15 @@ def test_env_applier_checks_what_mpi_t_reads_back() -> None:
         "btl_vader_eager_limit": Check("btl_vader_eager_limit", "8192"),
         "coll_tuned_use_dynamic_rules": Check("coll_tuned_allreduce_algorithm", "1"),
     }
+    # MPICH's algorithm needs the device's collectives off (as the race ran it): exported
+    # with it, and read back as MPI_T gives an enumeration, its position in the list
+    algorithm = load_catalog("mpich")["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"]
+    listed = {algorithm.name: ("auto", "nb", "recursive_doubling", "ring"),
+              "MPIR_CVAR_DEVICE_COLLECTIVES": ("all", "none", "percoll")}  # fmt: skip
+    got = apply([algorithm], {algorithm.name: "ring"}, Vendor.MPICH.impl, listed)
+    assert got.env == {algorithm.name: "ring", "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+    assert got.checks["MPIR_CVAR_DEVICE_COLLECTIVES"] == Check(algorithm.name, "1")
+    assert got.checks[algorithm.name] == Check(algorithm.name, "3")
     ucx = load_catalog("mpich")["UCX_RNDV_THRESH"]
     got = apply([ucx], {ucx.name: 8192}, Vendor.MPICH.impl)
     assert got.env == {"UCX_RNDV_THRESH": "8192"} and got.checks == {}  # outside MPI_T

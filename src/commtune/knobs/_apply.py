@@ -288,8 +288,10 @@ def apply(
                     continue
                 out.env[env_name] = value
                 name = vendor.mpit_name(env_name)
-                if name is not None:
-                    out.checks.setdefault(name, Check(knob.name, value))
+                if name is not None:  # read back as MPI_T gives it (an enumeration's position)
+                    listed = tuple((enumerators or {}).get(env_name, ()))
+                    read = vendor.mpit_value(value, listed, bool(listed))
+                    out.checks.setdefault(name, Check(knob.name, read))
     return out
 
 

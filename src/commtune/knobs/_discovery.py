@@ -210,12 +210,17 @@ def _ucx_kind(syntax: str) -> tuple[str, tuple[str, ...]]:
     return "string", ()
 
 
+# How discovery reads what the tools print: raised when that reading changes, so that a cache
+# filled by an earlier commtune is read again (2: MPICH's device-collectives enumeration).
+READING = 2
+
+
 def cache_path(installation: Installation) -> Path:
     """Where :func:`discover` keeps what it found for ``installation``: a key of the
     installation, its catalog and the tools it reads as they stand."""
     catalog = load_catalog(installation.vendor.value)
     known = json.dumps([sorted((k.name, k.choices) for k in catalog.values()),
-                        _tools_stamp(installation)])  # fmt: skip
+                        _tools_stamp(installation), READING])  # fmt: skip
     digest = hashlib.sha256(known.encode()).hexdigest()[:10]
     key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-{digest}"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)

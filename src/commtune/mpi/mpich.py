@@ -115,6 +115,8 @@ class MPICH(MPIVendor):
         self, name: str, description: str, known: tuple[str, ...]
     ) -> tuple[str, ...]:
         # MPI_T gives its algorithm variables as plain integers; the names are in the text
+        if name in _ENUMERATED:
+            return _listed_in_order(description, _ENUMERATED[name])
         if not name.endswith("_ALGORITHM"):
             return ()
         return parse_algorithm_names(description, known)
@@ -143,6 +145,20 @@ class MPICH(MPIVendor):
 
 
 _ALGORITHM_ITEM = re.compile(r"([A-Za-z0-9_]+)\s+-\s+(?:Force|Internal|Use)")
+
+
+# Variables other than the algorithms' that MPI_T gives as plain integers, with the names their
+# descriptions list: the race needs the device's collectives off, and the read-back of that
+# requirement is the name's position.
+_ENUMERATED = {"MPIR_CVAR_DEVICE_COLLECTIVES": ("all", "none", "percoll")}
+
+
+def _listed_in_order(description: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` where the description lists each one ("none    - Never ...") in that order
+    (their positions are what MPI_T reads back), else ()."""
+    found = [re.search(rf"{name}\s+-\s", description) for name in names]
+    starts = [m.start() for m in found if m is not None]
+    return names if len(starts) == len(names) and starts == sorted(starts) else ()
 
 
 def parse_algorithm_names(description: str, known: tuple[str, ...] = ()) -> tuple[str, ...]:
