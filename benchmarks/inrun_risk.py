@@ -3,7 +3,8 @@ back a candidate that is no faster a call, on simulated per-call times.
 
     python benchmarks/inrun_risk.py [--studies 200] [--risks 0.01,0.05,0.2]
         [--drifts none,warmup,trend,step,wave] [--noises 0.05,0.3] [--ar 0.9]
-        [--nulls aa,boundary,slower_program,aa_program] [--candidates 6] [--calls 1200]
+        [--nulls aa,boundary,slower_program,aa_program,faster_program] [--candidates 6]
+        [--calls 1200]
         [--jobs 2] [--json]
 
 Each study is what ``commtune tune`` does in-run (:func:`commtune.tune.halving`: up to
@@ -29,7 +30,9 @@ no faster a call in the sense the race's test states it:
   the race then its answer's whole runs (:func:`commtune.tune.whole_runs`, up to
   ``--pairs`` pairs, each run with the noise's sd and the drift over the runs);
 - ``aa_program``: the A/A race, then the same whole-run test of what it handed back on a
-  program as fast as the defaults.
+  program as fast as the defaults;
+- ``faster_program`` (not a null: what the test finds, and the runs it takes): every
+  candidate 5 % faster a call and the program 5 % faster.
 For the first two, handed back is what the race passed (its own claim); for the last two,
 what the whole-run test passed (what ``tune`` hands back).
 
@@ -73,7 +76,8 @@ DRIFTS: dict[str, Callable[[float], float]] = {  # t: the share of the run's cal
     "wave": lambda t: 1.0 + 0.05 * math.sin(2 * math.pi * 4 * t),
 }
 NULLS = ("aa", "boundary", "slower_program", "aa_program")
-WHOLE = ("slower_program", "aa_program")  # the race, then its answer's whole runs
+POWER = ("faster_program",)  # not a null: handed back is the test's power
+WHOLE = ("slower_program", "aa_program", *POWER)  # the race, then its answer's whole runs
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,7 @@ def drawn_run(rng: np.random.Generator, case: Case, field: Sequence[str], run: i
     factor = np.ones(k)
     if case.null == "boundary":
         factor[1:] = 1.0 / (1.0 + case.min_gain)
-    elif case.null == "slower_program":  # the calls clearly faster
+    elif case.null in ("slower_program", *POWER):  # the calls clearly faster
         factor[1:] = 1.0 / 1.05
     units = case.calls // run
     calls = units * run
@@ -134,7 +138,7 @@ def study(args: tuple[Case, int, int]) -> tuple[Case, bool, int]:
     done = halving(racer, names, DEFAULTS.inrun_runs, case.risk, case.min_gain)
     if case.null not in WHOLE or done.answer is None:
         return case, done.answer is not None, len(done.races)
-    slower = 1 + case.tolerance if case.null == "slower_program" else 1.0
+    slower = {"slower_program": 1 + case.tolerance, "faster_program": 1 / 1.05}.get(case.null, 1.0)
     made = [0]
 
     def run(answer: bool) -> tuple[float | None, str]:  # a whole run of the program
@@ -150,7 +154,15 @@ def study(args: tuple[Case, int, int]) -> tuple[Case, bool, int]:
 def summarise(case: Case, results: list[tuple[bool, int]]) -> dict:
     n, k = len(results), sum(handed for handed, _ in results)
     low, high = binomtest(k, n).proportion_ci(0.95)
-    held = False if low > case.risk else True if high <= case.risk else None
+    held = (
+        None
+        if case.null in POWER
+        else False
+        if low > case.risk
+        else True
+        if high <= case.risk
+        else None
+    )
     return {**asdict(case), "studies": n, "handed_back": k, "share": k / n,
             "interval": [low, high], "held": held,
             "runs_median": float(np.median([r for _, r in results]))}  # fmt: skip
@@ -168,7 +180,7 @@ def main() -> int:
                         f"list of {', '.join(DRIFTS)}")  # fmt: skip
     parser.add_argument("--noises", default="0.05,0.3", help="sd of a call's log time")
     parser.add_argument("--ar", type=float, default=0.9, help="the noise's autocorrelation")
-    parser.add_argument("--nulls", default=",".join(NULLS), help=f"comma list of {NULLS}")
+    parser.add_argument("--nulls", default=",".join(NULLS), help=f"comma list of {NULLS + POWER}")
     parser.add_argument("--candidates", type=int, default=6, help="beside the reference")
     parser.add_argument("--calls", type=int, default=1200, help="raced calls a run")
     parser.add_argument("--min-gain", type=float, default=DEFAULTS.min_gain)
@@ -180,7 +192,7 @@ def main() -> int:
     except ValueError as err:
         parser.error(f"not a number: {err}")
     drifts, nulls = args.drifts.split(","), args.nulls.split(",")
-    if bad := [d for d in drifts if d not in DRIFTS] + [n for n in nulls if n not in NULLS]:
+    if bad := [d for d in drifts if d not in DRIFTS] + [n for n in nulls if n not in NULLS + POWER]:
         parser.error(f"not a drift or null: {', '.join(bad)}")
     if not all(0 < r < 1 for r in risks) or not 0 <= args.ar < 1 or args.studies < 1:
         parser.error("--risks in (0, 1), --ar in [0, 1), --studies >= 1")
@@ -209,15 +221,19 @@ def main() -> int:
     for r in rows:
         null = {"aa": "A/A", "boundary": f"{100 * r['min_gain']:g} % faster a call",
                 "slower_program": f"calls 5 % faster, program {100 * r['tolerance']:g} % slower",
-                "aa_program": "A/A, then whole runs"}[r["null"]]  # fmt: skip
+                "aa_program": "A/A, then whole runs",
+                "faster_program": "calls and program 5 % faster (power)"}[r["null"]]  # fmt: skip
         held = {True: "held", False: "exceeded", None: "not told apart"}[r["held"]]
+        held = "-" if r["null"] in POWER else held
         table.add_row(f"{r['risk']:g}", null, r["drift"], f"{100 * r['noise']:g} %",
                       f"{r['handed_back']}/{r['studies']} ({100 * r['share']:.1f} %)",
                       f"{100 * r['interval'][0]:.1f}-{100 * r['interval'][1]:.1f} %", held,
                       f"{r['runs_median']:g}")  # fmt: skip
     Console(width=150).print(table)
     for risk in risks:
-        mine = [r for r in rows if r["risk"] == risk]
+        mine = [r for r in rows if r["risk"] == risk and r["null"] not in POWER]
+        if not mine:
+            continue
         k, n = sum(r["handed_back"] for r in mine), sum(r["studies"] for r in mine)
         print(
             f"stated {risk:g}: {k} of {n} studies handed back ({100 * k / n:.2f} %), "

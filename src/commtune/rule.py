@@ -48,6 +48,10 @@ T = TypeVar("T")
 LEVEL = 0.9  # the interval said beside the estimate
 FIRST = 0.8  # the share of the risk the first configuration tested may spend
 EARLY = 0.1  # the share of a configuration's risk its early look may spend
+# ... where one configuration, chosen on other evidence (an in-run race's calls), is confirmed
+# on whole runs: a third of the risk early, so that a clear winner is handed back in 6 pairs at
+# a risk of 5 % (benchmarks/inrun_risk.py, faster_program: half the runs, the power kept)
+CONFIRM_EARLY = 1 / 3
 UNBOUNDED = 15  # the pairs a configuration's test ends at where the study has no bound
 MOST = 64  # the most pairs more a study is told would decide
 NO_FASTER_AFTER = 3  # pairs after which ``commtune check`` calls one its runs show no faster
@@ -99,16 +103,18 @@ def total(risk: float, arm: int = 0, pairs: int | None = None) -> float:
     return FIRST * risk if arm == 1 else (1 - FIRST) * risk / 2 ** (arm - 1)
 
 
-def looks(risk: float, arm: int, pairs: int, verdict: int | None = None) -> list[tuple[int, float]]:
+def looks(risk: float, arm: int, pairs: int, verdict: int | None = None,
+          share: float = EARLY) -> list[tuple[int, float]]:  # fmt: skip
     """The looks at the ``arm``-th configuration tested when ``pairs`` pairs of runs are left
     for it (of ``verdict`` pairs the verdict had: :func:`total`): (the pairs after which each
-    is made, the share of the risk it may spend). Empty: it could not pass."""
+    is made, the share of the risk it may spend; ``share`` of it at the early look). Empty:
+    it could not pass."""
     mine = total(risk, arm, verdict)
     if mine <= 0:
         return []
-    early = first_pass(EARLY * mine)
+    early = first_pass(share * mine)
     if early < pairs:
-        return [(early, EARLY * mine), (pairs, (1 - EARLY) * mine)]
+        return [(early, share * mine), (pairs, (1 - share) * mine)]
     return [(pairs, mine)] if first_pass(mine) <= pairs else []
 
 

@@ -509,8 +509,9 @@ def whole_runs(run: Callable[[bool], tuple[float | None, str]], pairs: int, risk
     whole runs (``run(True)``: the answer's, ``run(False)``: the defaults'; each a value, or
     None with why), each pair's order by a coin (``rule.coins(seed)``), the rule at the whole
     ``risk`` at looks fixed before the first pair (``rule.looks``: an early one where the
-    pairs allow, and the last). It stops once a look passes it or no look to come could."""
-    schedule = tuple(rule.looks(risk, 0, pairs))
+    pairs allow, spending ``rule.CONFIRM_EARLY`` of the risk, and the last). It stops once a
+    look passes it or no look to come could."""
+    schedule = tuple(rule.looks(risk, 0, pairs, share=rule.CONFIRM_EARLY))
     if not schedule:
         return WholeRuns((), (), None, f"{2 * pairs} runs were left for the whole-run test, "
                          f"fewer than a first pass needs at --risk {risk:g}: raise --max-runs",
