@@ -14,7 +14,7 @@ import optuna
 import pytest
 
 from commtune import native
-from commtune.knobs import installed_knobs, space_from_json
+from commtune.knobs import installed_knobs, load_catalog, space_from_json
 from commtune.launch import launcher_for
 from commtune.mpi import Installation, Vendor, installation_of
 from commtune.platform import Fingerprint
@@ -140,7 +140,12 @@ def test_short_study_on_the_demo_app(
         assert result["trials"] == 1 + len(dim.candidates()) <= 6
         assert len(dim.candidates()) >= 2
     code, out, _ = run_cli(["export", "e2e", "--storage", storage, "--best"], capsys)
-    assert code == 0 and out.count("export ") == 1
+    exported = [line.split()[1].split("=")[0] for line in out.splitlines()
+                if line.startswith("export ")]  # fmt: skip
+    name = knob.split("=")[0]
+    needs = load_catalog(inst.vendor.value)[name].requires  # what it needs to take effect
+    assert code == 0 and exported[0] == inst.impl.env_name(name) and len(exported) >= 1
+    assert set(exported[1:]) <= set(needs) and len(exported) in (1, 1 + len(needs))
     assert f"measured on {inst.vendor.title} {inst.version}" in out  # the installation
     for fmt in ("json", "romio-hints", "h5tuner", *inst.impl.export_formats):  # every format
         code, out, err = run_cli(["export", "e2e", "--storage", storage, "--best",

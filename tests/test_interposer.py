@@ -541,9 +541,11 @@ def test_not_applied_names_the_knob_and_the_reason() -> None:
         "the library has no such MPI_T variable",
     }
     mpich = load_catalog("mpich")["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"]
-    names = {mpich.name: ("auto", "nb", "smp", "recursive_doubling")}
+    names = {mpich.name: ("auto", "nb", "smp", "recursive_doubling"),
+             "MPIR_CVAR_DEVICE_COLLECTIVES": ("all", "none", "percoll")}  # fmt: skip
     checks = apply([mpich], {mpich.name: "recursive_doubling"}, Vendor.MPICH.impl, names).checks
-    assert checks == {mpich.name: Check(mpich.name, "3")}
+    assert checks == {mpich.name: Check(mpich.name, "3"),
+                      "MPIR_CVAR_DEVICE_COLLECTIVES": Check(mpich.name, "1")}  # fmt: skip
 
 
 def test_profile_metric_and_errors(capsys: pytest.CaptureFixture[str]) -> None:

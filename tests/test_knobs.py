@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from commtune.errors import UsageError
+from commtune.families import BUILT_IN
 from commtune.knobs import (
     KnobStatus,
     KnobType,
@@ -277,7 +278,7 @@ def test_a_variable_refuses_what_it_cannot_take(
 
 
 def test_ucx_info_gives_each_variable_its_kind() -> None:
-    from commtune.knobs._discovery import parse_ucx_info
+    from commtune.families.ucx import parse_ucx_info
 
     text = """#
 # Rendezvous threshold.
@@ -333,6 +334,17 @@ def test_every_catalog_follows_its_schema(library: str) -> None:
     assert found == ["knobs.0.versions", "knobs.1"]
 
 
+@pytest.mark.parametrize("family", [f.name for f in BUILT_IN])
+def test_every_familys_catalog_follows_the_schema(family: str) -> None:
+    """A family's data (families/data/<name>.json) is a catalog of the same grammar."""
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is a test extra")
+    schema = json.loads((CATALOG_DIR / "catalog.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    data = json.loads(next(f for f in BUILT_IN if f.name == family).catalog.read_text())
+    assert data["family"] == family and data["knobs"]
+    assert [e.message for e in validator.iter_errors(data)] == []
+
+
 def test_ucx_values_users_set_are_values() -> None:
     """What users set UCX to (UCX_TLS=posix,self or sysv,self, UCX_RNDV_THRESH=inf, any size)
     is taken, each value keeps an internal value of its own through the search, and what UCX
@@ -363,7 +375,8 @@ def test_ucx_values_users_set_are_values() -> None:
 def test_ucx_info_gives_the_domain_of_a_ucx_knob() -> None:
     """The transports and aliases ucx_info describes for UCX_TLS, and the words of a memory
     unit's syntax, widen the catalog's knob (``layer_domain``)."""
-    from commtune.knobs._discovery import layer_domain, parse_ucx_info
+    from commtune.families.ucx import parse_ucx_info
+    from commtune.knobs._discovery import layer_domain
 
     text = """#
 # Comma-separated list of transports to use. The order is not meaningful.

@@ -70,8 +70,9 @@ VENDOR_WORDS = re.compile(
 )
 # Modules outside mpi/ allowed to name a vendor, each with why (docs/architecture.md, "The
 # layers", lists the same): the sampler of a simulator's ports of real libraries' collectives
-# drives the simulator's own configuration names and nothing else
-VENDOR_WORD_EXCEPTIONS = {"sample/_simulated.py"}
+# drives the simulator's own configuration names and nothing else; a knob family's module
+# names its own layer (libfabric) or the component family it is of one library (OMPIO's)
+VENDOR_WORD_EXCEPTIONS = {"sample/_simulated.py", "families/libfabric.py", "families/ompio.py"}
 
 
 def _vendor_names(path: Path) -> list[str]:

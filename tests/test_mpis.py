@@ -293,8 +293,8 @@ def test_libfabric_variables_are_typed_and_a_default_in_words_stays_unset() -> N
     """``fi_info -e``: types from the header line, a default only where libfabric states a
     value; a knob of a variable without one leaves it unset in the reference runs (the
     library's default) and sets it everywhere else."""
+    from commtune.families.libfabric import parse_fi_info
     from commtune.knobs import apply
-    from commtune.knobs._discovery import parse_fi_info
     from commtune.knobs._select import variable_knob
 
     found = parse_fi_info(FI_INFO)

@@ -104,6 +104,7 @@ def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def _all_variables(inst: Installation, args: argparse.Namespace) -> int:
+    from commtune import families
     from commtune.knobs import discover, load_catalog
     from commtune.report import UI, library_variables_table
 
@@ -120,7 +121,7 @@ def _all_variables(inst: Installation, args: argparse.Namespace) -> int:
             "enumerators": list(v.enumerators),
             "tunable": v.settable,
             "catalog": v.name in catalog,
-            "env": inst.impl.env_name(v.name),
+            "env": families.env_name(inst.impl, v.name),
         }
         for v in sorted(discover(inst).values(), key=lambda v: v.name)
         if pattern.search(v.name)

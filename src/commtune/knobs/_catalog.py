@@ -30,11 +30,31 @@ PRESETS = ("p2p", "collectives", "progress", "io", "network", "rma")
 
 @cache
 def load_catalog(library: str) -> dict[str, Knob]:
-    """Every knob of ``library`` declared in the catalog, by name."""
+    """Every knob of ``library`` declared in the catalog, by name: its own
+    (``data/<library>.json``), then those of each family it reads (``commtune.families``; a
+    family of a layer gets its device as every knob's requirement, one the library names
+    only (``MPIVendor.named_only``) no preset and no place in the default space)."""
+    from commtune import families
+    from commtune.mpi import Vendor
+
     text = resources.files("commtune.knobs").joinpath("data", f"{library}.json").read_text()
     data = json.loads(text)
     prefix = data.get("env_prefix", "")
-    return {entry["name"]: _knob_from_json(entry, library, prefix) for entry in data["knobs"]}
+    out = {entry["name"]: _knob_from_json(entry, library, prefix) for entry in data["knobs"]}
+    vendor = Vendor(library).impl
+    for family in families.of(vendor):
+        mine = prefix if family.env_prefix is None else family.env_prefix
+        for entry in family.entries():
+            knob = _knob_from_json(entry, library, mine)
+            if family.device is not None:
+                knob = replace(knob, requires_device=family.device)
+            if family.name in vendor.named_only:
+                knob = replace(knob, presets=(), default_space=False)
+            if knob.name in out:
+                raise UsageError(f"catalog {library}: knob {knob.name} of family "
+                                 f"{family.name} is already the library's own")  # fmt: skip
+            out[knob.name] = knob
+    return out
 
 
 def knob_from_json(entry: dict[str, Any], library: str) -> Knob:

@@ -4,8 +4,9 @@ Open MPI: ``ompi_info --parsable --all`` lists every MCA variable with its enume
 MPICH: MPI_T, through commtune's helper ``ct_probe cvars`` (its algorithm variables are plain
 ints for MPI_T; the algorithm names appear only in the description, which the vendor parses:
 ``MPIVendor.algorithm_names``). Intel MPI: MPI_T too; most of its variables are ``MPIR_CVAR_*``
-listed under their ``I_MPI_*`` names as well (``MPIVendor.aliases``). UCX variables (read by
-MPICH's ch4:ucx device) are present when the device is UCX.
+listed under their ``I_MPI_*`` names as well (``MPIVendor.aliases``). The variables of a layer
+the library runs over (UCX under ch4:ucx, libfabric under ch4:ofi) are its family's tool's
+(``commtune.families``).
 
 Results are cached per installation in the build cache: discovery costs one ``ompi_info`` or
 one MPI launch per machine, not per command.
@@ -18,12 +19,11 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from commtune import native
+from commtune import families, native
 from commtune.errors import UsageError
 from commtune.knobs._apply import Apply
 from commtune.knobs._catalog import load_catalog
@@ -81,36 +81,19 @@ def _discover_uncached(installation: Installation) -> dict[str, Variable]:
     if found is None:
         known = {k.name: k.choices for k in load_catalog(installation.vendor.value).values()}
         found = parse_cvar_lines(_probe_output(installation, "cvars"), known, installation.impl)
-    if "ucx" in installation.device:  # the library runs over UCX: its variables count too
-        ucx = _ucx_info(installation)
-        found.update({k: v for k, v in parse_ucx_info(ucx).items() if k not in found})
-    if "ofi" in installation.device:  # over libfabric (Intel MPI's ch4:ofi): its FI_* too
-        fabric = parse_fi_info(_fi_info(installation))
-        found.update({k: v for k, v in fabric.items() if k not in found})
+    for family in families.of(installation.impl):  # a layer it runs over: its variables too
+        if family.runs_over(installation):
+            layer = family.discover(installation)
+            found.update({k: v for k, v in layer.items() if k not in found})
     return found
-
-
-def _fi_info(installation: Installation) -> str:
-    """``fi_info -e`` of the libfabric the installation would use (where the vendor keeps
-    it: ``MPIVendor.fabric_info``)."""
-    return _layer_tool(installation, installation.impl.fabric_info, ["-e"])
-
-
-def _candidates(installation: Installation, names: tuple[str, ...]) -> list[str]:
-    """Where a layer's tool may be: ``names`` in the installation's ``bin/``, then the last
-    name on PATH; those that exist."""
-    own = [os.path.join(installation.prefix, "bin", name) for name in names]
-    found = [*own, shutil.which(os.path.basename(names[-1]))]
-    return [tool for tool in found if tool and os.path.exists(tool)]
 
 
 def _tools_stamp(installation: Installation) -> str:
     """What the discovery reads, as it stands: the library's launcher and the layers' tools
     found (path, size, time of change). A tool installed, upgraded or removed since (UCX's
     ``ucx_info`` after ``apt install ucx-utils``) makes another key: discovered again."""
-    tools = [installation.launcher,
-             *_candidates(installation, ("ucx_info",)),
-             *_candidates(installation, installation.impl.fabric_info)]  # fmt: skip
+    layers = families.of(installation.impl)
+    tools = [installation.launcher, *(t for f in layers for t in f.tools(installation))]
     stamps = []
     for tool in tools:
         try:
@@ -121,98 +104,10 @@ def _tools_stamp(installation: Installation) -> str:
     return ";".join(stamps)
 
 
-def _layer_tool(installation: Installation, names: tuple[str, ...], args: list[str]) -> str:
-    """stdout of the tool of a layer the library runs over (UCX, libfabric): the first of
-    ``names`` in the installation's ``bin/``, else the last name on PATH; "" if none runs."""
-    for tool in _candidates(installation, names):
-        done = subprocess.run([tool, *args], capture_output=True, encoding="utf-8",
-                              errors="replace", check=False, timeout=60,
-                              env=installation.tool_env())  # fmt: skip
-        if done.returncode == 0:
-            return done.stdout
-    return ""
-
-
-_FI_LINE = re.compile(r"^# (FI_[A-Z0-9_]+): (\w+)")
-_FI_DEFAULT = re.compile(r"\(default:?\s*([^)]*)\)|Default:\s*(\S+)")
-
-
-def parse_fi_info(text: str) -> dict[str, Variable]:
-    """libfabric's variables from ``fi_info -e``: ``# FI_NAME: Type`` then a line of text
-    ending with its default where it says one. Booleans and integers (``Integer``,
-    ``size_t``) are typed; the rest is text."""
-    out: dict[str, Variable] = {}
-    name = kind = ""
-    for line in text.splitlines():
-        match = _FI_LINE.match(line)
-        if match:
-            name, word = match.groups()
-            kind = {"Boolean": "bool", "Integer": "int", "size_t": "int"}.get(word, "string")
-            out[name] = Variable(name, None, (), "", kind, mpit="")
-            continue
-        if name and line.startswith("# "):
-            description = line[2:].strip()
-            default = _FI_DEFAULT.search(description)
-            said = next((g for g in default.groups() if g), "") if default else ""
-            out[name] = Variable(name, _fi_literal(said.strip(), kind), (), description, kind,
-                                 mpit="")  # fmt: skip
-        name = ""
-    return out
-
-
-def _fi_literal(said: str, kind: str) -> str | None:
-    """A default libfabric states as a value (16384, yes), else None: its text defaults are
-    prose ("all available", "provider specific"), not values to set."""
-    if kind == "int" and re.fullmatch(r"-?\d+", said):
-        return said
-    if kind == "bool" and said.lower() in ("0", "1", "no", "yes", "false", "true", "off", "on"):
-        return said
-    return None
-
-
-def _ucx_info(installation: Installation) -> str:
-    """``ucx_info -c -f`` of the UCX the installation would use (its own, else PATH's)."""
-    return _layer_tool(installation, ("ucx_info",), ["-c", "-f"])
-
-
-_UCX_LINE = re.compile(r"^(UCX_[A-Z0-9_]+)=(.*)$")
-
-
-def parse_ucx_info(text: str) -> dict[str, Variable]:
-    """UCX's variables from ``ucx_info -c -f``: each ``UCX_NAME=value`` after its comment,
-    whose ``syntax:`` line gives the kind (``[A|B]`` and ``<y|n>`` are enumerations, numbers
-    and memory units integers, the rest text)."""
-    out: dict[str, Variable] = {}
-    comment: list[str] = []
-    for line in text.splitlines():
-        if line.startswith("#"):
-            comment.append(line.lstrip("#").strip())
-            continue
-        match = _UCX_LINE.match(line.strip())
-        if match is None:
-            comment = []
-            continue
-        name, value = match.groups()
-        syntax = next((c.split(":", 1)[1].strip() for c in comment if c.startswith("syntax:")), "")
-        words = [c for c in comment if c and not c.startswith("syntax:")]
-        kind, enumerators = _ucx_kind(syntax)
-        out[name] = Variable(name, value, enumerators, " ".join(words), kind, syntax=syntax)
-        comment = []
-    return out
-
-
-def _ucx_kind(syntax: str) -> tuple[str, tuple[str, ...]]:
-    choice = re.fullmatch(r"[\[<]([\w|-]+)[\]>]", syntax)
-    if choice:
-        return "string", tuple(choice.group(1).split("|"))
-    if re.match(r"(unsigned )?(integer|long)\b|memory units|unsigned long:", syntax):
-        return "int", ()
-    return "string", ()
-
-
 # How discovery reads what the tools print: raised when that reading changes, so that a cache
-# filled by an earlier commtune is read again (2: MPICH's device-collectives enumeration).
-READING = 2
+# filled by an earlier commtune is read again (2: MPICH's device-collectives enumeration; 3:
+# the layers' tools read by their families).
+READING = 3
 
 
 def cache_path(installation: Installation) -> Path:
@@ -220,7 +115,8 @@ def cache_path(installation: Installation) -> Path:
     installation, its catalog and the tools it reads as they stand."""
     catalog = load_catalog(installation.vendor.value)
     known = json.dumps([sorted((k.name, k.choices) for k in catalog.values()),
-                        _tools_stamp(installation), READING])  # fmt: skip
+                        _tools_stamp(installation), READING,
+                        [f.name for f in families.of(installation.impl)]])  # fmt: skip
     digest = hashlib.sha256(known.encode()).hexdigest()[:10]
     key = f"{installation.vendor.value}-{installation.version}-{installation.launcher}-{digest}"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)

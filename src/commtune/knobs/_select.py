@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from commtune import families
 from commtune.errors import UsageError
 from commtune.knobs._apply import UNSET, Apply
 from commtune.knobs._catalog import PRESETS
 from commtune.knobs._discovery import KnobStatus, integer_value
 from commtune.knobs._knob import Dimension, Knob, KnobType, Space, Value
-from commtune.mpi import Variable
+from commtune.mpi import Variable, Vendor
 from commtune.util import parse_size
 
 RANGE_VALUES = 256  # a range stepping by one may hold at most this many values
@@ -53,16 +54,15 @@ def parse_knob_spec(
     spec: str,
     library: str,
     variables: Mapping[str, Variable] | None = None,
-    env_name: Callable[[str], str] | None = None,
 ) -> Dimension:
     """``NAME[=VALUES]`` as a dimension: a catalog knob, else (``variables``: what the
-    installed library reports; ``env_name``: its environment name) a variable of the
-    library (:func:`variable_knob`)."""
+    installed library reports) a variable of the library (:func:`variable_knob`), set by
+    the environment variable its vendor or its family names (``families.env_name``)."""
     name, sep, values_text = spec.partition("=")
     name = name.strip()
     if name not in statuses and variables is not None and name in variables:
-        assert env_name is not None
-        return variable_knob(variables[name], library, env_name(name), values_text if sep else None)
+        env = families.env_name(Vendor(library).impl, name)
+        return variable_knob(variables[name], library, env, values_text if sep else None)
     knob = lookup(statuses, name, library)
     if not sep:
         return Dimension(knob)
@@ -151,7 +151,6 @@ def build_space(
     specs: Sequence[str] = (),
     presets: Sequence[str] = (),
     variables: Mapping[str, Variable] | None = None,
-    env_name: Callable[[str], str] | None = None,
     across_nodes: bool = False,
 ) -> Space:
     """The space of ``--knob`` specs and ``--preset`` groups; the default space if neither:
@@ -168,7 +167,7 @@ def build_space(
         for knob in members:
             dims.setdefault(knob.name, Dimension(knob))
     for spec in specs:
-        dim = parse_knob_spec(statuses, spec, library, variables, env_name)
+        dim = parse_knob_spec(statuses, spec, library, variables)
         dims[dim.knob.name] = dim
     if not dims:
         dims = {s.knob.name: Dimension(s.knob) for s in statuses.values()

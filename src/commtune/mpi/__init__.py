@@ -47,7 +47,8 @@ from commtune.mpi._vendor import Lack, MPIVendor, Profiled, Variable, Vendor
 from commtune.mpi.smpi import NO_COMPUTE, simulated_command, simulated_time
 
 VENDOR_NAMES = tuple(v.value for v in Vendor)
-# Variables of every library in a user's environment (a study records them), and the files
+# Variables of every library in a user's environment (a study records them, with those of the
+# families: ``families.recorded_prefixes``), and the files
 # their shared-memory transports leave behind when a run is killed.
 ENV_PREFIXES = tuple(dict.fromkeys(p for v in Vendor for p in v.impl.env_prefixes))
 SHM_PATTERNS = tuple(dict.fromkeys(p for v in Vendor for p in v.impl.shm_patterns))

@@ -128,8 +128,8 @@ class MPIVendor(abc.ABC):
     vendor: ClassVar[Vendor]
     title: ClassVar[str]
     env_prefix: ClassVar[str]  # the environment prefix of its MPI_T control variables
-    # Every prefix of variables it (or a layer it runs on) reads: what a study records of the
-    # user's environment, since they change what is measured.
+    # Every prefix of its own variables (its families' prefixes are theirs): what a study
+    # records of the user's environment, since they change what is measured.
     env_prefixes: ClassVar[tuple[str, ...]]
     # Files its shared-memory transport leaves in /dev/shm when a run is killed.
     shm_patterns: ClassVar[tuple[str, ...]] = ()
@@ -137,9 +137,15 @@ class MPIVendor(abc.ABC):
     launcher_aliases: ClassVar[tuple[str, ...]] = ()  # other names of its launcher
     compiler_names: ClassVar[tuple[str, ...]]
     export_formats: ClassVar[tuple[str, ...]] = ()  # formats of its own (render)
-    # The formats every library reads that this one reads too: a configuration as shell
-    # variables, as JSON, MPI-IO hints (ROMIO's file), HDF5's (H5Tuner's)
-    common_formats: ClassVar[tuple[str, ...]] = ("env", "json", "romio-hints", "h5tuner")
+    # Of the formats every library may read, those this one reads: a configuration as shell
+    # variables, as JSON (its families add theirs: ``families.formats``)
+    base_formats: ClassVar[tuple[str, ...]] = ("env", "json")
+    # The knob families it reads (``commtune.families``: their catalogs join its own, their
+    # tools are read where it runs over their layer, their formats are its too) ...
+    families: ClassVar[tuple[str, ...]] = ()
+    # ... and those whose knobs a study takes only where named (``--knob``), in no preset nor
+    # the default space: a layer the library may or may not run over, chosen at run time
+    named_only: ClassVar[tuple[str, ...]] = ()
     # (export format, file name) of the settings file its users keep (what `tune` suggests)
     settings_file: ClassVar[tuple[str, str]] = ("env", "tuned.env")
     launcher_word: ClassVar[str]  # the launcher as its users type it
@@ -231,8 +237,8 @@ class MPIVendor(abc.ABC):
 
     def env_name(self, variable: str) -> str:
         """The environment variable that sets the library's control variable ``variable``
-        (as discovery names it)."""
-        own = variable.startswith((self.env_prefix, *self.env_prefixes))  # UCX_, MPIR_CVAR_, ...
+        (as discovery names it; a family's variable: ``families.env_name``)."""
+        own = variable.startswith((self.env_prefix, *self.env_prefixes))  # MPIR_CVAR_, I_MPI_
         return variable if own else self.env_prefix + variable
 
     def mpit_value(self, text: str, enumerators: tuple[str, ...], categorical: bool) -> str:
@@ -433,11 +439,6 @@ class MPIVendor(abc.ABC):
         return ()
 
     # -- export -----------------------------------------------------------------------------
-    @property
-    def formats(self) -> tuple[str, ...]:
-        """Every export format a study of this library has."""
-        return (*self.common_formats, *self.export_formats)
-
     def render(self, fmt: str, env: Mapping[str, str], header: str) -> str:
         """``env`` in the vendor's own format ``fmt`` (one of ``export_formats``)."""
         raise ValueError(f"{self.title} has no format {fmt!r}")

@@ -59,7 +59,8 @@ class IntelMPI(MPIVendor):
     vendor = Vendor.INTEL
     title = "Intel MPI"
     env_prefix = "I_MPI_"
-    env_prefixes = ("I_MPI_", "FI_", "MPIR_CVAR_", "HYDRA_")
+    env_prefixes = ("I_MPI_", "MPIR_CVAR_", "HYDRA_")
+    families = ("romio", "libfabric")
     # Debian builds parallel HDF5 for its own two MPIs only: with Intel MPI the HDF5 kernel
     # is not built (it says so) unless a site installs this package.
     hdf5_package = "hdf5-impi"

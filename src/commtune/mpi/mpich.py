@@ -22,7 +22,8 @@ class MPICH(MPIVendor):
     vendor = Vendor.MPICH
     title = "MPICH"
     env_prefix = "MPIR_CVAR_"
-    env_prefixes = ("MPIR_CVAR_", "MPICH_", "HYDRA_", "UCX_")
+    env_prefixes = ("MPIR_CVAR_", "MPICH_", "HYDRA_")
+    families = ("romio", "hdf5", "ucx")
     unsampled_algorithms = frozenset({"pairwise_sendrecv_replace"})  # in place only
     shm_patterns = ("mpich_shar_tmp*", "mpich_shm_*", "ucx_shm_posix_*")  # 4.0, 5.0, UCX
     hdf5_package = "hdf5-mpich"

@@ -41,7 +41,9 @@ class OpenMPI(MPIVendor):
     vendor = Vendor.OPENMPI
     title = "Open MPI"
     env_prefix = "OMPI_MCA_"
-    env_prefixes = ("OMPI_MCA_", "OMPI_", "PMIX_MCA_", "UCX_", "FI_")  # UCX, libfabric: its layers
+    env_prefixes = ("OMPI_MCA_", "OMPI_", "PMIX_MCA_")
+    families = ("ompio", "romio", "hdf5", "ucx", "libfabric")
+    named_only = ("ucx", "libfabric")  # its point-to-point layer (ob1, ucx, cm): chosen at run time
     shm_patterns = ("vader_segment.*", "sm_segment.*", "ucx_shm_posix_*")
     hdf5_package = "hdf5-openmpi"
     launcher_names = ("mpirun.openmpi", "mpirun", "mpiexec.openmpi", "mpiexec")

@@ -67,7 +67,7 @@ class SMPI(MPIVendor):
     compiler_names = ("smpicc",)
     export_formats = ("cfg",)
     # its configuration is smpirun arguments, not variables (no "env"); no I/O stack to hint
-    common_formats = ("json",)
+    base_formats = ("json",)
     settings_file = ("cfg", "smpi.cfg")
     launcher_word = "smpirun"
     p2p_knobs = (("smpi/async-small-thresh", "smpi/send-is-detached-thresh"),)

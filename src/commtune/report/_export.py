@@ -1,5 +1,5 @@
-"""A configuration in the forms the libraries read: env lines, JSON, a ROMIO hints file (the
-file ``ROMIO_HINTS`` names: one ``key value`` per line), H5Tuner's XML configuration, and each
+"""A configuration in the forms the libraries read: env lines and JSON (here), the formats of
+the knob families it sets (a ROMIO hints file, H5Tuner's XML: ``commtune.families``), and each
 vendor's own (Open MPI's ``mca-params.conf``), asked of the vendor."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from commtune import families
 from commtune.errors import UsageError
 from commtune.knobs import Knob, Value, apply
 from commtune.mpi import Vendor
 
-COMMON_FORMATS = ("env", "json", "romio-hints", "h5tuner")
-# H5Tuner's configuration file puts each hint under its layer of the I/O stack.
-FILE_SYSTEM_HINTS = ("striping_factor", "striping_unit")
-FORMATS = (*COMMON_FORMATS, *dict.fromkeys(f for v in Vendor for f in v.impl.export_formats))
+# The one registry of formats: the base ones here (env, json), each family's (``families``),
+# each vendor's own (``MPIVendor.export_formats``, rendered by the vendor).
+FORMATS = families.all_formats()
 
 
 def render(
@@ -29,13 +29,14 @@ def render(
     """``extra``: variables beyond the knobs (those that load a collective selection file);
     ``measured_on``: the MPI installation the study measured (named in the file's header)."""
     vendor = Vendor(library).impl
-    if fmt not in vendor.formats:
-        owner = next((v.impl for v in Vendor if fmt in v.impl.export_formats), None)
-        if owner is None and fmt not in COMMON_FORMATS:
+    mine = families.formats(vendor)
+    if fmt not in mine:
+        if fmt not in FORMATS:
             raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+        owner = next((v.impl for v in Vendor if fmt in v.impl.export_formats), None)
         whose = f" ({owner.title}'s file)" if owner is not None else ""
         raise UsageError(f"--format {fmt}{whose}: study {study} tunes {vendor.title}, whose "
-                         f"formats are {', '.join(vendor.formats)}")  # fmt: skip
+                         f"formats are {', '.join(mine)}")  # fmt: skip
     header = f"commtune study {study}" + (
         f", measured on {measured_on}" if measured_on else f" ({library})"
     )
@@ -44,52 +45,40 @@ def render(
     launch = vendor.launch_args(applied.launch)  # options, not variables: say how to launch
     if launch:
         header += f"; launch with: {vendor.launcher_word} {' '.join(launch)} ..."
-    hints = {key: check.value for key, check in applied.hints.items()}
-    properties = {key: check.value for key, check in applied.properties.items()}
-    if fmt == "h5tuner":
-        return _h5tuner(hints, properties, header)
-    if fmt == "romio-hints":
-        lines = [f"# {header}: export ROMIO_HINTS=<this file>"]
-        return "\n".join([*lines, *(f"{k} {v}" for k, v in hints.items())]) + "\n"
+    export = families.Export(
+        study=study, library=library, header=header, params=dict(config), env=env,
+        hints={key: check.value for key, check in applied.hints.items()},
+        properties={key: check.value for key, check in applied.properties.items()},
+        launch=tuple(launch), measured_on=measured_on,
+    )  # fmt: skip
     if fmt == "env":
-        lines = [f"# {header}"]
-        if hints:
-            lines.append(
-                "# MPI-IO hints: COMMTUNE_IO_HINTS needs libcommtune preloaded; without it, "
-                "write them with --format romio-hints and export ROMIO_HINTS=FILE (ROMIO)"
-            )
-        if properties:
-            lines.append(
-                "# HDF5 properties: COMMTUNE_HDF5_PROPS needs libcommtune preloaded; without it, "
-                "set them in the program (H5Pset_*) or use --format h5tuner with H5Tuner"
-            )
-        lines += [f"export {name}={_shell_quote(value)}" for name, value in env.items()]
-        return "\n".join(lines) + "\n"
+        return _env(export)
     if fmt == "json":
         data = {"study": study, "mpi": library, "measured_on": measured_on,
-                "params": dict(config), "env": env, "launch": launch}  # fmt: skip
+                "params": dict(config), "env": env, "launch": list(launch)}  # fmt: skip
         return json.dumps(data, indent=2) + "\n"
+    family_format = families.format_named(fmt)
+    if family_format is not None:
+        return family_format.render(export)
     return vendor.render(fmt, env, header)
 
 
-def _h5tuner(hints: Mapping[str, str], properties: Mapping[str, str], header: str) -> str:
-    """H5Tuner's XML (``<Parameters>``: the HDF5 layer, MPI-IO's hints, the file system's),
-    the form H5Tuner reads from ``H5TUNER_CONFIG_FILE``. HDF5 properties keep the names of
-    ``COMMTUNE_HDF5_PROPS`` (one element each: ``alignment_threshold``, ``alignment``, ...)."""
-    import xml.etree.ElementTree as ET
-
-    root = ET.Element("Parameters")
-    root.append(ET.Comment(f" {header} "))
-    library = ET.SubElement(root, "High_Level_IO_Library")
-    for key, value in properties.items():
-        ET.SubElement(library, key).text = value
-    middleware = ET.SubElement(root, "Middleware_Layer")
-    file_system = ET.SubElement(root, "Parallel_File_System")
-    for key, value in hints.items():
-        parent = file_system if key in FILE_SYSTEM_HINTS else middleware
-        ET.SubElement(parent, key).text = value
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode") + "\n"
+def _env(export: families.Export) -> str:
+    """Shell lines: ``export NAME=value`` of every variable, with how the hints and the
+    properties reach a program that does not preload libcommtune."""
+    lines = [f"# {export.header}"]
+    if export.hints:
+        lines.append(
+            "# MPI-IO hints: COMMTUNE_IO_HINTS needs libcommtune preloaded; without it, "
+            "write them with --format romio-hints and export ROMIO_HINTS=FILE (ROMIO)"
+        )
+    if export.properties:
+        lines.append(
+            "# HDF5 properties: COMMTUNE_HDF5_PROPS needs libcommtune preloaded; without it, "
+            "set them in the program (H5Pset_*) or use --format h5tuner with H5Tuner"
+        )
+    lines += [f"export {name}={_shell_quote(value)}" for name, value in export.env.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _shell_quote(value: str) -> str:

@@ -177,6 +177,7 @@ def _importances(
 def _exports(spec: StudySpec, study: optuna.Study, acceptance: Acceptance | None) -> dict[str, str]:
     """The accepted configuration in each form the library reads (none if the default
     stays)."""
+    from commtune import families
     from commtune.knobs import space_from_json
     from commtune.mpi import Vendor
     from commtune.report._export import render
@@ -186,7 +187,7 @@ def _exports(spec: StudySpec, study: optuna.Study, acceptance: Acceptance | None
     knobs = [d.knob for d in space_from_json(spec.library, spec.space).dimensions]
     out = {}
     impl = Vendor(spec.library).impl
-    for fmt in (f for f in ("env", *impl.export_formats, "romio-hints") if f in impl.formats):
+    for fmt in families.report_formats(impl):
         text = render(fmt, spec.library, knobs, dict(acceptance.params), study.study_name,
                       dict(acceptance.env))  # fmt: skip
         if any(line and not line.startswith("#") for line in text.splitlines()):

@@ -230,7 +230,7 @@ class Tuning:
         """The space chosen and probed, the storage opened, the executor and observer built."""
         plan, inst, ui = setup.plan, setup.inst, self.ui
         space = build_space(dict(setup.statuses), inst.vendor.value, plan.knobs, plan.presets,
-                            discover(inst), inst.impl.env_name,
+                            discover(inst),
                             plan.across_nodes or on_testbed())  # fmt: skip
         predictor = None
         if plan.strategy == "predict":  # before anything is written: a model must exist

@@ -231,7 +231,7 @@ def _real(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus], vi
     ranked = tuple(r.config for r in report.ranking[:CONTENDERS])
     modeled = sim.impl.models_of(inst.impl)
     asked = (build_space(dict(statuses), inst.vendor.value, plan.knobs, plan.presets,
-                         discover(inst), inst.impl.env_name).dimensions
+                         discover(inst)).dimensions
              if plan.knobs or plan.presets else ())  # fmt: skip
     machine = [d for d in asked if d.knob.name not in modeled]
     report = replace(report, on_this_machine=tuple(d.knob.name for d in machine),

@@ -1,4 +1,7 @@
-"""The tuner: reference, blocked and raced search, top-k confirmation (see ``_loop``); what
+"""The tuner: the reference, the search (each configuration run beside controls of the
+defaults), then the verdict (``_decide``: ``--gate risk``, the default, tests the search's
+best on fresh pairs of runs beside the defaults with one rule, :mod:`commtune.rule`; the
+top-k confirmation of ``_confirm`` is ``--gate strict``'s); in-run racing (``_inrun``). What
 it is given is a :class:`Target` (the study, its typed space and the user's ``Plan``) and
 every step shares one :class:`Context` (``_target``)."""
 

@@ -1,4 +1,4 @@
-"""The tuning loop: reference, batches of proposals, confirmation.
+"""The tuning loop: reference, batches of proposals, the verdict.
 
 Flow (each step commits to the storage before the next starts, so ``kill -9`` loses no
 finished trial):
@@ -10,11 +10,14 @@ finished trial):
    (:mod:`commtune.tune._schedule`) runs them with controls beside them and races their
    repeats; a failed run fails its trial; a configuration already measured is answered from
    its earlier trial, not rerun;
-4. confirmation (:mod:`commtune.tune._confirm`): the best configurations and the default
-   run again, interleaved; accepted only if faster beyond noise.
+4. the verdict (:func:`commtune.tune._decide.verdict`): under ``--gate risk`` (the default)
+   the search's best, one or two at a time, in fresh pairs of runs beside the defaults, each
+   pair's order by a coin, decided by the rule's paired test at ``--risk``; under ``--gate
+   strict`` the top-k confirmation (:mod:`commtune.tune._confirm`): the best configurations
+   and the defaults run again, interleaved, accepted only if faster beyond noise.
 
-``max_runs`` bounds every run of the study; the search leaves the confirmation's first
-rounds (``confirm`` times ``top + 1`` runs) to it.
+``max_runs`` bounds every run of the study; the search leaves the verdict its share of them
+(``Plan.deciding_runs``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from commtune import stats
 from commtune.errors import UsageError
+from commtune.families import recorded_prefixes
 from commtune.knobs import Space, Value
-from commtune.mpi import ENV_PREFIXES
 from commtune.progress import Progress
 from commtune.store import Claim
 from commtune.strategies import distributions, get_strategy
@@ -112,7 +115,7 @@ def open_study(storage: optuna.storages.BaseStorage, target: Target) -> optuna.S
 def inherited_mpi_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """MPI-related variables in the user's environment (they stay part of the baseline)."""
     env = os.environ if env is None else env
-    return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)}
+    return {k: v for k, v in sorted(env.items()) if k.startswith(recorded_prefixes())}
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -497,7 +500,7 @@ def tune(
     observer: Observer | None = None,
     ranked: Sequence[Mapping[str, Value]] | None = None,
 ) -> TuneResult:
-    """Run (or resume) a study to its budget, confirm the best, and return the result.
+    """Run (or resume) a study to its budget, decide on its best, and return the result.
     Several tuners may run it at once on one storage (``workers``, see ``_workers``). A study
     at a training scale (``spec.scale`` with training values) trains first, with
     ``executor.at`` running the command at each training scale. ``ranked``: what a
