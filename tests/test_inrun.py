@@ -213,7 +213,7 @@ def test_a_segmented_algorithm_that_passed_is_raced_again_at_segment_sizes(
 
     from commtune.report import UI
     from commtune.service import _inrun
-    from commtune.service._race import SEGMENTS, RaceRun, sized_config
+    from commtune.service._race import SEGMENTS, RacedRun, sized_config
     from commtune.study import DEFAULTS
 
     inst = installation_of("openmpi")
@@ -228,7 +228,7 @@ def test_a_segmented_algorithm_that_passed_is_raced_again_at_segment_sizes(
         alone = winner.split("@", maxsplit=1)[0] if "@" in winner else None
         slower = np.array([1.0] + [0.7 if n == winner else 0.85 if n == alone else 1.0
                                    for n in names])  # fmt: skip
-        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+        return RacedRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
 
     monkeypatch.setattr(_inrun, "race", race)
     plan = replace(DEFAULTS, seed=3, risk=0.05, inrun_runs=runs, reference_timeout=60.0)
@@ -558,7 +558,7 @@ def test_a_raced_run_that_dies_is_raced_again_only_in_the_runs_left(
 
     from commtune.report import UI
     from commtune.service import _inrun
-    from commtune.service._race import RaceFailed, RaceRun
+    from commtune.service._race import RacedRun, RaceFailed
     from commtune.study import DEFAULTS
 
     rng = np.random.default_rng(5)
@@ -569,14 +569,14 @@ def test_a_raced_run_that_dies_is_raced_again_only_in_the_runs_left(
         if len(made) == dies:
             raise RaceFailed("the raced run failed: exit 134", ("ring",), "under way")
         slower = np.ones(len(names) + 1)
-        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+        return RacedRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
 
     monkeypatch.setattr(_inrun, "race", race)
     plan = replace(DEFAULTS, seed=3, reference_timeout=60.0)
     setup = SimpleNamespace(plan=plan, inst=installation_of("openmpi"), command=["x"])
     how = _inrun.InRun("allreduce", "coll_tuned_allreduce_algorithm", "ignore",
                        ("ring", "recursive_doubling", "basic_linear"))  # fmt: skip
-    runs: list[RaceRun] = []
+    runs: list[RacedRun] = []
     crashed = _inrun.Crashed()
     ready = SimpleNamespace(setup=setup)
     if dies == plan.inrun_runs:
@@ -659,7 +659,7 @@ def test_a_twins_blind_spots_never_take_the_runs_its_verdict_needs(
     raced 3 runs and left the verdict 9 of its 10: the defaults kept in 5 runs.)"""
     from commtune.report import UI
     from commtune.service import _blind
-    from commtune.service._race import RaceRun
+    from commtune.service._race import RacedRun
     from commtune.study import DEFAULTS, TwinReport
 
     knob = "coll_tuned_allreduce_algorithm"
@@ -669,7 +669,7 @@ def test_a_twins_blind_spots_never_take_the_runs_its_verdict_needs(
     def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
         raced.append(tuple(names))
         slower = np.array([1.0] + [0.7 if n.startswith("segmented_ring") else 1.0 for n in names])
-        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+        return RacedRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
 
     monkeypatch.setattr(_blind, "race", race)
     report = TwinReport("s", "the decision", "wall",
@@ -695,7 +695,7 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
     out of --max-runs. (End to end: the twin test of tests/test_smpi.py.)"""
     from commtune.report import UI
     from commtune.service import _blind
-    from commtune.service._race import SEGMENTS, RaceRun
+    from commtune.service._race import SEGMENTS, RacedRun
     from commtune.study import DEFAULTS, Ranked, TwinReport
 
     inst = installation_of("openmpi")
@@ -712,7 +712,7 @@ def test_a_twin_blind_spot_that_wins_its_race_is_tested_first(
         slower = np.array([1.0] + [0.7 if n == winner else 0.85 if n == alone else 1.0
                                    for n in names])  # fmt: skip
         drawn = _race(rng, slower, blocks=60, names=("ignore", *names))
-        return RaceRun(drawn, {}, 1.0, "")
+        return RacedRun(drawn, {}, 1.0, "")
 
     monkeypatch.setattr(_blind, "race", race)
     pick = {knob: "recursive_doubling"}
@@ -758,7 +758,7 @@ def test_a_twin_blind_spot_keeps_its_answer_when_the_run_racing_its_sizes_dies(
     stands, and both runs come out of --max-runs (before: no answer, one run counted)."""
     from commtune.report import UI
     from commtune.service import _blind
-    from commtune.service._race import RaceFailed, RaceRun
+    from commtune.service._race import RacedRun, RaceFailed
     from commtune.study import DEFAULTS, TwinReport
 
     knob = "coll_tuned_allreduce_algorithm"
@@ -770,7 +770,7 @@ def test_a_twin_blind_spot_keeps_its_answer_when_the_run_racing_its_sizes_dies(
         if len(made) == 2:
             raise RaceFailed("the raced run failed: exit 134")
         slower = np.array([1.0] + [0.7 if n == "segmented_ring" else 1.0 for n in names])
-        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+        return RacedRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
 
     monkeypatch.setattr(_blind, "race", race)
     report = TwinReport("s", "the decision", "wall",
@@ -868,7 +868,7 @@ def test_a_twin_that_ranks_nothing_races_what_it_does_not_model(
     from commtune.report import UI
     from commtune.service import _blind, _twin
     from commtune.service._as import NothingFaithful
-    from commtune.service._race import RaceRun
+    from commtune.service._race import RacedRun
     from commtune.study import DEFAULTS, TwinReport
 
     inst, sim = installation_of("openmpi"), find_installation(Vendor.SMPI)
@@ -876,7 +876,7 @@ def test_a_twin_that_ranks_nothing_races_what_it_does_not_model(
 
     def race(inst, command, op, names, seed, timeout, through=(), run=RUN):  # type: ignore[no-untyped-def]
         slower = np.array([1.0] + [0.7 if n == winner else 1.0 for n in names])
-        return RaceRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
+        return RacedRun(_race(rng, slower, blocks=60, names=("ignore", *names)), {}, 1.0, "")
 
     monkeypatch.setattr(_blind, "race", race)
     plan = replace(DEFAULTS, max_runs=14, repeats=2, seed=3, reference_timeout=60.0)

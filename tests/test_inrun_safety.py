@@ -18,7 +18,7 @@ import pytest
 
 from commtune.launch import launcher_for
 from commtune.mpi import Installation, Vendor, installation_of
-from commtune.service import RaceRun, race
+from commtune.service import RacedRun, race
 
 from .conftest import PROGRAMS, VENDORS, needs_openmpi, run_cli
 
@@ -60,7 +60,7 @@ def _plain(line: list[str]) -> str:
     return done.stdout
 
 
-def _raced(inst: Installation, line: list[str], op: str, **extra: str) -> RaceRun:
+def _raced(inst: Installation, line: list[str], op: str, **extra: str) -> RacedRun:
     """``op``'s every algorithm raced in one run of ``line``, in units of 2 calls."""
     return race(inst, line, op, [], 7, 120, extra=extra or None, run=2)
 

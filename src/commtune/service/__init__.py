@@ -17,7 +17,7 @@ from commtune.service._common import (
 from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
 from commtune.service._observer import StudyObserver
-from commtune.service._race import RaceFailed, RaceRun, race
+from commtune.service._race import RacedRun, RaceFailed, race
 from commtune.service._race import candidates as race_candidates
 from commtune.service._tuning import Outcome, Recorded, Tuning, check
 
@@ -27,7 +27,7 @@ __all__ = [
     "Outcome",
     "Prediction",
     "RaceFailed",
-    "RaceRun",
+    "RacedRun",
     "Recorded",
     "Sampled",
     "StudyObserver",

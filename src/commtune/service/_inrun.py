@@ -43,8 +43,8 @@ from commtune.report import UI
 from commtune.service._race import (
     OPS,
     SEGMENTS,
+    RacedRun,
     RaceFailed,
-    RaceRun,
     race,
     sized_config,
     sized_field,
@@ -251,7 +251,7 @@ def _narrow(ready: Ready, how: InRun, seed: int, runs: int, ui: UI) -> Narrowed:
     """One collective of a mixed space raced in up to ``runs`` runs, said."""
     ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced in-run against {how.reference} "
             f"first (up to {runs} run(s)); then the other knobs on whole runs")  # fmt: skip
-    took: list[RaceRun] = []  # the runs made, counted where the race fails
+    took: list[RacedRun] = []  # the runs made, counted where the race fails
     crashed = Crashed()
     try:
         raced, how = _raced(ready, how, seed, ui, took, crashed, runs)
@@ -321,8 +321,8 @@ def _with(ready: Ready, space: Space, spent: int) -> Ready:
 
 
 def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = None,
-             runs: list[RaceRun] | None = None, risk: float | None = None,
-             failed: int = 0) -> tuple[Halving, list[RaceRun]]:  # fmt: skip
+             runs: list[RacedRun] | None = None, risk: float | None = None,
+             failed: int = 0) -> tuple[Halving, list[RacedRun]]:  # fmt: skip
     """``how`` raced (:func:`commtune.tune.halving`) in up to ``most`` runs (default
     ``--inrun-runs``) at ``risk`` (default ``--risk``), each run said (numbered with the
     ``failed`` raced runs made before); the runs it took (appended to ``runs`` as they end,
@@ -346,7 +346,7 @@ def _halving(ready: Ready, how: InRun, seed: int, ui: UI, most: int | None = Non
     return halving(racer, how.names, most, risk, plan.min_gain, heard, calls=calls), runs
 
 
-def _sized(ready: Ready, how: InRun, raced: Halving, runs: list[RaceRun], seed: int,
+def _sized(ready: Ready, how: InRun, raced: Halving, runs: list[RacedRun], seed: int,
            ui: UI, crashed: Crashed) -> Halving:  # fmt: skip
     """Where algorithms that cut a message into segments passed (raced at the launch's
     segment size: one segment) and ``--inrun-runs`` leaves a run, one more run races them
@@ -404,7 +404,7 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
             f"{how.reference} (the library's own decision), up to {plan.inrun_runs} "
             f"run(s), each test at {limit:.3g} of --risk {plan.risk:g} (--no-inrun: whole "
             "runs)")  # fmt: skip
-    runs: list[RaceRun] = []
+    runs: list[RacedRun] = []
     crashed = Crashed()
     try:
         raced, how = _raced(ready, how, seed, ui, runs, crashed)
@@ -444,7 +444,7 @@ class Crashed:
         self.dropped.update(dict.fromkeys(exc.suspects, exc.where))
 
 
-def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RaceRun], crashed: Crashed,
+def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RacedRun], crashed: Crashed,
            most: int | None = None) -> tuple[Halving, InRun]:  # fmt: skip
     """``how`` raced (:func:`_halving`) in up to ``most`` runs (default ``--inrun-runs``). A
     raced run that fails in a candidate (:attr:`RaceFailed.suspects`: under way when it
@@ -479,7 +479,7 @@ def _whole(ready: Ready, how: InRun, runs: int, ui: UI, why: str) -> tuple[Ready
     return _spent(ready, ready.space, [Narrowed(how, None, runs, (), why).to_json()], runs)
 
 
-def _said(ui: UI, r: int, run: RaceRun, now: Sequence[Raced]) -> None:
+def _said(ui: UI, r: int, run: RacedRun, now: Sequence[Raced]) -> None:
     ui.info(f"raced run {r}: {run.race.raced_calls} calls in {len(run.race.time)} units of "
             f"{run.race.units_said()}, blocks of {run.race.k} (seed {run.race.seed}), "
             f"{run.wall:.2f} s")  # fmt: skip
@@ -536,7 +536,7 @@ def _share(profile: Profile, op: str) -> float | None:
         return None
 
 
-def _stored_blocks(run: RaceRun, most: int = 400) -> dict[str, Any]:
+def _stored_blocks(run: RacedRun, most: int = 400) -> dict[str, Any]:
     """The first raced run's call times by block (thinned to ``most``), for the report."""
     blocks = run.race.blocks()
     step = max(1, -(-len(blocks) // most))
@@ -551,7 +551,7 @@ def _limit(plan: Plan, how: InRun) -> float:
     return plan.risk / (len(how.names) * plan.inrun_runs)
 
 
-def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
+def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
              check: Check | None, crashed: Crashed) -> Acceptance:  # fmt: skip
     """The study's verdict: the answer handed back where its raced calls passed and its
     whole runs do not show it more than ``tolerance`` slower (``crashed``: the raced runs
@@ -607,7 +607,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RaceRun], raced: Halving,
                       best_values=list(check.runs.answer), extra=extra)  # fmt: skip
 
 
-def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RaceRun],
+def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RacedRun],
             pooled: Sequence[Raced], acc: Acceptance, check: Check | None,
             failed: int) -> TuneResult:  # fmt: skip
     """The study's result as ``tune`` reports every study: its rows per call (pooled over the

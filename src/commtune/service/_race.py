@@ -68,8 +68,9 @@ def watched(prefix: str, names: Sequence[str]) -> tuple[tuple[str, ...], str]:
 
 
 @dataclass(frozen=True)
-class RaceRun:
-    """The race, the variables the program ran under, its wall time and its output."""
+class RacedRun:
+    """One raced run of the program: its race, the variables it ran under, its wall time and
+    its output (the strategy race's run is ``commtune.race.RaceRun``)."""
 
     race: Race
     launch: Mapping[str, str]
@@ -167,7 +168,7 @@ def rules(inst: Installation, op: str, names: Sequence[str]) -> str:
 def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[str], seed: int,
          timeout: float, extra: Mapping[str, str] | None = None,
          through: Sequence[str] = (), run: int = RUN,
-         run_max: int = RUN_MAX) -> RaceRun:  # fmt: skip
+         run_max: int = RUN_MAX) -> RacedRun:  # fmt: skip
     """One run of ``command`` with ``op``'s candidates raced in it, in units of ``run``
     consecutive calls (doubling as the blocks go, up to ``run_max``), each after a barrier
     (``extra``: more of libctrace's variables, e.g.
@@ -206,4 +207,4 @@ def race(inst: Installation, command: Sequence[str], op: str, names: Sequence[st
     if result.error:  # the ranks disagreed: nothing of the run is evidence
         raise RaceFailed(f"the raced run: {result.error}")
     launch = {k: v for k, v in variables.items() if not k.startswith("COMMTUNE_")}
-    return RaceRun(result, launch, done.wall, done.stdout)
+    return RacedRun(result, launch, done.wall, done.stdout)
