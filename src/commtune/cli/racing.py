@@ -15,7 +15,7 @@ from commtune.cli._common import (
     print_json,
 )
 from commtune.study import DEFAULTS
-from commtune.tune import RUN
+from commtune.study import RACE_RUN as RUN
 
 
 def _add_race(p: argparse.ArgumentParser) -> None:

@@ -14,10 +14,11 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from commtune import families
 from commtune.errors import UsageError
 from commtune.knobs._apply import APPLIERS, Apply
 from commtune.knobs._knob import Knob, KnobType, version_in
-from commtune.mpi import VENDOR_NAMES
+from commtune.mpi import VENDOR_NAMES, Vendor
 
 if TYPE_CHECKING:
     from commtune.mpi import MPIVendor
@@ -34,9 +35,6 @@ def load_catalog(library: str) -> dict[str, Knob]:
     (``data/<library>.json``), then those of each family it reads (``commtune.families``; a
     family of a layer gets its device as every knob's requirement, one the library names
     only (``MPIVendor.named_only``) no preset and no place in the default space)."""
-    from commtune import families
-    from commtune.mpi import Vendor
-
     text = resources.files("commtune.knobs").joinpath("data", f"{library}.json").read_text()
     data = json.loads(text)
     prefix = data.get("env_prefix", "")

@@ -14,7 +14,7 @@ from commtune.study._acceptance import (
     set_acceptance,
     upgrade,
 )
-from commtune.study._plan import DEFAULTS, GATES, Plan, default_repeats
+from commtune.study._plan import DEFAULTS, GATES, RACE_RUN, Plan, default_repeats
 from commtune.study._record import (
     INTERRUPTED,
     Attr,
@@ -52,6 +52,7 @@ __all__ = [
     "GATES",
     "INTERRUPTED",
     "PROPOSAL",
+    "RACE_RUN",
     "Acceptance",
     "Attr",
     "Failure",

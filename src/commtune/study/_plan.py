@@ -139,6 +139,10 @@ GATES = ("risk", "strict")
 
 DEFAULTS = Plan()
 
+# The calls of an in-run race's unit: consecutive calls of one candidate, after a barrier
+# (``commtune race --run``'s default; here, not in ``tune``, so that the command line's
+# parser reads it without loading the tuner)
+RACE_RUN = 8
 BUDGET_REPEATS = 2  # the raced cap of a study whose --max-runs cannot give every trial its
 
 

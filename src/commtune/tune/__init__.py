@@ -14,14 +14,12 @@ from commtune.tune._inrun import (
     Halving,
     Race,
     Raced,
-    WholeRuns,
     decide_race,
     decide_races,
     halved,
     halving,
     run_length,
     said_time,
-    whole_runs,
 )
 from commtune.tune._loop import (
     MIN_TIMEOUT,
@@ -50,6 +48,7 @@ from commtune.tune._stale import (
 )
 from commtune.tune._summary import Row, TuneResult, summarize
 from commtune.tune._target import Context, Observer, Target
+from commtune.tune._whole import WholeRuns, whole_runs
 from commtune.tune._workers import Workers
 
 __all__ = [
