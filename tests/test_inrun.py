@@ -453,7 +453,7 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     data = last_json(out)
     assert data["gate"] == "inrun" and "raced in-run against" in err
     acc = acceptance_of(optuna.load_study(study_name="r", storage=Store(storage).optuna))
-    assert acc is not None and acc.extra["gate"] == "inrun" and acc.extra["op"] == "allreduce"
+    assert acc is not None and acc.gate == "inrun" and acc.extra["op"] == "allreduce"
     fields = [set(f) for f in acc.extra["fields"]]
     assert 1 <= acc.extra["raced_runs"] == len(fields) <= 3 and all(acc.extra["calls"])
     assert fields[0] == set(TWO[vendor.value].split(","))  # type: ignore[attr-defined]

@@ -213,7 +213,7 @@ def test_a_deterministic_study_runs_each_configuration_once_without_controls() -
         result = tune(settings, study._storage, executor, Silent())
         acc = StudyView(study).verdict()
         assert acc is not None and acc.accepted and acc.params == {"algo": "fast"}
-        assert acc.speedup == acc.ci[0] == 2.0 and acc.extra["gate"] == "exact"
+        assert acc.speedup == acc.ci[0] == 2.0 and acc.gate == "exact"
         # 2 runs of the reference, each of the 6 configurations (one is the defaults' value
         # under another name) once, the fastest once more; no other run of the defaults
         assert executor.calls.count(None) == 2
@@ -584,7 +584,7 @@ def test_a_noisy_table_is_not_deterministic_where_its_draws_repeat(tmp_path: Pat
     study = open_study(optuna.storages.InMemoryStorage(), settings)
     tune(settings, study._storage, executor, Silent())
     assert executor.calls.count(None) > 2  # controls and duel pairs beside the reference
-    assert StudyView(study).verdict().extra["gate"] == "risk"  # type: ignore[union-attr]
+    assert StudyView(study).verdict().gate == "risk"  # type: ignore[union-attr]
 
 
 @needs_smpi
@@ -1134,7 +1134,7 @@ def test_a_twin_searches_in_simulation_and_the_real_runs_decide(
     reference = inner.reference()
     assert reference is not None and len(reference.values()) == 2
     verdict = inner.verdict()
-    assert verdict is None or verdict.extra.get("gate") == "exact"
+    assert verdict is None or verdict.gate == "exact"
     # the program as it grows: 1x, 4x, 16x the ranks on the cluster grown as much, while
     # the budget lasts; the report shows the table beside the two rankings
     grown = data["twin"]["scaling"]

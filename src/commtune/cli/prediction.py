@@ -198,7 +198,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         extra={"features": features, PROPOSAL: True},
     )
     if args.verify:
-        out["verify"] = _verify(executor, config, args, cluster is not None, verdict, ui)
+        verdict, out["verify"] = _verify(executor, config, args, cluster is not None, verdict, ui)
     spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), metric, 1)
     save_result_study(
         store.optuna, name, spec, verdict, platform=Fingerprint.of(inst, nodes=cluster).key
@@ -214,62 +214,55 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def _verify(executor: Any, config: dict[str, Any], args: argparse.Namespace, exact: bool,
-            verdict: Any, ui: Any) -> dict[str, Any]:  # fmt: skip
+            verdict: Any, ui: Any) -> tuple[Any, dict[str, Any]]:  # fmt: skip
     """``predict --verify``: the prediction beside the defaults in pairs whose order a coin
     draws, judged by the tuner's rule (``exact``: a simulation leaving computation out, one
-    pair of deterministic runs is the measurement); ``verdict`` updated, the figures
-    returned for ``--json``."""
-    from commtune import rule
-    from commtune.errors import RunFailed
-    from commtune.stats import Comparison
-    from commtune.study import DEFAULTS, PROPOSAL
-    from commtune.tune import judge_pairs, run_pair
+    pair of deterministic runs is the measurement): the verdict the runs give, and their
+    figures for ``--json``."""
+    from dataclasses import replace
 
-    default_times: list[float] = []
-    predicted_times: list[float] = []
+    from commtune.study import DEFAULTS, PROPOSAL, Gate
+    from commtune.tune import executor_runner, lone
+
     # a simulation leaving computation out is deterministic: one pair is the measurement
     pairs = 1 if exact else args.pairs
-    coins = rule.coins()
     with ui.progress("verify: default and predicted, interleaved", 2 * pairs) as bar:
-        for i in range(pairs):  # the check's loop: each pair's order drawn by a coin
-            try:
-                d, c = run_pair(i, executor, config, args.timeout, bar,
-                                config_first=next(coins))  # fmt: skip
-            except RunFailed as exc:
-                raise UsageError(f"a verification run failed: {exc}") from None
-            default_times.append(d)
-            predicted_times.append(c)
+        done = lone(executor_runner(executor, args.timeout), config, [(pairs, DEFAULTS.risk)],
+                    tolerance=DEFAULTS.tolerance, min_gain=DEFAULTS.min_gain, seed=None,
+                    bar=bar, hopeless=False)  # fmt: skip
+    if done.failed is not None:
+        raise UsageError(f"a verification run failed: {done.failed.comparison()}")
+    default_times, predicted_times = list(done.defaults), list(done.config)
     if exact:  # one pair of deterministic runs: the speedup is theirs, faster when
         # it clears the minimum gain
         s = default_times[0] / predicted_times[0]
-        cmp = Comparison(s, s, s, float("nan"), s >= 1 + DEFAULTS.min_gain)
-        verdict.extra.update(gate="exact", min_gain=DEFAULTS.min_gain)
-        verdict.reason = (
+        faster, speedup, ci = s >= 1 + DEFAULTS.min_gain, s, (s, s)
+        gate, rule = Gate.EXACT, {"min_gain": DEFAULTS.min_gain}
+        reason = (
             f"predicted; verified: {s:.4g}x in deterministic runs"
-            if cmp.faster
+            if faster
             else f"predicted; {s:.4g}x in deterministic runs, below the minimum "
             f"gain of {DEFAULTS.min_gain:.0%}: the default stays"
         )
-    else:  # the tuner's rule (--gate risk) on the interleaved pairs
-        cmp = judge_pairs(default_times, predicted_times, DEFAULTS.risk,
-                          DEFAULTS.tolerance, DEFAULTS.min_gain)  # fmt: skip
-        verdict.extra.update(gate="risk", risk_limit=DEFAULTS.risk,
-                             tolerance=DEFAULTS.tolerance,
-                             min_gain=DEFAULTS.min_gain)  # fmt: skip
-        verdict.reason = (
+    else:  # the tuner's rule (--gate risk) on the interleaved pairs, one look at the end
+        assert done.test is not None
+        faster, speedup, ci = done.passed, done.test.speedup, done.test.interval
+        gate = Gate.RISK
+        rule = {
+            "risk_limit": DEFAULTS.risk,
+            "tolerance": DEFAULTS.tolerance,
+            "min_gain": DEFAULTS.min_gain,
+        }
+        reason = (
             "predicted; verified: expected faster at the risk allowed"
-            if cmp.faster
+            if faster
             else "predicted; not shown faster at the risk allowed: the default stays"
         )
-    verdict.accepted = cmp.faster
-    verdict.extra[PROPOSAL] = False
-    verdict.speedup, verdict.ci = cmp.speedup, (cmp.ci_low, cmp.ci_high)
-    verdict.default_values, verdict.best_values = default_times, predicted_times
-    ui.info(
-        f"expected {cmp.speedup:.3f}x (90 % interval {cmp.ci_low:.3f}-{cmp.ci_high:.3f}); "
-        f"{verdict.reason}"
-    )
-    return {"speedup": cmp.speedup, "ci": [cmp.ci_low, cmp.ci_high], "faster": cmp.faster,
+    verdict = replace(verdict, accepted=faster, reason=reason, speedup=speedup, ci=ci,
+                      default_values=default_times, best_values=predicted_times, gate=gate,
+                      extra={**verdict.extra, **rule, PROPOSAL: False})  # fmt: skip
+    ui.info(f"expected {speedup:.3f}x (90 % interval {ci[0]:.3f}-{ci[1]:.3f}); {reason}")
+    return verdict, {"speedup": speedup, "ci": list(ci), "faster": faster,
             "default": default_times, "predicted": predicted_times}  # fmt: skip
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from commtune.cli._common import (
@@ -282,6 +283,7 @@ def _stale_check(
     from commtune.platform import Fingerprint
     from commtune.study import (
         DEFAULTS,
+        Gate,
         acceptance_of,
         add_check,
         checks_of,
@@ -309,13 +311,15 @@ def _stale_check(
     ui.info(f"{inst.describe()} differs from study {study.study_name}'s: "
             + "; ".join(map(str, diffs)) if diffs else why)  # fmt: skip
     accepted = acceptance_of(study)
-    if proposal and accepted is not None:  # the rule the check applies (judge_pairs)
-        accepted.extra.update(gate="risk", risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance,
-                              min_gain=DEFAULTS.min_gain)  # fmt: skip
+    if proposal and accepted is not None:  # the rule the check applies: the tuner's at its risk
+        accepted = replace(accepted, gate=Gate.RISK, extra={
+            **accepted.extra, "risk_limit": DEFAULTS.risk, "tolerance": DEFAULTS.tolerance,
+            "min_gain": DEFAULTS.min_gain})  # fmt: skip
     said: dict[str, Any] = dict(accepted.extra) if accepted is not None else {}
     # the rule of the verdict checked, at its risk (the tuner's defaults where it said none)
+    risky = accepted is not None and accepted.gate is Gate.RISK
     rule = (float(said["risk_limit"]), float(said["tolerance"]),
-            float(said.get("min_gain", 0.0))) if said.get("gate") == "risk" else None  # fmt: skip
+            float(said.get("min_gain", 0.0))) if risky else None  # fmt: skip
     pairs = MAX_ROUNDS if max_runs is None else max_runs // 2
     verdict, cmp, rounds, runs, decided = recheck(defaults, config, timeout, ui,
                                                   configured=configured, rule=rule,
@@ -326,7 +330,7 @@ def _stale_check(
         here,
         store.save_platform(now),
         cmp.speedup if cmp else None,
-        (cmp.ci_low, cmp.ci_high) if cmp else None,
+        cmp.interval if cmp else None,
         rounds,
         runs,
         decided,
@@ -360,12 +364,11 @@ def _proposal_checked(study: optuna.Study, accepted: Any, check: Any) -> None:
     defaults kept): a proposal no more."""
     from commtune.study import PROPOSAL, set_acceptance
 
-    accepted.accepted = check.use_configuration
-    accepted.speedup, accepted.ci = check.speedup, check.ci
-    accepted.extra[PROPOSAL] = False
     undecided = "" if check.decided else f" (undecided after {check.rounds} rounds)"
-    accepted.reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
-    set_acceptance(study, accepted)
+    reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
+    set_acceptance(study, replace(
+        accepted, accepted=check.use_configuration, speedup=check.speedup, ci=check.ci,
+        extra={**accepted.extra, PROPOSAL: False}, reason=reason))  # fmt: skip
 
 
 def _proposed(study: optuna.Study) -> tuple[dict[str, Value], dict[str, str]] | None:
@@ -486,7 +489,9 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
     noise = view.noise()
     verdict = view.acceptance()
     runs = view.runs_spent(verdict)
-    if verdict is not None and verdict.extra.get("gate") == "inrun":  # raced: no trials
+    from commtune.study import Gate
+
+    if verdict is not None and verdict.gate is Gate.INRUN:  # raced: no trials
         from commtune.report import inrun_table, verdict_lines
 
         ui.print(inrun_table(verdict))

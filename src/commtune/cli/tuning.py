@@ -22,7 +22,7 @@ from commtune.cli._common import (
 )
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
-from commtune.study import DEFAULTS, GATES, Plan, default_repeats
+from commtune.study import DEFAULTS, GATES, Gate, Plan, default_repeats
 
 if TYPE_CHECKING:
     from commtune.report import UI
@@ -334,7 +334,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         except ValueError as exc:
             raise UsageError(f"--sbatch {args.sbatch!r}: {exc}") from None
     strict_only = {"--top": args.top is not None, "--fixed-repeats": args.fixed_repeats}
-    for flag in (f for f, given in strict_only.items() if given and args.gate == "risk"):
+    for flag in (f for f, given in strict_only.items() if given and args.gate == Gate.RISK):
         raise UsageError(f"{flag} is --gate strict's: the default verdict (--gate risk) runs "
                          "each configuration once in the search and tests the search's best "
                          "in turn; drop it, or add --gate strict")  # fmt: skip
@@ -353,7 +353,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
         confirm=args.confirm,
         top=DEFAULTS.top if args.top is None else args.top,
         max_runs=max_runs,
-        gate=args.gate,
+        gate=Gate(args.gate),
         risk=args.risk,
         min_gain=args.min_gain,
         tolerance=args.tolerance,

@@ -28,7 +28,7 @@ import numpy as np
 from commtune.knobs import Value
 from commtune.progress import Silent
 from commtune.race._surfaces import Surface
-from commtune.study import DEFAULTS, Plan, StudyView, default_repeats
+from commtune.study import DEFAULTS, Gate, Plan, StudyView, default_repeats
 from commtune.tune import Context, Target, open_study, run_reference, search, settled
 from commtune.tune import verdict as decide_study
 
@@ -150,7 +150,7 @@ def race_one(
         racing=design == "raced",
         max_runs=max_runs,
         top=3 if design == "raced" else 1,  # fixed: the best alone, as before top-k
-        gate=gate,
+        gate=Gate(gate),
         risk=risk,
         min_gain=min_gain,
         explore=explore,

@@ -18,6 +18,7 @@ from typing import Any
 
 from commtune.report import _plots as plots
 from commtune.report._study_data import StudyData
+from commtune.study import Gate
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -247,7 +248,7 @@ def _inrun(s: StudyData, prefix: str) -> str:
     raced runs, the program's share in the raced collective, and the first run's call times
     by block drawn with every candidate's estimate."""
     extra = s.acceptance.extra if s.acceptance else {}
-    if extra.get("gate") != "inrun":
+    if s.acceptance is None or s.acceptance.gate is not Gate.INRUN:
         return ""
     import numpy as np
 

@@ -38,8 +38,10 @@ def compact_table(title: str) -> Table:
 
 
 def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
+    from commtune.study import Gate  # the study record: not at --help
+
     acc = result.acceptance
-    if acc is not None and acc.extra.get("gate") == "inrun":
+    if acc is not None and acc.gate is Gate.INRUN:
         return inrun_table(acc)
     stat = result.statistic
     table = compact_table(f"study {result.study}: best configurations")
@@ -106,13 +108,15 @@ def acceptance_lines(result: TuneResult) -> list[str]:
 def verdict_lines(acc: Acceptance | None) -> list[str]:
     """The verdict in words (rich markup): the one place it is written, for the terminal
     and the report alike, with one run count."""
+    from commtune.study import Gate  # the study record: not at --help
+
     if acc is None:
         return ["no configuration to confirm: the default stays"]
-    if acc.extra.get("gate") == "risk":
+    if acc.gate is Gate.RISK:
         return _risk_lines(acc)
-    if acc.extra.get("gate") == "exact":
+    if acc.gate is Gate.EXACT:
         return _exact_lines(acc)
-    if acc.extra.get("gate") == "inrun":
+    if acc.gate is Gate.INRUN:
         return _inrun_lines(acc)
     if not acc.default_values:
         return [f"not accepted ({acc.reason}): the default stays"]

@@ -90,8 +90,7 @@ def as_proposal(store: Store, name: str, result: TuneResult, inst: Installation,
         study = optuna.load_study(study_name=name, storage=store.optuna)
         stored = acceptance_of(study)
         if stored is not None and stored.accepted:
-            stored.env = {**base, **stored.env}
-            set_acceptance(study, stored)
+            set_acceptance(study, replace(stored, env={**base, **stored.env}))
     if acc is None or not acc.accepted:
         ui.info(f"as {library.title}: its own decision stays (nothing to hand over)")
         return {**out, "study": None, "settings": {}}

@@ -10,7 +10,7 @@ from commtune.errors import UsageError
 from commtune.mpi import Vendor
 from commtune.store import normalize_url
 from commtune.strategies import get_strategy
-from commtune.study import Plan
+from commtune.study import Gate, Plan
 from commtune.trial import Objective
 
 
@@ -33,7 +33,7 @@ def check(plan: Plan) -> Plan:
         raise UsageError(f"--metric {plan.metric} needs the interposer (libcommtune)")
     if plan.twin is not None:
         clash = next((f for f, on in (("--as", plan.as_library), ("--gate strict", plan.gate
-                      == "strict"), ("--record", plan.record), ("--replay", plan.replay))
+                      is Gate.STRICT), ("--record", plan.record), ("--replay", plan.replay))
                       if on), None)  # fmt: skip
         if clash:
             raise UsageError(f"--twin and {clash}: the twin's simulated study chooses the space "
@@ -60,7 +60,7 @@ def _check_runs(plan: Plan) -> None:
         return
     if not plan.decides:
         what = "the search 1 (--confirm 0: no verdict)"
-    elif plan.gate == "risk":
+    elif plan.gate is Gate.RISK:
         what = f"a first pass of the verdict at --risk {plan.risk:g} {plan.deciding_runs()}"
     else:
         what = f"the confirmation's first rounds {plan.deciding_runs()}"

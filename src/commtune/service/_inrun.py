@@ -53,6 +53,7 @@ from commtune.service._space import chosen_elsewhere
 from commtune.store import Store
 from commtune.study import (
     Acceptance,
+    Gate,
     Noise,
     Plan,
     Source,
@@ -558,7 +559,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
     that failed and the candidates dropped for it, recorded)."""
     plan, answer = ready.setup.plan, raced.answer
     extra: dict[str, Any] = {
-        "gate": "inrun", "op": how.op, "knob": how.knob, "reference_name": how.reference,
+        "op": how.op, "knob": how.knob, "reference_name": how.reference,
         "limit": _limit(plan, how), "min_gain": plan.min_gain, "tolerance": plan.tolerance,
         "risk": plan.risk, "raced_runs": len(runs) + crashed.failed,
         "failed_runs": crashed.failed, "dropped": dict(crashed.dropped),
@@ -575,7 +576,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
     if answer is None:
         said = f"no algorithm shown faster in the calls' time than {how.reference}"
         return Acceptance(Source.SEARCH, {}, False, f"{said} in {len(runs)} raced run(s)",
-                          extra=extra)  # fmt: skip
+                          extra=extra, gate=Gate.INRUN)  # fmt: skip
     t = answer.test
     extra.update(call_speedup=t.speedup, call_interval=list(t.interval), call_p=t.p,
                  call_limit=t.limit, call_blocks=answer.blocks, call_name=answer.name)  # fmt: skip
@@ -590,7 +591,7 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
     if check is None or whole is None:
         why = check.runs.failure if check is not None else "not tested on whole runs"
         return Acceptance(Source.SEARCH, params, False, f"{why}; the defaults stay",
-                          p_value=None, extra=extra)  # fmt: skip
+                          p_value=None, extra=extra, gate=Gate.INRUN)  # fmt: skip
     extra.update(whole_looks=[list(look) for look in check.runs.looks], whole_limit=whole.limit,
                  whole_pairs=whole.runs)  # fmt: skip
     if check.runs.failure is not None:  # a whole run failed: no evidence, nothing handed back
@@ -604,7 +605,8 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
     return Acceptance(Source.SEARCH, params, check.runs.passed, reason, speedup=whole.speedup,
                       ci=whole.interval, p_value=whole.p,
                       default_values=list(check.runs.defaults),
-                      best_values=list(check.runs.answer), extra=extra)  # fmt: skip
+                      best_values=list(check.runs.answer), extra=extra,
+                      gate=Gate.INRUN)  # fmt: skip
 
 
 def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RacedRun],

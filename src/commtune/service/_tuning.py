@@ -166,8 +166,9 @@ class Tuning:
         raced = race_study(ready, how, self.ui) if how is not None else None
         if isinstance(raced, TuneResult):  # (a twin's field too: service._twin.in_run_field)
             twin_said = {"twin": self._said(ready, raced, report).to_json()} if report else {}
+            acc = raced.acceptance
             said = {"reference": reference_words(setup.inst, None, {}), **twin_said,
-                    "inrun": raced.acceptance.extra if raced.acceptance else None}  # fmt: skip
+                    "inrun": acc.to_json()["extra"] if acc else None}  # fmt: skip
             return Outcome(raced, ready.space, setup.inst.vendor.value, setup.command, said)
         ready, first = raced or narrowed(ready, report is not None, self.ui)  # whole runs
         result, extra = self._tuned(ready, ranked)

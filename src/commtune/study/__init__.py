@@ -14,6 +14,7 @@ from commtune.study._acceptance import (
     set_acceptance,
     upgrade,
 )
+from commtune.study._gate import PLANNED, Gate
 from commtune.study._plan import DEFAULTS, GATES, RACE_RUN, Plan, default_repeats
 from commtune.study._record import (
     INTERRUPTED,
@@ -51,12 +52,14 @@ __all__ = [
     "FORMAT",
     "GATES",
     "INTERRUPTED",
+    "PLANNED",
     "PROPOSAL",
     "RACE_RUN",
     "Acceptance",
     "Attr",
     "Failure",
     "FailureKind",
+    "Gate",
     "Noise",
     "Plan",
     "RacedSpot",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
 from commtune.knobs import Value
+from commtune.study._gate import Gate
 from commtune.study._record import StudySpec, set_spec
 
 if TYPE_CHECKING:
@@ -37,12 +38,14 @@ class Source(enum.Enum):
 PROPOSAL = "proposal"  # extra: a configuration no run has measured against the defaults yet
 
 
-@dataclass
+@dataclass(frozen=True)
 class Acceptance:
-    """``params`` is accepted (``accepted``) or not, for ``reason``. A search's verdict names
-    the ``trial`` confirmed and the trials measured when it was reached (a resumed study with
-    more trials confirms again), with the confirmation runs; ``env`` holds variables beyond
-    the knobs (those that load a selection file); ``extra`` what the source adds (features)."""
+    """``params`` is accepted (``accepted``) or not, for ``reason``, by ``gate`` (None: a
+    configuration no verdict decided, or the strict confirmation's, which stored none). A
+    search's verdict names the ``trial`` confirmed and the trials measured when it was
+    reached (a resumed study with more trials confirms again), with the confirmation runs;
+    ``env`` holds variables beyond the knobs (those that load a selection file); ``extra``
+    what the source adds (features). Frozen: a later step makes a new one (``replace``)."""
 
     source: Source
     params: dict[str, Value]
@@ -57,6 +60,7 @@ class Acceptance:
     best_values: list[float] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    gate: Gate | None = None
 
     @property
     def proposal(self) -> bool:
@@ -86,7 +90,8 @@ class Acceptance:
             "default_values": list(self.default_values),
             "best_values": list(self.best_values),
             "env": dict(self.env),
-            "extra": dict(self.extra),
+            # stored inside ``extra`` (format 2, as before the enum): strict verdicts wrote none
+            "extra": {**({"gate": self.gate.value} if self.gate else {}), **self.extra},
         }
 
     @classmethod
@@ -94,6 +99,8 @@ class Acceptance:
         data = upgrade(data)
         try:
             ci = data.get("ci")
+            extra = dict(data.get("extra") or {})
+            gate = extra.pop("gate", None)
             return cls(
                 source=Source(data["source"]),
                 params=dict(data["params"]),
@@ -107,7 +114,8 @@ class Acceptance:
                 default_values=list(data.get("default_values") or []),
                 best_values=list(data.get("best_values") or []),
                 env=dict(data.get("env") or {}),
-                extra=dict(data.get("extra") or {}),
+                extra=extra,
+                gate=Gate(gate) if gate is not None else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"the study's verdict is damaged ({exc!r})") from None

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from commtune.study._gate import PLANNED, Gate
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -41,7 +43,7 @@ class Plan:
     # ``tolerance`` faster; the null: it is ``tolerance`` slower; the chance of a wrong pass
     # below ``risk`` in all, a gain of ``min_gain`` at least); ``strict`` is the
     # signed-rank gate of the top ``top`` confirmed in ``confirm`` rounds (tune/_confirm.py).
-    gate: str = "risk"
+    gate: Gate = Gate.RISK
     risk: float = 0.05
     min_gain: float = 0.01
     tolerance: float = 0.02
@@ -91,6 +93,10 @@ class Plan:
         """The further metrics, measured in every run and shown beside."""
         return self.metrics[1:]
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.gate, Gate):  # a plan built from words (a script, a benchmark)
+            object.__setattr__(self, "gate", Gate(self.gate))
+
     @property
     def decides(self) -> bool:
         """Whether the study ends with a verdict: ``--confirm 0`` asks for none."""
@@ -104,7 +110,7 @@ class Plan:
         verdict share; none under ``--confirm 0``, which asks for no verdict."""
         if not self.decides:
             return 0
-        if self.gate == "risk":
+        if self.gate is Gate.RISK:
             from commtune import rule  # numpy: not at --help
 
             return 2 * rule.fewest(self.risk)
@@ -120,9 +126,9 @@ class Plan:
         ``--confirm 0`` asks for no verdict, and the search may spend every run."""
         if self.max_runs is None:
             return None
-        if self.gate == "risk" and not self.decides:
+        if self.gate is Gate.RISK and not self.decides:
             return self.max_runs  # no verdict: every run the search's
-        if self.gate == "risk":
+        if self.gate is Gate.RISK:
             needed = 0 if settled else self.deciding_runs()
             limit = max(1, min(round(self.max_runs * self.explore), self.max_runs - needed))
             # the verdict's runs go in pairs: an odd one left over goes to the search
@@ -132,10 +138,10 @@ class Plan:
     def search_repeats(self) -> int:
         """A configuration's runs in the search: ``repeats`` (raced) under the strict gate;
         one under the risk gate, whose duel gives contenders their repeats."""
-        return 1 if self.gate == "risk" else self.repeats
+        return 1 if self.gate is Gate.RISK else self.repeats
 
 
-GATES = ("risk", "strict")
+GATES = tuple(g.value for g in PLANNED)  # --gate's choices
 
 DEFAULTS = Plan()
 

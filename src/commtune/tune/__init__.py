@@ -31,6 +31,16 @@ from commtune.tune._loop import (
     settled,
     tune,
 )
+from commtune.tune._pairs import (
+    Entrant,
+    Failed,
+    Lone,
+    Rounds,
+    Slower,
+    Stop,
+    executor_runner,
+    lone,
+)
 from commtune.tune._record import Recording, configurations, record
 from commtune.tune._schedule import CONTROL_EVERY, RACE_Z, Scheduler
 from commtune.tune._stale import (
@@ -42,9 +52,7 @@ from commtune.tune._stale import (
     Difference,
     StaleCheck,
     differences,
-    judge_pairs,
     recheck,
-    run_pair,
 )
 from commtune.tune._summary import Row, TuneResult, summarize
 from commtune.tune._target import Context, Observer, Target
@@ -67,16 +75,22 @@ __all__ = [
     "WARMUP_BLOCKS",
     "Context",
     "Difference",
+    "Entrant",
+    "Failed",
     "Halving",
+    "Lone",
     "Named",
     "Observer",
     "Race",
     "Raced",
     "Recording",
     "ReferenceFailed",
+    "Rounds",
     "Row",
     "Scheduler",
+    "Slower",
     "StaleCheck",
+    "Stop",
     "Target",
     "TuneResult",
     "WholeRuns",
@@ -86,15 +100,15 @@ __all__ = [
     "decide_race",
     "decide_races",
     "differences",
+    "executor_runner",
     "halved",
     "halving",
     "inherited_mpi_env",
-    "judge_pairs",
+    "lone",
     "open_study",
     "recheck",
     "record",
     "run_length",
-    "run_pair",
     "run_reference",
     "said_time",
     "search",

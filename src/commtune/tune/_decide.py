@@ -45,6 +45,7 @@ from commtune.knobs import Value
 from commtune.progress import Progress
 from commtune.study import (
     Acceptance,
+    Gate,
     Plan,
     Source,
     StudyView,
@@ -54,6 +55,7 @@ from commtune.study import (
 )
 from commtune.trial import Executor, repeats_exactly
 from commtune.tune._confirm import compare_others, confirm, knobs_of, without_defaults
+from commtune.tune._pairs import Entrant, Rounds, executor_runner
 
 if TYPE_CHECKING:
     import optuna
@@ -72,26 +74,17 @@ def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> boo
 
 
 @dataclass
-class Arm:
-    """A configuration and every run of it: (its place in the study's runs, its value)."""
+class Arm(Entrant):
+    """A configuration and every run of it: the search's (its place in the study's runs, its
+    value) and the verdict's, by round (:class:`commtune.tune._pairs.Entrant`)."""
 
-    trial: int | None  # None: not measured by this study's search (a simulation ranked it)
-    config: dict[str, Value]
-    search: list[tuple[int, float]]
-    rounds: dict[int, float] = field(default_factory=dict)  # verdict round -> its run
-    beside: dict[int, float] = field(default_factory=dict)  # round -> the defaults' run
-    others: dict[int, dict[str, float | None]] = field(default_factory=dict)  # its objectives
-    failure: str = ""
+    trial: int | None = None  # None: not measured by this study's search (a simulation ranked it)
+    search: list[tuple[int, float]] = field(default_factory=list)
     tested: int = 0  # the k-th arm the verdict tested (0: not tested)
     schedule: list[tuple[int, float]] = field(default_factory=list)  # its looks (rule.looks)
     last: rule.Test | None = None  # the rule at its last look
     dropped: str = ""  # why the verdict stopped testing it
     label: str = ""  # how it is named: "trial 7", "the simulation's #1"
-
-    def pairs(self) -> tuple[list[float], list[float]]:
-        """(the defaults' runs, its runs beside them): the rounds in which both ran."""
-        both = [i for i in self.rounds if i in self.beside]
-        return [self.beside[i] for i in both], [self.rounds[i] for i in both]
 
     def searched(self) -> float:
         """What the search's runs of it say: their median."""
@@ -116,7 +109,7 @@ def _arms(view: StudyView, defaults: dict[str, Value] | None) -> list[Arm]:
         runs = [(run.seq, run.value) for run in r.runs
                 if run.value is not None and run.seq is not None]  # fmt: skip
         if runs:
-            arms.append(Arm(r.number, dict(r.config), runs))
+            arms.append(Arm(dict(r.config), trial=r.number, search=runs))
     return arms
 
 
@@ -151,7 +144,7 @@ def verdict(
     """The study's verdict by ``plan.gate``: this module's (``risk``) or the strict
     confirmation's (``tune._confirm``); stored. None where ``--confirm 0`` asks for none.
     ``ranked``: what a simulation ranked, best first (``--twin``), tested in that order."""
-    if plan.gate != "risk":
+    if plan.gate is not Gate.RISK:
         return confirm(study, executor, timeout, ui, plan)
     if not plan.decides:
         return None
@@ -193,7 +186,7 @@ def decide(
     left = 2 * rule.UNBOUNDED if room is None else max(0, room)
     pairs = left // 2  # the verdict's pairs in all: how the risk is shared (rule.total)
     with ui.progress("deciding: the search's best beside the defaults", left) as bar:
-        runs = _Rounds(executor, timeout, bar, left, plan.seed)
+        runs = Rounds(executor_runner(executor, timeout), plan.seed, bar, left)
         order = arms[:CONTENDERS] if twin else _order(arms, earlier)
         why = "" if order else _why_none(twin, len(arms), len(earlier))
         if _races_two(order, twin, earlier) and _race(order[:RACED], plan, runs):
@@ -230,54 +223,6 @@ def _why_none(twin: bool, arms: int, earlier: int) -> str:
             f"defaults' {earlier} runs: no run spent on a verdict")  # fmt: skip
 
 
-@dataclass
-class _Rounds:
-    """The verdict's runs, round by round: each round runs the defaults and the arms it
-    holds, in an order drawn at random (one arm: a coin, as ``rule.coins`` draws it; more:
-    ``rule.shuffled``), and keeps each run beside its round."""
-
-    executor: Executor
-    timeout: float
-    bar: Any
-    left: int  # the runs left
-    seed: int | None
-    done: int = 0  # the rounds made
-    default_others: dict[int, dict[str, float | None]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.coins = rule.coins(self.seed)  # a one-arm round's order
-
-    def order(self, arms: list[Arm]) -> list[Arm | None]:
-        """This round's runs in the order they are made (None: the defaults')."""
-        if len(arms) == 1:
-            return [arms[0], None] if next(self.coins) else [None, arms[0]]
-        return rule.shuffled([None, *arms], self.seed, self.done)
-
-    def round(self, arms: list[Arm]) -> None:
-        """One round. A failed run is no evidence: its arm is out (every arm of the round,
-        where the defaults' run failed)."""
-        for which in self.order(arms):
-            if all(a.failure for a in arms):
-                break
-            run = self.executor.run(None if which is None else which.config, self.timeout)
-            self.left -= 1
-            self.bar.advance()
-            if run.value is None:
-                if which is None:
-                    for a in arms:
-                        a.failure = f"the defaults' run failed: {run.failure}"
-                    break
-                which.failure = f"failed when run again: {run.failure}"
-            elif which is None:
-                for a in arms:
-                    a.beside[self.done] = run.value
-                self.default_others[self.done] = dict(run.secondary)
-            else:
-                which.rounds[self.done] = run.value
-                which.others[self.done] = dict(run.secondary)
-        self.done += 1
-
-
 def _races_two(order: Sequence[Arm], twin: bool, earlier: Sequence[float]) -> bool:
     """Whether the search's best two are raced: the search measured two worth testing, and
     its runs of the defaults (``earlier``), the slowest over the fastest, spread less than
@@ -288,7 +233,7 @@ def _races_two(order: Sequence[Arm], twin: bool, earlier: Sequence[float]) -> bo
     return not twin and len(order) >= RACED and spread < RACE_SPREAD
 
 
-def _race(arms: list[Arm], plan: Plan, runs: _Rounds) -> bool:
+def _race(arms: list[Arm], plan: Plan, runs: Rounds) -> bool:
     """The search's best few raced beside the defaults, then the one ahead alone: each
     round runs the defaults and every arm still in, in an order drawn at random; after
     ``STAGE`` rounds the arm of highest estimate goes on alone, in pairs, to the pairs its
@@ -338,7 +283,7 @@ def _ranked(ranked: Sequence[Mapping[str, Value]]) -> list[Arm]:
         else:
             i += 1
             label = f"the simulation's #{i}"
-        arms.append(Arm(None, dict(c), [], label=label))
+        arms.append(Arm(dict(c), label=label))
     return arms
 
 
@@ -379,10 +324,10 @@ def _exact(
     best = min(arms, key=lambda a: min(v for _, v in a.search))
     value = min(v for _, v in best.search)
     speedup = base / value
-    extra: dict[str, Any] = {"gate": "exact", "min_gain": plan.min_gain, "arms": len(arms),
+    extra: dict[str, Any] = {"min_gain": plan.min_gain, "arms": len(arms),
                              "statistic": plan.statistic}  # fmt: skip
     kept = Acceptance(Source.SEARCH, dict(best.config), False, trial=best.trial,
-                      measured_trials=len(view.ran()), extra=extra)  # fmt: skip
+                      measured_trials=len(view.ran()), extra=extra, gate=Gate.EXACT)  # fmt: skip
     if speedup < 1 + plan.min_gain:
         said = (f"no configuration is faster than the defaults by {plan.min_gain:.0%} (the "
                 f"fastest: {speedup:.4g}x, deterministic runs)")  # fmt: skip
@@ -412,7 +357,6 @@ def _verdict(
     passing = [a for a in tested if a.passed]
     pool = passing or tested
     extra: dict[str, Any] = {
-        "gate": "risk",
         "tolerance": plan.tolerance,
         "risk_limit": plan.risk,
         "min_gain": plan.min_gain,
@@ -427,10 +371,10 @@ def _verdict(
         reason = failures or why or "every configuration tested failed"
         if not arms:
             return Acceptance(Source.SEARCH, {}, False, reason, measured_trials=n_measured,
-                              extra=extra)  # fmt: skip
+                              extra=extra, gate=Gate.RISK)  # fmt: skip
         best = min(arms, key=Arm.searched)
         return Acceptance(Source.SEARCH, dict(best.config), False, reason, trial=best.trial,
-                          measured_trials=n_measured, extra=extra)  # fmt: skip
+                          measured_trials=n_measured, extra=extra, gate=Gate.RISK)  # fmt: skip
     winner = max(pool, key=lambda a: a.last.speedup)  # type: ignore[union-attr]
     beside = {i: v for a in arms for i, v in a.beside.items()}  # the defaults' run of each round
     t = winner.last
@@ -469,6 +413,7 @@ def _verdict(
         default_values=[beside[i] for i in sorted(beside)],  # once each: arms raced share them
         best_values=mine,
         extra=extra,
+        gate=Gate.RISK,
     )
 
 

@@ -38,6 +38,7 @@ from commtune.strategies import distributions, get_strategy
 from commtune.study import (
     INTERRUPTED,
     Acceptance,
+    Gate,
     Plan,
     Role,
     Source,
@@ -374,7 +375,7 @@ def _widened(ctx: Context, scheduler: Scheduler) -> bool:
     runs unspent: the search goes on into them, up to the runs a first pass needs (issue 75,
     item 3). True where the limit was raised."""
     plan = ctx.plan
-    if plan.gate != "risk" or plan.max_runs is None or ctx.settled:
+    if plan.gate is not Gate.RISK or plan.max_runs is None or ctx.settled:
         return False
     widest = replace(plan, explore=1.0).search_limit()
     if widest is None or scheduler.limit is None or scheduler.limit >= widest:
@@ -476,14 +477,14 @@ def exact_plan(plan: Plan) -> Plan:
     if plan.max_runs is not None:
         explore = max(plan.explore, (plan.max_runs - 1) / plan.max_runs)
         trials = max(trials, plan.max_runs)  # the runs bound the study, not the trials
-    return replace(plan, controls=False, repeats=1, explore=explore, gate="risk", trials=trials)
+    return replace(plan, controls=False, repeats=1, explore=explore, gate=Gate.RISK, trials=trials)
 
 
 def settled(ctx: Context, ref: TrialRecord) -> Context:
     """The context of the rest of the study once its reference is known: the plan of a
     deterministic study (:func:`exact_plan`) where the reference's runs gave one value."""
     if deterministic(ctx.plan, ctx.executor, ref):
-        if ctx.plan.gate == "strict":
+        if ctx.plan.gate is Gate.STRICT:
             ctx.ui.warn("the defaults' runs gave one value (deterministic runs): decided on "
                         "the values themselves, --gate strict has no noise to test against; "
                         "--assume-noise to test anyway")  # fmt: skip

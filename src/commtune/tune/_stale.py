@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from commtune import rule as the_rule
-from commtune import stats
 from commtune.errors import RunFailed
 from commtune.knobs import Value
 from commtune.mpi import Installation
 from commtune.platform import Fingerprint
-from commtune.progress import Bar, Progress
+from commtune.progress import Progress
 from commtune.study import DEFAULTS
 from commtune.trial import Executor
+from commtune.tune._pairs import Slower, Stop, executor_runner, lone
 
 MIN_ROUNDS = the_rule.NO_FASTER_AFTER  # the rounds before it may be called no faster
 MAX_ROUNDS = 10
@@ -154,56 +154,6 @@ class StaleCheck:
         )
 
 
-def judge_pairs(
-    default: list[float],
-    chosen: list[float],
-    risk: float,
-    tolerance: float,
-    min_gain: float = 0.0,
-    limit: float | None = None,
-) -> stats.Comparison:
-    """The tuner's rule (:func:`commtune.rule.test`) on a lone configuration's pairs at a
-    look spending ``limit`` of ``risk`` (all of it if None: its one look): the speedup with
-    its interval, ``faster`` when the rule passes it, and the p-value of the rank test."""
-    t = the_rule.test(default, chosen, limit=risk if limit is None else limit,
-                      tolerance=tolerance, min_gain=min_gain)  # fmt: skip
-    return stats.Comparison(t.speedup, t.interval[0], t.interval[1], t.p, t.passed)
-
-
-def run_pair(
-    i: int,
-    executor: Executor,
-    config: Mapping[str, Value],
-    timeout: float,
-    bar: Bar,
-    configured: Executor | None = None,
-    *,
-    config_first: bool,
-) -> tuple[float, float]:
-    """Round ``i`` of an interleaved comparison: the defaults and the configuration beside
-    each other, the configuration first where ``config_first`` (a coin of
-    :func:`commtune.rule.coins`: neither gets the warmer machine by design, and the rule's
-    test is exact under any drift); (the defaults' value, the configuration's). A run that fails
-    raises :class:`RunFailed`: nothing is concluded from it. The one loop of ``check``,
-    ``run --study``'s check and ``predict --verify``."""
-    pair: dict[bool, float] = {}
-    for is_config in (True, False) if config_first else (False, True):
-        if is_config:
-            run = (configured or executor).run(dict(config), timeout)
-        else:
-            run = executor.run(None, timeout)
-        bar.advance()
-        if run.value is None:  # no measurement: nothing is concluded from it
-            which = "the configuration" if is_config else "the defaults"
-            raise RunFailed(
-                f"{which} could not run here (round {i + 1} of the comparison): "
-                f"{run.failure or 'no value of the metric in its output'}; nothing is "
-                "concluded, nothing stored"
-            )
-        pair[is_config] = run.value
-    return pair[False], pair[True]
-
-
 def recheck(
     executor: Executor,
     config: Mapping[str, Value],
@@ -215,36 +165,21 @@ def recheck(
     configured: Executor | None = None,
     rule: tuple[float, float, float] | None = None,
     seed: int | None = None,
-) -> tuple[str, stats.Comparison | None, int, int, bool]:
-    """The sequential interleaved comparison (module docstring): (verdict, comparison,
-    rounds, runs, decided); a run that fails raises :class:`RunFailed` (no measurement).
+) -> tuple[str, the_rule.Test | None, int, int, bool]:
+    """The sequential interleaved comparison (module docstring), by the one pair runner
+    (:func:`commtune.tune._pairs.lone`): (verdict, the rule's test, rounds, runs, decided); a
+    run that fails raises :class:`RunFailed` (no measurement).
     ``executor`` runs the defaults, ``configured`` (the same if None) the configuration: it
     may carry variables only the configuration sets (the selection file of a sampled one).
     ``rule``: (risk, tolerance, min_gain) of the verdict checked (None: the tuner's
     defaults); ``seed``: of the coins that order each pair (None: drawn)."""
     risk, tolerance, min_gain = rule or (DEFAULTS.risk, DEFAULTS.tolerance, DEFAULTS.min_gain)
-    schedule = the_rule.looks(risk, 0, max_rounds)
-    default: list[float] = []
-    chosen: list[float] = []
-    runs = 0
-    cmp: stats.Comparison | None = None
-    rounds = 0
-    coins = the_rule.coins(seed)
     with ui.progress("checking the configuration against the defaults", 2 * min_rounds) as bar:
-        for i in range(max_rounds):
-            rounds = i + 1
-            d, c = run_pair(i, executor, config, timeout, bar, configured,
-                            config_first=next(coins))  # fmt: skip
-            runs += 2
-            default.append(d)
-            chosen.append(c)
-            limit = the_rule.limit_at(schedule, rounds)
-            if limit > 0 or rounds >= min_rounds:
-                cmp = judge_pairs(default, chosen, risk, tolerance, min_gain, limit)
-                if cmp.faster:
-                    return STILL_FASTER, cmp, rounds, runs, True
-                if rounds >= min_rounds and (cmp.ci_high < NEGLIGIBLE or cmp.speedup <= 1.0):
-                    return NO_LONGER_FASTER, cmp, rounds, runs, True
-            if i + 1 >= min_rounds and i + 1 < max_rounds:
-                bar.grow(2)
-    return NO_LONGER_FASTER, cmp, rounds, runs, False
+        done = lone(executor_runner(executor, timeout, configured), config,
+                    the_rule.looks(risk, 0, max_rounds), tolerance=tolerance, min_gain=min_gain,
+                    seed=seed, bar=bar, pairs=max_rounds, hopeless=False,
+                    slower=Slower(min_rounds, NEGLIGIBLE), grow=bar.grow)  # fmt: skip
+    if done.failed is not None:  # no measurement: nothing is concluded from it
+        raise RunFailed(done.failed.comparison())
+    verdict = STILL_FASTER if done.passed else NO_LONGER_FASTER
+    return verdict, done.test, done.pairs, 2 * done.pairs, done.stop is not Stop.ENDED

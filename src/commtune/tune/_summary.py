@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Value
-from commtune.study import DEFAULTS, Acceptance, Noise, StudyView
+from commtune.study import DEFAULTS, Acceptance, Gate, Noise, StudyView
 
 if TYPE_CHECKING:
     import optuna
@@ -55,7 +55,7 @@ class TuneResult:
         # but not confirmed, is under its name (``search_speedup``); what nothing measured
         # is null, never 1.0
         # --gate risk's figures (None under the strict gate)
-        risky = acc.extra if acc is not None and acc.extra.get("gate") == "risk" else {}
+        risky = acc.extra if acc is not None and acc.gate is Gate.RISK else {}
         return {
             "study": self.study,
             "trials": self.trials,
@@ -89,7 +89,7 @@ class TuneResult:
             "not_applied": self.not_applied,
             "runs": self.runs,
             "noise": self.noise.to_json(),
-            "gate": acc.extra.get("gate", "strict") if acc else None,
+            "gate": (acc.gate or Gate.STRICT).value if acc else None,
             "expected": acc.speedup if risky and acc else None,
             "interval": list(acc.ci) if risky and acc and acc.ci else None,
             **{k: risky.get(k) for k in ("share", "tolerance", "evidence_runs", "said")},

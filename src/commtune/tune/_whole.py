@@ -1,14 +1,17 @@
 """The whole runs that test what an in-run race chose (issue 93, item 5): the race's answer
-beside the defaults in pairs of runs of the program, each pair's order by a coin, decided by
-the rule every verdict uses (:mod:`commtune.rule`), at the whole ``--risk``. The race
-(``_inrun``) only chooses; these runs decide."""
+beside the defaults in pairs of runs of the program, each pair's order by a coin (the one
+pair runner, :func:`commtune.tune._pairs.lone`), decided by the rule every verdict uses
+(:mod:`commtune.rule`), at the whole ``--risk``. The race (``_inrun``) only chooses; these
+runs decide."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from commtune import rule
+from commtune.knobs import Value
+from commtune.tune._pairs import Lone, Ran, lone
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,13 @@ class WholeRuns:
         return self.failure is None and self.test is not None and self.test.passed
 
 
+@dataclass(frozen=True)
+class _Ran:
+    value: float | None
+    failure: str | None
+    secondary: Mapping[str, float | None] = field(default_factory=dict)
+
+
 def whole_runs(run: Callable[[bool], tuple[float | None, str]], pairs: int, risk: float,
                tolerance: float, min_gain: float, seed: int | None) -> WholeRuns:  # fmt: skip
     """The answer tested as every verdict tests a lone configuration: up to ``pairs`` pairs of
@@ -41,29 +51,13 @@ def whole_runs(run: Callable[[bool], tuple[float | None, str]], pairs: int, risk
         return WholeRuns((), (), None, f"{2 * pairs} runs were left for the whole-run test, "
                          f"fewer than a first pass needs at --risk {risk:g}: raise --max-runs",
                          ())  # fmt: skip
-    defaults: list[float] = []
-    mine: list[float] = []
-    coins = rule.coins(seed)
-    test: rule.Test | None = None
-    failure: str | None = None
-    for n in range(1, schedule[-1][0] + 1):  # one pair a round
-        for answer in (True, False) if next(coins) else (False, True):
-            value, why = run(answer)
-            if value is None:
-                failure = f"a whole run of {'the answer' if answer else 'the defaults'}: {why}"
-                break
-            (mine if answer else defaults).append(value)
-        if failure is not None:
-            break
-        limit = rule.limit_at(schedule, n)
-        if limit > 0:
-            test = rule.test(defaults, mine, limit=limit, tolerance=tolerance, min_gain=min_gain)
-            if test.passed:
-                break
-        if not rule.could_pass(schedule, defaults, mine, tolerance):
-            break
-    n = min(len(defaults), len(mine))
-    if n and (test is None or not test.passed):  # its figures on every pair, no look
-        test = rule.test(defaults[:n], mine[:n], limit=0.0, tolerance=tolerance,
-                         min_gain=min_gain)  # fmt: skip
-    return WholeRuns(tuple(defaults[:n]), tuple(mine[:n]), test, failure, schedule)
+
+    def runner(config: Mapping[str, Value] | None) -> Ran:
+        return _Ran(*run(config is not None))
+
+    done: Lone = lone(runner, {}, schedule, tolerance=tolerance, min_gain=min_gain, seed=seed)
+    failure = None
+    if done.failed is not None:
+        which = "the defaults" if done.failed.of_defaults else "the answer"
+        failure = f"a whole run of {which}: {done.failed.why}"
+    return WholeRuns(done.defaults, done.config, done.test, failure, schedule)
