@@ -228,7 +228,7 @@ def test_top_k_confirmation_interleaves_the_default_and_the_candidates() -> None
     assert acc is not None and result.acceptance is not None
     searched_runs = StudyView(study).runs_spent()
     confirmation = executor.calls[searched_runs:]
-    candidates = acc.extra["candidates"]
+    candidates = acc.candidates
     assert sorted(c["params"][KNOB] for c in candidates) == ["fast", "fast_b", "fast_c"]
     # each round runs the default and every candidate once, rotated; at the first look
     # (round 3) the two whose CI lies below the leader's speedup leave; decided after 6
@@ -268,8 +268,8 @@ def test_the_runs_left_bound_how_many_candidates_are_confirmed() -> None:
     finally:
         del COST["fast_b"], COST["fast_c"]
     unbounded, bounded = verdicts
-    assert len(unbounded.extra["candidates"]) == 3
-    assert [c["params"][KNOB] for c in bounded.extra["candidates"]] == ["fast"]
+    assert len(unbounded.candidates) == 3
+    assert [c["params"][KNOB] for c in bounded.candidates] == ["fast"]
     assert bounded.accepted and spent <= searched + 2 * 6 + 5
 
 
@@ -284,7 +284,7 @@ def test_candidates_are_as_many_as_the_runs_left_can_accept() -> None:
         study = open_study(optuna.storages.InMemoryStorage(), settings)
         searched = tune(settings, study._storage, Table(), Silent()).runs
         acc = acceptance_of(study)
-        assert acc is not None and len(acc.extra["candidates"]) == 2  # unbounded: both
+        assert acc is not None and len(acc.candidates) == 2  # unbounded: both
         searched -= acc.runs()
         bounded = dataclasses.replace(settings, plan=dataclasses.replace(
             settings.plan, max_runs=searched + 15))  # fmt: skip
@@ -293,7 +293,7 @@ def test_candidates_are_as_many_as_the_runs_left_can_accept() -> None:
     finally:
         del COST["fast_b"]
     acc = acceptance_of(study)
-    assert acc is not None and [c["params"][KNOB] for c in acc.extra["candidates"]] == ["fast"]
+    assert acc is not None and [c["params"][KNOB] for c in acc.candidates] == ["fast"]
     assert acc.accepted and acc.runs() == 5 * 2 and result.runs == searched + 10
 
 
@@ -307,7 +307,7 @@ def test_candidates_dominated_in_the_search_are_not_confirmed() -> None:
     tune(settings, study._storage, executor, Silent())
     acc = acceptance_of(study)
     assert acc is not None and acc.accepted and acc.params == {KNOB: "fast"}
-    assert [c["params"][KNOB] for c in acc.extra["candidates"]] == ["fast"]
+    assert [c["params"][KNOB] for c in acc.candidates] == ["fast"]
     assert acc.runs() == 5 * 2
 
 
@@ -339,7 +339,7 @@ def test_an_undecided_candidate_gets_more_pairs_up_to_the_cap() -> None:
     assert len(acc.default_values) == len(acc.best_values) == CONFIRM_CAP * 3
     assert "two clusters" in acc.reason
     mean = sum(acc.best_values) / len(acc.best_values)
-    assert acc.extra["mean_speedup"] == pytest.approx(1.0 / mean)
+    assert acc.finding.mean_speedup == pytest.approx(1.0 / mean)
 
 
 def test_a_failed_control_run_is_left_out_of_the_stream() -> None:
@@ -380,7 +380,7 @@ def test_a_verdict_without_a_comparison_stores_no_figures_as_measured() -> None:
     acc = acceptance_of(study)
     assert acc is not None and not acc.accepted and acc.default_values == []
     assert (acc.speedup, acc.ci, acc.p_value) == (None, None, None)
-    assert acc.extra["search_speedup"] == pytest.approx(0.5)
+    assert acc.finding.search_speedup == pytest.approx(0.5)
     data = result.to_json()
     assert data["speedup_ci"] is None and data["p_value"] is None
     # nothing handed back: no speedup said; the search's is under its own name

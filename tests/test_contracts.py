@@ -46,6 +46,7 @@ from commtune.store import SCHEMA_VERSION, Store
 from commtune.study import (
     FORMAT,
     Acceptance,
+    Notes,
     Source,
     StudySpec,
     acceptance_of,
@@ -486,7 +487,9 @@ def test_storage_migrates_from_every_version(
     }
     search, predict, sample = verdicts["search"], verdicts["predict"], verdicts["sample"]
     assert search and search.trial == 3 and search.ci == (1.5, 2.2) and search.measured_trials == 8
-    assert predict and predict.extra == {"features": {"comm_size": 2.0}}
+    assert (
+        predict and predict.finding is None and predict.notes == Notes(features={"comm_size": 2.0})
+    )
     assert sample and sample.env == OLD_SAMPLE["env"]
     # stored in the new format, not only read through it
     with store.engine.connect() as conn:

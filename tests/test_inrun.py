@@ -453,21 +453,21 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     data = last_json(out)
     assert data["gate"] == "inrun" and "raced in-run against" in err
     acc = acceptance_of(optuna.load_study(study_name="r", storage=Store(storage).optuna))
-    assert acc is not None and acc.gate == "inrun" and acc.extra["op"] == "allreduce"
-    fields = [set(f) for f in acc.extra["fields"]]
-    assert 1 <= acc.extra["raced_runs"] == len(fields) <= 3 and all(acc.extra["calls"])
+    assert acc is not None and acc.gate == "inrun" and acc.finding.op == "allreduce"
+    fields = [set(f) for f in acc.finding.fields]
+    assert 1 <= acc.finding.raced_runs == len(fields) <= 3 and all(acc.finding.calls)
     assert fields[0] == set(TWO[vendor.value].split(","))  # type: ignore[attr-defined]
     assert all(b <= a for a, b in itertools.pairwise(fields))
-    assert acc.extra["limit"] == pytest.approx(0.06 / (2 * 3))
-    assert "from the last rank's arrival" in acc.extra["promise"]
+    assert acc.finding.limit == pytest.approx(0.06 / (2 * 3))
+    assert "from the last rank's arrival" in acc.finding.promise
     code, exported, _ = run_cli(["export", "r", "--storage", storage, "--format", "env"], capsys)
     if acc.accepted:  # handed back: raced ahead at its share, then passed on whole runs
-        assert acc.extra["call_p"] <= acc.extra["limit"] and acc.extra["call_speedup"] >= 1.01
-        pairs = acc.extra["whole_pairs"]
+        assert acc.finding.call_p <= acc.finding.limit and acc.finding.call_speedup >= 1.01
+        pairs = acc.finding.whole_pairs
         assert len(acc.default_values) == len(acc.best_values) == pairs >= 1
         # the program's promise: the rule's paired test passed at a look fixed beforehand
-        assert [pairs, acc.extra["whole_limit"]] in acc.extra["whole_looks"]
-        assert acc.p_value is not None and acc.p_value <= acc.extra["whole_limit"] <= 0.06
+        assert [pairs, acc.finding.whole_limit] in acc.finding.whole_looks
+        assert acc.p_value is not None and acc.p_value <= acc.finding.whole_limit <= 0.06
         assert acc.speedup is not None and acc.speedup >= 1.01
         name = acc.params[knob]
         assert code == 0 and f"{inst.impl.env_name(knob)}={name}" in exported
@@ -475,14 +475,14 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
         assert code != 0 or knob not in exported
     code, shown, err = run_cli(["show", "r", "--storage", storage], capsys)
     said = shown + err
-    assert code == 0 and "raced in-run" in said and f"{acc.extra['raced_runs']} raced" in said
+    assert code == 0 and "raced in-run" in said and f"{acc.finding.raced_runs} raced" in said
     page = tmp_path / "r.html"
     code, _, err = run_cli(["report", "r", "--storage", storage, "-o", str(page)], capsys)
     inrun = page.read_text().split('id="inrun"')[1].split("<section")[0]
     assert code == 0 and "data:image/png" in inrun  # the call times by block, drawn
-    assert all(c["name"] in inrun for c in acc.extra["raced"])
+    assert all(c["name"] in inrun for c in acc.finding.raced)
     # racing's own cost, measured in each raced run, in the study and on its page
-    assert len(acc.extra["overhead"]) == acc.extra["raced_runs"] and all(acc.extra["overhead"])
+    assert len(acc.finding.overhead) == acc.finding.raced_runs and all(acc.finding.overhead)
     assert "Racing's own cost" in inrun
     whole = ["tune", "--knob", values, "--no-inrun", "--strategy", "grid", "--max-runs", "13",
              "--study", "w", "--storage", storage, "--json", "--", *line]  # fmt: skip
@@ -639,13 +639,13 @@ def test_a_candidate_a_raced_run_dies_in_is_dropped_and_the_rest_raced(
     assert result["gate"] == "inrun", said
     acc = acceptance_of(optuna.load_study(study_name="drop", storage=Store(storage).optuna))
     assert acc is not None, said
-    assert acc.extra["dropped"] == {"ring": "in the call under way when it ended"}
-    made = len(acc.extra["fields"])  # the raced runs that ended
-    assert acc.extra["failed_runs"] == 1 and acc.extra["raced_runs"] == made + 1
-    assert all(f == ["recursive_doubling"] for f in acc.extra["fields"])  # raced without ring
+    assert acc.finding.dropped == {"ring": "in the call under way when it ended"}
+    made = len(acc.finding.fields)  # the raced runs that ended
+    assert acc.finding.failed_runs == 1 and acc.finding.raced_runs == made + 1
+    assert all(f == ["recursive_doubling"] for f in acc.finding.fields)  # raced without ring
     assert acc.params.get("coll_tuned_allreduce_algorithm") != "ring"
     checked = len(acc.default_values) + len(acc.best_values)
-    assert result["runs"] == acc.extra["raced_runs"] + checked <= 20
+    assert result["runs"] == acc.finding.raced_runs + checked <= 20
 
 
 @needs_openmpi
@@ -959,7 +959,7 @@ def test_a_mixed_space_races_its_collective_first_and_searches_the_rest_on_whole
     whole = view.runs_spent(acc)
     assert data["runs"] == first["raced_runs"] + whole <= 20  # the raced runs counted
     assert study.user_attrs["inrun_first"] == first
-    assert acc is None or acc.extra["inrun_first"] == first
+    assert acc is None or acc.notes.inrun_first == first
     code, out, err = run_cli(args, capsys)  # resumed: the stored space, nothing raced
     assert code == 0, err
     assert "raced in-run" not in " ".join(err.split())

@@ -332,10 +332,10 @@ def test_knobs_that_measured_nothing_are_left_out_of_the_accepted_configuration(
     from commtune.study import acceptance_of
 
     verdict = acceptance_of(optuna.load_study(study_name="s", storage=Store(storage).optuna))
-    assert verdict is not None and set(verdict.extra["dropped"]) == {"MPIR_CVAR_ASYNC_PROGRESS"}
+    assert verdict is not None and set(verdict.notes.dropped) == {"MPIR_CVAR_ASYNC_PROGRESS"}
     # reduced from one of the two equal configurations (with or without the progress knob
     # set): which one the search ranks first is the noise's, not the contract's
-    reduced_from = verdict.extra["reduced_from"]
+    reduced_from = verdict.notes.reduced_from
     assert reduced_from["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] == "recursive_doubling"
     assert set(reduced_from) == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "MPIR_CVAR_ASYNC_PROGRESS"}
     assert verdict.speedup is not None and verdict.speedup > 1.3

@@ -75,15 +75,15 @@ def test_a_clear_winner_is_accepted_with_its_figures_in_words() -> None:
     low, high = acc.ci  # type: ignore[misc]
     assert low < acc.speedup < high
     # handed back on fresh runs only, below the share of the risk its look may spend
-    assert acc.p_value is not None and acc.p_value <= acc.extra["share"] <= 0.05
-    assert acc.extra["evidence_runs"] == len(acc.best_values) >= 1
-    said = acc.extra["said"]
+    assert acc.p_value is not None and acc.p_value <= acc.finding.share <= 0.05
+    assert acc.finding.evidence_runs == len(acc.best_values) >= 1
+    said = acc.finding.said
     assert said.startswith(f"{acc.speedup:.3g}x (90 % interval")
     assert "counted 2% faster, it wins" in said and "this look may spend" in said
     # every run of the study is within the bound: the search's, its controls', the duel's
     assert StudyView(study).runs_spent(acc) == machine.calls <= 30
     # the further objective, compared in the same rounds as the time: twice the memory
-    memory = acc.extra["objectives"]["memory"]
+    memory = acc.finding.objectives["memory"]
     assert (memory["default"], memory["candidate"]) == (100.0, 200.0)
     assert memory["improvement"] == pytest.approx(0.5) and not memory["better"]
     # --json's figures are those of the configuration it hands back
@@ -126,7 +126,7 @@ def test_a_configuration_equal_to_the_defaults_by_value_is_not_an_arm() -> None:
                              else 1.0, seed=1, space=space)  # fmt: skip
     finally:
         KNOB = saved
-    assert acc is None or all(c["params"].get(KNOB) != "auto" for c in acc.extra["candidates"])
+    assert acc is None or all(c["params"].get(KNOB) != "auto" for c in acc.candidates)
     assert acc is None or not acc.accepted
 
 
@@ -141,7 +141,7 @@ def test_a_bimodal_configuration_is_refused_with_its_clusters() -> None:
     acc, _, _ = study_of(cost, seed=2, noise=0.02)
     assert acc is not None and not acc.accepted
     if acc.params == {KNOB: "c"}:  # tested: half its runs lose every pair
-        assert acc.p_value is not None and acc.p_value > acc.extra["share"]
+        assert acc.p_value is not None and acc.p_value > acc.finding.share
 
 
 def test_a_run_that_fails_is_never_evidence() -> None:
@@ -156,7 +156,7 @@ def test_a_run_that_fails_is_never_evidence() -> None:
 
     acc, study, _ = study_of(cost, seed=4)
     assert acc is None or not acc.accepted or acc.params != {KNOB: "c"}  # never handed back
-    listed = [c for c in (acc.extra["candidates"] if acc else []) if c["params"] == {KNOB: "c"}]
+    listed = [c for c in (acc.candidates if acc else []) if c["params"] == {KNOB: "c"}]
     if listed:  # failed in the duel: out, with its reason
         assert listed[0]["failure"].startswith("failed when run again")
     else:  # failed in the search: its trial failed, and it was never an arm
@@ -309,7 +309,7 @@ def test_a_study_that_keeps_the_defaults_says_why_and_what_more_runs_would_do() 
             assert costs[str(acc.params[KNOB])] <= costs["defaults"], acc.params
             continue
         assert acc.reason and "\n" not in acc.reason
-        more = acc.extra.get("more_runs")
+        more = acc.finding.more_runs
         if "ended without passing" in acc.reason and more is not None:
             assert f"about {more} more runs" in acc.reason and more > 0
             told += 1
@@ -330,7 +330,7 @@ def test_no_study_stops_with_runs_unspent_while_its_verdict_is_open() -> None:
         if acc.accepted or machine.calls == 30 or "beat the median" in acc.reason:
             continue
         pairs_left = (30 - machine.calls) // 2
-        for tested in [c for c in acc.extra["candidates"] if c["tested"]]:
+        for tested in [c for c in acc.candidates if c["tested"]]:
             mine = len(tested["values"])  # a look its pairs could still reach, and pass at
             schedule = [(n, share) for n, share in tested["looks"] if mine < n <= mine + pairs_left]
             if rule.could_pass(schedule, tested["defaults"], tested["values"], 0.02):
@@ -376,7 +376,7 @@ def test_the_search_best_two_are_raced_beside_the_defaults_then_the_one_ahead_al
     for seed in range(3):
         acc, study, machine = study_of(lambda c, n: costs.get(c, 1.0), seed=seed, noise=0.03)
         assert acc is not None and acc.accepted and acc.params == {KNOB: "c"}, seed
-        raced = [c for c in acc.extra["candidates"] if c["tested"]]
+        raced = [c for c in acc.candidates if c["tested"]]
         assert len(raced) == 2, seed
         for c in raced:  # half the risk each, at looks fixed before its first run
             assert sum(share for _, share in c["looks"]) == pytest.approx(0.05 / 2)
@@ -402,7 +402,7 @@ def test_where_the_defaults_runs_fall_into_modes_the_best_is_tested_alone() -> N
         defaults = [v for r in StudyView(study).records if r.is_defaults for v in r.values()]
         assert max(defaults) / min(defaults) >= 1.5
         assert acc is not None
-        tested = [c for c in acc.extra["candidates"] if c["tested"]]
+        tested = [c for c in acc.candidates if c["tested"]]
         assert tested and not any((c["dropped"] or "").startswith("raced") for c in tested)
         first = min(tested, key=lambda c: c["tested"])
         assert sum(share for _, share in first["looks"]) >= 0.8 * 0.05 - 1e-12

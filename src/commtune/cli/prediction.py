@@ -144,8 +144,8 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import UI, prediction_table
     from commtune.service import default_study_name, profiling
     from commtune.study import (
-        PROPOSAL,
         Acceptance,
+        Notes,
         Source,
         StudySpec,
         save_result_study,
@@ -195,7 +195,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         dict(config),
         False,
         "predicted from one profiled run: a proposal, not measured against the defaults",
-        extra={"features": features, PROPOSAL: True},
+        notes=Notes(proposal=True, features=features),
     )
     if args.verify:
         verdict, out["verify"] = _verify(executor, config, args, cluster is not None, verdict, ui)
@@ -221,7 +221,7 @@ def _verify(executor: Any, config: dict[str, Any], args: argparse.Namespace, exa
     figures for ``--json``."""
     from dataclasses import replace
 
-    from commtune.study import DEFAULTS, PROPOSAL, Gate
+    from commtune.study import DEFAULTS, ExactFinding, Gate, RiskFinding
     from commtune.tune import executor_runner, lone
 
     # a simulation leaving computation out is deterministic: one pair is the measurement
@@ -233,11 +233,12 @@ def _verify(executor: Any, config: dict[str, Any], args: argparse.Namespace, exa
     if done.failed is not None:
         raise UsageError(f"a verification run failed: {done.failed.comparison()}")
     default_times, predicted_times = list(done.defaults), list(done.config)
+    found: ExactFinding | RiskFinding
     if exact:  # one pair of deterministic runs: the speedup is theirs, faster when
         # it clears the minimum gain
         s = default_times[0] / predicted_times[0]
         faster, speedup, ci = s >= 1 + DEFAULTS.min_gain, s, (s, s)
-        gate, rule = Gate.EXACT, {"min_gain": DEFAULTS.min_gain}
+        gate, found = Gate.EXACT, ExactFinding(min_gain=DEFAULTS.min_gain)
         reason = (
             f"predicted; verified: {s:.4g}x in deterministic runs"
             if faster
@@ -248,11 +249,8 @@ def _verify(executor: Any, config: dict[str, Any], args: argparse.Namespace, exa
         assert done.test is not None
         faster, speedup, ci = done.passed, done.test.speedup, done.test.interval
         gate = Gate.RISK
-        rule = {
-            "risk_limit": DEFAULTS.risk,
-            "tolerance": DEFAULTS.tolerance,
-            "min_gain": DEFAULTS.min_gain,
-        }
+        found = RiskFinding(risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance,
+                            min_gain=DEFAULTS.min_gain)  # fmt: skip
         reason = (
             "predicted; verified: expected faster at the risk allowed"
             if faster
@@ -260,7 +258,7 @@ def _verify(executor: Any, config: dict[str, Any], args: argparse.Namespace, exa
         )
     verdict = replace(verdict, accepted=faster, reason=reason, speedup=speedup, ci=ci,
                       default_values=default_times, best_values=predicted_times, gate=gate,
-                      extra={**verdict.extra, **rule, PROPOSAL: False})  # fmt: skip
+                      finding=found, notes=replace(verdict.notes, proposal=False))  # fmt: skip
     ui.info(f"expected {speedup:.3f}x (90 % interval {ci[0]:.3f}-{ci[1]:.3f}); {reason}")
     return verdict, {"speedup": speedup, "ci": list(ci), "faster": faster,
             "default": default_times, "predicted": predicted_times}  # fmt: skip

@@ -284,6 +284,7 @@ def _stale_check(
     from commtune.study import (
         DEFAULTS,
         Gate,
+        RiskFinding,
         acceptance_of,
         add_check,
         checks_of,
@@ -312,14 +313,13 @@ def _stale_check(
             + "; ".join(map(str, diffs)) if diffs else why)  # fmt: skip
     accepted = acceptance_of(study)
     if proposal and accepted is not None:  # the rule the check applies: the tuner's at its risk
-        accepted = replace(accepted, gate=Gate.RISK, extra={
-            **accepted.extra, "risk_limit": DEFAULTS.risk, "tolerance": DEFAULTS.tolerance,
-            "min_gain": DEFAULTS.min_gain})  # fmt: skip
-    said: dict[str, Any] = dict(accepted.extra) if accepted is not None else {}
+        accepted = replace(accepted, gate=Gate.RISK, finding=RiskFinding(
+            risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance,
+            min_gain=DEFAULTS.min_gain))  # fmt: skip
     # the rule of the verdict checked, at its risk (the tuner's defaults where it said none)
-    risky = accepted is not None and accepted.gate is Gate.RISK
-    rule = (float(said["risk_limit"]), float(said["tolerance"]),
-            float(said.get("min_gain", 0.0))) if risky else None  # fmt: skip
+    said = accepted.finding if accepted is not None else None
+    rule = ((said.risk_limit, said.tolerance, said.min_gain)
+            if isinstance(said, RiskFinding) else None)  # fmt: skip
     pairs = MAX_ROUNDS if max_runs is None else max_runs // 2
     verdict, cmp, rounds, runs, decided = recheck(defaults, config, timeout, ui,
                                                   configured=configured, rule=rule,
@@ -362,13 +362,13 @@ def _check_executors(study: optuna.Study, inst: Installation, command: list[str]
 def _proposal_checked(study: optuna.Study, accepted: Any, check: Any) -> None:
     """A proposal's verdict becomes what its check said (accepted with its figures, or the
     defaults kept): a proposal no more."""
-    from commtune.study import PROPOSAL, set_acceptance
+    from commtune.study import set_acceptance
 
     undecided = "" if check.decided else f" (undecided after {check.rounds} rounds)"
     reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
     set_acceptance(study, replace(
         accepted, accepted=check.use_configuration, speedup=check.speedup, ci=check.ci,
-        extra={**accepted.extra, PROPOSAL: False}, reason=reason))  # fmt: skip
+        notes=replace(accepted.notes, proposal=False), reason=reason))  # fmt: skip
 
 
 def _proposed(study: optuna.Study) -> tuple[dict[str, Value], dict[str, str]] | None:
@@ -497,8 +497,9 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
         ui.print(inrun_table(verdict))
         for line in verdict_lines(verdict):
             ui.info(line)
-        runs += verdict.extra["raced_runs"]
-        ui.info(f"{runs} runs: {verdict.extra['raced_runs']} raced, the rest whole runs")
+        raced = getattr(verdict.finding, "raced_runs", 0)
+        runs += raced
+        ui.info(f"{runs} runs: {raced} raced, the rest whole runs")
     else:
         ui.info(f"{runs} runs; noise {100 * noise.cv:.1f} %, drift {noise.drift:.2f}x")
     spec = view.spec()

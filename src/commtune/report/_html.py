@@ -18,7 +18,7 @@ from typing import Any
 
 from commtune.report import _plots as plots
 from commtune.report._study_data import StudyData
-from commtune.study import Gate
+from commtune.study import InRunFinding
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -200,13 +200,13 @@ def _verdict(s: StudyData, prefix: str) -> str:
         cls, word = ("ok", "accepted") if acc.accepted else ("no", "not accepted")
         said = [Text.from_markup(line).plain for line in verdict_lines(acc)]
         config = _e(_config(dict(acc.params)))
-        if acc.extra.get("reference"):
-            said.append(f"every speedup here is against {acc.extra['reference']}")
+        if acc.notes.reference:
+            said.append(f"every speedup here is against {acc.notes.reference}")
         body = (f'<p><b class="{cls}">{word}</b></p>'
                 + "".join(f"<p>{_e(line)}</p>" for line in said)
                 + f"<p>configuration: <code>{config}</code></p>")  # fmt: skip
         candidates = {f"trial {c.get('trial')}": c.get("values") or []
-                      for c in acc.extra.get("candidates") or []}  # fmt: skip
+                      for c in acc.candidates}  # fmt: skip
         if not candidates and acc.best_values:
             candidates = {"best": acc.best_values}
         if acc.default_values and candidates:
@@ -214,7 +214,7 @@ def _verdict(s: StudyData, prefix: str) -> str:
         rows = [(c.get("trial"), f"{c['speedup']:.2f}x" if c.get("speedup") else "-",
                  f"[{c['ci'][0]:.2f}, {c['ci'][1]:.2f}]" if c.get("ci") else "-",
                  len(c.get("values") or []), c.get("failure") or "")
-                for c in acc.extra.get("candidates") or []]  # fmt: skip
+                for c in acc.candidates]  # fmt: skip
         if rows:
             body += _table(["trial", "speedup", "CI", "runs", "failure"], rows)
     if s.not_applied:
@@ -230,7 +230,7 @@ def _twin(s: StudyData, prefix: str) -> str:
     simulated time at larger scales), with the scaling drawn."""
     from commtune.study import TwinReport
 
-    said = s.acceptance.extra.get("twin_report") if s.acceptance else None
+    said = s.acceptance.notes.twin_report if s.acceptance else None
     if not said:
         return ""
     report = TwinReport.from_json(said)
@@ -247,33 +247,33 @@ def _inrun(s: StudyData, prefix: str) -> str:
     """A study raced in-run (``service._inrun``): its candidates per call, pooled over its
     raced runs, the program's share in the raced collective, and the first run's call times
     by block drawn with every candidate's estimate."""
-    extra = s.acceptance.extra if s.acceptance else {}
-    if s.acceptance is None or s.acceptance.gate is not Gate.INRUN:
+    found = s.acceptance.finding if s.acceptance else None
+    if not isinstance(found, InRunFinding):
         return ""
     import numpy as np
 
     from commtune.report._race import race_figure
 
-    raced = extra.get("raced") or []
+    raced = found.raced
     rows = [(c["name"], c["blocks"], f"{1e6 * c['median_s']:.2f}",
              f"{1e6 * c['reference_median_s']:.2f}", f"{c['speedup']:.3f}x",
              f"{c['interval'][0]:.3f}-{c['interval'][1]:.3f}") for c in raced]  # fmt: skip
     body = _table(["algorithm", "blocks", "us a call", "reference us", "speedup a call",
                    "interval"], rows)  # fmt: skip
-    if extra.get("share") is not None:
-        body += f"<p>{_e(extra['share_said'])}</p>"
-    costs = [c for c in extra.get("overhead") or () if c]
+    if found.share is not None:
+        body += f"<p>{_e(found.share_said)}</p>"
+    costs = [c for c in found.overhead if c]
     if costs:  # measured in each raced run: its barriers' share of its time
         body += (f"<p>Racing's own cost, its barriers' share of each raced run's time: "
                  f"{', '.join(f'{100 * lo:.2f}-{100 * hi:.2f} %' for lo, hi in costs)} (the "
                  "rank that waited least: the barrier's price; the most: with late ranks' "
                  "wait, which the calls would mostly have paid).</p>")  # fmt: skip
-    first = extra.get("blocks") or {}
+    first = found.blocks
     if first.get("times"):
-        passed = set(extra.get("passed") or ())
+        passed = set(found.passed)
         estimates = [(c["name"], c["speedup"], tuple(c["interval"]), c["name"] in passed)
                      for c in raced]  # fmt: skip
-        figure = race_figure(extra["op"], first["calls"], first["names"],
+        figure = race_figure(found.op, first["calls"], first["names"],
                              np.array(first["times"], dtype=float), estimates)  # fmt: skip
         body += _img(plots.png(figure), "the first raced run's call times by block")
     return _section(prefix, "inrun", "Raced in-run", body)
@@ -294,7 +294,7 @@ def _sample(s: StudyData, prefix: str) -> str:
 
 def _prediction(s: StudyData, prefix: str) -> str:
     acc = s.acceptance
-    features = acc.extra.get("features") if acc else None
+    features = acc.notes.features if acc else None
     if not features:
         return ""
     rows = [(k, f"{v:.4g}" if isinstance(v, float) else v) for k, v in features.items()]

@@ -141,7 +141,7 @@ def timeline_figure(data: StudyData) -> Figure:
     if ctl:
         ax.scatter(*zip(*ctl, strict=True), color=CONTROL, marker="s", s=14, label="controls")
     acc = data.acceptance
-    tested = [c for c in (acc.extra.get("candidates") or [])
+    tested = [c for c in acc.candidates
               if c.get("values") and c.get("defaults")] if acc else []  # fmt: skip
     start = 1 + max([s for s, _ in data.search_runs] + [s for s, _, _ in data.default_runs],
                     default=0)  # fmt: skip

@@ -13,7 +13,7 @@ from commtune.knobs import Value
 
 if TYPE_CHECKING:
     from commtune.knobs import KnobStatus
-    from commtune.study import Acceptance
+    from commtune.study import Acceptance, InRunFinding
     from commtune.tune import TuneResult
 
 
@@ -75,21 +75,29 @@ def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
 
 def inrun_table(acc: Acceptance) -> Table:
     """An in-run race's candidates, per call, pooled over its raced runs."""
-    extra = acc.extra
-    table = compact_table(f"{extra['op']} raced in-run ({extra['raced_runs']} run(s))")
+    found = _inrun_finding(acc)
+    table = compact_table(f"{found.op} raced in-run ({found.raced_runs} run(s))")
     for name in ("algorithm", "blocks", "us a call", "ref us", "speedup", "interval"):
         table.add_column(name, justify="left" if name == "algorithm" else "right")
-    for c in extra.get("raced") or []:
+    for c in found.raced:
         low, high = c["interval"]
         table.add_row(c["name"], str(c["blocks"]), f"{1e6 * c['median_s']:.2f}",
                       f"{1e6 * c['reference_median_s']:.2f}", f"{c['speedup']:.3f}x",
                       f"{low:.3f}-{high:.3f}")  # fmt: skip
     table.caption = (
-        f"against {extra['reference_name']} (the library's own decision) in the same blocks "
+        f"against {found.reference_name} (the library's own decision) in the same blocks "
         f"of calls, each block every candidate once in a drawn order; "
-        f"{extra.get('promise') or 'the calls own time'}"
+        f"{found.promise or 'the calls own time'}"
     )
     return table
+
+
+def _inrun_finding(acc: Acceptance) -> InRunFinding:
+    from commtune.study import InRunFinding
+
+    if not isinstance(acc.finding, InRunFinding):
+        raise TypeError(f"not an in-run verdict: {acc.gate}")
+    return acc.finding
 
 
 def noise_line(result: TuneResult) -> str:
@@ -108,7 +116,7 @@ def acceptance_lines(result: TuneResult) -> list[str]:
 def verdict_lines(acc: Acceptance | None) -> list[str]:
     """The verdict in words (rich markup): the one place it is written, for the terminal
     and the report alike, with one run count."""
-    from commtune.study import Gate  # the study record: not at --help
+    from commtune.study import Gate, StrictFinding  # the study record: not at --help
 
     if acc is None:
         return ["no configuration to confirm: the default stays"]
@@ -120,9 +128,10 @@ def verdict_lines(acc: Acceptance | None) -> list[str]:
         return _inrun_lines(acc)
     if not acc.default_values:
         return [f"not accepted ({acc.reason}): the default stays"]
-    stat = acc.extra.get("statistic", "median")
+    found = acc.finding if isinstance(acc.finding, StrictFinding) else StrictFinding()
+    stat = found.statistic or "median"
     lines = []
-    candidates = acc.extra.get("candidates") or []
+    candidates = acc.candidates
     for c in candidates:
         if c.get("failure"):
             lines.append(f"  trial {c['trial']}: {c['failure']}")
@@ -145,15 +154,15 @@ def verdict_lines(acc: Acceptance | None) -> list[str]:
             f"trial {acc.trial} {stat} speedup {acc.speedup:.3f}x, "
             f"{level} CI [{acc.ci[0]:.3f}, {acc.ci[1]:.3f}], p = {acc.p_value:.3g}"
         )
-    mean = acc.extra.get("mean_speedup")
+    mean = found.mean_speedup
     if mean is not None:
         head += f"; mean speedup {mean:.3f}x"
     lines.insert(0, head)
-    dropped = acc.extra.get("dropped") or {}
+    dropped = acc.notes.dropped or {}
     if acc.accepted and dropped:
         lines.append(
             f"  reduced: {len(acc.params)} knob(s) of "
-            f"{len(acc.extra.get('reduced_from') or {}) or len(acc.params) + len(dropped)} set; "
+            f"{len(acc.notes.reduced_from or {}) or len(acc.params) + len(dropped)} set; "
             "left at the library's default: "
             + "; ".join(f"{k} ({why})" for k, why in dropped.items())
         )
@@ -164,30 +173,27 @@ def verdict_lines(acc: Acceptance | None) -> list[str]:
 
 def _inrun_lines(acc: Acceptance) -> list[str]:
     """An in-run race's verdict: the raced calls' test (the promise), the whole runs beside."""
-    extra = acc.extra
-    runs, calls = extra["raced_runs"], sum(extra.get("calls") or [])
-    head = f"verdict in {runs} raced run(s), {calls} calls of {extra['op']}"
-    dropped = [f"{name} ({where})" for name, where in (extra.get("dropped") or {}).items()]
+    found = _inrun_finding(acc)
+    head = f"verdict in {found.raced_runs} raced run(s), {sum(found.calls)} calls of {found.op}"
+    dropped = [f"{name} ({where})" for name, where in found.dropped.items()]
     if dropped:  # a raced run died in them: never evidence, never handed back
-        head += (f"; {extra.get('failed_runs', 0)} raced run(s) failed, dropped "
+        head += (f"; {found.failed_runs} raced run(s) failed, dropped "
                  f"{', '.join(dropped)}")  # fmt: skip
-    if extra.get("call_speedup") is None:
+    if found.call_speedup is None or found.call_interval is None:
         return [f"{head}: {acc.reason}", "[yellow]not accepted[/yellow]: the default stays"]
-    low, high = extra["call_interval"]
+    low, high = found.call_interval
     # a name raced at a segment size (pipeline@64K) and its own test's limit, where stored
-    name, limit = (
-        extra.get("call_name", acc.params[extra["knob"]]),
-        extra.get("call_limit", extra["limit"]),
-    )
-    lines = [f"{head}: {name} {extra['call_speedup']:.3f}x the calls' time ({low:.3f}-"
-             f"{high:.3f}), p = {extra['call_p']:.2g} at {limit:.2g}, raced on "
-             f"{extra['promise']}"]  # fmt: skip
+    name = found.call_name or acc.params[found.knob]
+    limit = found.call_limit if found.call_limit is not None else found.limit
+    lines = [f"{head}: {name} {found.call_speedup:.3f}x the calls' time ({low:.3f}-"
+             f"{high:.3f}), p = {found.call_p:.2g} at {limit:.2g}, raced on "
+             f"{found.promise}"]  # fmt: skip
     if acc.speedup is not None and acc.ci is not None:
         # the promise is the whole runs' test (issue 93): the race only chose what it tests
         lines.append(f"the program's whole runs beside the defaults ({len(acc.best_values)} "
                      f"pairs, each pair's order by a coin): {acc.speedup:.3f}x "
                      f"({acc.ci[0]:.3f}-{acc.ci[1]:.3f}); the verdict, at --risk "
-                     f"{extra.get('risk', 0.05):g}, is theirs")  # fmt: skip
+                     f"{found.risk:g}, is theirs")  # fmt: skip
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: {format_config(acc.params)}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
@@ -195,9 +201,10 @@ def _inrun_lines(acc: Acceptance) -> list[str]:
 
 def _exact_lines(acc: Acceptance) -> list[str]:
     """The verdict of a study whose runs do not differ (a deterministic simulation)."""
-    said = acc.extra.get("said") or acc.reason
-    lines = [f"verdict from deterministic runs ({acc.extra.get('arms', 0)} configurations "
-             f"measured once, the fastest once more): {said}"]  # fmt: skip
+    found = acc.finding
+    said = getattr(found, "said", None) or acc.reason
+    lines = [f"verdict from deterministic runs ({getattr(found, 'arms', None) or 0} "
+             f"configurations measured once, the fastest once more): {said}"]  # fmt: skip
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: trial {acc.trial}"]
     return [*lines, "[yellow]not accepted[/yellow]: the default stays"]
@@ -207,14 +214,16 @@ def _risk_lines(acc: Acceptance) -> list[str]:
     """``--gate risk``'s verdict (:mod:`commtune.rule`): each configuration tested beside
     the defaults, what its runs there say, and the rule's sentence for the one handed back
     (or, where none passed, the best tested)."""
-    extra = acc.extra
-    ranked = "ranked by the simulation" if extra.get("twin") else "measured by the search"
+    found = acc.finding
+    ranked = (
+        "ranked by the simulation" if getattr(found, "twin", None) else "measured by the search"
+    )
     head = (
-        f"verdict on fresh runs ({extra.get('arms', 0)} configurations {ranked}, "
-        f"{extra.get('tested', 0)} tested beside the defaults in {acc.runs()} runs)"
+        f"verdict on fresh runs ({getattr(found, 'arms', None) or 0} configurations {ranked}, "
+        f"{getattr(found, 'tested', None) or 0} tested beside the defaults in {acc.runs()} runs)"
     )
     lines = [head]
-    for c in extra.get("candidates") or []:
+    for c in acc.candidates:
         name = c.get("label") or f"trial {c['trial']}"
         if c.get("failure"):
             lines.append(f"  {name}: {c['failure']}")
@@ -225,9 +234,10 @@ def _risk_lines(acc: Acceptance) -> list[str]:
                 f"  {name} ({len(c['values'])} runs): {c['speedup']:.3f}x "
                 f"({low:.3f}-{high:.3f}), p = {c['p_value']:.2g}: {end}"
             )
-    winner = extra.get("label") or f"trial {acc.trial}"
-    if extra.get("said"):
-        lines.append(f"{winner}: {extra['said']}")
+    winner = getattr(found, "label", None) or f"trial {acc.trial}"
+    said = getattr(found, "said", None)
+    if said:
+        lines.append(f"{winner}: {said}")
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: {winner}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]

@@ -375,7 +375,7 @@ def save_proposals(store: Store, sample: SimSample, targets: Sequence[Installati
     """Per real library with a file: a study holding it as a proposal (not accepted: no run
     on the real machine has measured it), so ``commtune check STUDY -- mpirun ...`` runs it
     against the library's defaults there and ``commtune export`` hands out its variables."""
-    from commtune.study import PROPOSAL, Acceptance, Source, StudySpec, save_result_study
+    from commtune.study import Acceptance, Notes, Source, StudySpec, save_result_study
 
     digest = hashlib.sha256(sample.cluster.encode()).hexdigest()[:8]
     for target in targets:
@@ -389,7 +389,7 @@ def save_proposals(store: Store, sample: SimSample, targets: Sequence[Installati
             Source.SAMPLE, {}, False,
             f"sampled on a simulated cluster ({sample.cluster}), not measured on this machine",
             env=dict(sample.env[vendor]),
-            extra={PROPOSAL: True, "ranks": sample.ranks, "file": sample.files[vendor]},
+            notes=Notes(proposal=True, ranks=sample.ranks, file=sample.files[vendor]),
         )  # fmt: skip
         save_result_study(store.optuna, name, spec, verdict)
         sample.studies[vendor] = name

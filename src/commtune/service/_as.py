@@ -74,8 +74,8 @@ def as_proposal(store: Store, name: str, result: TuneResult, inst: Installation,
     in the library's formats."""
     from commtune.knobs import apply, load_catalog
     from commtune.study import (
-        PROPOSAL,
         Acceptance,
+        Notes,
         Source,
         StudySpec,
         acceptance_of,
@@ -104,7 +104,7 @@ def as_proposal(store: Store, name: str, result: TuneResult, inst: Installation,
         Source.SAMPLE, dict(settings), False,
         f"tuned as {library.title} on a simulated cluster (study {name}: {acc.speedup:.3g}x "
         f"against its own decision, simulated), not measured on a real machine",
-        env=env, extra={PROPOSAL: True, "simulated_study": name},
+        env=env, notes=Notes(proposal=True, simulated_study=name),
     )  # fmt: skip
     save_result_study(store.optuna, proposal, spec, verdict)
     fmt, file = library.settings_file

@@ -54,6 +54,7 @@ from commtune.store import Store
 from commtune.study import (
     Acceptance,
     Gate,
+    InRunFinding,
     Noise,
     Plan,
     Source,
@@ -187,7 +188,7 @@ class Narrowing:
         study.set_user_attr(FIRST, data)
         acc = acceptance_of(study)
         if acc is not None:
-            set_acceptance(study, replace(acc, extra={**acc.extra, FIRST: data}))
+            set_acceptance(study, replace(acc, notes=replace(acc.notes, inrun_first=data)))
         return data
 
 
@@ -423,8 +424,9 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
     check = (_whole_runs(ready, how, raced.answer, seed, timeout, ui, spent)
              if raced.answer else None)  # fmt: skip
     acc = _verdict(ready, how, runs, raced, check, crashed)
-    if acc.extra.get("share_said"):
-        ui.info(acc.extra["share_said"])
+    said = acc.finding.share_said if isinstance(acc.finding, InRunFinding) else None
+    if said:
+        ui.info(said)
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
     return _result(target.study, ready.setup.inst, how, runs, raced.pooled, acc, check,
@@ -558,31 +560,32 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
     whole runs do not show it more than ``tolerance`` slower (``crashed``: the raced runs
     that failed and the candidates dropped for it, recorded)."""
     plan, answer = ready.setup.plan, raced.answer
-    extra: dict[str, Any] = {
-        "op": how.op, "knob": how.knob, "reference_name": how.reference,
-        "limit": _limit(plan, how), "min_gain": plan.min_gain, "tolerance": plan.tolerance,
-        "risk": plan.risk, "raced_runs": len(runs) + crashed.failed,
-        "failed_runs": crashed.failed, "dropped": dict(crashed.dropped),
-        "calls": [r.race.raced_calls for r in runs], "walls": [r.wall for r in runs],
-        "units": [r.race.run for r in runs], "units_max": [r.race.run_max for r in runs],
-        "overhead": [r.race.overhead() for r in runs],
-        "fields": [list(r.race.names[1:]) for r in runs],
-        "fell_back": sorted({n for r in runs for n in r.race.refused_names()}),
-        "launch": dict(runs[0].launch) if runs else {},
-        "raced": [c.estimate_json() for c in raced.pooled], "passed": sorted(raced.passed),
-        "blocks": _stored_blocks(runs[0]) if runs else {},
-        "promise": runs[0].race.said(),
-    }  # fmt: skip
+    found = InRunFinding(
+        op=how.op, knob=how.knob, reference_name=how.reference,
+        limit=_limit(plan, how), min_gain=plan.min_gain, tolerance=plan.tolerance,
+        risk=plan.risk, raced_runs=len(runs) + crashed.failed,
+        failed_runs=crashed.failed, dropped=dict(crashed.dropped),
+        calls=[r.race.raced_calls for r in runs], walls=[r.wall for r in runs],
+        units=[r.race.run for r in runs], units_max=[r.race.run_max for r in runs],
+        overhead=[r.race.overhead() for r in runs],
+        fields=[list(r.race.names[1:]) for r in runs],
+        fell_back=sorted({n for r in runs for n in r.race.refused_names()}),
+        launch=dict(runs[0].launch) if runs else {},
+        raced=[c.estimate_json() for c in raced.pooled], passed=sorted(raced.passed),
+        blocks=_stored_blocks(runs[0]) if runs else {},
+        promise=runs[0].race.said(),
+    )  # fmt: skip
     if answer is None:
         said = f"no algorithm shown faster in the calls' time than {how.reference}"
         return Acceptance(Source.SEARCH, {}, False, f"{said} in {len(runs)} raced run(s)",
-                          extra=extra, gate=Gate.INRUN)  # fmt: skip
+                          gate=Gate.INRUN, finding=found)  # fmt: skip
     t = answer.test
-    extra.update(call_speedup=t.speedup, call_interval=list(t.interval), call_p=t.p,
-                 call_limit=t.limit, call_blocks=answer.blocks, call_name=answer.name)  # fmt: skip
+    found = replace(found, call_speedup=t.speedup, call_interval=list(t.interval),
+                    call_p=t.p, call_limit=t.limit, call_blocks=answer.blocks,
+                    call_name=answer.name)  # fmt: skip
     if check is not None and check.share is not None:
         saved = check.share * (1 - 1 / t.speedup)
-        extra.update(share=check.share, share_said=(
+        found = replace(found, share=check.share, share_said=(
             f"{how.op} took {check.share:.1%} of the program's time in the defaults' first "
             f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x the calls' time is "
             f"about {saved:.1%} of the program's time (estimated)"))  # fmt: skip
@@ -591,9 +594,9 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
     if check is None or whole is None:
         why = check.runs.failure if check is not None else "not tested on whole runs"
         return Acceptance(Source.SEARCH, params, False, f"{why}; the defaults stay",
-                          p_value=None, extra=extra, gate=Gate.INRUN)  # fmt: skip
-    extra.update(whole_looks=[list(look) for look in check.runs.looks], whole_limit=whole.limit,
-                 whole_pairs=whole.runs)  # fmt: skip
+                          p_value=None, gate=Gate.INRUN, finding=found)  # fmt: skip
+    found = replace(found, whole_looks=[list(look) for look in check.runs.looks],
+                    whole_limit=whole.limit, whole_pairs=whole.runs)  # fmt: skip
     if check.runs.failure is not None:  # a whole run failed: no evidence, nothing handed back
         reason = f"{check.runs.failure}; the defaults stay"
     elif whole.passed:
@@ -605,8 +608,8 @@ def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
     return Acceptance(Source.SEARCH, params, check.runs.passed, reason, speedup=whole.speedup,
                       ci=whole.interval, p_value=whole.p,
                       default_values=list(check.runs.defaults),
-                      best_values=list(check.runs.answer), extra=extra,
-                      gate=Gate.INRUN)  # fmt: skip
+                      best_values=list(check.runs.answer), gate=Gate.INRUN,
+                      finding=found)  # fmt: skip
 
 
 def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RacedRun],

@@ -331,7 +331,7 @@ class Tuning:
     def _said(self, ready: Ready, result: TuneResult, report: TwinReport) -> TwinReport:
         """The twin's report with what the real runs said, stored with the verdict and told."""
         acc = result.acceptance
-        report = report.decided(list((acc.extra.get("candidates") or []) if acc else []))
+        report = report.decided(list(acc.candidates if acc else []))
         if result.default_value:
             report = replace(report, defaults_real=result.default_value)
         why = report.why_nothing()
@@ -396,6 +396,6 @@ def _with_the_verdict(store: Store, name: str, reason: str | None = None, **item
     if acc is None:
         return
     new = replace(acc, reason=reason if reason is not None else acc.reason,
-                  extra={**acc.extra, **items})  # fmt: skip
+                  notes=replace(acc.notes, **items))  # fmt: skip
     if new != acc:
         set_acceptance(study, new)

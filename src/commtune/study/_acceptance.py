@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
 from commtune.knobs import Value
+from commtune.study._findings import Finding, Notes, finding_from
 from commtune.study._gate import Gate
 from commtune.study._record import StudySpec, set_spec
 
@@ -35,17 +36,15 @@ class Source(enum.Enum):
     PREDICT = "predict"  # commtune predict: one profiled run and the model
 
 
-PROPOSAL = "proposal"  # extra: a configuration no run has measured against the defaults yet
-
-
 @dataclass(frozen=True)
 class Acceptance:
     """``params`` is accepted (``accepted``) or not, for ``reason``, by ``gate`` (None: a
     configuration no verdict decided, or the strict confirmation's, which stored none). A
     search's verdict names the ``trial`` confirmed and the trials measured when it was
     reached (a resumed study with more trials confirms again), with the confirmation runs;
-    ``env`` holds variables beyond the knobs (those that load a selection file); ``extra``
-    what the source adds (features). Frozen: a later step makes a new one (``replace``)."""
+    ``env`` holds variables beyond the knobs (those that load a selection file). What the
+    gate found is ``finding`` (a record of its own per gate, ``study._findings``), what the
+    steps around it say ``notes``. Frozen: a later step makes a new one (``replace``)."""
 
     source: Source
     params: dict[str, Value]
@@ -59,20 +58,27 @@ class Acceptance:
     default_values: list[float] = field(default_factory=list)
     best_values: list[float] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
     gate: Gate | None = None
+    finding: Finding | None = None
+    notes: Notes = field(default_factory=Notes)
 
     @property
     def proposal(self) -> bool:
         """A configuration proposed (a prediction) that no run has measured against the
         defaults: not accepted; ``commtune check`` or ``run --study`` measures it first."""
-        return not self.accepted and bool(self.extra.get(PROPOSAL))
+        return not self.accepted and bool(self.notes.proposal)
+
+    @property
+    def candidates(self) -> Sequence[Mapping[str, Any]]:
+        """Every configuration the verdict tested, as its gate lists them (none: ())."""
+        return getattr(self.finding, "candidates", ())
 
     def runs(self) -> int:
         """The confirmation's runs: the default's and every candidate's."""
-        candidates = self.extra.get("candidates") or []
-        if candidates:
-            return len(self.default_values) + sum(len(c.get("values") or []) for c in candidates)
+        if self.candidates:
+            return len(self.default_values) + sum(
+                len(c.get("values") or []) for c in self.candidates
+            )
         return len(self.default_values) + len(self.best_values)
 
     def to_json(self) -> dict[str, Any]:
@@ -90,8 +96,13 @@ class Acceptance:
             "default_values": list(self.default_values),
             "best_values": list(self.best_values),
             "env": dict(self.env),
-            # stored inside ``extra`` (format 2, as before the enum): strict verdicts wrote none
-            "extra": {**({"gate": self.gate.value} if self.gate else {}), **self.extra},
+            # the gate, its finding and the notes, stored flat inside ``extra`` (format 2, as
+            # before the records); the strict confirmation stored no gate
+            "extra": {
+                **({"gate": self.gate.value} if self.gate else {}),
+                **(self.finding.to_json() if self.finding else {}),
+                **self.notes.to_json(),
+            },
         }
 
     @classmethod
@@ -100,7 +111,7 @@ class Acceptance:
         try:
             ci = data.get("ci")
             extra = dict(data.get("extra") or {})
-            gate = extra.pop("gate", None)
+            gate = Gate(extra["gate"]) if extra.get("gate") is not None else None
             return cls(
                 source=Source(data["source"]),
                 params=dict(data["params"]),
@@ -114,8 +125,9 @@ class Acceptance:
                 default_values=list(data.get("default_values") or []),
                 best_values=list(data.get("best_values") or []),
                 env=dict(data.get("env") or {}),
-                extra=extra,
-                gate=Gate(gate) if gate is not None else None,
+                gate=gate,
+                finding=finding_from(gate, extra),
+                notes=Notes.from_json(extra, gate),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"the study's verdict is damaged ({exc!r})") from None

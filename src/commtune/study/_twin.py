@@ -1,5 +1,5 @@
 """What a simulated twin (``tune --twin``) said, as typed records stored beside the real
-study's verdict (``Acceptance.extra["twin_report"]``): the simulation's ranking with what the
+study's verdict (``Acceptance.notes.twin_report``): the simulation's ranking with what the
 real runs then said of each configuration (:class:`Ranked`), the program's simulated time at
 larger scales (:class:`ScalingRow`), and the whole (:class:`TwinReport`), each with
 ``to_json``/``from_json``. :meth:`TwinReport.lines` is the one rendering: the terminal prints

@@ -36,8 +36,10 @@ from commtune.knobs import Knob, Value
 from commtune.progress import Progress
 from commtune.study import (
     Acceptance,
+    Notes,
     Plan,
     Source,
+    StrictFinding,
     StudyView,
     config_key,
     set_acceptance,
@@ -126,7 +128,7 @@ def confirm(
             measured_trials=n_measured,
             # nothing was confirmed: no speedup, CI or p-value; the search's own estimate
             # is kept under its name
-            extra={"search_speedup": ref.value / best[0].value},
+            finding=StrictFinding(search_speedup=ref.value / best[0].value),
         )
         set_acceptance(study, acc)
         return acc
@@ -290,7 +292,7 @@ def _verdict(
             measured_trials=n_measured,
             default_values=default,
             best_values=first.values,
-            extra={"candidates": listed, "statistic": statistic, "rounds": list(rounds)},
+            finding=StrictFinding(candidates=listed, statistic=statistic, rounds=list(rounds)),
         )
     cmp = winner.cmp
     split = stats.clusters(winner.values)
@@ -317,19 +319,17 @@ def _verdict(
         measured_trials=n_measured,
         default_values=default,
         best_values=winner.values,
-        extra={
-            "mean_speedup": mean_speedup,
-            "objectives": winner.others_cmp,
-            "clusters": [{"runs": n, "median": m} for n, m in split] if len(split) == 2 else [],
-            "candidates": listed,
-            "statistic": statistic,
-            "rounds": list(rounds),
-            **(
-                {"dropped": winner.reduced, "reduced_from": reduced_from}
-                if winner.reduced is not None
-                else {}
-            ),
-        },
+        finding=StrictFinding(
+            candidates=listed,
+            statistic=statistic,
+            rounds=list(rounds),
+            mean_speedup=mean_speedup,
+            objectives=winner.others_cmp,
+            clusters=[{"runs": n, "median": m} for n, m in split] if len(split) == 2 else [],
+        ),
+        notes=Notes(dropped=winner.reduced, reduced_from=reduced_from)
+        if winner.reduced is not None
+        else Notes(),
     )
 
 
@@ -391,12 +391,12 @@ def without_defaults(acc: Acceptance, view: StudyView) -> Acceptance:
         # nothing to drop; or everything: a configuration of defaults only measured faster
         # than the defaults left unset, and is handed back as measured
         return acc
-    extra = dict(acc.extra)
-    extra.setdefault("reduced_from", dict(acc.params))
-    extra["dropped"] = {**(extra.get("dropped") or {}),
-                        **dict.fromkeys(at_default, "the library's default value")}  # fmt: skip
+    reduced = acc.notes.dropped is not None  # reduced already: what was tested is said
+    tested = acc.notes.reduced_from if reduced else dict(acc.params)
+    why = dict.fromkeys(at_default, "the library's default value")
+    notes = replace(acc.notes, reduced_from=tested, dropped={**(acc.notes.dropped or {}), **why})
     params = {k: v for k, v in acc.params.items() if k not in at_default}
-    return replace(acc, params=params, extra=extra)
+    return replace(acc, params=params, notes=notes)
 
 
 def _reduced(view: StudyView, best: Candidate, noise_cv: float) -> Candidate | None:

@@ -45,8 +45,10 @@ from commtune.knobs import Value
 from commtune.progress import Progress
 from commtune.study import (
     Acceptance,
+    ExactFinding,
     Gate,
     Plan,
+    RiskFinding,
     Source,
     StudyView,
     TrialRecord,
@@ -324,10 +326,9 @@ def _exact(
     best = min(arms, key=lambda a: min(v for _, v in a.search))
     value = min(v for _, v in best.search)
     speedup = base / value
-    extra: dict[str, Any] = {"min_gain": plan.min_gain, "arms": len(arms),
-                             "statistic": plan.statistic}  # fmt: skip
+    found = ExactFinding(min_gain=plan.min_gain, arms=len(arms), statistic=plan.statistic)
     kept = Acceptance(Source.SEARCH, dict(best.config), False, trial=best.trial,
-                      measured_trials=len(view.ran()), extra=extra, gate=Gate.EXACT)  # fmt: skip
+                      measured_trials=len(view.ran()), gate=Gate.EXACT, finding=found)  # fmt: skip
     if speedup < 1 + plan.min_gain:
         said = (f"no configuration is faster than the defaults by {plan.min_gain:.0%} (the "
                 f"fastest: {speedup:.4g}x, deterministic runs)")  # fmt: skip
@@ -337,10 +338,10 @@ def _exact(
         return replace(kept, reason=f"trial {best.trial} failed when run again: {run.failure}")
     if not stats.exact([value, run.value]):
         return None
-    extra["said"] = (f"every run of the defaults gave {base:.6g}, trial {best.trial} gave "
-                     f"{value:.6g} in both of its runs: {speedup:.4g}x, deterministic")  # fmt: skip
+    said = (f"every run of the defaults gave {base:.6g}, trial {best.trial} gave "
+            f"{value:.6g} in both of its runs: {speedup:.4g}x, deterministic")  # fmt: skip
     return replace(kept, accepted=True, speedup=speedup, ci=(speedup, speedup),
-                   best_values=[run.value])  # fmt: skip
+                   best_values=[run.value], finding=replace(found, said=said))  # fmt: skip
 
 
 def _verdict(
@@ -356,31 +357,32 @@ def _verdict(
     tested = [a for a in arms if a.last is not None and not a.failure]
     passing = [a for a in tested if a.passed]
     pool = passing or tested
-    extra: dict[str, Any] = {
-        "tolerance": plan.tolerance,
-        "risk_limit": plan.risk,
-        "min_gain": plan.min_gain,
-        "candidates": [_listed(a, objectives[id(a)]) for a in arms if a.tested],
-        "statistic": plan.statistic,
-        "arms": len(arms),
-        "tested": sum(1 for a in arms if a.tested),
-        "twin": twin,
-    }
+    found = RiskFinding(
+        tolerance=plan.tolerance,
+        risk_limit=plan.risk,
+        min_gain=plan.min_gain,
+        candidates=[_listed(a, objectives[id(a)]) for a in arms if a.tested],
+        statistic=plan.statistic,
+        arms=len(arms),
+        tested=sum(1 for a in arms if a.tested),
+        twin=twin,
+    )
     if not pool:
         failures = "; ".join(f"{a.name()} {a.failure}" for a in arms if a.failure)
         reason = failures or why or "every configuration tested failed"
         if not arms:
             return Acceptance(Source.SEARCH, {}, False, reason, measured_trials=n_measured,
-                              extra=extra, gate=Gate.RISK)  # fmt: skip
+                              gate=Gate.RISK, finding=found)  # fmt: skip
         best = min(arms, key=Arm.searched)
         return Acceptance(Source.SEARCH, dict(best.config), False, reason, trial=best.trial,
-                          measured_trials=n_measured, extra=extra, gate=Gate.RISK)  # fmt: skip
+                          measured_trials=n_measured, gate=Gate.RISK, finding=found)  # fmt: skip
     winner = max(pool, key=lambda a: a.last.speedup)  # type: ignore[union-attr]
     beside = {i: v for a in arms for i, v in a.beside.items()}  # the defaults' run of each round
     t = winner.last
     assert t is not None
     defaults, mine = winner.pairs()
-    extra.update(
+    found = replace(
+        found,
         objectives=objectives[id(winner)],
         p=t.p,
         share=t.limit,
@@ -396,7 +398,7 @@ def _verdict(
     if not t.passed:
         more = rule.more_pairs(defaults, mine, limit=winner.schedule[-1][1],
                                tolerance=plan.tolerance, min_gain=plan.min_gain)  # fmt: skip
-        extra["more_runs"] = None if more is None else 2 * more
+        found = replace(found, more_runs=None if more is None else 2 * more)
         reason = winner.dropped or "the runs ran out"
         reason += (f"; about {2 * more} more runs, if they went as these did, would decide"
                    if more is not None else "; more runs like these would not decide")  # fmt: skip
@@ -412,8 +414,8 @@ def _verdict(
         measured_trials=n_measured,
         default_values=[beside[i] for i in sorted(beside)],  # once each: arms raced share them
         best_values=mine,
-        extra=extra,
         gate=Gate.RISK,
+        finding=found,
     )
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from commtune import stats
 from commtune.errors import UsageError
 from commtune.knobs import Value
-from commtune.study import DEFAULTS, Acceptance, Gate, Noise, StudyView
+from commtune.study import DEFAULTS, Acceptance, Gate, InRunFinding, Noise, RiskFinding, StudyView
 
 if TYPE_CHECKING:
     import optuna
@@ -55,7 +56,8 @@ class TuneResult:
         # but not confirmed, is under its name (``search_speedup``); what nothing measured
         # is null, never 1.0
         # --gate risk's figures (None under the strict gate)
-        risky = acc.extra if acc is not None and acc.gate is Gate.RISK else {}
+        risky = acc.finding if acc is not None and isinstance(acc.finding, RiskFinding) else None
+        found = acc.finding if acc is not None else None
         return {
             "study": self.study,
             "trials": self.trials,
@@ -75,16 +77,19 @@ class TuneResult:
             "accepted_params": acc.params if acc and acc.accepted else {},
             # the smallest answer: what the best configuration set before its knobs that
             # measured nothing were dropped, and why each was
-            "reduced_from": acc.extra.get("reduced_from") if acc else None,
-            "dropped": acc.extra.get("dropped") if acc else None,
+            "reduced_from": acc.notes.reduced_from if acc else None,
+            # an in-run verdict's: the candidates a crash put out
+            "dropped": (found.dropped if isinstance(found, InRunFinding) else acc.notes.dropped)
+            if acc
+            else None,
             "confirmed": [
                 {k: c[k] for k in ("trial", "params", "speedup", "ci", "p_value", "faster")}
                 | {"failure": c["failure"], "dropped": c.get("dropped"), "label": c.get("label")}
                 | {"runs": len(c["values"]), "objectives": c.get("objectives", {})}
                 | {"paired": _paired(c, risky)}
-                for c in (acc.extra.get("candidates") or [] if acc else [])
+                for c in (acc.candidates if acc else [])
             ],
-            "objectives": acc.extra.get("objectives", {}) if acc else {},
+            "objectives": getattr(found, "objectives", None) or {},
             "pareto": self.pareto,
             "not_applied": self.not_applied,
             "runs": self.runs,
@@ -92,18 +97,18 @@ class TuneResult:
             "gate": (acc.gate or Gate.STRICT).value if acc else None,
             "expected": acc.speedup if risky and acc else None,
             "interval": list(acc.ci) if risky and acc and acc.ci else None,
-            **{k: risky.get(k) for k in ("share", "tolerance", "evidence_runs", "said")},
-            "more_runs": risky.get("more_runs"),
+            **{k: getattr(risky, k, None) for k in ("share", "tolerance", "evidence_runs", "said")},
+            "more_runs": risky.more_runs if risky else None,
         }
 
 
-def _paired(candidate: dict[str, Any], risky: dict[str, Any]) -> int:
+def _paired(candidate: Mapping[str, Any], risky: RiskFinding | None) -> int:
     """A confirmed configuration's runs with a run of the defaults beside it in the same
     round: what its further objectives are compared on (every round of the strict gate's
     has one; the risk gate's duel runs the defaults beside every second round)."""
-    if not risky:
+    if risky is None:
         return len(candidate["values"])
-    return len(set(candidate["rounds"]) & set(risky.get("rounds") or []))
+    return len(set(candidate["rounds"]) & set(risky.rounds or []))
 
 
 def summarize(study: optuna.Study, acceptance: Acceptance | None) -> TuneResult:
