@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from commtune import stats
-from commtune.race import replayed
+from commtune.harness import replayed
 from commtune.trial import ReplayExecutor
 
 DATA = Path(__file__).parent / "data"

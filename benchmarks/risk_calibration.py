@@ -9,8 +9,8 @@ A machine where every configuration but the defaults is ``--slower`` slower than
 exactly the 2 % tolerance (the null the promise is stated at: the hardest case), and beyond it
 (2.5 %, 4 %); or all equal (``--slower 0``: nothing handed back costs speed). Each a
 categorical knob of ``--choices`` values, run-to-run noise ``--noises`` (Gaussian,
-multiplicative, as :class:`commtune.race.SurfaceExecutor` deals it), and the machine
-drifting as ``--drifts`` says (``commtune.race.DRIFTS``: the first runs 10 % slower, a 10 %
+multiplicative, as :class:`commtune.harness.SurfaceExecutor` deals it), and the machine
+drifting as ``--drifts`` says (``commtune.harness.DRIFTS``: the first runs 10 % slower, a 10 %
 trend over the study, a 10 % step midway, a slow 10 % oscillation; every one making the
 machine faster over the study, so runs made earlier flatter what runs later). Each case is
 ``--seeds`` studies by the tuner's defaults (the race's design, <= 30 runs, ``--gate risk``
@@ -39,8 +39,8 @@ from rich.progress import Progress
 from rich.table import Table
 from scipy.stats import binomtest
 
+from commtune.harness import DRIFTS, Surface, cat_knob, run_tuner
 from commtune.knobs import Dimension, Space
-from commtune.race import DRIFTS, Surface, cat_knob, race_tuner
 from commtune.study import DEFAULTS
 
 RUNS = 30  # the race's bound on a study's runs (benchmarks/strategies.py, TABLE_RUNS)
@@ -52,7 +52,7 @@ class Case:
     choices: int
     slower: float
     risk: float
-    drift: str = ""  # one of commtune.race.DRIFTS; "": none
+    drift: str = ""  # one of commtune.harness.DRIFTS; "": none
 
 
 def flat(choices: int, slower: float) -> Surface:
@@ -70,7 +70,7 @@ def flat(choices: int, slower: float) -> Surface:
 def study(args: tuple[Case, int]) -> tuple[Case, bool, float | None]:
     """One study: whether it handed anything back, and the speedup it claimed."""
     case, seed = args
-    run = race_tuner(flat(case.choices, case.slower), case.noise, seed, RUNS, risk=case.risk,
+    run = run_tuner(flat(case.choices, case.slower), case.noise, seed, RUNS, risk=case.risk,
                      shape=case.drift)  # fmt: skip
     return case, run.changed, run.estimate if run.changed else None
 

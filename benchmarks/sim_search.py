@@ -24,7 +24,7 @@ import json
 import statistics
 from pathlib import Path
 
-from commtune.race import REACHED, SYNTHETIC, race_one, race_tuner, replayed
+from commtune.harness import REACHED, SYNTHETIC, replayed, run_strategy, run_tuner
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -52,11 +52,11 @@ def main() -> int:
             found: dict[str, list[tuple[bool, bool, float]]] = {"tuner": [], "tpe": [],
                                                                  "random": []}  # fmt: skip
             for seed in range(args.seeds):
-                ours = race_tuner(surface, 0.0, seed, runs)
+                ours = run_tuner(surface, 0.0, seed, runs)
                 regret = ours.confirmed if ours.confirmed is not None else surface.default_regret
                 found["tuner"].append((regret < 1e-9, regret <= REACHED, share(surface, regret)))
                 for strategy in ("tpe", "random"):
-                    plain = race_one(strategy, surface, 0.0, seed, runs, design="fixed",
+                    plain = run_strategy(strategy, surface, 0.0, seed, runs, design="fixed",
                                      repeats=1)  # fmt: skip
                     best = min(plain.found) if plain.found else surface.default_regret
                     best = min(best, surface.default_regret)  # the defaults kept if better

@@ -20,17 +20,17 @@ import argparse
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from strategies import OPTIONS, TABLE_RUNS, RaceRun, cell, surface, with_bases
+from strategies import OPTIONS, TABLE_RUNS, StrategyRun, cell, surface, with_bases
 
-from commtune.race import race_tuner
+from commtune.harness import run_tuner
 from commtune.study import DEFAULTS
 
 TABLES = ("table-smpi-comd-256-fat", "table-smpi-comd-512-fat")
 
 
-def design(args: tuple[str, int, str, int]) -> RaceRun:
+def design(args: tuple[str, int, str, int]) -> StrategyRun:
     name, seed, strategy, runs = args
-    return race_tuner(surface(name), 0.0, seed, runs, strategy, confirm=OPTIONS.confirm,
+    return run_tuner(surface(name), 0.0, seed, runs, strategy, confirm=OPTIONS.confirm,
                       risk=OPTIONS.risk, min_gain=OPTIONS.min_gain,
                       explore=OPTIONS.explore)  # fmt: skip
 
@@ -55,8 +55,8 @@ def main() -> int:
             dqn = list(pool.map(design, [(name, s, "dqn", bound) for s in seeds]))
             bases = with_bases(pool, ours, 1.0)
             best = surface(name).default_regret + 1.0
-            cells = [cell(ours, RaceRun.confirmed_share, best),
-                     cell(dqn, RaceRun.confirmed_share, best)]  # fmt: skip
+            cells = [cell(ours, StrategyRun.confirmed_share, best),
+                     cell(dqn, StrategyRun.confirmed_share, best)]  # fmt: skip
             for b in ("tpe", "random"):
                 cells.append(cell([r for r in bases if r.strategy == b],
                                   lambda r: r.share_after(len(r.regret)), best))  # fmt: skip

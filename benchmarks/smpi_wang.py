@@ -30,8 +30,8 @@ from pathlib import Path
 from instrument import COMMTUNE, last_json
 from smpi_tables import CLUSTERS, DATA, PROGRAMS, SPACE, case_command
 
+from commtune.harness import replayed
 from commtune.mpi import write_cluster
-from commtune.race import replayed
 
 OUT = Path(__file__).resolve().parent / "out"
 CASES = ("comd-256-fat", "snap-256-fat", "lulesh-216-fat", "minife-256-fat", "comd-512-fat",

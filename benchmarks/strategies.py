@@ -3,7 +3,7 @@
     python benchmarks/strategies.py [--quick] [--json] [--seeds N] [--budget N] [--jobs N]
                                     [--strategies a,b] [--surfaces a,b] [--png FILE]
 
-Surfaces: the synthetic ones of ``commtune.race`` at 0, 10 and 30 % Gaussian noise, and the
+Surfaces: the synthetic ones of ``commtune.harness`` at 0, 10 and 30 % Gaussian noise, and the
 replayed real measurements in ``benchmarks/data/replay-*.json`` (made by
 ``benchmarks/replay_space.py``). Per strategy and surface: the median over seeds of the trials
 until the recommended configuration (best observed) is within 2 % of the optimum, noise-free
@@ -39,15 +39,15 @@ from pathlib import Path
 
 import numpy as np
 
-from commtune.race import (
+from commtune.harness import (
     SYNTHETIC,
-    RaceRun,
+    StrategyRun,
     Summary,
     Surface,
     held_out,
-    race_one,
-    race_tuner,
     replayed,
+    run_strategy,
+    run_tuner,
 )
 from commtune.study import DEFAULTS
 
@@ -90,9 +90,9 @@ def surface(name: str) -> Surface:
     return _SURFACES[name]
 
 
-def job(args: tuple[str, str, float, int, int, float, str, int]) -> RaceRun:
+def job(args: tuple[str, str, float, int, int, float, str, int]) -> StrategyRun:
     strategy, name, noise, seed, budget, drift, design, repeats = args
-    run = race_one(
+    run = run_strategy(
         strategy,
         surface(name),
         noise,
@@ -107,7 +107,7 @@ def job(args: tuple[str, str, float, int, int, float, str, int]) -> RaceRun:
     return replace(run, design=design)
 
 
-def drift_summary(runs: list[RaceRun], design: str) -> tuple[dict, dict]:
+def drift_summary(runs: list[StrategyRun], design: str) -> tuple[dict, dict]:
     """strategy -> median share of the best speedup after DRIFT_TRIALS trials, and median
     runs spent, over the drift cases of one design."""
     shares: dict[str, list[float]] = {}
@@ -122,7 +122,7 @@ def drift_summary(runs: list[RaceRun], design: str) -> tuple[dict, dict]:
     )
 
 
-def design_cells(runs: list[RaceRun], budget: int) -> list[dict]:
+def design_cells(runs: list[StrategyRun], budget: int) -> list[dict]:
     """Per strategy, drift and design: the share of the best speedup after DRIFT_TRIALS and
     after the budget (median and worst seed) and the median runs."""
     out = []
@@ -269,20 +269,22 @@ def installation_of_table(name: str) -> str:
     return name.split("-")[1] + ("-" + name.split("-")[2] if name.count("-") > 2 else "")
 
 
-def ours(args: tuple[str, int, int, tuple[dict, ...], float, str]) -> RaceRun:
+def ours(args: tuple[str, int, int, tuple[dict, ...], float, str]) -> StrategyRun:
     name, seed, max_runs, hints, drift, gate = args
-    return race_tuner(surface(name), 0.0, seed, max_runs, OURS, confirm=OPTIONS.confirm,
+    return run_tuner(surface(name), 0.0, seed, max_runs, OURS, confirm=OPTIONS.confirm,
                       gate=gate, risk=OPTIONS.risk, min_gain=OPTIONS.min_gain,
                       explore=OPTIONS.explore, hints=hints, drift=drift)  # fmt: skip
 
 
-def plain(args: tuple[str, str, int, int, float]) -> RaceRun:
+def plain(args: tuple[str, str, int, int, float]) -> StrategyRun:
     strategy, name, seed, budget, drift = args
-    return race_one(strategy, surface(name), 0.0, seed, budget, design="fixed", repeats=1,
+    return run_strategy(strategy, surface(name), 0.0, seed, budget, design="fixed", repeats=1,
                     drift=drift)  # fmt: skip
 
 
-def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> tuple[dict, ...]:
+def known_hints(
+    name: str, seed: int, found: dict[tuple[str, int], StrategyRun]
+) -> tuple[dict, ...]:
     """What the other programs' studies (same installation, same seed) left in the knowledge
     base (accepted, else near the best), the most similar program first (by the recorded
     reference profiles), as a new study would get it."""
@@ -307,7 +309,7 @@ def known_hints(name: str, seed: int, found: dict[tuple[str, int], RaceRun]) -> 
     return tuple(out)
 
 
-def cell(runs: list[RaceRun], share: Callable[[RaceRun], float], best: float) -> dict:
+def cell(runs: list[StrategyRun], share: Callable[[StrategyRun], float], best: float) -> dict:
     """What the studies of one table handed back, as a user feels it: the **gain captured**
     (mean over seeds of the delivered speedup - 1, over the best speedup - 1; the delivered
     speedup is the defaults' true value over the handed-back configuration's, 1 when the
@@ -356,14 +358,14 @@ def gains(row: dict, held: bool = True) -> bool:
     return has_gain(row["optimum_speedup"]) and (not held or has_gain(row["held_out"]))
 
 
-def total(run: RaceRun) -> int:
+def total(run: StrategyRun) -> int:
     """Every run of the study: the reference, the search's, its controls, the confirmation."""
     return run.runs + run.confirm_runs
 
 
 def with_bases(
-    pool: ProcessPoolExecutor, full: list[RaceRun], d: float, names: Sequence[str] = ()
-) -> list[RaceRun]:
+    pool: ProcessPoolExecutor, full: list[StrategyRun], d: float, names: Sequence[str] = ()
+) -> list[StrategyRun]:
     """TPE and random search on each study's table and seed, given the runs it spent;
     ``names``: the tables as given (a table recorded elsewhere is its path, a run names its
     stem)."""
@@ -373,13 +375,13 @@ def with_bases(
     return list(pool.map(plain, jobs))
 
 
-def base_row(name: str, full: list[RaceRun], bases: list[RaceRun]) -> dict:
+def base_row(name: str, full: list[StrategyRun], bases: list[StrategyRun]) -> dict:
     """A table's row with the tuner's, TPE's and random's cells."""
     best = surface(name).default_regret + 1.0
     mine = surface(name).name
     row: dict = {"table": name, "optimum_speedup": best,
                  "held_out": held_out(table_path(name), OPTIONS.truth)}  # fmt: skip
-    row["ours"] = cell([r for r in full if r.surface == mine], RaceRun.confirmed_share, best)
+    row["ours"] = cell([r for r in full if r.surface == mine], StrategyRun.confirmed_share, best)
     for b in ("tpe", "random"):
         row[b] = cell([r for r in bases if r.surface == mine and r.strategy == b],
                       lambda r: r.share_after(len(r.regret)), best)  # fmt: skip
@@ -407,7 +409,11 @@ def table_race(names: list[str], seeds: int, jobs: int, phases: bool = False) ->
     out = []
     for name in names:
         row = base_row(name, full, bases)
-        best, confirmed, mine = row["optimum_speedup"], RaceRun.confirmed_share, surface(name).name
+        best, confirmed, mine = (
+            row["optimum_speedup"],
+            StrategyRun.confirmed_share,
+            surface(name).name,
+        )
         row["strict"] = cell([r for r in strict if r.surface == mine], confirmed, best)
         row["known"] = cell([r for r in known if r.surface == mine], confirmed, best)
         row["cold15"] = cell([r for r in cold if r.surface == mine], confirmed, best)
@@ -538,10 +544,10 @@ def dqn_budget(name: str) -> int:
     return SYNTHETIC_DQN_BUDGET if name in SYNTHETIC else DQN_BUDGET
 
 
-def dqn_job(args: tuple[str, int, str]) -> RaceRun:
+def dqn_job(args: tuple[str, int, str]) -> StrategyRun:
     name, seed, warm = args
     options = {"warm": warm} if warm else None
-    return race_one("dqn", surface(name), 0.0, seed, dqn_budget(name), options)
+    return run_strategy("dqn", surface(name), 0.0, seed, dqn_budget(name), options)
 
 
 def dqn_race(names: list[str], seeds: int, jobs: int) -> list[dict]:
@@ -808,7 +814,7 @@ def main() -> int:
             for seed in range(seeds)
         ]
     start = time.perf_counter()
-    done: list[RaceRun] = []
+    done: list[StrategyRun] = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for i, run in enumerate(pool.map(job, jobs, chunksize=4)):
             done.append(run)

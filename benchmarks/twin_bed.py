@@ -38,9 +38,9 @@ from apps import APPS, comd_box
 from instrument import answer, argv
 
 from commtune import native
+from commtune.harness import replayed, run_strategy, run_tuner
 from commtune.knobs import load_catalog
 from commtune.mpi import Installation, Vendor, find_installation, installation_of
-from commtune.race import race_one, race_tuner, replayed
 from commtune.testbed import Cluster as Bed
 
 METRIC = r"regex:time ([0-9.eE+-]+) s"
@@ -166,17 +166,17 @@ def main() -> int:
               for r in live["twin"]["ranking"] if set(r["settings"]) <= names]  # fmt: skip
     designs: dict[str, tuple[list[float], list[int]]] = {}
     for seed in range(args.seeds):
-        runs = {"cold": race_tuner(surface, 0.0, seed, 30)}
+        runs = {"cold": run_tuner(surface, 0.0, seed, 30)}
         if ranked:  # an empty ranking: the reference's 2 runs alone, the defaults kept
-            runs |= {"twin": race_tuner(surface, 0.0, seed, 10, ranked=ranked),
-                     "twin, 30": race_tuner(surface, 0.0, seed, 30, ranked=ranked)}  # fmt: skip
+            runs |= {"twin": run_tuner(surface, 0.0, seed, 10, ranked=ranked),
+                     "twin, 30": run_tuner(surface, 0.0, seed, 30, ranked=ranked)}  # fmt: skip
         for name in ("twin", "twin, 30", "cold"):
             run = runs.get(name)
             got = designs.setdefault(name, ([], []))
             got[0].append(delivered(surface, run.answer) if run else 1.0)
             got[1].append(run.runs + run.confirm_runs if run else 2)  # search and verdict
         for strategy in ("tpe", "random"):
-            run = race_one(strategy, surface, 0.0, seed, 30, design="fixed", repeats=1)
+            run = run_strategy(strategy, surface, 0.0, seed, 30, design="fixed", repeats=1)
             got = designs.setdefault(strategy, ([], []))
             got[0].append(delivered(surface, run.known if run.changed else None))
             got[1].append(run.runs)

@@ -25,7 +25,7 @@ from rich.table import Table
 from strategies import gains
 
 from commtune import rule
-from commtune.race import held_out, replayed
+from commtune.harness import held_out, replayed
 from commtune.study import DEFAULTS
 
 DATA = Path(__file__).with_name("data")

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from commtune import native
+from commtune.harness import replayed
+from commtune.harness._surfaces import cat_knob, int_knob
 from commtune.knobs import Dimension, Space, Value
 from commtune.mpi import installation_of
 from commtune.progress import Silent
-from commtune.race import replayed
-from commtune.race._surfaces import cat_knob, int_knob
 from commtune.trial import Executor, ReplayExecutor, RunRecord
 from commtune.tune import record
 

@@ -424,8 +424,8 @@ def test_the_defaults_replay_from_both_of_their_recordings(tmp_path: Path) -> No
     study's defaults ran at one level and were judged at another. The defaults now run
     from both recordings, as their truth is taken, with or without their knobs set, with
     held phases as without (a round's two recordings taken in turn)."""
+    from commtune.harness import replayed
     from commtune.knobs import space_from_json
-    from commtune.race import replayed
     from commtune.trial import ReplayExecutor
 
     entries = [{"knob": KNOBS[3]}]  # asynchronous progress: off (the default) or on
@@ -461,7 +461,7 @@ def test_one_reader_of_replay_tables_one_error(tmp_path: Path, content: object, 
     """Issue 48: the replay executor, the race's surfaces and the dqn's warm start read a
     table through one reader (study.read_table); a bad one is the same one-line error from
     each (one raised a bare KeyError), naming the file and the field."""
-    from commtune.race import replayed
+    from commtune.harness import replayed
     from commtune.strategies._dqn import _table_program
     from commtune.trial import ReplayExecutor
 
@@ -493,8 +493,8 @@ def test_a_tables_gain_held_out_is_its_noise_where_only_its_own_runs_favour_the_
     gain held out."""
     import numpy as np
 
+    from commtune.harness import held_out, replayed
     from commtune.knobs import space_from_json
-    from commtune.race import held_out, replayed
     from commtune.tune import configurations
 
     entries = [{"knob": KNOBS[1], "values": None}, {"knob": KNOBS[3]}]

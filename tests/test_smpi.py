@@ -547,7 +547,7 @@ def test_the_race_replays_a_simulated_table_with_the_deterministic_design() -> N
     """A table recorded on SMPI (one run a configuration, benchmarks/smpi_tables.py): the
     race's tuner sees the reference's runs agree and spends its runs on configurations, one
     each, and hands back the best it measured at the speedup the table holds for it."""
-    from commtune.race import race_tuner, replayed
+    from commtune.harness import replayed, run_tuner
 
     table = Path("benchmarks/data/table-smpi-comd-256-fat.json")
     surface = replayed(table)
@@ -555,7 +555,7 @@ def test_the_race_replays_a_simulated_table_with_the_deterministic_design() -> N
     base = recorded["default"][0]
     truth = {json.dumps(t["params"], sort_keys=True): base / t["values"][0]
              for t in recorded["trials"]}  # fmt: skip
-    run = race_tuner(surface, 0.0, 1, 30, "tpe")
+    run = run_tuner(surface, 0.0, 1, 30, "tpe")
     # the search's 29 (2 of the reference, 27 configurations), the verdict's one: the best
     assert run.runs == 29 and run.confirm_runs == 1
     assert run.changed and run.answer is not None

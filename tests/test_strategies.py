@@ -18,10 +18,10 @@ import optuna
 import pytest
 
 from commtune.errors import UsageError
+from commtune.harness import SYNTHETIC, StrategyRun, Summary, Surface, run_strategy
+from commtune.harness._surfaces import bool_knob, cat_knob, int_knob, log2_knob
 from commtune.knobs import Dimension, Space
 from commtune.progress import Silent
-from commtune.race import SYNTHETIC, RaceRun, Summary, Surface, race_one
-from commtune.race._surfaces import bool_knob, cat_knob, int_knob, log2_knob
 from commtune.strategies import STRATEGIES, get_strategy
 from commtune.strategies._dqn import Agent, ensemble
 from commtune.strategies._history import History
@@ -69,9 +69,9 @@ def test_every_strategy_respects_domains_steps_and_budget(strategy: str) -> None
 @pytest.mark.parametrize("strategy", OURS)
 def test_same_seed_same_race_and_another_seed_differs(strategy: str) -> None:
     surface = SYNTHETIC["coupled"]()
-    a = race_one(strategy, surface, 0.1, 5, 16)
-    b = race_one(strategy, surface, 0.1, 5, 16)
-    c = race_one(strategy, surface, 0.1, 6, 16)
+    a = run_strategy(strategy, surface, 0.1, 5, 16)
+    b = run_strategy(strategy, surface, 0.1, 5, 16)
+    c = run_strategy(strategy, surface, 0.1, 6, 16)
     assert a.regret == b.regret and len(a.regret) == 16
     assert a.regret != c.regret
 
@@ -237,7 +237,7 @@ def test_strategy_options_are_checked() -> None:
 
 
 def test_roulette_ga_runs() -> None:
-    run = race_one("ga", SYNTHETIC["parabolas"](), 0.0, 1, 20, {"selection": "roulette"})
+    run = run_strategy("ga", SYNTHETIC["parabolas"](), 0.0, 1, 20, {"selection": "roulette"})
     assert len(run.regret) == 20 and run.regret[-1] < run.regret[0]
 
 
@@ -245,21 +245,21 @@ def test_race_scores_the_recommendation_noise_free() -> None:
     space = space_of(int_knob("a", 0, 3, 0), int_knob("b", 0, 2, 0))
     surface = Surface("tiny", space, lambda c: 1.0 + abs(int(c["a"]) - 2) + 0.01 * int(c["b"]), "")
     assert surface.optimum == 1.0 and surface.default_value == 3.0
-    run = race_one("grid", surface, 0.0, 0, 13)  # every configuration, the reference first
+    run = run_strategy("grid", surface, 0.0, 0, 13)  # every configuration, the reference first
     assert len(run.regret) == 13 and run.regret[0] == 2.0 and run.regret[-1] == 0.0
     assert run.reached == 1 + next(i for i, r in enumerate(run.regret[1:], 1) if r <= 0.02)
     summary = Summary(
         [
-            RaceRun("random", "s", 0.3, 0, [0.1] * 5, None, 0.0),
-            RaceRun("ga", "s", 0.3, 0, [0.1, 0.1, 0.0, 0.0, 0.0], 3, 0.0),
-            RaceRun("dqn", "s", 0.3, 0, [0.1] * 5, None, 0.0),
-            RaceRun("model", "s", 0.3, 0, [0.1] * 5, None, 0.0),
+            StrategyRun("random", "s", 0.3, 0, [0.1] * 5, None, 0.0),
+            StrategyRun("ga", "s", 0.3, 0, [0.1, 0.1, 0.0, 0.0, 0.0], 3, 0.0),
+            StrategyRun("dqn", "s", 0.3, 0, [0.1] * 5, None, 0.0),
+            StrategyRun("model", "s", 0.3, 0, [0.1] * 5, None, 0.0),
         ],
         budget=5,
     )
     assert summary.per_strategy() == {"random": 5.0, "ga": 3.0, "dqn": 5.0, "model": 5.0}
     assert summary.losses_to_random() == {}
-    summary.runs[0] = RaceRun("random", "s", 0.3, 0, [0.0] * 5, 1, 0.0)
+    summary.runs[0] = StrategyRun("random", "s", 0.3, 0, [0.0] * 5, 1, 0.0)
     assert summary.losses_to_random() == {"ga": ["s"], "dqn": ["s"], "model": ["s"]}
 
 

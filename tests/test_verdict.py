@@ -381,7 +381,7 @@ def test_the_search_best_two_are_raced_beside_the_defaults_then_the_one_ahead_al
         for c in raced:  # half the risk each, at looks fixed before its first run
             assert sum(share for _, share in c["looks"]) == pytest.approx(0.05 / 2)
         behind = next(c for c in raced if c["params"] != {KNOB: "c"})
-        assert behind["dropped"].startswith("raced beside") and len(behind["values"]) == 3
+        assert behind["dropped"].startswith("duelled beside") and len(behind["values"]) == 3
         ahead = next(c for c in raced if c["params"] == {KNOB: "c"})
         assert ahead["rounds"][:3] == behind["rounds"] == [0, 1, 2]
         assert ahead["defaults"][:3] == behind["defaults"]  # the same runs of the defaults
@@ -403,6 +403,6 @@ def test_where_the_defaults_runs_fall_into_modes_the_best_is_tested_alone() -> N
         assert max(defaults) / min(defaults) >= 1.5
         assert acc is not None
         tested = [c for c in acc.candidates if c["tested"]]
-        assert tested and not any((c["dropped"] or "").startswith("raced") for c in tested)
+        assert tested and not any((c["dropped"] or "").startswith("duelled") for c in tested)
         first = min(tested, key=lambda c: c["tested"])
         assert sum(share for _, share in first["looks"]) >= 0.8 * 0.05 - 1e-12

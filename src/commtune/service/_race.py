@@ -70,7 +70,7 @@ def watched(prefix: str, names: Sequence[str]) -> tuple[tuple[str, ...], str]:
 @dataclass(frozen=True)
 class RacedRun:
     """One raced run of the program: its race, the variables it ran under, its wall time and
-    its output (the strategy race's run is ``commtune.race.RaceRun``)."""
+    its output (the strategy race's run is ``commtune.harness.StrategyRun``)."""
 
     race: Race
     launch: Mapping[str, str]

@@ -10,13 +10,13 @@ defaults' runs of the search were made earlier, on a machine that may since have
 or drifted.
 
 The search's one run of an arm is a poor guide to which of its best is faster, so the
-verdict first races its best two (``RACED``): ``STAGE`` rounds, each running the defaults and
+verdict first duels its best two (``DUEL``): ``DUEL_ROUNDS`` rounds, each running the defaults and
 both arms in an order drawn at random (``rule.shuffled``), each arm's pairs its run and the
 defaults' run of the round; then the arm of higher estimate goes on alone, in pairs, and the
 other is dropped. Each may spend half the risk, at looks set before its first run, so the
 one left behind only loses its chance to pass, and the halves add up to the risk. Where the
 runs left could not pass either at half the risk, the search has one arm to test, or its
-runs of the defaults spread ``RACE_SPREAD`` (1.5x) or more (runs in modes 2x apart, where half
+runs of the defaults spread ``DUEL_SPREAD`` (1.5x) or more (runs in modes 2x apart, where half
 the risk is too little), the arms are tested one at a time, as follows.
 
 An arm is dropped, and the next taken, when no look to come could pass it (its runs left,
@@ -63,9 +63,9 @@ if TYPE_CHECKING:
     import optuna
 
 CONTENDERS = 6  # the arms the verdict may test, best first by the search's ranking
-RACED = 2  # the search's best this many are raced beside the defaults before one goes on
-STAGE = 3  # the rounds they are raced together
-RACE_SPREAD = 1.5  # the search's runs of the defaults spread less than this for them to race
+DUEL = 2  # the search's best this many duel beside the defaults before one goes on
+DUEL_ROUNDS = 3  # the rounds of the duel, all of them beside the defaults
+DUEL_SPREAD = 1.5  # the search's runs of the defaults spread less than this for them to duel
 
 
 def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> bool:
@@ -191,8 +191,8 @@ def decide(
         runs = Rounds(executor_runner(executor, timeout), plan.seed, bar, left)
         order = arms[:CONTENDERS] if twin else _order(arms, earlier)
         why = "" if order else _why_none(twin, len(arms), len(earlier))
-        if _races_two(order, twin, earlier) and _race(order[:RACED], plan, runs):
-            order = []  # the raced arms had the whole risk
+        if _duels(order, twin, earlier) and _duel(order[:DUEL], plan, runs):
+            order = []  # the duelled arms had the whole risk
         for arm in order:
             k = 1 + sum(1 for a in arms if a.tested)
             arm.schedule = rule.looks(plan.risk, k, runs.left // 2, pairs)
@@ -225,25 +225,25 @@ def _why_none(twin: bool, arms: int, earlier: int) -> str:
             f"defaults' {earlier} runs: no run spent on a verdict")  # fmt: skip
 
 
-def _races_two(order: Sequence[Arm], twin: bool, earlier: Sequence[float]) -> bool:
-    """Whether the search's best two are raced: the search measured two worth testing, and
+def _duels(order: Sequence[Arm], twin: bool, earlier: Sequence[float]) -> bool:
+    """Whether the search's best two duel: the search measured two worth testing, and
     its runs of the defaults (``earlier``), the slowest over the fastest, spread less than
-    ``RACE_SPREAD`` (where runs fall into modes 2x apart, half the risk is too little: the
+    ``DUEL_SPREAD`` (where runs fall into modes 2x apart, half the risk is too little: the
     best is tested alone, with four fifths or all of it). Decided on the search's runs
     alone, before any of the verdict's."""
     spread = max(earlier) / min(earlier) if earlier and min(earlier) > 0 else 1.0
-    return not twin and len(order) >= RACED and spread < RACE_SPREAD
+    return not twin and len(order) >= DUEL and spread < DUEL_SPREAD
 
 
-def _race(arms: list[Arm], plan: Plan, runs: Rounds) -> bool:
-    """The search's best few raced beside the defaults, then the one ahead alone: each
+def _duel(arms: list[Arm], plan: Plan, runs: Rounds) -> bool:
+    """The search's best few duel beside the defaults, then the one ahead goes on alone: each
     round runs the defaults and every arm still in, in an order drawn at random; after
-    ``STAGE`` rounds the arm of highest estimate goes on alone, in pairs, to the pairs its
+    ``DUEL_ROUNDS`` rounds the arm of highest estimate goes on alone, in pairs, to the pairs its
     looks were set at. Each arm may spend an equal share of the risk at looks fixed before
     its first run, so the one left behind only loses its chance to pass, and the shares add
     up to the risk. False where the runs left could not pass any at its share (nothing run:
     the first is then tested alone)."""
-    pairs = STAGE + (runs.left - (len(arms) + 1) * STAGE) // 2
+    pairs = DUEL_ROUNDS + (runs.left - (len(arms) + 1) * DUEL_ROUNDS) // 2
     schedule = rule.looks(plan.risk / len(arms), 0, pairs)
     if not schedule:
         return False
@@ -257,10 +257,11 @@ def _race(arms: list[Arm], plan: Plan, runs: Rounds) -> bool:
             if not arm.failure:
                 _look(arm, plan)
         live = [a for a in live if not (a.failure or a.passed or a.dropped)]
-        if runs.done == STAGE and len(live) > 1:
+        if runs.done == DUEL_ROUNDS and len(live) > 1:
             ahead = max(live, key=lambda a: a.last.speedup if a.last else 0.0)
             for arm in (a for a in live if a is not ahead):
-                arm.dropped = f"raced beside {ahead.name()} for {STAGE} rounds, it was behind"
+                arm.dropped = (f"duelled beside {ahead.name()} for {DUEL_ROUNDS} rounds, it was "
+                               "behind")  # fmt: skip
             live = [ahead]
     return True
 
@@ -412,7 +413,7 @@ def _verdict(
         p_value=t.p,
         trial=winner.trial,
         measured_trials=n_measured,
-        default_values=[beside[i] for i in sorted(beside)],  # once each: arms raced share them
+        default_values=[beside[i] for i in sorted(beside)],  # once each: duelled arms share them
         best_values=mine,
         gate=Gate.RISK,
         finding=found,

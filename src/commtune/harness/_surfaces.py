@@ -333,7 +333,7 @@ def held_out(path: Path, truth: str = "median", splits: int = HELD_OUT_SPLITS) -
 
     A table's best is the most favourable of its configurations' few runs: on 9 runs at 4 %
     noise, medians 1.5-4 % apart are what its noise alone gives among 16 configurations. The
-    race judges "a table with a gain" by this figure, which the best's own luck does not
+    harness judges "a table with a gain" by this figure, which the best's own luck does not
     raise. A table of fewer than ``HELD_OUT_ROUNDS`` runs a configuration (the simulated
     ones: one deterministic run each) has no half to judge on: its best speedup is given."""
     from commtune.knobs import space_from_json

@@ -1,6 +1,6 @@
-"""The strategy race: every strategy on every surface, many seeds, through the real tuner.
+"""The strategy harness: every strategy on every surface, many seeds, through the real tuner.
 
-One race run is one study in Optuna's in-memory storage, driven by :func:`commtune.tune.search`
+One harness run is one study in Optuna's in-memory storage, driven by :func:`commtune.tune.search`
 exactly as ``commtune tune`` drives it (reference first, batches, duplicates answered from
 earlier trials, failed trials recorded), with one run per trial unless told ``repeats``. Two
 designs: ``raced`` (controls next to the trial runs, repeats raced up to the cap) and
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from commtune.harness._surfaces import Surface
 from commtune.knobs import Value
 from commtune.progress import Silent
-from commtune.race._surfaces import Surface
 from commtune.study import DEFAULTS, Gate, Plan, StudyView, default_repeats
 from commtune.tune import Context, Target, open_study, run_reference, search, settled
 from commtune.tune import verdict as decide_study
@@ -37,7 +37,7 @@ NEAR = 1.02  # knowledge.NEAR: a best measured within 2 % of the defaults is sti
 
 
 @dataclass(frozen=True)
-class RaceRun:
+class StrategyRun:
     strategy: str
     surface: str
     noise: float
@@ -107,7 +107,7 @@ class RaceRun:
         }
 
 
-def race_one(
+def run_strategy(
     strategy: str,
     surface: Surface,
     noise: float,
@@ -127,14 +127,14 @@ def race_one(
     explore: float = DEFAULTS.explore,
     ranked: Sequence[Mapping[str, Value]] = (),
     shape: str = "",
-) -> RaceRun:
+) -> StrategyRun:
     """One study of ``budget`` trials (reference included); see the module docstring.
     ``confirm_rounds``: then the confirmation, of the best 3 (raced) or the best alone
     (fixed, as before top-k). ``max_runs``: the study's bound on runs, confirmation
     included (``tune --max-runs``); ``hints``: configurations tried first (what earlier
     studies found, as ``commtune.knowledge`` hands them to a study); ``ranked``: what a
     simulated twin ranked, best first (``tune --twin``): no search, the verdict tests them
-    in that order; ``shape``: a set drift of the synthetic machine (``race.DRIFTS``)."""
+    in that order; ``shape``: a set drift of the synthetic machine (``harness.DRIFTS``)."""
     import optuna
 
     optuna.logging.set_verbosity(logging.WARNING)
@@ -155,7 +155,7 @@ def race_one(
         min_gain=min_gain,
         explore=explore,
     )
-    target = Target.of("race", ["race", surface.name], surface.space, plan)
+    target = Target.of("harness", ["harness", surface.name], surface.space, plan)
     storage = optuna.storages.InMemoryStorage()
     executor = surface.executor(noise, seed * 7919 + 17, drift, shape)
     ui = Silent()
@@ -190,7 +190,7 @@ def race_one(
         top = best[0] if best else None
         changed = top is not None and top.value is not None and top.value < 1.0
         estimate = 1.0 / top.value if changed and top is not None and top.value else 1.0
-    return RaceRun(
+    return StrategyRun(
         strategy,
         surface.name,
         noise,
@@ -212,7 +212,7 @@ def race_one(
     )
 
 
-def race_tuner(
+def run_tuner(
     surface: Surface,
     noise: float,
     seed: int,
@@ -228,11 +228,11 @@ def race_tuner(
     drift: float = 1.0,
     ranked: Sequence[Mapping[str, Value]] = (),
     shape: str = "",
-) -> RaceRun:
+) -> StrategyRun:
     """One study as ``commtune tune --max-runs max_runs`` makes it with the tuner's defaults
     (its trials, the repeats those runs allow, controls, racing, its verdict): the design
     every benchmark that races the tuner itself runs, ``strategy`` the search's sampler."""
-    return race_one(strategy, surface, noise, seed, DEFAULTS.trials, design="raced",
+    return run_strategy(strategy, surface, noise, seed, DEFAULTS.trials, design="raced",
                     repeats=default_repeats(max_runs, DEFAULTS.trials), confirm_rounds=confirm,
                     max_runs=max_runs, hints=hints, drift=drift, gate=gate, risk=risk,
                     min_gain=min_gain, explore=explore, ranked=ranked, shape=shape)  # fmt: skip
@@ -263,16 +263,16 @@ def curve(study: Any, surface: Surface) -> tuple[list[float], list[float]]:
 class Summary:
     """Medians over seeds per (strategy, surface, noise)."""
 
-    runs: list[RaceRun]
+    runs: list[StrategyRun]
     budget: int
 
-    def cells(self) -> dict[tuple[str, str, float], list[RaceRun]]:
-        out: dict[tuple[str, str, float], list[RaceRun]] = {}
+    def cells(self) -> dict[tuple[str, str, float], list[StrategyRun]]:
+        out: dict[tuple[str, str, float], list[StrategyRun]] = {}
         for r in self.runs:
             out.setdefault((r.strategy, r.surface, r.noise), []).append(r)
         return out
 
-    def median_trials(self, runs: Iterable[RaceRun]) -> float:
+    def median_trials(self, runs: Iterable[StrategyRun]) -> float:
         return float(np.median([r.trials_to_reach(self.budget) for r in runs]))
 
     def strategies(self) -> list[str]:
