@@ -28,13 +28,10 @@ from commtune.mpi import (
     installation_of,
     read_calibration,
 )
-from commtune.sample._calibrate import (
-    Agreement,
+from commtune.sample._calibrate import Agreement, check_agreement, check_order, draw_sizes
+from commtune.sample._calibrate_fit import (
     Measurement,
     boundary,
-    check_agreement,
-    check_order,
-    draw_sizes,
     eager_limit,
     fit,
     fit_segments,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from commtune.cli._common import (
@@ -25,11 +24,8 @@ if TYPE_CHECKING:
 
     import optuna
 
-    from commtune.knobs import Knob, Value
+    from commtune.knobs import Value
     from commtune.mpi import Installation
-    from commtune.report import UI
-    from commtune.store import Store
-    from commtune.tune import StaleCheck
 
 
 def _add_export(p: argparse.ArgumentParser) -> None:
@@ -167,7 +163,7 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.launch import launcher_for
     from commtune.mpi import resolve_command
     from commtune.report import UI
-    from commtune.service import load_study, study_knobs
+    from commtune.service import load_study, stale_check, study_knobs
 
     command = need_command(command)
     store, study = load_study(args.storage, args.study)
@@ -187,14 +183,14 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
         # a proposal no run has measured: checked against the defaults here first, always
         print(f"commtune: study {args.study} holds a proposal no run has measured against "
               "the defaults; checking it first", file=sys.stderr)  # fmt: skip
-        check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
+        check = stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
                              UI(json_mode=True), stored=False, proposal=True)  # fmt: skip
         print(f"commtune: study {args.study}: {check.line()}", file=sys.stderr)
         if not check.use_configuration:
             config, extra = {}, {}
     elif config and not args.no_check:
         # messages go to stderr: the command's own output is the user's
-        check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
+        check = stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
                              UI(json_mode=True), stored=True)  # fmt: skip
         if check.verdict != "unchanged":
             print(f"commtune: study {args.study}: {check.line()}", file=sys.stderr)
@@ -214,7 +210,7 @@ def cmd_run(args: argparse.Namespace, command: list[str] | None) -> int:
 def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.mpi import resolve_command
     from commtune.report import UI, differences_table
-    from commtune.service import load_study, study_knobs
+    from commtune.service import load_study, stale_check, study_knobs
     from commtune.tune import MIN_ROUNDS
 
     if args.max_runs is not None and args.max_runs < 2 * MIN_ROUNDS:
@@ -231,7 +227,7 @@ def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
     if proposed is not None:
         config, extra = proposed
         _check_knobs_exist(config, inst, args.study)
-        check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
+        check = stale_check(store, study, inst, command, knobs, config, extra, args.timeout,
                              ui, stored=False, proposal=True,
                              max_runs=args.max_runs)  # fmt: skip
         ui.info(f"{inst.describe()}: the proposal {check.line()}")
@@ -247,7 +243,7 @@ def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
         return 0
     config, extra = chosen
     _check_knobs_exist(config, inst, args.study)  # refused, naming the knob
-    check = _stale_check(store, study, inst, command, knobs, config, extra, args.timeout, ui,
+    check = stale_check(store, study, inst, command, knobs, config, extra, args.timeout, ui,
                          stored=False, force=args.force, max_runs=args.max_runs)  # fmt: skip
     if check.differences:
         ui.print(differences_table(check.differences, f"study {args.study} then and now"))
@@ -255,120 +251,6 @@ def cmd_check(args: argparse.Namespace, command: list[str] | None) -> int:
     if args.json:
         print_json({"study": args.study, **check.to_json()})
     return 0
-
-
-def _stale_check(
-    store: Store,
-    study: optuna.Study,
-    inst: Installation,
-    command: list[str],
-    knobs: list[Knob],
-    config: Mapping[str, Value],
-    extra: Mapping[str, str],
-    timeout: float,
-    ui: UI,
-    *,
-    stored: bool,
-    force: bool = False,
-    proposal: bool = False,
-    max_runs: int | None = None,
-) -> StaleCheck:
-    """What differs from the study's installation and platform, and, where something does
-    (or ``force``), the configuration checked against the defaults here, stored on the
-    study. ``stored``: a check stored for this installation and platform answers instead.
-    ``proposal``: the study holds a proposal no run has measured (a prediction): it is
-    checked in any case, by the tuner's rule at its default risk, and the study's verdict
-    becomes what the runs said (accepted with its figures, or the defaults kept).
-    ``max_runs``: the check's bound (None: MAX_ROUNDS pairs)."""
-    from commtune.platform import Fingerprint
-    from commtune.study import (
-        DEFAULTS,
-        Gate,
-        RiskFinding,
-        acceptance_of,
-        add_check,
-        checks_of,
-        installation_of,
-        platform_of,
-    )
-    from commtune.tune import MAX_ROUNDS, UNCHANGED, StaleCheck, differences, recheck
-
-    key = platform_of(study)
-    then = store.platform(key) if key else None
-    now = Fingerprint.of(inst)
-    diffs = differences(then, installation_of(study), now, inst)
-    here = inst.to_json()
-    if not diffs and not force and not proposal:
-        return StaleCheck(UNCHANGED, [], here, now.key)
-    if stored:
-        for data in reversed(checks_of(study)):
-            check = StaleCheck.from_json(data)
-            if check.platform == now.key and check.installation.get("prefix") == here["prefix"]:
-                return check
-    defaults, configured = _check_executors(study, inst, command, knobs, extra)
-    why = (
-        "checking the proposal against the defaults" if proposal else "checking as asked (--force)"
-    )
-    ui.info(f"{inst.describe()} differs from study {study.study_name}'s: "
-            + "; ".join(map(str, diffs)) if diffs else why)  # fmt: skip
-    accepted = acceptance_of(study)
-    if proposal and accepted is not None:  # the rule the check applies: the tuner's at its risk
-        accepted = replace(accepted, gate=Gate.RISK, finding=RiskFinding(
-            risk_limit=DEFAULTS.risk, tolerance=DEFAULTS.tolerance,
-            min_gain=DEFAULTS.min_gain))  # fmt: skip
-    # the rule of the verdict checked, at its risk (the tuner's defaults where it said none)
-    said = accepted.finding if accepted is not None else None
-    rule = ((said.risk_limit, said.tolerance, said.min_gain)
-            if isinstance(said, RiskFinding) else None)  # fmt: skip
-    pairs = MAX_ROUNDS if max_runs is None else max_runs // 2
-    verdict, cmp, rounds, runs, decided = recheck(defaults, config, timeout, ui,
-                                                  configured=configured, rule=rule,
-                                                  max_rounds=pairs)  # fmt: skip
-    check = StaleCheck(
-        verdict,
-        diffs,
-        here,
-        store.save_platform(now),
-        cmp.speedup if cmp else None,
-        cmp.interval if cmp else None,
-        rounds,
-        runs,
-        decided,
-    )
-    add_check(study, check.to_json())
-    if proposal and accepted is not None:
-        _proposal_checked(study, accepted, check)
-    return check
-
-
-def _check_executors(study: optuna.Study, inst: Installation, command: list[str],
-                     knobs: list[Knob], extra: Mapping[str, str]) -> tuple[Any, Any]:  # fmt: skip
-    """The runs of a check: the defaults', and the configuration's (with ``extra``)."""
-    from commtune.knobs import enumerators
-    from commtune.launch import launcher_for
-    from commtune.service import profiling
-    from commtune.study import spec_of
-    from commtune.trial import LocalExecutor, Objective
-
-    launcher, objective = launcher_for(inst), Objective.parse(spec_of(study).metric)
-    interposer, names = profiling(inst), enumerators(inst)
-    defaults = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
-                             enumerators=names)  # fmt: skip
-    configured = LocalExecutor(launcher, command, knobs, objective, profiling=interposer,
-                               enumerators=names, variables=extra)  # fmt: skip
-    return defaults, configured
-
-
-def _proposal_checked(study: optuna.Study, accepted: Any, check: Any) -> None:
-    """A proposal's verdict becomes what its check said (accepted with its figures, or the
-    defaults kept): a proposal no more."""
-    from commtune.study import set_acceptance
-
-    undecided = "" if check.decided else f" (undecided after {check.rounds} rounds)"
-    reason = f"proposed, then checked against the defaults: {check.verdict}{undecided}"
-    set_acceptance(study, replace(
-        accepted, accepted=check.use_configuration, speedup=check.speedup, ci=check.ci,
-        notes=replace(accepted.notes, proposal=False), reason=reason))  # fmt: skip
 
 
 def _proposed(study: optuna.Study) -> tuple[dict[str, Value], dict[str, str]] | None:

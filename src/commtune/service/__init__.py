@@ -19,6 +19,7 @@ from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, 
 from commtune.service._observer import StudyObserver
 from commtune.service._race import RacedRun, RaceFailed, race
 from commtune.service._race import candidates as race_candidates
+from commtune.service._stale import stale_check
 from commtune.service._tuning import Outcome, Recorded, Tuning, check
 
 __all__ = [
@@ -44,5 +45,6 @@ __all__ = [
     "profiling",
     "race",
     "race_candidates",
+    "stale_check",
     "study_knobs",
 ]

@@ -24,57 +24,51 @@ speedup is said beside the program's.
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import random
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import optuna
 
-from commtune import rule
 from commtune.errors import UsageError
 from commtune.knobs import Dimension, Knob, Space, space_from_json
 from commtune.mpi import Installation
-from commtune.profile import Profile, ProfileError
 from commtune.report import UI
+from commtune.service._inrun_verdict import (
+    Crashed,
+    InRun,
+    limit_of,
+    result_of,
+    verdict_of,
+    whole_runs_check,
+)
 from commtune.service._race import (
     OPS,
     SEGMENTS,
     RacedRun,
     RaceFailed,
     race,
-    sized_config,
     sized_field,
 )
 from commtune.service._space import chosen_elsewhere
 from commtune.store import Store
 from commtune.study import (
-    Acceptance,
-    Gate,
     InRunFinding,
-    Noise,
     Plan,
-    Source,
     acceptance_of,
     save_result_study,
     set_acceptance,
     spec_of,
-    words,
 )
 from commtune.tune import (
     WARMUP_BLOCKS,
     Halving,
     Race,
     Raced,
-    Row,
     TuneResult,
-    WholeRuns,
     halving,
     open_study,
-    whole_runs,
 )
 
 if TYPE_CHECKING:
@@ -82,17 +76,6 @@ if TYPE_CHECKING:
 
 FIRST = "inrun_first"  # a mixed space's race, stored with its study (:class:`Narrowed`)
 RACE_KEY = "inrun-first"  # the claim of the worker that races a new mixed study's collective
-
-
-@dataclass(frozen=True)
-class InRun:
-    """A space raced in-run: the collective, its algorithm variable, the library's own
-    decision (the reference) and the candidates."""
-
-    op: str
-    knob: str
-    reference: str
-    names: tuple[str, ...]
 
 
 def switched(knob: Knob, inst: Installation) -> str | None:
@@ -384,14 +367,6 @@ def _why_not(space: Space, inst: Installation) -> str:
             f"has {', '.join(space.names)}")  # fmt: skip
 
 
-def check_pairs(plan: Plan, raced: int) -> int:
-    """The whole-run test's pairs at most: what ``--max-runs`` leaves beside the ``raced``
-    runs (``rule.UNBOUNDED`` without it)."""
-    if plan.max_runs is None:
-        return rule.UNBOUNDED
-    return max(0, (plan.max_runs - raced) // 2)
-
-
 def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Narrowing]:
     """The study of ``how`` raced in-run (:func:`commtune.tune.halving`), its answer checked
     on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it).
@@ -401,7 +376,7 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
     runs: the ``ready`` to search with, less the raced runs, and their record."""
     plan = ready.setup.plan
     seed, timeout = _seed(plan), plan.timeout or plan.reference_timeout
-    limit = _limit(plan, how)
+    limit = limit_of(plan, how)
     ui.info(f"{how.op}: {len(how.names)} algorithm(s) raced in-run against "
             f"{how.reference} (the library's own decision), up to {plan.inrun_runs} "
             f"run(s), each test at {limit:.3g} of --risk {plan.risk:g} (--no-inrun: whole "
@@ -421,30 +396,17 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
                       f"{first.run} ({WARMUP_BLOCKS} blocks of warm-up at each message size, "
                       "then whole blocks)")  # fmt: skip
     spent = len(runs) + crashed.failed
-    check = (_whole_runs(ready, how, raced.answer, seed, timeout, ui, spent)
+    check = (whole_runs_check(plan, ready.setup.inst, ready.executor, how, raced.answer, seed,
+                              timeout, ui, spent)
              if raced.answer else None)  # fmt: skip
-    acc = _verdict(ready, how, runs, raced, check, crashed)
+    acc = verdict_of(ready.setup.plan, ready.setup.inst, how, runs, raced, check, crashed)
     said = acc.finding.share_said if isinstance(acc.finding, InRunFinding) else None
     if said:
         ui.info(said)
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
-    return _result(target.study, ready.setup.inst, how, runs, raced.pooled, acc, check,
+    return result_of(target.study, ready.setup.inst, how, runs, raced.pooled, acc, check,
                    crashed.failed)  # fmt: skip
-
-
-@dataclass
-class Crashed:
-    """The raced runs that failed (a crash, a hang) and the candidates dropped for it, each
-    with why (:attr:`RaceFailed.where`)."""
-
-    failed: int = 0
-    dropped: dict[str, str] = dataclasses.field(default_factory=dict)
-
-    def count(self, exc: RaceFailed) -> None:
-        """One more raced run failed, in ``exc.suspects`` (none: nothing to drop)."""
-        self.failed += 1
-        self.dropped.update(dict.fromkeys(exc.suspects, exc.where))
 
 
 def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RacedRun], crashed: Crashed,
@@ -495,135 +457,3 @@ def _said(ui: UI, r: int, run: RacedRun, now: Sequence[Raced]) -> None:
         ui.info(f"  {c.name}: {t.speedup:.3f}x the calls' time ({t.interval[0]:.3f}-"
                 f"{t.interval[1]:.3f}) in {c.blocks} blocks; p = {t.p:.3g} at {t.limit:.3g}: "
                 f"{'passed' if t.passed else 'not shown faster'}")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Check:
-    """The whole-run test (:class:`commtune.tune.WholeRuns`) and the raced collective's share
-    of the defaults' first whole run (its profile)."""
-
-    runs: WholeRuns
-    share: float | None = None
-
-
-def _whole_runs(ready: Ready, how: InRun, answer: Raced, seed: int, timeout: float, ui: UI,
-                raced: int) -> Check:  # fmt: skip
-    """The answer's static setting against the defaults on whole runs
-    (:func:`commtune.tune.whole_runs`, up to the pairs ``--max-runs`` leaves beside the
-    ``raced`` runs), at the whole risk: the race only chose it."""
-    plan = ready.setup.plan
-    config = sized_config(ready.setup.inst, how.knob, how.op, answer.name)
-    setting = words({k: str(v) for k, v in config.items()})
-    pairs = check_pairs(plan, raced)
-    ui.info(f"testing {setting} on whole runs beside the defaults, in pairs (its static "
-            f"setting, as export writes it), at --risk {plan.risk:g}: up to {pairs} pair(s), "
-            "stopping once it passes or cannot")  # fmt: skip
-    share: list[float | None] = [None]
-
-    def run(mine: bool) -> tuple[float | None, str]:
-        done = ready.executor.run(config if mine else None, timeout)
-        if not mine and share[0] is None and done.profile is not None:
-            share[0] = _share(done.profile, how.op)
-        return done.value, done.failure or ""
-
-    done = whole_runs(run, pairs, plan.risk, plan.tolerance, plan.min_gain, seed)
-    return Check(done, share[0])
-
-
-def _share(profile: Profile, op: str) -> float | None:
-    """The time in ``op`` over the run's (each a mean over ranks), from its profile; None
-    where the profile has no such call."""
-    try:
-        return profile.field(f"operations.MPI_{op.capitalize()}.time") / profile.field("wall_time")
-    except ProfileError:
-        return None
-
-
-def _stored_blocks(run: RacedRun, most: int = 400) -> dict[str, Any]:
-    """The first raced run's call times by block (thinned to ``most``), for the report."""
-    blocks = run.race.blocks()
-    step = max(1, -(-len(blocks) // most))
-    return {"names": list(run.race.names), "calls": run.race.raced_calls,
-            "times": [[float(f"{t:.4g}") if math.isfinite(t) else None for t in row]
-                      for row in blocks[::step]]}  # fmt: skip
-
-
-def _limit(plan: Plan, how: InRun) -> float:
-    """Each raced test's share of ``--risk``: split over ``how``'s candidates and the raced
-    runs (a field raced again after a failed run keeps that share: :func:`_raced`)."""
-    return plan.risk / (len(how.names) * plan.inrun_runs)
-
-
-def _verdict(ready: Ready, how: InRun, runs: Sequence[RacedRun], raced: Halving,
-             check: Check | None, crashed: Crashed) -> Acceptance:  # fmt: skip
-    """The study's verdict: the answer handed back where its raced calls passed and its
-    whole runs do not show it more than ``tolerance`` slower (``crashed``: the raced runs
-    that failed and the candidates dropped for it, recorded)."""
-    plan, answer = ready.setup.plan, raced.answer
-    found = InRunFinding(
-        op=how.op, knob=how.knob, reference_name=how.reference,
-        limit=_limit(plan, how), min_gain=plan.min_gain, tolerance=plan.tolerance,
-        risk=plan.risk, raced_runs=len(runs) + crashed.failed,
-        failed_runs=crashed.failed, dropped=dict(crashed.dropped),
-        calls=[r.race.raced_calls for r in runs], walls=[r.wall for r in runs],
-        units=[r.race.run for r in runs], units_max=[r.race.run_max for r in runs],
-        overhead=[r.race.overhead() for r in runs],
-        fields=[list(r.race.names[1:]) for r in runs],
-        fell_back=sorted({n for r in runs for n in r.race.refused_names()}),
-        launch=dict(runs[0].launch) if runs else {},
-        raced=[c.estimate_json() for c in raced.pooled], passed=sorted(raced.passed),
-        blocks=_stored_blocks(runs[0]) if runs else {},
-        promise=runs[0].race.said(),
-    )  # fmt: skip
-    if answer is None:
-        said = f"no algorithm shown faster in the calls' time than {how.reference}"
-        return Acceptance(Source.SEARCH, {}, False, f"{said} in {len(runs)} raced run(s)",
-                          gate=Gate.INRUN, finding=found)  # fmt: skip
-    t = answer.test
-    found = replace(found, call_speedup=t.speedup, call_interval=list(t.interval),
-                    call_p=t.p, call_limit=t.limit, call_blocks=answer.blocks,
-                    call_name=answer.name)  # fmt: skip
-    if check is not None and check.share is not None:
-        saved = check.share * (1 - 1 / t.speedup)
-        found = replace(found, share=check.share, share_said=(
-            f"{how.op} took {check.share:.1%} of the program's time in the defaults' first "
-            f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x the calls' time is "
-            f"about {saved:.1%} of the program's time (estimated)"))  # fmt: skip
-    params = sized_config(ready.setup.inst, how.knob, how.op, answer.name)
-    whole = check.runs.test if check is not None else None
-    if check is None or whole is None:
-        why = check.runs.failure if check is not None else "not tested on whole runs"
-        return Acceptance(Source.SEARCH, params, False, f"{why}; the defaults stay",
-                          p_value=None, gate=Gate.INRUN, finding=found)  # fmt: skip
-    found = replace(found, whole_looks=[list(look) for look in check.runs.looks],
-                    whole_limit=whole.limit, whole_pairs=whole.runs)  # fmt: skip
-    if check.runs.failure is not None:  # a whole run failed: no evidence, nothing handed back
-        reason = f"{check.runs.failure}; the defaults stay"
-    elif whole.passed:
-        reason = (f"passed on the program's whole runs beside the defaults at --risk "
-                  f"{plan.risk:g}: {whole.says()}")  # fmt: skip
-    else:
-        reason = (f"faster in the calls' time, not shown faster on the program's whole runs "
-                  f"beside the defaults: {whole.says()}")  # fmt: skip
-    return Acceptance(Source.SEARCH, params, check.runs.passed, reason, speedup=whole.speedup,
-                      ci=whole.interval, p_value=whole.p,
-                      default_values=list(check.runs.defaults),
-                      best_values=list(check.runs.answer), gate=Gate.INRUN,
-                      finding=found)  # fmt: skip
-
-
-def _result(name: str, inst: Installation, how: InRun, runs: Sequence[RacedRun],
-            pooled: Sequence[Raced], acc: Acceptance, check: Check | None,
-            failed: int) -> TuneResult:  # fmt: skip
-    """The study's result as ``tune`` reports every study: its rows per call (pooled over the
-    raced runs), the defaults' whole runs (the check's, else the raced runs' wall time); the
-    real runs spent with the ``failed`` raced runs."""
-    rows = [Row(i + 1, sized_config(inst, how.knob, how.op, c.name), 1 / c.test.speedup, 0.0,
-                c.test.speedup, c.median, c.blocks) for i, c in enumerate(pooled)]  # fmt: skip
-    base = list(check.runs.defaults) if check and check.runs.defaults else [r.wall for r in runs]
-    cv = statistics.pstdev(base) / statistics.mean(base) if len(base) > 1 else 0.0
-    best = next((row for row in rows if dict(acc.params) == row.config), None)
-    spent = len(runs) + failed + (len(check.runs.defaults) + len(check.runs.answer) if check else 0)
-    field = len({*how.names, *(c.name for c in pooled)}) + 1
-    return TuneResult(name, field, 0, statistics.median(base), best, acc, rows, runs=spent,
-                      noise=Noise(cv, max(base) / min(base)))  # fmt: skip

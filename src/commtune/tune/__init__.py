@@ -21,16 +21,7 @@ from commtune.tune._inrun import (
     run_length,
     said_time,
 )
-from commtune.tune._loop import (
-    MIN_TIMEOUT,
-    ReferenceFailed,
-    inherited_mpi_env,
-    open_study,
-    run_reference,
-    search,
-    settled,
-    tune,
-)
+from commtune.tune._loop import MIN_TIMEOUT, search, settled, tune
 from commtune.tune._pairs import (
     Entrant,
     Failed,
@@ -42,6 +33,12 @@ from commtune.tune._pairs import (
     lone,
 )
 from commtune.tune._record import Recording, configurations, record
+from commtune.tune._reference import (
+    ReferenceFailed,
+    inherited_mpi_env,
+    open_study,
+    run_reference,
+)
 from commtune.tune._schedule import CONTROL_EVERY, RACE_Z, Scheduler
 from commtune.tune._stale import (
     MAX_ROUNDS,

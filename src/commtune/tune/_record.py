@@ -23,7 +23,8 @@ from commtune.knobs import Space, Value
 from commtune.profile import Profile
 from commtune.progress import Progress
 from commtune.trial import Executor, ReplayExecutor, stderr_summary
-from commtune.tune._loop import MIN_TIMEOUT, ReferenceFailed, tidy_leftovers
+from commtune.tune._loop import MIN_TIMEOUT, tidy_leftovers
+from commtune.tune._reference import ReferenceFailed
 
 MAX_RUNS = 20_000  # a sweep larger than this is refused (days of runs)
 
