@@ -28,7 +28,7 @@ import numpy as np
 from commtune.harness._surfaces import Surface
 from commtune.knobs import Value
 from commtune.progress import Silent
-from commtune.study import DEFAULTS, Gate, Plan, StudyView, default_repeats
+from commtune.study import DEFAULTS, Acceptance, Gate, Plan, StudyView, default_repeats
 from commtune.tune import Context, Target, open_study, run_reference, search, settled
 from commtune.tune import verdict as decide_study
 
@@ -155,9 +155,22 @@ def run_strategy(
         min_gain=min_gain,
         explore=explore,
     )
+    study, verdict = _studied(plan, surface, noise, drift, shape, hints, ranked)
+    return _scored(study, verdict, surface, plan, noise, drift, design,
+                   time.perf_counter() - start)  # fmt: skip
+
+
+def _studied(plan: Plan, surface: Surface, noise: float, drift: float, shape: str,
+             hints: Sequence[Mapping[str, Value]], ranked: Sequence[Mapping[str, Value]],
+             ) -> tuple[Any, Acceptance | None]:  # fmt: skip
+    """The study of ``plan`` on ``surface``'s synthetic machine, in Optuna's in-memory
+    storage, and its verdict (None: ``plan.confirm`` 0 asks for none)."""
+    import optuna
+
+    assert plan.seed is not None
     target = Target.of("harness", ["harness", surface.name], surface.space, plan)
     storage = optuna.storages.InMemoryStorage()
-    executor = surface.executor(noise, seed * 7919 + 17, drift, shape)
+    executor = surface.executor(noise, plan.seed * 7919 + 17, drift, shape)
     ui = Silent()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -167,8 +180,16 @@ def run_strategy(
         ctx = settled(ctx, run_reference(ctx))
         search(ctx)
         verdict = None
-        if confirm_rounds:
+        if plan.confirm:
             verdict = decide_study(study, executor, 60.0, ui, ctx.plan, ctx.ranked)
+    return study, verdict
+
+
+def _scored(study: Any, verdict: Acceptance | None, surface: Surface, plan: Plan,
+            noise: float, drift: float, design: str, seconds: float) -> StrategyRun:  # fmt: skip
+    """A study's score: its regret curve, the runs it spent, and what it handed back (the
+    verdict's configuration; without a verdict, the best measured at its measured value)."""
+    confirm_rounds = plan.confirm
     confirmed = None
     accepted = None
     if confirm_rounds:  # the verdict's configuration; the default's when nothing is accepted
@@ -190,18 +211,19 @@ def run_strategy(
         top = best[0] if best else None
         changed = top is not None and top.value is not None and top.value < 1.0
         estimate = 1.0 / top.value if changed and top is not None and top.value else 1.0
+    assert plan.seed is not None
     return StrategyRun(
-        strategy,
+        plan.strategy,
         surface.name,
         noise,
-        seed,
+        plan.seed,
         regret,
         reached,
-        time.perf_counter() - start,
+        seconds,
         drift,
         design,
         runs,
-        repeats,
+        plan.repeats,
         tuple(found),
         confirmed,
         verdict.runs() if verdict is not None else 0,

@@ -8,6 +8,15 @@ catalog ``knobs/data/<name>.json`` and its built-in recommendations
 ``policy/data/recommendations-<name>.json`` (the recipe is in ``_vendor.py``).
 """
 
+from commtune.mpi._calibration import (
+    CALIBRATION_FILE,
+    CALIBRATION_FORMAT,
+    SIMULATOR_NEEDED,
+    Calibration,
+    Piece,
+    read_calibration,
+    speed_args,
+)
 from commtune.mpi._install import (
     LAUNCHER_NAMES,
     SEARCHED,
@@ -25,22 +34,15 @@ from commtune.mpi._ompi_rules import COLL_IDS, format_rules, parse_rules
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, linked_library
 from commtune.mpi._simgrid import (
     BUILD_HINT,
-    CALIBRATION_FILE,
-    CALIBRATION_FORMAT,
     CONFIGURATION_FILE,
-    SIMULATOR_NEEDED,
     TOPOLOGIES,
-    Calibration,
     Cluster,
     Launch,
-    Piece,
     Platform,
     grown,
     launch_files,
     launch_line,
-    read_calibration,
     read_platform,
-    speed_args,
     write_cluster,
 )
 from commtune.mpi._vendor import Lack, MPIVendor, Profiled, Variable, Vendor

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -53,52 +54,28 @@ P2P = ("send", "recv", "wait")
 COMM = (*P2P, "coll", "rma")
 
 
+@dataclass
+class _Traced:
+    """A Paje trace's MPI calls, per rank and call: time, calls, bytes (or elements: what
+    SMPI traces), each call's sizes, and each rank's last event (its simulated wall)."""
+
+    ranks: list[str] = field(default_factory=list)
+    time: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+    calls: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    volume: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    sizes: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    end: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+
 def from_paje(
     path: str | Path, vendor: str, title: str, classes: Mapping[str, str] | None = None
 ) -> Profile:
     """The profile of the run of ``vendor`` (its value and title) traced in ``path``;
     ProfileError if it is not a trace."""
     classes = call_classes() if classes is None else classes
-    codes: dict[str, str] = {}  # Paje event name -> its number in this file
-    names: dict[str, str] = {}  # state value -> MPI call
-    ranks: list[str] = []
-    open_calls: dict[str, list[tuple[str, float, int | None]]] = defaultdict(list)
-    # per rank, per call: time, calls, bytes (or elements: what SMPI traces)
-    time: dict[tuple[str, str], float] = defaultdict(float)
-    calls: dict[tuple[str, str], int] = defaultdict(int)
-    volume: dict[tuple[str, str], int] = defaultdict(int)
-    sizes: dict[str, list[int]] = defaultdict(list)
-    end: dict[str, float] = defaultdict(float)  # each rank's last event: its simulated wall
-    try:
-        lines = Path(path).read_text(errors="replace").splitlines()
-    except OSError as exc:
-        raise ProfileError(f"cannot read trace {path}: {exc.strerror}") from None
-    for line in lines:
-        if line.startswith("%EventDef"):
-            _, event, number = line.split()[:3]
-            codes[number] = event
-            continue
-        if not line or line[0] in "%#":
-            continue
-        parts = line.split()
-        event = codes.get(parts[0], "")
-        if event == "PajeDefineEntityValue" and len(parts) >= 4:
-            names[parts[1]] = parts[3].strip('"').replace("PMPI_", "MPI_", 1)
-        elif event == "PajeCreateContainer" and len(parts) >= 6 and parts[5].startswith('"rank'):
-            ranks.append(parts[2])
-        elif event == "PajePushState" and len(parts) >= 5:
-            size = int(parts[5]) if len(parts) > 5 and parts[5].isdigit() else None
-            open_calls[parts[3]].append((names.get(parts[4], parts[4]), float(parts[1]), size))
-        elif event == "PajePopState" and len(parts) >= 4 and open_calls[parts[3]]:
-            rank = parts[3]
-            name, start, size = open_calls[rank].pop()
-            stop = float(parts[1])
-            time[(rank, name)] += stop - start
-            calls[(rank, name)] += 1
-            end[rank] = max(end[rank], stop)
-            if size is not None:
-                sizes[name].append(size)
-                volume[(rank, name)] += size
+    traced = _read_paje(path)
+    ranks, time, calls = traced.ranks, traced.time, traced.calls
+    volume, sizes, end = traced.volume, traced.sizes, traced.end
     if not ranks or not calls:
         raise ProfileError(f"{path}: no trace of MPI calls")
     if all(classes.get(op) not in COMM for _, op in calls):
@@ -151,3 +128,42 @@ def from_paje(
         "operations": operations, "cvars": [], "hints": [], "user": [], "pvars": [],
     }  # fmt: skip
     return Profile.from_json(data)
+
+
+def _read_paje(path: str | Path) -> _Traced:
+    """The MPI calls of the Paje trace in ``path``, each state pushed and popped."""
+    codes: dict[str, str] = {}  # Paje event name -> its number in this file
+    names: dict[str, str] = {}  # state value -> MPI call
+    open_calls: dict[str, list[tuple[str, float, int | None]]] = defaultdict(list)
+    t = _Traced()
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError as exc:
+        raise ProfileError(f"cannot read trace {path}: {exc.strerror}") from None
+    for line in lines:
+        if line.startswith("%EventDef"):
+            _, event, number = line.split()[:3]
+            codes[number] = event
+            continue
+        if not line or line[0] in "%#":
+            continue
+        parts = line.split()
+        event = codes.get(parts[0], "")
+        if event == "PajeDefineEntityValue" and len(parts) >= 4:
+            names[parts[1]] = parts[3].strip('"').replace("PMPI_", "MPI_", 1)
+        elif event == "PajeCreateContainer" and len(parts) >= 6 and parts[5].startswith('"rank'):
+            t.ranks.append(parts[2])
+        elif event == "PajePushState" and len(parts) >= 5:
+            size = int(parts[5]) if len(parts) > 5 and parts[5].isdigit() else None
+            open_calls[parts[3]].append((names.get(parts[4], parts[4]), float(parts[1]), size))
+        elif event == "PajePopState" and len(parts) >= 4 and open_calls[parts[3]]:
+            rank = parts[3]
+            name, start, size = open_calls[rank].pop()
+            stop = float(parts[1])
+            t.time[(rank, name)] += stop - start
+            t.calls[(rank, name)] += 1
+            t.end[rank] = max(t.end[rank], stop)
+            if size is not None:
+                t.sizes[name].append(size)
+                t.volume[(rank, name)] += size
+    return t

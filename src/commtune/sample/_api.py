@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -203,35 +203,56 @@ def verify(
         sampler = Sampler(installation, profile.ranks, profile.quick, bar=bar)
         for _ in range(repeats):
             for fam in fams:
-                names = {v: m for m, v in fam.values.items() if m in fam.curves}
-                rows: list[tuple[str, dict[str, float]]] = []  # (method, row) forced
-                if same_launch:
-                    auto = fam.values[fam.default]
-                    bar.status(f"{fam.op}: file and forced")
-                    run = sampler.launch(fam.op, {**fam.env, **env_file}, (fam.knob, sorted(names)))
-                    bar.advance()
-                    file_rows = [r for r in run.rows if int(r["value"]) == auto]
-                    rows = [(names[int(r["value"])], r) for r in run.rows]
-                else:
-                    bar.status(f"{fam.op}: with file")
-                    file_rows = sampler.launch(fam.op, {**fam.env, **env_file}).rows
-                    bar.advance()
-                    bar.status(f"{fam.op}: forced")
-                    if per_launch:
-                        for method in names.values():
-                            env = {**fam.env, _knob_env(profile.vendor, fam.knob): method}
-                            rows += [(method, r) for r in sampler.launch(fam.op, env).rows]
-                            bar.advance()
-                    else:
-                        run = sampler.launch(fam.op, dict(fam.env), (fam.knob, sorted(names)))
-                        bar.advance()
-                        rows = [(names[int(r["value"])], r) for r in run.rows]
+                file_rows, rows = _round(sampler, fam, env_file, profile.vendor, bar,
+                                         per_launch, same_launch)  # fmt: skip
                 for row in file_rows:
                     with_file.setdefault((fam.op, int(row["size"])), []).append(row["median_ns"])
                 for method, row in rows:
                     forced.setdefault((fam.op, int(row["size"]), method), []).append(
                         row["median_ns"]
                     )
+    return _checks(profile, fams, with_file, forced)
+
+
+Row = dict[str, float]  # a row a sampler's launch printed
+
+
+def _round(sampler: Sampler, fam: FamilyCurves, env_file: Mapping[str, str], vendor: str,
+           bar: Any, per_launch: bool,
+           same_launch: bool) -> tuple[list[Row], list[tuple[str, Row]]]:  # fmt: skip
+    """One round of a family's verification: the rows with the selection file loaded, and
+    each forced algorithm's (method, row)."""
+    names = {v: m for m, v in fam.values.items() if m in fam.curves}
+    rows: list[tuple[str, Row]] = []  # (method, row) forced
+    if same_launch:
+        auto = fam.values[fam.default]
+        bar.status(f"{fam.op}: file and forced")
+        run = sampler.launch(fam.op, {**fam.env, **env_file}, (fam.knob, sorted(names)))
+        bar.advance()
+        file_rows = [r for r in run.rows if int(r["value"]) == auto]
+        rows = [(names[int(r["value"])], r) for r in run.rows]
+        return file_rows, rows
+    bar.status(f"{fam.op}: with file")
+    file_rows = sampler.launch(fam.op, {**fam.env, **env_file}).rows
+    bar.advance()
+    bar.status(f"{fam.op}: forced")
+    if per_launch:
+        for method in names.values():
+            env = {**fam.env, _knob_env(vendor, fam.knob): method}
+            rows += [(method, r) for r in sampler.launch(fam.op, env).rows]
+            bar.advance()
+    else:
+        run = sampler.launch(fam.op, dict(fam.env), (fam.knob, sorted(names)))
+        bar.advance()
+        rows = [(names[int(r["value"])], r) for r in run.rows]
+    return file_rows, rows
+
+
+def _checks(profile: PlatformProfile, fams: Sequence[FamilyCurves],
+            with_file: Mapping[tuple[str, int], list[float]],
+            forced: Mapping[tuple[str, int, str], list[float]]) -> list[Check]:  # fmt: skip
+    """Each sampled size's check: the file's choice's time with the file and forced, and the
+    fastest forced."""
     checks = []
     segs = profile.algorithm_segments()
     for fam in fams:

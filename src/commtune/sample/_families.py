@@ -17,9 +17,10 @@ messages sent back to back are aggregated (its largest and smallest values, laun
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from commtune.knobs import Knob, installed_knobs
+from commtune.knobs import Knob, KnobStatus, installed_knobs
 from commtune.mpi import Installation
 
 PINGPONG = "pingpong"
@@ -90,6 +91,36 @@ def families(
     # library falls back to, and a sample choosing it would not be a configuration here.
     statuses = installed_knobs(installation)
     catalog = {name: status.knob for name, status in statuses.items()}
+    out = _p2p(installation, statuses, operations, across_nodes)
+    iov = catalog.get(vendor.iov_knob) if vendor.iov_knob else None
+    if VECTOR in operations and iov is not None and statuses[iov.name].available:
+        out.append(Family(VECTOR, PACK_OR_IOV, iov, PACK, runtime=dict(DENSITY)))
+    agg = catalog.get(vendor.aggregation_knob) if vendor.aggregation_knob else None
+    if BURST in operations and across_nodes and agg is not None and statuses[agg.name].available:
+        # the network transport's knob: between ranks of one node it does nothing
+        low, high = agg.domain()[0], agg.domain()[-1]
+        out.append(
+            Family(
+                BURST,
+                AGGREGATION,
+                agg,
+                AGGREGATE if agg.default == high else SEPARATE,
+                methods={
+                    AGGREGATE: {agg.env: agg.format(high)},
+                    SEPARATE: {agg.env: agg.format(low)},
+                },
+            )
+        )
+    out.extend(_collectives(installation, catalog, enumerators, operations))
+    return out
+
+
+def _p2p(installation: Installation, statuses: Mapping[str, KnobStatus],
+         operations: tuple[str, ...], across_nodes: bool) -> list[Family]:  # fmt: skip
+    """The ping-pong's families: the single-copy mechanism and the eager/rendezvous protocol
+    (between nodes, the network's pair of knobs)."""
+    vendor = installation.impl
+    catalog = {name: status.knob for name, status in statuses.items()}
     out: list[Family] = []
     pairs: tuple[tuple[str | None, str], ...] = (
         vendor.network_p2p_knobs if across_nodes else vendor.p2p_knobs
@@ -122,25 +153,15 @@ def families(
                     },
                 )
             )
-    iov = catalog.get(vendor.iov_knob) if vendor.iov_knob else None
-    if VECTOR in operations and iov is not None and statuses[iov.name].available:
-        out.append(Family(VECTOR, PACK_OR_IOV, iov, PACK, runtime=dict(DENSITY)))
-    agg = catalog.get(vendor.aggregation_knob) if vendor.aggregation_knob else None
-    if BURST in operations and across_nodes and agg is not None and statuses[agg.name].available:
-        # the network transport's knob: between ranks of one node it does nothing
-        low, high = agg.domain()[0], agg.domain()[-1]
-        out.append(
-            Family(
-                BURST,
-                AGGREGATION,
-                agg,
-                AGGREGATE if agg.default == high else SEPARATE,
-                methods={
-                    AGGREGATE: {agg.env: agg.format(high)},
-                    SEPARATE: {agg.env: agg.format(low)},
-                },
-            )
-        )
+    return out
+
+
+def _collectives(installation: Installation, catalog: Mapping[str, Knob],
+                 enumerators: dict[str, tuple[str, ...]],
+                 operations: tuple[str, ...]) -> list[Family]:  # fmt: skip
+    """Each collective's algorithm family, its algorithms as the library numbers them."""
+    vendor = installation.impl
+    out: list[Family] = []
     for op in (*COLLECTIVES, *MORE_COLLECTIVES):
         if op not in operations:
             continue

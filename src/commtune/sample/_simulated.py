@@ -295,39 +295,18 @@ def write_selections(
         vendor = target.vendor.value
         ports = target.impl.smpi_ports
         numbers = _algorithm_numbers(target, ops)
-        selector = SELECTOR + str(target.impl.smpi_selector)
         builtin = builtin_selection(target)
         texts: dict[int, str] = {}
         choices: dict[int, dict[str, list[Segment]]] = {}
         for n in sample.ranks:
             segs: dict[str, list[Segment]] = {}
             for op in ops:
-                # the library's own decision, under the name its selection file gives it
-                # (Open MPI's "ignore": the fixed rules; MPICH's "auto": its built-in subtree)
-                own_name = next(iter(numbers.get(op, {})), None)
-                own = by_key.get((n, op, selector))
-                if own is not None and own.error:
-                    own = None
-                named = [(own_name, own)] if own_name is not None else []
-                named += [(name, by_key.get((n, op, alg))) for alg, name in
-                          ports.get(op, {}).items() if name in numbers.get(op, {})]  # fmt: skip
-                curves = [c for name, run in named if run is not None
-                          if (c := run.curve(name)) is not None]  # fmt: skip
-                if len(curves) < 2:
-                    continue
-                ranges = segments(curves, prefer=own_name)
-                by_name = {c.method: c for c in curves}
-                own_times = own.times if own is not None else {}
-                for size in sorted(own_times):
-                    method = method_at(ranges, size)  # what the file chooses at this size
-                    chosen = by_name[method].at(size)
-                    if chosen is not None:
-                        sample.savings.append(Saving(vendor, n, op, size, own_times[size],
-                                                     chosen / 1e9, method))  # fmt: skip
-                # kept where the library's own decision wins everywhere too: Open MPI takes
-                # the rules of the largest communicator size not above its own, so every
-                # size sampled says what it wants
-                segs[op] = ranges
+                ranges = _ranges(sample, target, by_key, numbers, n, op)
+                if ranges is not None:
+                    # kept where the library's own decision wins everywhere too: Open MPI
+                    # takes the rules of the largest communicator size not above its own,
+                    # so every size sampled says what it wants
+                    segs[op] = ranges
             if not segs:
                 continue
             header = (f"commtune sample of a simulated cluster: {sample.cluster}\n"
@@ -362,6 +341,43 @@ def write_selections(
         write_atomic(path, text)
         sample.files[vendor] = str(path.resolve())
         sample.env[vendor] = selection_file_env(target.impl, str(path.resolve()))
+
+
+def _ranges(
+    sample: SimSample,
+    target: Installation,
+    by_key: Mapping[tuple[int, str, str], SimRun],
+    numbers: Mapping[str, Mapping[str, int]],
+    n: int,
+    op: str,
+) -> list[Segment] | None:
+    """The best of ``target``'s algorithms per size for ``op`` at ``n`` ranks (its own
+    decision preferred on ties), with what choosing so saves at each size against its own
+    decision added to ``sample.savings``; None where fewer than two were simulated."""
+    vendor, ports = target.vendor.value, target.impl.smpi_ports
+    # the library's own decision, under the name its selection file gives it (Open MPI's
+    # "ignore": the fixed rules; MPICH's "auto": its built-in subtree)
+    own_name = next(iter(numbers.get(op, {})), None)
+    own = by_key.get((n, op, SELECTOR + str(target.impl.smpi_selector)))
+    if own is not None and own.error:
+        own = None
+    named = [(own_name, own)] if own_name is not None else []
+    named += [(name, by_key.get((n, op, alg))) for alg, name in
+              ports.get(op, {}).items() if name in numbers.get(op, {})]  # fmt: skip
+    curves = [c for name, run in named if run is not None
+              if (c := run.curve(name)) is not None]  # fmt: skip
+    if len(curves) < 2:
+        return None
+    ranges = segments(curves, prefer=own_name)
+    by_name = {c.method: c for c in curves}
+    own_times = own.times if own is not None else {}
+    for size in sorted(own_times):
+        method = method_at(ranges, size)  # what the file chooses at this size
+        chosen = by_name[method].at(size)
+        if chosen is not None:
+            sample.savings.append(Saving(vendor, n, op, size, own_times[size], chosen / 1e9,
+                                         method))  # fmt: skip
+    return ranges
 
 
 def _left_out(available: Mapping[str, Sequence[str]], ports: Mapping[str, Mapping[str, str]],
