@@ -31,28 +31,16 @@ the policy work, and until then a catalog knob naming it is refused when the cat
 from __future__ import annotations
 
 import abc
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
+from commtune.knobs._knob import Knob, KnobType, Value
+from commtune.knobs._way import Apply
 from commtune.libcommtune import Setting
 
 if TYPE_CHECKING:
-    from commtune.knobs._knob import Knob, Value
     from commtune.mpi import MPIVendor
-
-
-class Apply(enum.Enum):
-    """How a knob reaches the library (see the module docstring)."""
-
-    ENV = "env"
-    LAUNCH = "launch"
-    FILE = "file"
-    MPIT_INIT = "mpit-init"
-    MPIT_RUNTIME = "mpit-runtime"
-    INFO = "info"
-    HDF5 = "hdf5"
 
 
 @dataclass(frozen=True)
@@ -104,8 +92,6 @@ class Applier(abc.ABC):
 
     @staticmethod
     def _check(knob: Knob, text: str, vendor: MPIVendor, enumerators: Sequence[str]) -> Check:
-        from commtune.knobs._knob import KnobType
-
         categorical = knob.type is KnobType.CATEGORICAL
         return Check(knob.name, vendor.mpit_value(text, tuple(enumerators), categorical))
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from commtune.errors import UsageError
-from commtune.knobs._apply import Apply
+from commtune.knobs._way import Apply
 from commtune.util import parse_size
 
 Value = int | bool | str

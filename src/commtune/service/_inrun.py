@@ -72,7 +72,7 @@ from commtune.tune import (
 )
 
 if TYPE_CHECKING:
-    from commtune.service._tuning import Ready
+    from commtune.service._steps import Ready
 
 FIRST = "inrun_first"  # a mixed space's race, stored with its study (:class:`Narrowed`)
 RACE_KEY = "inrun-first"  # the claim of the worker that races a new mixed study's collective

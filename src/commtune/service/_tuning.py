@@ -28,7 +28,6 @@ import optuna
 from commtune.errors import UsageError
 from commtune.knobs import (
     Knob,
-    KnobStatus,
     Space,
     Value,
     build_space,
@@ -39,12 +38,18 @@ from commtune.knobs import (
     with_segments,
 )
 from commtune.launch import launcher_for
-from commtune.mpi import Installation, Launch, MPISpec, MPIVendor, resolve_command
+from commtune.mpi import MPISpec, resolve_command
 from commtune.platform import on_testbed
 from commtune.predict import Predictor, features_of, model_store
 from commtune.profile import Choice
 from commtune.report import UI
-from commtune.service._as import as_library, as_proposal, reference_words, space_as
+from commtune.service._as import (
+    NothingFaithful,
+    as_library,
+    as_proposal,
+    reference_words,
+    space_as,
+)
 from commtune.service._check import check
 from commtune.service._common import default_study_name, open_store, probe, profiling, slurm_nodes
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
@@ -52,13 +57,13 @@ from commtune.service._inrun import inrun_of, narrowed, race_study
 from commtune.service._observer import StudyObserver
 from commtune.service._simulation import budgeted, cost, simulated_plan
 from commtune.service._space import check_training_study, guided_space
-from commtune.service._twin import twin
+from commtune.service._steps import Ready, Setup
+from commtune.service._twin import Twinned, twin_found, twin_nothing, twin_start
 from commtune.store import Store, shown_url
 from commtune.study import Plan, Scale, TwinReport, words
 from commtune.trial import (
     Executor,
     LocalExecutor,
-    Objective,
     Primed,
     ReplayExecutor,
     RunRecord,
@@ -100,45 +105,6 @@ class Recorded:
                 "configurations": self.configurations}  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Setup:
-    """What the command and the plan resolve to before anything is chosen: the plan as the
-    installation runs it, the command (a template's made), the installation and its knobs,
-    the simulated cluster it runs on (None: a real machine), the library it is tuned as
-    (``--as``) and that library's decision as the simulator ports it (``base``)."""
-
-    plan: Plan
-    command: tuple[str, ...]
-    scale: Scale | None
-    inst: Installation
-    statuses: Mapping[str, KnobStatus]
-    cluster: Launch | None = None
-    library: MPIVendor | None = None
-    base: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def objective(self) -> Objective:
-        return Objective.parse(self.plan.metric)
-
-    @property
-    def secondary(self) -> tuple[Objective, ...]:
-        return tuple(Objective.parse(m) for m in self.plan.objectives)
-
-
-@dataclass(frozen=True)
-class Ready:
-    """A study about to run: its setup (the plan named), space (and the profile's reasons
-    for it), storage, target, executor and observer."""
-
-    setup: Setup
-    space: Space
-    guide: tuple[Choice, ...]
-    store: Store
-    target: Target
-    executor: Executor
-    observer: StudyObserver
-
-
 class Tuning:
     """The tuning service for one plan that :func:`check` returned (it is not checked
     again)."""
@@ -156,8 +122,7 @@ class Tuning:
         report: TwinReport | None = None
         ranked: tuple[Mapping[str, Value], ...] | None = None
         if setup.plan.twin is not None:
-            found = twin(setup.plan, setup.inst, setup.command, setup.statuses, self.ui,
-                         lambda plan, line: Tuning(plan, self.ui).search(line))  # fmt: skip
+            found = self._twin(setup)
             setup, report, ranked = replace(setup, plan=found.plan), found.report, found.ranked
         ready = self._prepare(setup)
         if setup.plan.record:
@@ -182,6 +147,16 @@ class Tuning:
         if report is not None:
             extra["twin"] = self._said(ready, result, report).to_json()
         return Outcome(result, ready.space, s.inst.vendor.value, s.command, extra)
+
+    def _twin(self, setup: Setup) -> Twinned:
+        """The simulated twin's study (``--twin``): started, searched here as a study of its
+        own (nothing said or handed over), then what it found for the real study."""
+        start = twin_start(setup.plan, setup.inst, setup.command, self.ui)
+        try:
+            Tuning(start.plan, self.ui).search(list(start.line))
+        except NothingFaithful as exc:  # the program's profile calls for nothing it models
+            return twin_nothing(start, setup.plan, setup.inst, setup.command, exc, self.ui)
+        return twin_found(start, setup.plan, setup.inst, setup.command, setup.statuses, self.ui)
 
     def search(self, command: Sequence[str]) -> TuneResult:
         """The study of ``command`` alone, nothing said or handed over: a twin's search."""

@@ -11,9 +11,8 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from commtune.knobs import (
     KnobStatus,
@@ -38,9 +37,6 @@ from commtune.tune import CONTENDERS
 
 SEARCH_SHARE = 2 / 3  # a twin's share of --sim-budget for its search (the scaling: the rest)
 
-# runs the simulated study of ``plan`` on ``line`` (Tuning.search): a search-only call
-Search = Callable[[Plan, Sequence[str]], Any]
-
 
 @dataclass(frozen=True)
 class Twinned:
@@ -53,11 +49,27 @@ class Twinned:
     report: TwinReport
 
 
-def twin(plan: Plan, inst: Installation, command: Sequence[str],
-         statuses: Mapping[str, KnobStatus], ui: Progress, search: Search) -> Twinned:  # fmt: skip
-    """The simulated study of ``plan.twin``, tuned as ``inst``'s library, and the real
-    study's plan: the configurations it found faster than the library's own decision, best
-    first, in the real library's settings, for the verdict to test in that order."""
+@dataclass(frozen=True)
+class TwinStart:
+    """The simulated study about to be searched (its ``plan`` and smpirun ``line``), with what
+    is known before it: the simulator, the library's decision as it ports it (``base``), the
+    timed first run's wall time, when the twin started and its report so far."""
+
+    plan: Plan
+    line: tuple[str, ...]
+    sim: Installation
+    base: Mapping[str, str]
+    wall: float
+    start: float
+    report: TwinReport
+
+
+def twin_start(plan: Plan, inst: Installation, command: Sequence[str],
+               ui: Progress) -> TwinStart:  # fmt: skip
+    """The simulated study of ``plan.twin``, tuned as ``inst``'s library, before its search:
+    the program timed once on the simulator, the search's runs from what ``--sim-budget``
+    leaves. The service runs its search (``Tuning.search``), then :func:`twin_found` (or,
+    where it models nothing, :func:`twin_nothing`)."""
     line = list(plan.twin or ())
     sim = _simulator(line, inst, command)
     base = sim.impl.decides_as(inst.impl) or {}
@@ -81,16 +93,28 @@ def twin(plan: Plan, inst: Installation, command: Sequence[str],
     report = TwinReport(study=name, metric=plan.metric, wall_per_run=wall,
                         reference=f"{inst.impl.title}'s own decision as {sim.impl.title} ports it",
                         defaults_simulated=first.secondary.get(own.spec))  # fmt: skip
-    try:
-        search(simulated_study(plan, inst.vendor.value, name, runs), line)
-    except NothingFaithful as exc:  # the program's profile calls for nothing it models
-        return _nothing(plan, inst, command, sim, report, exc, ui)
-    view = StudyView(load_study(plan.storage, name)[1])
+    return TwinStart(simulated_study(plan, inst.vendor.value, name, runs), tuple(line), sim,
+                     base, wall, start, report)  # fmt: skip
+
+
+def twin_nothing(start: TwinStart, plan: Plan, inst: Installation, command: Sequence[str],
+                 exc: NothingFaithful, ui: Progress) -> Twinned:  # fmt: skip
+    """The twin's search found nothing it models (``exc``): see :func:`_nothing`."""
+    return _nothing(plan, inst, command, start.sim, start.report, exc, ui)
+
+
+def twin_found(start: TwinStart, plan: Plan, inst: Installation, command: Sequence[str],
+               statuses: Mapping[str, KnobStatus], ui: Progress) -> Twinned:  # fmt: skip
+    """After the twin's search: the real study's plan, the configurations it found faster
+    than the library's own decision, best first, in the real library's settings, for the
+    verdict to test in that order."""
+    sim, line = start.sim, list(start.line)
+    view = StudyView(load_study(plan.storage, start.report.study)[1])
     ranking = _ranking(view, sim, inst, statuses, plan.min_gain)
-    rows = scaling(line, sim, base, ranking[0].sim if ranking else None, wall,
-                   plan.reference_timeout, plan.sim_budget - (time.perf_counter() - start),
-                   ui)  # fmt: skip
-    report = replace(report, runs=len(view.ran()), ranking=ranking, scaling=rows)
+    rows = scaling(line, sim, start.base, ranking[0].sim if ranking else None, start.wall,
+                   plan.reference_timeout,
+                   plan.sim_budget - (time.perf_counter() - start.start), ui)  # fmt: skip
+    report = replace(start.report, runs=len(view.ran()), ranking=ranking, scaling=rows)
     found = _real(plan, inst, statuses, view, sim, report)
     if found.ranked is None or not racing_allowed(found.plan, inst):
         return found
