@@ -175,7 +175,24 @@ class Narrowing:
         return data
 
 
-def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowing | None]:
+@dataclass(frozen=True)
+class InRunDecided:
+    """The in-run route's outcome: the study decided by its race and the answer's whole
+    runs, as ``tune`` reports every study."""
+
+    result: TuneResult
+
+
+@dataclass(frozen=True)
+class ToSearch:
+    """The route to the whole-run search: the study to search (``ready``: its space after any
+    collective raced first, its runs less theirs) and the races made first (None: none)."""
+
+    ready: Ready
+    first: Narrowing | None = None
+
+
+def narrowed(ready: Ready, twinned: bool, ui: UI) -> ToSearch:
     """A mixed space (issue 77): where a new study's space holds, beside other knobs,
     collectives' algorithm variables the library switches while the program runs, each such
     collective is raced in-run in turn (:func:`commtune.tune.halving`, up to
@@ -186,22 +203,22 @@ def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowing | No
     resumed, or joined by another worker, keeps its stored space and counts its raced runs."""
     s, space = ready.setup, ready.space
     if not (_plain(ready, twinned) and len(space.dimensions) > 1):
-        return ready, None
+        return ToSearch(ready)
     found = _racable_dims(space, s.inst)
     if not found:
-        return ready, None
+        return ToSearch(ready)
     stored = _stored(ready)
     if stored is not None:  # resumed: its space, its raced runs spent
         space_of, done = stored
-        return (_with(ready, space_of, done.runs if done else 0) if space_of.names == space.names
-                else ready), done  # fmt: skip
+        return ToSearch(_with(ready, space_of, done.runs if done else 0)
+                        if space_of.names == space.names else ready, done)  # fmt: skip
     knobs = {d.knob.name: d.knob for d in space.dimensions}
     theirs = chosen_elsewhere(ready.store, ready.target.study, space.library, knobs, RACE_KEY,
                               "race", ui)  # fmt: skip
     if theirs is not None:  # another worker raced it: its space and the runs it took
         joined = _stored(ready)
         spent = joined[1].runs if joined and joined[1] else 0
-        return (_with(ready, theirs, spent) if theirs.names == space.names else ready), None
+        return ToSearch(_with(ready, theirs, spent) if theirs.names == space.names else ready)
     dims, races, spent, spare = list(space.dimensions), [], 0, _spare(s.plan)
     for k, (d, how) in enumerate(found):
         runs = s.plan.inrun_runs if spare is None else min(s.plan.inrun_runs, spare - spent)
@@ -217,19 +234,19 @@ def narrowed(ready: Ready, twinned: bool, ui: UI) -> tuple[Ready, Narrowing | No
             keep = d.knob.parse(one.answer.name) if one.answer else d.reference.default
             dims[dims.index(d)] = replace(d, values=(keep,))
     if not races:
-        return ready, None
+        return ToSearch(ready)
     return _spent(ready, Space(space.library, tuple(dims)), races, spent)
 
 
 def _spent(ready: Ready, space: Space, races: Sequence[dict[str, Any]],
-           spent: int) -> tuple[Ready, Narrowing]:  # fmt: skip
+           spent: int) -> ToSearch:  # fmt: skip
     """``ready`` searching ``space`` on whole runs after ``races`` took ``spent`` real runs,
     and the record of them, stored with the study now (a joining worker counts them)."""
     done = Narrowing(tuple(races), spent)
     narrow = _with(ready, space, spent)
     open_study(narrow.store.optuna, narrow.target)
     done.stored(narrow.store, narrow.target.study)
-    return narrow, done
+    return ToSearch(narrow, done)
 
 
 def _narrow(ready: Ready, how: InRun, seed: int, runs: int, ui: UI) -> Narrowed:
@@ -367,7 +384,7 @@ def _why_not(space: Space, inst: Installation) -> str:
             f"has {', '.join(space.names)}")  # fmt: skip
 
 
-def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Narrowing]:
+def race_study(ready: Ready, how: InRun, ui: UI) -> InRunDecided | ToSearch:
     """The study of ``how`` raced in-run (:func:`commtune.tune.halving`), its answer checked
     on whole runs and stored as the study's verdict (``export`` and ``run --study`` take it).
     A raced run that fails in a candidate is raced again without it (:func:`_raced`). Where
@@ -405,8 +422,8 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> TuneResult | tuple[Ready, Na
         ui.info(said)
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
-    return result_of(target.study, ready.setup.inst, how, runs, raced.pooled, acc, check,
-                   crashed.failed)  # fmt: skip
+    return InRunDecided(result_of(target.study, ready.setup.inst, how, runs, raced.pooled, acc,
+                                  check, crashed.failed))  # fmt: skip
 
 
 def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RacedRun], crashed: Crashed,
@@ -437,7 +454,7 @@ def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RacedRun], cr
             how = replace(how, names=keep)
 
 
-def _whole(ready: Ready, how: InRun, runs: int, ui: UI, why: str) -> tuple[Ready, Narrowing]:
+def _whole(ready: Ready, how: InRun, runs: int, ui: UI, why: str) -> ToSearch:
     """Why ``how`` was not raced, said; the study's space to be searched on whole runs, less
     the ``runs`` raced runs made (:func:`_spent`)."""
     ui.warn(f"{how.op}: {why}; the space is searched on whole runs, each candidate alone")

@@ -53,7 +53,7 @@ from commtune.service._as import (
 from commtune.service._check import check
 from commtune.service._common import default_study_name, open_store, probe, profiling, slurm_nodes
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
-from commtune.service._inrun import inrun_of, narrowed, race_study
+from commtune.service._inrun import InRunDecided, inrun_of, narrowed, race_study
 from commtune.service._observer import StudyObserver
 from commtune.service._simulation import budgeted, cost, simulated_plan
 from commtune.service._space import check_training_study, guided_space
@@ -128,14 +128,16 @@ class Tuning:
         if setup.plan.record:
             return self._record(ready)
         how = inrun_of(ready, report is not None and not report.in_run, self.ui)
-        raced = race_study(ready, how, self.ui) if how is not None else None
-        if isinstance(raced, TuneResult):  # (a twin's field too: service._twin.in_run_field)
+        route = (race_study(ready, how, self.ui) if how is not None
+                 else narrowed(ready, report is not None, self.ui))  # fmt: skip
+        if isinstance(route, InRunDecided):  # (a twin's field too: service._twin.in_run_field)
+            raced = route.result
             twin_said = {"twin": self._said(ready, raced, report).to_json()} if report else {}
             acc = raced.acceptance
             said = {"reference": reference_words(setup.inst, None, {}), **twin_said,
                     "inrun": acc.to_json()["extra"] if acc else None}  # fmt: skip
             return Outcome(raced, ready.space, setup.inst.vendor.value, setup.command, said)
-        ready, first = raced or narrowed(ready, report is not None, self.ui)  # whole runs
+        ready, first = route.ready, route.first  # the whole-run search
         result, extra = self._tuned(ready, ranked)
         s = ready.setup
         if first is not None:  # its raced runs are the study's too
