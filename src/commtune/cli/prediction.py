@@ -94,11 +94,9 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     files = cluster_files(args, inst, "training on")
     cluster = None
     if files is not None:  # checked before anything is written; the model is stored under it
-        from commtune.mpi import launch_files
+        from commtune.mpi import launch_files, launch_line
 
-        platform_file, hostfile = files
-        cluster = launch_files([inst.launcher, "-np", str(max(ranks)), "-platform",
-                                platform_file, "-hostfile", hostfile]).cluster  # fmt: skip
+        cluster = launch_files(launch_line(*files, max(ranks))).cluster
     configs_per_point = args.configs or (8 if args.quick else 12)
     budget = args.budget or (90 if args.quick else 312)
     n_points = budget // (configs_per_point + 1)
