@@ -371,7 +371,7 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
     noise = view.noise()
     verdict = view.acceptance()
     runs = view.runs_spent(verdict)
-    from commtune.study import Gate
+    from commtune.study import Gate, InRunFinding
 
     if verdict is not None and verdict.gate is Gate.INRUN:  # raced: no trials
         from commtune.report import inrun_table, verdict_lines
@@ -379,7 +379,8 @@ def cmd_show(args: argparse.Namespace, command: list[str] | None) -> int:
         ui.print(inrun_table(verdict))
         for line in verdict_lines(verdict):
             ui.info(line)
-        raced = getattr(verdict.finding, "raced_runs", 0)
+        found = verdict.finding_of(InRunFinding)
+        raced = found.raced_runs if found else 0
         runs += raced
         ui.info(f"{runs} runs: {raced} raced, the rest whole runs")
     else:

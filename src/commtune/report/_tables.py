@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich import box
 from rich.table import Table
@@ -11,9 +11,11 @@ from rich.text import Text
 
 from commtune.knobs import Value
 
+F = TypeVar("F")
+
 if TYPE_CHECKING:
     from commtune.knobs import KnobStatus
-    from commtune.study import Acceptance, InRunFinding
+    from commtune.study import Acceptance
     from commtune.tune import TuneResult
 
 
@@ -75,7 +77,9 @@ def result_table(result: TuneResult, defaults: Mapping[str, Value]) -> Table:
 
 def inrun_table(acc: Acceptance) -> Table:
     """An in-run race's candidates, per call, pooled over its raced runs."""
-    found = _inrun_finding(acc)
+    from commtune.study import InRunFinding
+
+    found = _found(acc, InRunFinding)
     table = compact_table(f"{found.op} raced in-run ({found.raced_runs} run(s))")
     for name in ("algorithm", "blocks", "us a call", "ref us", "speedup", "interval"):
         table.add_column(name, justify="left" if name == "algorithm" else "right")
@@ -92,12 +96,12 @@ def inrun_table(acc: Acceptance) -> Table:
     return table
 
 
-def _inrun_finding(acc: Acceptance) -> InRunFinding:
-    from commtune.study import InRunFinding
-
-    if not isinstance(acc.finding, InRunFinding):
-        raise TypeError(f"not an in-run verdict: {acc.gate}")
-    return acc.finding
+def _found(acc: Acceptance, kind: type[F]) -> F:
+    """The verdict's finding, the record of its gate (``kind``)."""
+    found = acc.finding_of(kind)
+    if found is None:
+        raise TypeError(f"a {acc.gate} verdict without its {kind.__name__}")
+    return found
 
 
 def noise_line(result: TuneResult) -> str:
@@ -128,7 +132,7 @@ def verdict_lines(acc: Acceptance | None) -> list[str]:
         return _inrun_lines(acc)
     if not acc.default_values:
         return [f"not accepted ({acc.reason}): the default stays"]
-    found = acc.finding if isinstance(acc.finding, StrictFinding) else StrictFinding()
+    found = acc.finding_of(StrictFinding) or StrictFinding()
     stat = found.statistic or "median"
     lines = []
     candidates = acc.candidates
@@ -173,7 +177,9 @@ def verdict_lines(acc: Acceptance | None) -> list[str]:
 
 def _inrun_lines(acc: Acceptance) -> list[str]:
     """An in-run race's verdict: the raced calls' test (the promise), the whole runs beside."""
-    found = _inrun_finding(acc)
+    from commtune.study import InRunFinding
+
+    found = _found(acc, InRunFinding)
     head = f"verdict in {found.raced_runs} raced run(s), {sum(found.calls)} calls of {found.op}"
     dropped = [f"{name} ({where})" for name, where in found.dropped.items()]
     if dropped:  # a raced run died in them: never evidence, never handed back
@@ -201,10 +207,11 @@ def _inrun_lines(acc: Acceptance) -> list[str]:
 
 def _exact_lines(acc: Acceptance) -> list[str]:
     """The verdict of a study whose runs do not differ (a deterministic simulation)."""
-    found = acc.finding
-    said = getattr(found, "said", None) or acc.reason
-    lines = [f"verdict from deterministic runs ({getattr(found, 'arms', None) or 0} "
-             f"configurations measured once, the fastest once more): {said}"]  # fmt: skip
+    from commtune.study import ExactFinding
+
+    found = _found(acc, ExactFinding)
+    lines = [f"verdict from deterministic runs ({found.arms or 0} configurations measured "
+             f"once, the fastest once more): {found.said or acc.reason}"]  # fmt: skip
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: trial {acc.trial}"]
     return [*lines, "[yellow]not accepted[/yellow]: the default stays"]
@@ -214,13 +221,13 @@ def _risk_lines(acc: Acceptance) -> list[str]:
     """``--gate risk``'s verdict (:mod:`commtune.rule`): each configuration tested beside
     the defaults, what its runs there say, and the rule's sentence for the one handed back
     (or, where none passed, the best tested)."""
-    found = acc.finding
-    ranked = (
-        "ranked by the simulation" if getattr(found, "twin", None) else "measured by the search"
-    )
+    from commtune.study import RiskFinding
+
+    found = _found(acc, RiskFinding)
+    ranked = "ranked by the simulation" if found.twin else "measured by the search"
     head = (
-        f"verdict on fresh runs ({getattr(found, 'arms', None) or 0} configurations {ranked}, "
-        f"{getattr(found, 'tested', None) or 0} tested beside the defaults in {acc.runs()} runs)"
+        f"verdict on fresh runs ({found.arms or 0} configurations {ranked}, "
+        f"{found.tested or 0} tested beside the defaults in {acc.runs()} runs)"
     )
     lines = [head]
     for c in acc.candidates:
@@ -234,10 +241,9 @@ def _risk_lines(acc: Acceptance) -> list[str]:
                 f"  {name} ({len(c['values'])} runs): {c['speedup']:.3f}x "
                 f"({low:.3f}-{high:.3f}), p = {c['p_value']:.2g}: {end}"
             )
-    winner = getattr(found, "label", None) or f"trial {acc.trial}"
-    said = getattr(found, "said", None)
-    if said:
-        lines.append(f"{winner}: {said}")
+    winner = found.label or f"trial {acc.trial}"
+    if found.said:
+        lines.append(f"{winner}: {found.said}")
     if acc.accepted:
         return [*lines, f"[green]accepted[/green]: {winner}"]
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]

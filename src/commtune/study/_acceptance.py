@@ -13,16 +13,24 @@ import contextlib
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from commtune.errors import UsageError
 from commtune.knobs import Value
-from commtune.study._findings import Finding, Notes, finding_from
+from commtune.study._findings import (
+    Finding,
+    Notes,
+    RiskFinding,
+    StrictFinding,
+    finding_from,
+)
 from commtune.study._gate import Gate
 from commtune.study._record import StudySpec, set_spec
 
 if TYPE_CHECKING:
     import optuna
+
+F = TypeVar("F")
 
 ACCEPTANCE = "acceptance"
 FORMAT = 2
@@ -68,10 +76,21 @@ class Acceptance:
         defaults: not accepted; ``commtune check`` or ``run --study`` measures it first."""
         return not self.accepted and bool(self.notes.proposal)
 
+    def finding_of(self, kind: type[F]) -> F | None:
+        """The finding, where it is a ``kind`` (the gate's own record); else None."""
+        return self.finding if isinstance(self.finding, kind) else None
+
     @property
     def candidates(self) -> Sequence[Mapping[str, Any]]:
         """Every configuration the verdict tested, as its gate lists them (none: ())."""
-        return getattr(self.finding, "candidates", ())
+        found = self.finding
+        return found.candidates if isinstance(found, RiskFinding | StrictFinding) else ()
+
+    @property
+    def objectives(self) -> Mapping[str, Any]:
+        """The further metrics of the configuration handed back, beside the defaults'."""
+        found = self.finding
+        return (found.objectives or {}) if isinstance(found, RiskFinding | StrictFinding) else {}
 
     def runs(self) -> int:
         """The confirmation's runs: the default's and every candidate's."""

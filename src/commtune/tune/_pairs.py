@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from commtune import rule
 from commtune.knobs import Value
+from commtune.trial import Executor
 
 
 class Ran(Protocol):
@@ -202,18 +203,21 @@ def lone(
             stop = Stop.FAILED
             break
         defaults, mine = entrant.pairs()
-        test = rule.test(defaults, mine, limit=rule.limit_at(looks, n), tolerance=tolerance,
-                         min_gain=min_gain)  # fmt: skip
-        if test.passed:
-            stop = Stop.PASSED
-            break
-        if (
-            slower is not None
-            and n >= slower.after
-            and (test.interval[1] < slower.negligible or test.speedup <= 1.0)
-        ):
-            stop = Stop.NO_FASTER
-            break
+        limit = rule.limit_at(looks, n)
+        judged = slower is not None and n >= slower.after  # check's no-faster stop applies
+        if limit > 0 or judged:  # the rule's test where a look or the stop reads it
+            test = rule.test(defaults, mine, limit=limit, tolerance=tolerance,
+                             min_gain=min_gain)  # fmt: skip
+            if test.passed:
+                stop = Stop.PASSED
+                break
+            if (
+                slower is not None
+                and judged
+                and (test.interval[1] < slower.negligible or test.speedup <= 1.0)
+            ):
+                stop = Stop.NO_FASTER
+                break
         if hopeless and not rule.could_pass(looks, defaults, mine, tolerance):
             stop = Stop.HOPELESS
             break
@@ -227,7 +231,8 @@ def lone(
     return Lone(tuple(defaults), tuple(mine), test, tuple(looks), stop, entrant.failed)
 
 
-def executor_runner(executor: Any, timeout: float, configured: Any = None) -> Runner:
+def executor_runner(executor: Executor, timeout: float,
+                    configured: Executor | None = None) -> Runner:  # fmt: skip
     """The runs of a ``trial.Executor``: the defaults' by ``executor``, the configuration's by
     ``configured`` (the same if None: it may carry variables only the configuration sets)."""
 

@@ -56,8 +56,8 @@ class TuneResult:
         # but not confirmed, is under its name (``search_speedup``); what nothing measured
         # is null, never 1.0
         # --gate risk's figures (None under the strict gate)
-        risky = acc.finding if acc is not None and isinstance(acc.finding, RiskFinding) else None
-        found = acc.finding if acc is not None else None
+        risky = acc.finding_of(RiskFinding) if acc is not None else None
+        raced = acc.finding_of(InRunFinding) if acc is not None else None
         return {
             "study": self.study,
             "trials": self.trials,
@@ -79,9 +79,7 @@ class TuneResult:
             # measured nothing were dropped, and why each was
             "reduced_from": acc.notes.reduced_from if acc else None,
             # an in-run verdict's: the candidates a crash put out
-            "dropped": (found.dropped if isinstance(found, InRunFinding) else acc.notes.dropped)
-            if acc
-            else None,
+            "dropped": (raced.dropped if raced else acc.notes.dropped) if acc else None,
             "confirmed": [
                 {k: c[k] for k in ("trial", "params", "speedup", "ci", "p_value", "faster")}
                 | {"failure": c["failure"], "dropped": c.get("dropped"), "label": c.get("label")}
@@ -89,7 +87,7 @@ class TuneResult:
                 | {"paired": _paired(c, risky)}
                 for c in (acc.candidates if acc else [])
             ],
-            "objectives": getattr(found, "objectives", None) or {},
+            "objectives": dict(acc.objectives) if acc else {},
             "pareto": self.pareto,
             "not_applied": self.not_applied,
             "runs": self.runs,
@@ -97,7 +95,10 @@ class TuneResult:
             "gate": (acc.gate or Gate.STRICT).value if acc else None,
             "expected": acc.speedup if risky and acc else None,
             "interval": list(acc.ci) if risky and acc and acc.ci else None,
-            **{k: getattr(risky, k, None) for k in ("share", "tolerance", "evidence_runs", "said")},
+            "share": risky.share if risky else None,
+            "tolerance": risky.tolerance if risky else None,
+            "evidence_runs": risky.evidence_runs if risky else None,
+            "said": risky.said if risky else None,
             "more_runs": risky.more_runs if risky else None,
         }
 
