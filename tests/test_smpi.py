@@ -84,6 +84,40 @@ def test_a_bad_cluster_or_smpirun_line_is_one_clear_error(tmp_path: Path) -> Non
         launch_files(["smpirun", "-platform", platform, "-hostfile", str(other), "./a"])
 
 
+def test_what_a_run_kind_can_do_is_asked_of_its_runs_record(tmp_path: Path) -> None:
+    """Issue 94: a simulated cluster's runs are traced by the launcher, deterministic, not
+    raced in-run, their wall time a cost and their nodes stored as the cluster; a real
+    installation's are none of these; ``--platform`` on a real MPI is one clear error, and the
+    stored nodes read back in the words of the command that made them."""
+    from commtune.mpi import nodes_words
+
+    platform, hosts = write_cluster(Cluster(4), str(tmp_path / "c"))
+    sim = FAKE.runs(["smpirun", "-np", "4", "-platform", platform, "-hostfile", hosts, "./a"])
+    assert (sim.traced, sim.deterministic, sim.in_run, sim.wall_is_cost) == (
+        True,
+        True,
+        False,
+        True,
+    )
+    assert sim.nodes is not None and "4 ranks" in sim.nodes and sim.said is not None
+    assert sim.model_key is not None and "ranks" not in sim.model_key
+    assert nodes_words(sim.nodes).startswith("; runs on a simulated cluster: 4 ranks")
+    given = FAKE.runs_on(platform, hosts, "training on", 4)
+    assert given.files == (platform, hosts) and given.model_key == sim.model_key
+    real = Installation(Vendor.OPENMPI, "4.1", "ob1", "/x/mpirun", "/x/mpicc")
+    here = real.runs(["mpirun", "-np", "4", "./a"])
+    assert (here.traced, here.deterministic, here.in_run, here.wall_is_cost) == (
+        False,
+        False,
+        True,
+        False,
+    )
+    assert (here.nodes, here.model_key, here.said) == (None, None, None)
+    assert nodes_words("node-[1-2]") == "; Slurm nodes: node-[1-2]" and nodes_words(None) == ""
+    with pytest.raises(UsageError, match="--platform and --hostfile describe a simulated"):
+        real.runs_on(platform, hosts, "training on", 4)
+
+
 def test_a_cluster_grows_with_its_taper_and_either_rank_flag(tmp_path: Path) -> None:
     """Issue 76: a 9-node fat tree tapered 2:1 (3 leaves, max(1, 3 // 2) = 1 top switch)
     grown 4x keeps its taper: 36 nodes, 6 leaves, 3 tops (recovered as 3 // 1 = 3 before,

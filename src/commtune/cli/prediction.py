@@ -12,7 +12,6 @@ from commtune.cli._common import (
     add_json,
     add_mpi,
     add_storage,
-    cluster_files,
     need_command,
     positive,
     print_json,
@@ -91,12 +90,9 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
         raise UsageError(f"--np {args.np!r}: expected rank counts such as 2,4") from None
     if not ranks or min(ranks) < 2:
         raise UsageError("--np: the training benchmark needs at least 2 ranks")
-    files = cluster_files(args, inst, "training on")
-    cluster = None
-    if files is not None:  # checked before anything is written; the model is stored under it
-        from commtune.mpi import launch_files, launch_line
-
-        cluster = launch_files(launch_line(*files, max(ranks))).cluster
+    # checked before anything is written; the model is stored under its cluster
+    runs = inst.runs_on(args.platform, args.hostfile, "training on", max(ranks))
+    cluster = runs.model_key
     configs_per_point = args.configs or (8 if args.quick else 12)
     budget = args.budget or (90 if args.quick else 312)
     n_points = budget // (configs_per_point + 1)
@@ -112,7 +108,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     store, platform = open_store(url, inst, cluster)
     space = probe(space, launcher_for(inst), store, platform, ui)
     fingerprint = Fingerprint.of(inst, nodes=cluster)
-    points = design_points(n_points, ranks, args.seed, simulated=cluster is not None)
+    points = design_points(n_points, ranks, args.seed, simulated=runs.deterministic)
     configs = design_configs(space, configs_per_point, args.seed)
     ui.info(
         f"{inst.describe()}{'; ' + cluster if cluster else ''}; {len(points)} input points x "
@@ -120,7 +116,7 @@ def cmd_train(args: argparse.Namespace, command: list[str] | None) -> int:
     )
     start = time.perf_counter()
     made = collect(store, platform, inst, space, points, configs, ui,
-                   None if files else profiling(inst), simulated=files)  # fmt: skip
+                   None if runs.traced else profiling(inst), simulated=runs.files)  # fmt: skip
     minutes = (time.perf_counter() - start) / 60
     report = fit_and_store(store, platform, fingerprint, space, minutes, args.seed)
     for table in train_tables(report):
@@ -152,8 +148,8 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
 
     command = need_command(command)
     inst = resolve_command(command, args.mpi)
-    launch = inst.cluster(command)  # a simulated cluster's: its value the installation's
-    cluster = launch.cluster if launch is not None else None
+    runs = inst.runs(command)
+    cluster = runs.model_key
     metric = inst.impl.run_value if args.metric == "wall" else args.metric
     objective = Objective.parse(metric)
     ui = UI(json_mode=args.json)
@@ -196,7 +192,7 @@ def cmd_predict(args: argparse.Namespace, command: list[str] | None) -> int:
         notes=Notes(proposal=True, features=features),
     )
     if args.verify:
-        verdict, out["verify"] = _verify(executor, config, args, cluster is not None, verdict, ui)
+        verdict, out["verify"] = _verify(executor, config, args, runs.deterministic, verdict, ui)
     spec = StudySpec(list(command), inst.vendor.value, predictor.space.to_json(), metric, 1)
     save_result_study(
         store.optuna, name, spec, verdict, platform=Fingerprint.of(inst, nodes=cluster).key

@@ -25,12 +25,14 @@ from commtune.mpi._install import (
     default_installation,
     find_installation,
     find_installations,
+    find_simulators,
     installation_of,
     is_launcher,
     launcher_vendor,
     resolve_command,
 )
 from commtune.mpi._ompi_rules import COLL_IDS, format_rules, parse_rules
+from commtune.mpi._runs import Runs
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, linked_library
 from commtune.mpi._simgrid import (
     BUILD_HINT,
@@ -42,6 +44,7 @@ from commtune.mpi._simgrid import (
     grown,
     launch_files,
     launch_line,
+    nodes_words,
     read_platform,
     write_cluster,
 )
@@ -81,6 +84,7 @@ __all__ = [
     "Platform",
     "Profiled",
     "RulesError",
+    "Runs",
     "Segment",
     "Selection",
     "Variable",
@@ -88,6 +92,7 @@ __all__ = [
     "default_installation",
     "find_installation",
     "find_installations",
+    "find_simulators",
     "format_rules",
     "grown",
     "installation_of",
@@ -96,6 +101,7 @@ __all__ = [
     "launch_line",
     "launcher_vendor",
     "linked_library",
+    "nodes_words",
     "parse_rules",
     "read_calibration",
     "read_platform",

@@ -21,6 +21,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from commtune.errors import UsageError
+from commtune.mpi._runs import Runs
 from commtune.mpi._tools import output
 from commtune.mpi._vendor import MPIVendor, Vendor
 from commtune.settings import MPI_PATH
@@ -115,6 +116,23 @@ class Installation:
         from commtune.mpi._simgrid import launch_files
 
         return launch_files(command)
+
+    def runs(self, command: Sequence[str]) -> Runs:
+        """What the runs of ``command`` can do (:class:`Runs`): on the simulated cluster its
+        line names (checked: ``launch_files``), else on this machine."""
+        launch = self.cluster(command)
+        return Runs(launch, value_note=self.impl.run_value_note if launch else "")
+
+    def runs_on(self, platform: str | None, hostfile: str | None, doing: str,
+                ranks: int) -> Runs:  # fmt: skip
+        """The runs a command given ``--platform`` and ``--hostfile`` makes (checked as
+        :meth:`cluster_files` checks them), at up to ``ranks`` ranks."""
+        files = self.cluster_files(platform, hostfile, doing)
+        if files is None:
+            return Runs()
+        from commtune.mpi._simgrid import launch_files, launch_line
+
+        return Runs(launch_files(launch_line(*files, ranks)), files, self.impl.run_value_note)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -234,6 +252,17 @@ def _compiler_beside(vendor: Vendor, directory: str) -> str | None:
 
 
 @cache
+def find_simulators() -> tuple[Installation, ...]:
+    """The simulators installed on this machine (each ``Vendor.simulators()`` found)."""
+    found = []
+    for name in Vendor.simulators():
+        try:
+            found.append(find_installation(Vendor(name)))
+        except UsageError:
+            continue
+    return tuple(found)
+
+
 def find_installations() -> tuple[Installation, ...]:
     """Every MPI installation found (see the module docstring), each once: a family's
     launcher reached through another directory (Debian's alternatives, a symbolic link)

@@ -207,6 +207,9 @@ def read_platform(path: str) -> Platform:
     return Platform(path, frozenset(hosts), hashlib.sha256(data).hexdigest()[:12], comment)
 
 
+_SIMULATED = "simulated: "  # how a simulated cluster's nodes are stored
+
+
 @dataclass(frozen=True)
 class Launch:
     """What an ``smpirun`` line runs: ranks, platform, hostfile, program."""
@@ -218,13 +221,23 @@ class Launch:
 
     def describe(self) -> str:
         ranks = f"{self.ranks} ranks" if self.ranks else "ranks from the hostfile"
-        return f"simulated: {ranks} on {self.platform.comment} (platform {self.platform.digest})"
+        return f"{_SIMULATED}{ranks} on {self.platform.comment} (platform {self.platform.digest})"
 
     @property
     def cluster(self) -> str:
         """The simulated cluster alone, whatever the rank count: the platform a model
         trained at several rank counts is stored under."""
-        return f"simulated: {self.platform.comment} (platform {self.platform.digest})"
+        return f"{_SIMULATED}{self.platform.comment} (platform {self.platform.digest})"
+
+
+def nodes_words(nodes: str | None) -> str:
+    """Stored nodes (``Launch.describe``, or Slurm's node list) in the words of the command
+    that made them: a simulated cluster as ``commtune cluster`` describes it, else Slurm's."""
+    if not nodes:
+        return ""
+    if nodes.startswith(_SIMULATED):
+        return f"; runs on a simulated cluster: {nodes.removeprefix(_SIMULATED)}"
+    return f"; Slurm nodes: {nodes}"
 
 
 _WITH_VALUE = {"-np", "-n", "-platform", "-hostfile", "-machinefile", "-bandwidth", "-latency",

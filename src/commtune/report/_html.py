@@ -16,6 +16,7 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from commtune.mpi import nodes_words
 from commtune.report import _plots as plots
 from commtune.report._study_data import StudyData
 from commtune.study import InRunFinding
@@ -125,16 +126,6 @@ def _section(prefix: str, ident: str, title: str, body: str) -> str:
     return f'<section id="{_e(prefix + ident)}"><h2>{_e(title)}</h2>{body}</section>'
 
 
-def _nodes(nodes: str | None) -> str:
-    """The nodes the runs went to, in the words the command that made them used: a
-    simulated cluster as ``commtune cluster`` describes it, else Slurm's node list."""
-    if not nodes:
-        return ""
-    if nodes.startswith("simulated: "):
-        return f"; runs on a simulated cluster: {nodes.removeprefix('simulated: ')}"
-    return f"; Slurm nodes: {nodes}"
-
-
 def _summary(s: StudyData, prefix: str) -> str:
     platform = s.platform or {}
     facts = [
@@ -142,7 +133,7 @@ def _summary(s: StudyData, prefix: str) -> str:
         ("MPI library", f"{s.spec.library} {platform.get('mpi_version', '')} "
                         f"({platform.get('mpi_device', '')})"),
         ("platform", f"{platform.get('cpu_model', '?')}, {platform.get('cores', '?')} cores"
-                     + _nodes(platform.get("nodes"))),
+                     + nodes_words(platform.get("nodes"))),
         ("metric", f"{s.spec.metric} ({s.spec.statistic} of up to {s.spec.repeats} runs)"),
         ("runs", f"{s.runs} in all; noise {100 * s.noise_cv:.1f} % (CV of a configuration's "
                  f"runs), drift {s.drift:.2f}x"),

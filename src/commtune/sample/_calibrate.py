@@ -65,8 +65,7 @@ from commtune.mpi import (
     SIMULATOR_NEEDED,
     Calibration,
     Installation,
-    Vendor,
-    find_installation,
+    find_simulators,
     launch_line,
     speed_args,
     write_cluster,
@@ -164,12 +163,8 @@ def draw_sizes(count: int, largest: int, seed: int) -> list[int]:
 
 def simulator() -> Installation:
     """The installed simulator (smpicc and smpirun); UsageError naming the package."""
-    for vendor in Vendor:
-        if vendor.impl.simulated:
-            try:
-                return find_installation(vendor)
-            except UsageError:
-                break
+    for sim in find_simulators():
+        return sim
     raise UsageError(f"calibrate checks the cluster it writes in the simulator: it needs "
                      f"{SIMULATOR_NEEDED}")  # fmt: skip
 

@@ -87,7 +87,7 @@ def build_programs(plan: Plan, directory: str, ui: UI) -> list[Path]:
     (``NAME.<its name>``), copied into ``directory``."""
     import shutil
 
-    from commtune.mpi import Vendor, find_installation
+    from commtune.mpi import find_simulators
 
     out = Path(directory)
     if out.exists() and not out.is_dir():
@@ -96,12 +96,9 @@ def build_programs(plan: Plan, directory: str, ui: UI) -> list[Path]:
     inst = installation_of(plan.mpi)
     built = [native.build(inst, p) for p in PROGRAMS] + [native.build_io(inst)[0]]
     made = [Path(shutil.copy2(b, out / b.name)) for b in built]
-    for name in Vendor.simulators():
-        try:
-            sim = find_installation(Vendor(name))
-        except UsageError:
-            continue
-        made += [Path(shutil.copy2(native.build(sim, p), out / f"{Path(p).stem}.{name}"))
+    for sim in find_simulators():
+        tag = sim.vendor.value
+        made += [Path(shutil.copy2(native.build(sim, p), out / f"{Path(p).stem}.{tag}"))
                  for p in PROGRAMS]  # fmt: skip
     for path in made:
         ui.info(f"built {path}")

@@ -294,7 +294,7 @@ def _plain(ready: Ready, twinned: bool) -> bool:
     """The study's real runs may race in-run: not a simulation, a template, ``--as``, a
     twin or Slurm jobs, and the plan allows it (:func:`plan_races`)."""
     s = ready.setup
-    return (s.cluster is None and s.scale is None and s.library is None and not twinned
+    return (s.runs.in_run and s.scale is None and s.library is None and not twinned
             and plan_races(s.plan))  # fmt: skip
 
 

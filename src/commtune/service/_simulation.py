@@ -52,7 +52,7 @@ def budgeted(plan: Plan, inst: Installation, command: Sequence[str], base: Mappi
     return replace(plan, max_runs=runs, trials=runs, by_wall_time=False)
 
 
-def cost(store: Store, name: str, cluster: str, ui: Progress) -> dict[str, Any]:
+def cost(store: Store, name: str, cluster: str | None, ui: Progress) -> dict[str, Any]:
     """What the study of a simulated cluster cost: the wall time of its simulations (its
     values are simulated time), said and returned for ``--json``."""
     view = StudyView(optuna.load_study(study_name=name, storage=store.optuna))

@@ -31,6 +31,7 @@ SPACE_WAIT = 600.0  # seconds a worker waits for the study of the one that chose
 
 def guided_space(
     plan: Plan,
+    name: str,
     inst: Installation,
     statuses: Mapping[str, KnobStatus],
     look: Executor,
@@ -39,13 +40,12 @@ def guided_space(
 ) -> tuple[Space, list[Choice], RunRecord | None]:
     """No knob named: the space one profiled run of the defaults (by ``look``) calls for
     (``profile.guided``), each knob with its reason, and that run (the reference's
-    first); a study resumed keeps its own space."""
-    assert plan.study is not None
+    first); a study ``name`` resumed keeps its own space."""
     store = Store(plan.storage, create=False) if backend(plan.storage).exists() else None
     if store is not None:
         try:
-            study = optuna.load_study(study_name=plan.study, storage=store.optuna)
-            knobs = {name: s.knob for name, s in statuses.items()}
+            study = optuna.load_study(study_name=name, storage=store.optuna)
+            knobs = {k: s.knob for k, s in statuses.items()}
             return space_from_json(inst.vendor.value, spec_of(study).space, knobs), [], None
         except KeyError:
             pass  # a new study
@@ -63,7 +63,7 @@ def guided_space(
     if not choices:
         ui.info("the profile calls for no knob in particular: the default space")
         return default, [], run
-    theirs = _chosen_elsewhere(plan, inst, statuses, ui)
+    theirs = _chosen_elsewhere(plan.storage, name, inst, statuses, ui)
     if theirs is not None:
         return theirs, [], run
     ui.print(guided_table(choices, "the space, from the program's profile"))
@@ -71,13 +71,12 @@ def guided_space(
     return Space(inst.vendor.value, dims), choices, run
 
 
-def _chosen_elsewhere(plan: Plan, inst: Installation, statuses: Mapping[str, KnobStatus],
-                      ui: UI) -> Space | None:  # fmt: skip
+def _chosen_elsewhere(storage: str, name: str, inst: Installation,
+                      statuses: Mapping[str, KnobStatus], ui: UI) -> Space | None:  # fmt: skip
     """None where this worker is the first to choose the new study's space (its claim);
     else the space of the study that the worker which chose it made (waited for)."""
-    assert plan.study is not None
-    knobs = {name: s.knob for name, s in statuses.items()}
-    return chosen_elsewhere(Store(plan.storage), plan.study, inst.vendor.value, knobs, SPACE_KEY,
+    knobs = {k: s.knob for k, s in statuses.items()}
+    return chosen_elsewhere(Store(storage), name, inst.vendor.value, knobs, SPACE_KEY,
                             "profile", ui)  # fmt: skip
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from commtune.knobs import KnobStatus, Space
-from commtune.mpi import Installation, Launch, MPIVendor
+from commtune.mpi import Installation, MPIVendor, Runs
 from commtune.profile import Choice
 from commtune.service._observer import StudyObserver
 from commtune.store import Store
@@ -21,15 +21,15 @@ from commtune.tune import Target
 class Setup:
     """What the command and the plan resolve to before anything is chosen: the plan as the
     installation runs it, the command (a template's made), the installation and its knobs,
-    the simulated cluster it runs on (None: a real machine), the library it is tuned as
-    (``--as``) and that library's decision as the simulator ports it (``base``)."""
+    where its runs happen (:class:`Runs`: this machine or a simulated cluster), the library
+    it is tuned as (``--as``) and that library's decision as the simulator ports it (``base``)."""
 
     plan: Plan
     command: tuple[str, ...]
     scale: Scale | None
     inst: Installation
     statuses: Mapping[str, KnobStatus]
-    cluster: Launch | None = None
+    runs: Runs = field(default_factory=Runs)
     library: MPIVendor | None = None
     base: Mapping[str, str] = field(default_factory=dict)
 

@@ -198,11 +198,11 @@ class Tuning:
             return setup  # the twin's simulated study comes first, then the real one's plan
         library = as_library(plan, inst)
         base = {} if library is None else inst.impl.decides_as(library) or {}
-        cluster = inst.cluster(command)
-        if cluster is not None:
+        runs = inst.runs(command)
+        if runs.wall_is_cost:  # a simulation: its plan within the simulations' budget
             plan = budgeted(simulated_plan(plan, inst.impl, self.ui), inst, command, base,
                             self.ui)  # fmt: skip
-        return replace(setup, plan=plan, cluster=cluster, library=library, base=base)
+        return replace(setup, plan=plan, runs=runs, library=library, base=base)
 
     def _prepare(self, setup: Setup) -> Ready:
         """The space chosen and probed, the storage opened, the executor and observer built."""
@@ -212,23 +212,22 @@ class Tuning:
                             plan.across_nodes or on_testbed())  # fmt: skip
         predictor = None
         if plan.strategy == "predict":  # before anything is written: a model must exist
-            on = setup.cluster.cluster if setup.cluster else None
-            predictor = Predictor.load(model_store(plan.storage, inst), inst, False, ui, on)
+            predictor = Predictor.load(model_store(plan.storage, inst), inst, False, ui,
+                                       setup.runs.model_key)  # fmt: skip
         if setup.scale is not None and setup.scale.train_from:
             check_training_study(plan.storage, setup.scale, space)
         runner = SlurmJobs(plan.sbatch) if plan.sbatch is not None else run_process
         # each run its own job: rank 0's node writes the profile where the tuner reads it
         jobs_dir = str(runner.workdir) if isinstance(runner, SlurmJobs) else None
-        setup, space, guide, look = self._space(setup, space, runner, jobs_dir)
-        plan = setup.plan
+        space, guide, look, named = self._space(setup, space, runner, jobs_dir)
         if setup.library is not None:
             space = space_as(space, inst, setup.library)
         space = space.pinned(inst.impl.baseline(setup.command))  # a calibration's values
         # Everything is valid: from here on, the storage is written.
-        nodes = setup.cluster.describe() if setup.cluster else slurm_nodes(plan, setup.command)
+        nodes = setup.runs.nodes or slurm_nodes(plan, setup.command)
         store, platform = open_store(plan.storage, inst, nodes)
-        if setup.cluster is not None:
-            ui.info(f"{setup.cluster.describe()}: {inst.impl.run_value_note}")
+        if setup.runs.said:
+            ui.info(setup.runs.said)
         if setup.library is not None:
             title = setup.library.title
             ui.info(f"tuned as {title}: the reference is {title}'s own decision as "
@@ -249,7 +248,7 @@ class Tuning:
         )  # fmt: skip
         if look is not None:
             executor = Primed(executor, look)
-        name = plan.study or default_study_name(setup.command, inst.vendor.value, space)
+        name = named or default_study_name(setup.command, inst.vendor.value, space)
         target = Target.of(name, list(setup.command), space, plan, platform, inst.to_json(),
                            setup.scale)  # fmt: skip
         return Ready(setup, space, tuple(guide), store, target, executor,
@@ -257,26 +256,28 @@ class Tuning:
 
     def _space(
         self, setup: Setup, default: Space, runner: Any, jobs_dir: str | None
-    ) -> tuple[Setup, Space, list[Choice], RunRecord | None]:
+    ) -> tuple[Space, list[Choice], RunRecord | None, str | None]:
         """No knob named (and no template or table): the space the reference's first run,
-        profiled, calls for, the study named first; else ``default``."""
+        profiled, calls for, the study named first (by the default space: the name a
+        resumed study is found by), else ``default``; and the study's name (None: named
+        by the space)."""
         plan, inst = setup.plan, setup.inst
         named = plan.knobs or plan.presets or plan.record or setup.scale is not None
-        if named or not (plan.interposer or setup.cluster):
-            return setup, default, [], None
-        plan = replace(plan, study=plan.study or default_study_name(
-            setup.command, inst.vendor.value, default))  # fmt: skip
+        if named or not (plan.interposer or setup.runs.traced):
+            return default, [], None, plan.study
+        name = plan.study or default_study_name(setup.command, inst.vendor.value, default)
         launcher = launcher_for(inst, plan.through)
         if plan.interposer:
             look: Executor = LocalExecutor(launcher, setup.command, [], setup.objective,
                                            runner=runner, secondary=setup.secondary,
                                            profiling=profiling(inst, shared=jobs_dir))  # fmt: skip
-        else:  # a simulated cluster: the simulator's own trace
+        else:  # the launcher's own trace
             look = profiled(LocalExecutor(launcher, setup.command, [], setup.objective,
                                           runner=runner, secondary=setup.secondary,
                                           variables=setup.base))  # fmt: skip
-        space, guide, run = guided_space(plan, inst, setup.statuses, look, default, self.ui)
-        return replace(setup, plan=plan), space, guide, run
+        space, guide, run = guided_space(plan, name, inst, setup.statuses, look, default,
+                                         self.ui)  # fmt: skip
+        return space, guide, run, name
 
     def _observer(self, setup: Setup, store: Store, name: str, space: Space, platform: str,
                   predictor: Predictor | None) -> StudyObserver:  # fmt: skip
@@ -299,8 +300,8 @@ class Tuning:
         extra: dict[str, Any] = {}
         if ready.guide:
             extra["space_from_profile"] = [c.to_json() for c in ready.guide]
-        if s.cluster is not None:
-            extra["simulation"] = cost(ready.store, name, s.cluster.describe(), self.ui)
+        if s.runs.wall_is_cost:
+            extra["simulation"] = cost(ready.store, name, s.runs.nodes, self.ui)
         extra["reference"] = reference_words(s.inst, s.library, s.base)
         _with_the_verdict(ready.store, name, reference=extra["reference"])
         return result, extra

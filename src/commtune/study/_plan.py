@@ -1,7 +1,11 @@
 """A study's settings, as the user chooses them: one frozen :class:`Plan`, built at the edge
 (the command line, a script, a benchmark), every default in it once (argparse reads them
-from :data:`DEFAULTS`), handed down unchanged to the tuning service, the loop, the scheduler
-and the confirmation. What *defines* a study as stored (its command, space, metric, repeats,
+from :data:`DEFAULTS`), handed down to the tuning service, the loop, the scheduler and the
+verdict. A plan holds settings, never what a step found (a study's name from its space, a
+twin's ranking, a race's narrowing travel beside it); where a step runs under other
+settings than the user's, one named function makes them from the user's
+(``service.simulated_plan`` and ``budgeted``: a simulation's; the twin's real study,
+``service._twin``; ``tune.exact_plan``: a deterministic study's). What *defines* a study as stored (its command, space, metric, repeats,
 statistic) is its :class:`~commtune.study.StudySpec`, made from the plan by
 ``StudySpec.of``; the rest of a plan may change when a study is resumed."""
 
