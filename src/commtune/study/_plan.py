@@ -5,9 +5,10 @@ verdict. A plan holds settings, never what a step found (a study's name from its
 twin's ranking, a race's narrowing travel beside it); where a step runs under other
 settings than the user's, one named function makes them from the user's
 (``service.simulated_plan`` and ``budgeted``: a simulation's; the twin's real study,
-``service._twin``; ``tune.exact_plan``: a deterministic study's). What *defines* a study as stored (its command, space, metric, repeats,
-statistic) is its :class:`~commtune.study.StudySpec`, made from the plan by
-``StudySpec.of``; the rest of a plan may change when a study is resumed."""
+``service._twin``; ``tune.exact_plan``: a deterministic study's). What *defines* a study
+as stored (its command, space, metric, repeats, statistic) is its
+:class:`~commtune.study.StudySpec`, made from the plan by ``StudySpec.of``; the rest of a
+plan may change when a study is resumed."""
 
 from __future__ import annotations
 
