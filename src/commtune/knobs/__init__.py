@@ -20,6 +20,7 @@ from commtune.knobs._discovery import (
     list_mpit,
 )
 from commtune.knobs._knob import Dimension, Knob, KnobType, Space, Value
+from commtune.knobs._layer import read_layer, with_layer
 from commtune.knobs._select import build_space, space_from_json
 
 __all__ = [
@@ -44,7 +45,9 @@ __all__ = [
     "installed_knobs",
     "list_mpit",
     "load_catalog",
+    "read_layer",
     "selection_file_env",
     "space_from_json",
+    "with_layer",
     "with_segments",
 ]

@@ -55,6 +55,20 @@ def load_catalog(library: str) -> dict[str, Knob]:
     return out
 
 
+def layer_places(library: str, family: str) -> dict[str, tuple[tuple[str, ...], bool]]:
+    """Knob name -> (presets, in the default space) of a family ``library`` names only
+    (``MPIVendor.named_only``), as its catalog has them: its knobs' places when the run's
+    layer is that family's (``knobs.with_layer``)."""
+    data = json.loads(resources.files("commtune.knobs").joinpath("data", f"{library}.json")
+                      .read_text())  # fmt: skip
+    for fam in families.of(Vendor(library).impl):
+        if fam.name == family:
+            mine = data.get("env_prefix", "") if fam.env_prefix is None else fam.env_prefix
+            knobs = [_knob_from_json(e, library, mine) for e in fam.entries()]
+            return {k.name: (k.presets, k.default_space) for k in knobs}
+    return {}
+
+
 def knob_from_json(entry: dict[str, Any], library: str) -> Knob:
     """A knob stored with a study's space (one made from a library's variable)."""
     return replace(_knob_from_json(entry, library, ""), adhoc=True)

@@ -31,6 +31,7 @@ from commtune.mpi._install import (
     launcher_vendor,
     resolve_command,
 )
+from commtune.mpi._layer import Layer, with_program
 from commtune.mpi._ompi_rules import COLL_IDS, format_rules, parse_rules
 from commtune.mpi._runs import Runs
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, linked_library
@@ -78,6 +79,7 @@ __all__ = [
     "Installation",
     "Lack",
     "Launch",
+    "Layer",
     "MPISpec",
     "MPIVendor",
     "Piece",
@@ -109,5 +111,6 @@ __all__ = [
     "simulated_command",
     "simulated_time",
     "speed_args",
+    "with_program",
     "write_cluster",
 ]

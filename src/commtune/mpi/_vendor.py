@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from commtune.mpi._install import Installation
+    from commtune.mpi._layer import Layer
     from commtune.mpi._selection import Builtin, Segment, Selection
 
 
@@ -398,6 +399,26 @@ class MPIVendor(abc.ABC):
     def device_label(self, device: str) -> str:
         """The device as the user reads it (the fingerprint keeps ``device`` as found)."""
         return device
+
+    # -- the layers a run selects (issue 95) -------------------------------------------------
+    def layer_env(self) -> dict[str, str]:
+        """Variables that make a run say which layers it selected (:meth:`parse_layer`
+        reads what it says); none: the library cannot say."""
+        return {}
+
+    def parse_layer(self, stderr: str) -> Layer | None:
+        """The layer a run under :meth:`layer_env` says it selected; None: not said."""
+        return None
+
+    def layer_families(self, layer: Layer) -> tuple[str, ...]:
+        """The families of :attr:`named_only` a run that selected ``layer`` runs over (their
+        knobs then have their presets and places in the default space)."""
+        return ()
+
+    def unread(self, layer: Layer, knob: str) -> str | None:
+        """Why a run that selected ``layer`` does not read ``knob`` (its point-to-point layer
+        or the component serving its call is another's); None: it reads it."""
+        return None
 
     # -- a simulator standing for a real library ---------------------------------------------
     def decides_as(self, library: MPIVendor) -> dict[str, str] | None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from commtune.errors import UsageError
+from commtune.mpi._layer import Layer, parse_ompi_selection
 from commtune.mpi._ompi_rules import (
     FILE_ENV,
     RULES_SIZE_TOTAL,
@@ -252,6 +253,33 @@ class OpenMPI(MPIVendor):
             raise UsageError(f"cannot list Open MPI's variables: {info} failed")
         return parse_ompi_info(done.stdout)
 
+    def layer_env(self) -> dict[str, str]:
+        # each framework's selection said on stderr (coll: every communicator's stack)
+        return {f"{self.env_prefix}{name}_base_verbose": level
+                for name, level in (("pml", "10"), ("btl", "10"), ("mtl", "10"),
+                                    ("coll", "100"))}  # fmt: skip
+
+    def parse_layer(self, stderr: str) -> Layer | None:
+        return parse_ompi_selection(stderr)
+
+    def layer_families(self, layer: Layer) -> tuple[str, ...]:
+        return ("ucx",) if layer.p2p == "ucx" else ("libfabric",) if layer.p2p == "cm" else ()
+
+    def unread(self, layer: Layer, knob: str) -> str | None:
+        pml = layer.p2p
+        for prefixes, needs, what in _P2P_LAYERS:
+            if knob.startswith(prefixes) and pml != needs:
+                return (f"{what}, and this run's point-to-point layer is pml {pml} (as the "
+                        "library says it selected), which does not read it")  # fmt: skip
+        match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
+        served = layer.serves(match.group(1)) if match else None
+        if served is not None and served[0] != "tuned":
+            name, priority = served
+            return (f"{match.group(1) if match else ''} on MPI_COMM_WORLD is served by coll "
+                    f"{name} (priority {priority}, as the library says it selected), not by "
+                    "tuned, whose variable this is")  # fmt: skip
+        return None
+
     def device_label(self, device: str) -> str:
         # pml "v" is the message-logging protocol layer, not a cut word
         return re.sub(r"(?<=[:,])v(?=[ ,]|$)", "v(protocol)", device)
@@ -269,6 +297,14 @@ class OpenMPI(MPIVendor):
             )
         lines += [f"{name.removeprefix(self.env_prefix)} = {value}" for name, value in env.items()]
         return "\n".join(lines) + "\n"
+
+
+# Point-to-point knobs by the PML that reads them: (name prefixes, PML, what they are).
+_P2P_LAYERS = (
+    (("btl_", "pml_ob1_", "smsc_", "smsc"), "ob1", "a BTL variable (pml ob1's transports)"),
+    (("mtl_",), "cm", "an MTL variable (pml cm's transports)"),
+    (("UCX_", "pml_ucx_"), "ucx", "a UCX variable"),
+)
 
 
 def _ompi_info(launcher: str) -> str:

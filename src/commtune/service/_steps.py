@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from commtune.knobs import KnobStatus, Space
-from commtune.mpi import Installation, MPIVendor, Runs
+from commtune.mpi import Installation, Layer, MPIVendor, Runs
 from commtune.profile import Choice
 from commtune.service._observer import StudyObserver
 from commtune.store import Store
@@ -30,6 +30,7 @@ class Setup:
     inst: Installation
     statuses: Mapping[str, KnobStatus]
     runs: Runs = field(default_factory=Runs)
+    layer: Layer | None = None  # the layers the run selects, as the library says
     library: MPIVendor | None = None
     base: Mapping[str, str] = field(default_factory=dict)
 

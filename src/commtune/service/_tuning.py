@@ -35,6 +35,8 @@ from commtune.knobs import (
     discover,
     enumerators,
     installed_knobs,
+    read_layer,
+    with_layer,
     with_segments,
 )
 from commtune.launch import launcher_for
@@ -193,7 +195,10 @@ class Tuning:
         if scale is not None:
             command = scale.command()
         inst = resolve_command(list(command), plan.mpi)
-        setup = Setup(plan, tuple(command), scale, inst, installed_knobs(inst))
+        # the layers the run selects, said by the library (a batch job's: not from here)
+        layer = read_layer(inst, command) if plan.sbatch is None else None
+        statuses = with_layer(installed_knobs(inst), layer, inst)
+        setup = Setup(plan, tuple(command), scale, inst, statuses, layer=layer)
         if plan.twin is not None:
             return setup  # the twin's simulated study comes first, then the real one's plan
         library = as_library(plan, inst)
@@ -236,6 +241,8 @@ class Tuning:
         launcher = launcher_for(inst, plan.through)
         if inst.impl.probes_values:
             space = probe(space, launcher, store, platform, ui)
+        if setup.layer is not None:
+            ui.info(f"the run selects {setup.layer.describe()}")
         ui.info(f"{inst.describe()}; tuning {space.size()} configurations of "
                 f"{', '.join(space.names)}")  # fmt: skip
         knobs = [d.knob for d in space.dimensions]
@@ -303,6 +310,8 @@ class Tuning:
         if s.runs.wall_is_cost:
             extra["simulation"] = cost(ready.store, name, s.runs.nodes, self.ui)
         extra["reference"] = reference_words(s.inst, s.library, s.base)
+        if s.layer is not None:
+            extra["layer"] = s.layer.to_json()
         _with_the_verdict(ready.store, name, reference=extra["reference"])
         return result, extra
 

@@ -1,0 +1,92 @@
+"""The layers the user's run selects, read from the library before any run of the program
+is spent (issue 95): commtune's ``ct_probe init`` (one small call of each collective) launched
+with the user's launch line (hosts, rank count, ``--mca`` options, the environment) in place
+of the program, under the variables that make the library say what it selected
+(``MPIVendor.layer_env``). The knobs of a layer it does not use are then unavailable, each
+with its reason (:func:`with_layer`), so no study searches them and ``--knob`` naming one is
+one line.
+
+Read once per launch line and environment (cached beside discovery's): a cluster's selection
+does not change between two studies of one program.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from commtune import native
+from commtune.knobs._catalog import layer_places
+from commtune.knobs._discovery import KnobStatus
+from commtune.mpi import Installation, Layer, with_program
+
+PROBE_TIMEOUT = 30.0  # init and one call of each collective: seconds, even at scale
+
+
+def read_layer(installation: Installation, command: Sequence[str]) -> Layer | None:
+    """The layer a run of ``command`` selects, as the library says it; None where the
+    library cannot say, the line has no program to stand in for, or the probe failed."""
+    said = installation.impl.layer_env()
+    if not said:
+        return None
+    probe = str(native.build(installation, "tools/ct_probe.c"))
+    line = with_program(command, [probe, "init"])
+    if line is None:
+        return None
+    env = {**installation.tool_env(), **said}
+    path = _cache(installation, line, env)
+    if path.exists():
+        return installation.impl.parse_layer(path.read_text())
+    try:
+        done = subprocess.run(line, capture_output=True, encoding="utf-8", errors="replace",
+                              timeout=PROBE_TIMEOUT, check=False, stdin=subprocess.DEVNULL,
+                              env=env, start_new_session=True)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    layer = installation.impl.parse_layer(done.stderr)
+    if layer is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(done.stderr)
+    return layer
+
+
+def with_layer(statuses: Mapping[str, KnobStatus], layer: Layer | None,
+               installation: Installation) -> dict[str, KnobStatus]:  # fmt: skip
+    """``statuses`` with every knob the run of ``layer`` does not read unavailable, its
+    reason the layer's (``MPIVendor.unread``); the knobs of a layer the library names only
+    (``MPIVendor.named_only``) in their presets and default space where the run selects
+    that layer (``MPIVendor.layer_families``)."""
+    out = dict(statuses)
+    if layer is None:
+        return out
+    impl = installation.impl
+    for name, status in statuses.items():
+        why = impl.unread(layer, name) if status.available else None
+        if why is not None:
+            out[name] = replace(status, available=False, reason=why)
+    for family in impl.layer_families(layer):  # the layer it runs over: its knobs in place
+        for name, (presets, default) in layer_places(installation.vendor.value, family).items():
+            if name in out:
+                knob = replace(out[name].knob, presets=presets, default_space=default)
+                out[name] = replace(out[name], knob=knob)
+    return out
+
+
+def _cache(installation: Installation, line: Sequence[str], env: Mapping[str, str]) -> Path:
+    """Where the selection a launch line and environment make is kept: keyed by the host,
+    the line and the library's and its layers' variables in the environment."""
+    prefixes = ("OMPI_", "PMIX_", "PRTE_", "UCX_", "FI_", "MPIR_", "I_MPI_", "SLURM_JOB")
+    keyed = sorted((k, v) for k, v in env.items() if k.startswith(prefixes))
+    launcher = installation.launcher
+    stamp = os.stat(launcher).st_mtime if os.path.exists(launcher) else 0
+    key = json.dumps([socket.gethostname(), list(line), keyed, stamp])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return native.cache_dir() / "layers" / f"{digest}.txt"

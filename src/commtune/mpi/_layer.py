@@ -1,0 +1,160 @@
+"""The layers a run really uses, as the library's own selection says (issue 95): its
+point-to-point layer and transports, and the collective component that serves each call on
+``MPI_COMM_WORLD``. A knob of a layer the run does not use is never searched
+(:meth:`Layer.unread`).
+
+Open MPI says what it selected when asked (``pml_base_verbose``, ``btl_base_verbose``,
+``coll_base_verbose``): :func:`parse_ompi_selection` reads that output. Its collective
+components are stacked by priority, each enabled one replacing the functions it provides
+(``ompi/mca/coll/base/coll_base_comm_select.c``): the component serving a call is the
+enabled one of the highest priority that provides it (``_PROVIDES``, read from each
+component's module file, 4.1 and 5.0); a wrapper (``sync``, ``monitoring``,
+``accelerator``) passes the call on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+WORLD = "MPI_COMM_WORLD"
+
+_BLOCKING = frozenset({
+    "allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "alltoallw", "barrier",
+    "bcast", "exscan", "gather", "gatherv", "reduce", "reduce_scatter", "reduce_scatter_block",
+    "scan", "scatter", "scatterv"})  # fmt: skip
+# What each component provides of the blocking calls (None: every one, as far as commtune
+# knows); tuned leaves alltoallw, gatherv and scatterv to the one below it.
+_PROVIDES: Mapping[str, frozenset[str] | None] = {
+    "tuned": _BLOCKING - {"alltoallw", "gatherv", "scatterv"},
+    "han": frozenset(
+        {"allgather", "allgatherv", "allreduce", "barrier", "bcast", "gather", "reduce", "scatter"}
+    ),
+    "sm": frozenset({"allreduce", "barrier", "bcast", "reduce"}),
+    "adapt": frozenset({"bcast", "reduce"}),
+    "xhc": frozenset({"allreduce", "barrier", "bcast", "reduce"}),
+    "acoll": frozenset(
+        {"allgather", "allreduce", "alltoall", "barrier", "bcast", "gather", "reduce"}
+    ),
+    "basic": _BLOCKING,
+    "libnbc": frozenset(),  # the nonblocking calls only
+    "inter": frozenset(),  # intercommunicators
+    "ftagree": frozenset(),
+}
+_WRAPPERS = frozenset({"sync", "monitoring", "accelerator", "cuda"})
+
+_PID = re.compile(r"^\[[^\]]*?:(\d+)\] (.*)$")
+_INIT = re.compile(r"select: initializing (\w+) component (\w+)")
+_SELECTED = re.compile(r"select: component (\w+) selected")
+_SUCCESS = re.compile(r"select: init of component (\w+) returned success")
+_NEW_COMM = re.compile(r"coll:base:comm_select: new communicator: (\S+)")
+_ENABLED = re.compile(r"coll:base:comm_select: selecting\s+(\w+), priority\s+(-?\d+), Enabled")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """What one run selected: ``p2p`` its point-to-point layer as the library names it
+    (Open MPI's PML: ``ucx``, ``ob1``, ``cm``), ``transports`` under it (the BTLs, the MTL),
+    and ``collectives``: on ``MPI_COMM_WORLD``, the enabled collective components with their
+    priorities, lowest first."""
+
+    p2p: str
+    transports: tuple[str, ...] = ()
+    collectives: tuple[tuple[str, int], ...] = ()
+    notes: tuple[str, ...] = field(default=(), compare=False)  # what the layer's own tool says
+
+    def serves(self, op: str) -> tuple[str, int] | None:
+        """The component (and its priority) that serves blocking ``op`` on
+        ``MPI_COMM_WORLD``; None where the selection was not read."""
+        for name, priority in reversed(self.collectives):
+            if name in _WRAPPERS:
+                continue
+            provides = _PROVIDES.get(name)
+            if provides is None or op in provides:
+                return name, priority
+        return None
+
+    def describe(self) -> str:
+        """One line: ``point-to-point: pml ucx; collectives on MPI_COMM_WORLD: tuned (30)``."""
+        over = f" over {', '.join(self.transports)}" if self.transports else ""
+        parts = [f"point-to-point: pml {self.p2p}{over}"]
+        if self.collectives:
+            stack = ", ".join(f"{n} ({p})" for n, p in reversed(self.collectives))
+            parts.append(f"collective components on {WORLD} by priority: {stack}")
+        return "; ".join(parts + list(self.notes))
+
+    def to_json(self) -> dict[str, Any]:
+        serves = {op: s[0] for op in sorted(_BLOCKING) if (s := self.serves(op))}
+        return {"p2p": self.p2p, "transports": list(self.transports),
+                "collectives": [list(c) for c in self.collectives], "serves": serves}  # fmt: skip
+
+
+def parse_ompi_selection(stderr: str) -> Layer | None:
+    """The layer the first rank of an Open MPI run says it selected (``pml_base_verbose``,
+    ``btl_base_verbose`` and ``coll_base_verbose`` output, each line ``[host:pid] ...``);
+    None where no PML selection is in ``stderr``."""
+    ranks: dict[str, list[str]] = {}
+    for line in stderr.splitlines():
+        match = _PID.match(line.strip())
+        if match:
+            ranks.setdefault(match.group(1), []).append(match.group(2))
+    for lines in ranks.values():
+        layer = _one_rank(lines)
+        if layer is not None:
+            return layer
+    return None
+
+
+def _one_rank(lines: list[str]) -> Layer | None:
+    # Open MPI 5 initialises the BTLs inside pml ob1's selection: a selected component is
+    # the framework's that initialised it, not the last one named
+    framework, pml, btls, mtl = "", None, [], None
+    started: dict[str, set[str]] = {}
+    world: list[tuple[str, int]] = []
+    comm = None
+    for text in lines:
+        if m := _INIT.search(text):
+            framework = m.group(1)
+            started.setdefault(framework, set()).add(m.group(2))
+        elif (m := _SUCCESS.search(text)) and framework == "btl":
+            btls.append(m.group(1))
+        elif m := _SELECTED.search(text):
+            if m.group(1) in started.get("pml", ()):
+                pml = m.group(1)
+            elif m.group(1) in started.get("mtl", ()):
+                mtl = m.group(1)
+        elif m := _NEW_COMM.search(text):
+            comm = m.group(1)
+        elif (m := _ENABLED.search(text)) and comm == WORLD:
+            world.append((m.group(1), int(m.group(2))))
+    if pml is None:
+        return None
+    transports = [f"mtl {mtl}"] if pml == "cm" and mtl else [f"btl {b}" for b in btls]
+    world.sort(key=lambda c: c[1])
+    return Layer(pml, tuple(transports) if pml != "ucx" else (), tuple(world))
+
+
+def with_program(command: Sequence[str], program: Sequence[str]) -> list[str] | None:
+    """``command`` (a launch line) with its program and the program's arguments replaced by
+    ``program``: every launcher option kept (hosts, ``--mca``, rank count), so that what runs
+    selects the layers the program's run selects. The program is the first word after the
+    launcher that is an executable file, or a command on PATH not given as an option's
+    value; None where there is none."""
+    for i in range(1, len(command)):
+        word, before = command[i], command[i - 1]
+        pair = i >= 2 and command[i - 2] in _PAIRED  # ``--mca NAME VALUE``'s value
+        if word.startswith("-") or pair:
+            continue
+        executable = os.path.isfile(word) and os.access(word, os.X_OK)
+        if os.sep in word and executable:
+            return [*command[:i], *program]
+        if os.sep not in word and not before.startswith("-") and (executable or shutil.which(word)):
+            return [*command[:i], *program]
+    return None
+
+
+_PAIRED = frozenset({"--mca", "-mca", "--gmca", "-gmca", "--prtemca", "--pmixmca"})

@@ -1,0 +1,108 @@
+"""Issue 95: the space follows the layer the run really uses. Open MPI launched as an
+InfiniBand cluster launches it (``--mca pml ucx``; here with ``pml_ucx_tls any`` and
+``pml_ucx_devices any`` so that UCX runs over TCP and shared memory) says it selected pml
+ucx, and no BTL knob is searched or accepted; a collective served by a component other than
+tuned (``coll_basic_priority 100``) leaves tuned's variable for that call unsearched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commtune import native
+from commtune.cli import main
+from commtune.knobs import build_space, installed_knobs, read_layer, with_layer
+from commtune.launch import launcher_for
+from commtune.mpi import MPISpec, Vendor, find_installation, find_installations, with_program
+
+from .conftest import needs_mpich, needs_openmpi
+
+UCX = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"]
+OPENMPIS = [pytest.param("openmpi", marks=needs_openmpi, id="openmpi4"),
+            pytest.param("openmpi@5", marks=needs_openmpi, id="openmpi5")]  # fmt: skip
+
+
+def _openmpi(spec: str):  # type: ignore[no-untyped-def]
+    if spec == "openmpi":
+        return find_installation(Vendor.OPENMPI)  # Debian's
+    parsed = MPISpec.parse(spec)
+    found = [i for i in find_installations() if parsed.matches(i)]
+    if not found:
+        pytest.skip(f"no {spec} installation ('make mpis')")
+    return found[0]
+
+
+def _line(inst, options: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+    program = native.build(inst, "demo/ct_demo.c")
+    return launcher_for(inst).command(2, [*options, str(program), "50"])
+
+
+@pytest.mark.parametrize("spec", OPENMPIS)
+def test_under_pml_ucx_the_library_says_ucx_and_no_btl_knob_is_searched(spec: str) -> None:
+    inst = _openmpi(spec)
+    ucx = read_layer(inst, _line(inst, UCX))
+    plain = read_layer(inst, _line(inst, ["--mca", "pml", "ob1"]))
+    assert ucx is not None and plain is not None
+    assert ucx.p2p == "ucx" and plain.p2p == "ob1"
+    assert "btl self" in plain.transports  # the BTLs ob1 opened, as the library says
+    assert ucx.serves("allreduce") == ("tuned", 30)
+    statuses = with_layer(installed_knobs(inst), ucx, inst)
+    space = build_space(statuses, inst.vendor.value)
+    assert space.names and not [n for n in space.names if n.startswith("btl_")]
+    assert "UCX_RNDV_THRESH" in space.names  # the layer it runs over, in its place
+    btl = statuses["btl_tcp_eager_limit"]
+    assert not btl.available and "pml ucx" in btl.reason
+    # under ob1 the same knob is read, and UCX's are not
+    under_ob1 = with_layer(installed_knobs(inst), plain, inst)
+    assert under_ob1["btl_tcp_eager_limit"].available
+    assert not under_ob1["UCX_RNDV_THRESH"].available
+
+
+@needs_openmpi
+def test_a_named_knob_the_run_does_not_read_is_one_line_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inst = find_installation(Vendor.OPENMPI)
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    code = main(["tune", "--storage", db, "--knob", "btl_tcp_eager_limit", "--",
+                 *_line(inst, UCX)])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "btl_tcp_eager_limit" in err[0] and "pml ucx" in err[0] and "BTL" in err[0]
+    assert not (tmp_path / "s.db").exists()  # nothing written, no run spent
+
+
+@needs_openmpi
+def test_a_collective_served_by_another_component_than_tuned_is_detected_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inst = find_installation(Vendor.OPENMPI)
+    line = _line(inst, ["--mca", "coll_basic_priority", "100"])
+    layer = read_layer(inst, line)
+    assert layer is not None and layer.serves("allreduce") == ("basic", 100)
+    statuses = with_layer(installed_knobs(inst), layer, inst)
+    assert "served by coll basic" in statuses["coll_tuned_allreduce_algorithm"].reason
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    code = main(["tune", "--storage", db, "--knob", "coll_tuned_allreduce_algorithm", "--",
+                 *line])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "served by coll basic (priority 100" in err[0]
+
+
+@needs_mpich
+def test_a_library_that_cannot_say_its_layer_keeps_its_knobs() -> None:
+    inst = find_installation(Vendor.MPICH)
+    assert read_layer(inst, _line(inst, [])) is None
+    assert with_layer(installed_knobs(inst), None, inst) == installed_knobs(inst)
+
+
+def test_the_program_of_a_launch_line_is_found_past_its_options(tmp_path: Path) -> None:
+    app = tmp_path / "app"
+    app.write_text("#!/bin/sh\n")
+    app.chmod(0o755)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("a\n")
+    line = ["mpirun", "-np", "4", "--hostfile", str(hosts), "--mca", "pml", "ucx", str(app), "9"]
+    assert with_program(line, ["probe", "init"]) == [*line[:8], "probe", "init"]
+    assert with_program(["mpirun", "-np", "2"], ["probe"]) is None
