@@ -16,7 +16,7 @@ from commtune.knobs import build_space, installed_knobs, read_layer, with_layer
 from commtune.launch import launcher_for
 from commtune.mpi import MPISpec, Vendor, find_installation, find_installations, with_program
 
-from .conftest import needs_mpich, needs_openmpi
+from .conftest import last_json, needs_mpich, needs_openmpi
 
 UCX = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"]
 OPENMPIS = [pytest.param("openmpi", marks=needs_openmpi, id="openmpi4"),
@@ -44,7 +44,8 @@ def test_under_pml_ucx_the_library_says_ucx_and_no_btl_knob_is_searched(spec: st
     ucx = read_layer(inst, _line(inst, UCX))
     plain = read_layer(inst, _line(inst, ["--mca", "pml", "ob1"]))
     assert ucx is not None and plain is not None
-    assert ucx.p2p == "ucx" and plain.p2p == "ob1"
+    assert ucx.p2p == "pml ucx" and plain.p2p == "pml ob1"
+    assert [t for t in ucx.transports if t.startswith("UCX ")]  # the lanes UCX chose
     assert "btl self" in plain.transports  # the BTLs ob1 opened, as the library says
     assert ucx.serves("allreduce") == ("tuned", 30)
     statuses = with_layer(installed_knobs(inst), ucx, inst)
@@ -91,10 +92,13 @@ def test_a_collective_served_by_another_component_than_tuned_is_detected_and_sai
 
 
 @needs_mpich
-def test_a_library_that_cannot_say_its_layer_keeps_its_knobs() -> None:
+def test_mpich_over_ucx_says_its_device_and_the_transports_ucx_chose() -> None:
     inst = find_installation(Vendor.MPICH)
-    assert read_layer(inst, _line(inst, [])) is None
-    assert with_layer(installed_knobs(inst), None, inst) == installed_knobs(inst)
+    layer = read_layer(inst, _line(inst, []))
+    assert layer is not None and layer.p2p == "ch4:ucx"
+    assert layer.transports and all(t.startswith("UCX ") for t in layer.transports)
+    statuses = installed_knobs(inst)
+    assert with_layer(statuses, layer, inst) == statuses  # every knob of it is read
 
 
 def test_the_program_of_a_launch_line_is_found_past_its_options(tmp_path: Path) -> None:
@@ -106,3 +110,21 @@ def test_the_program_of_a_launch_line_is_found_past_its_options(tmp_path: Path) 
     line = ["mpirun", "-np", "4", "--hostfile", str(hosts), "--mca", "pml", "ucx", str(app), "9"]
     assert with_program(line, ["probe", "init"]) == [*line[:8], "probe", "init"]
     assert with_program(["mpirun", "-np", "2"], ["probe"]) is None
+
+
+@needs_openmpi
+def test_a_study_under_pml_ucx_names_its_layer_first_and_searches_no_btl_knob(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inst = find_installation(Vendor.OPENMPI)
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    code = main(["tune", "--storage", db, "--trials", "3", "--max-runs", "16", "--preset", "p2p",
+                 "--json", "--", *_line(inst, UCX)])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0
+    said = " ".join(err.split())
+    layer, tuning = said.index("the run selects point-to-point: pml ucx"), said.index("tuning ")
+    assert layer < tuning  # named before the space it searches
+    searched = [k.strip(",") for k in said[tuning:].split(" of ", 1)[1].split(" ")]
+    assert not [k for k in searched if k.startswith("btl_")] and "UCX_RNDV_THRESH" in searched
+    assert last_json(out)["layer"]["p2p"] == "pml ucx"

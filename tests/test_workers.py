@@ -153,14 +153,12 @@ def _space_of_a_second_worker(url: str, out: multiprocessing.Queue) -> None:
     from commtune.knobs import installed_knobs
     from commtune.report import UI
     from commtune.service._space import _chosen_elsewhere
-    from commtune.study import DEFAULTS
     from commtune.util import worker_id
 
     worker_id.cache_clear()  # forked: another worker than its parent
     inst = find_installation(Vendor.OPENMPI)
-    plan = replace(DEFAULTS, storage=url, study="g")
     try:
-        space = _chosen_elsewhere(plan, inst, installed_knobs(inst), UI())
+        space = _chosen_elsewhere(url, "g", inst, installed_knobs(inst), UI())
         out.put(None if space is None else list(space.names))
     except Exception as exc:  # the test shows it
         out.put(repr(exc))
@@ -190,7 +188,7 @@ def test_workers_starting_a_new_study_at_once_take_the_space_the_first_chose(
     dead = ctx.Process(target=_space_of_a_second_worker, args=(url, out))
     dead.start()
     assert out.get(timeout=60) is None and dead.join(timeout=30) is None
-    assert _chosen_elsewhere(plan, inst, statuses, UI()) is None
+    assert _chosen_elsewhere(url, "g", inst, statuses, UI()) is None
     second = ctx.Process(target=_space_of_a_second_worker, args=(url, out))
     second.start()
     time.sleep(2.0)

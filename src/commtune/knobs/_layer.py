@@ -32,7 +32,7 @@ PROBE_TIMEOUT = 30.0  # init and one call of each collective: seconds, even at s
 def read_layer(installation: Installation, command: Sequence[str]) -> Layer | None:
     """The layer a run of ``command`` selects, as the library says it; None where the
     library cannot say, the line has no program to stand in for, or the probe failed."""
-    said = installation.impl.layer_env()
+    said = installation.impl.layer_env(installation.device)
     if not said:
         return None
     probe = str(native.build(installation, "tools/ct_probe.c"))
@@ -51,10 +51,11 @@ def read_layer(installation: Installation, command: Sequence[str]) -> Layer | No
         return None
     if done.returncode != 0:
         return None
-    layer = installation.impl.parse_layer(done.stderr)
+    said_text = done.stderr + done.stdout  # UCX logs on stdout
+    layer = installation.impl.parse_layer(said_text)
     if layer is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(done.stderr)
+        path.write_text(said_text)
     return layer
 
 

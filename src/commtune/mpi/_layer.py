@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 WORLD = "MPI_COMM_WORLD"
+UCX_SAYS = {"UCX_LOG_LEVEL": "info"}  # UCX logs each endpoint's transports and devices
 
 _BLOCKING = frozenset({
     "allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "alltoallw", "barrier",
@@ -58,7 +59,8 @@ _ENABLED = re.compile(r"coll:base:comm_select: selecting\s+(\w+), priority\s+(-?
 @dataclass(frozen=True)
 class Layer:
     """What one run selected: ``p2p`` its point-to-point layer as the library names it
-    (Open MPI's PML: ``ucx``, ``ob1``, ``cm``), ``transports`` under it (the BTLs, the MTL),
+    (Open MPI's PML: ``pml ucx``, ``pml ob1``, ``pml cm``; MPICH's device: ``ch4:ucx``),
+    ``transports`` under it (the BTLs, the MTL, UCX's transport/device per endpoint),
     and ``collectives``: on ``MPI_COMM_WORLD``, the enabled collective components with their
     priorities, lowest first."""
 
@@ -81,7 +83,7 @@ class Layer:
     def describe(self) -> str:
         """One line: ``point-to-point: pml ucx; collectives on MPI_COMM_WORLD: tuned (30)``."""
         over = f" over {', '.join(self.transports)}" if self.transports else ""
-        parts = [f"point-to-point: pml {self.p2p}{over}"]
+        parts = [f"point-to-point: {self.p2p}{over}"]
         if self.collectives:
             stack = ", ".join(f"{n} ({p})" for n, p in reversed(self.collectives))
             parts.append(f"collective components on {WORLD} by priority: {stack}")
@@ -135,7 +137,34 @@ def _one_rank(lines: list[str]) -> Layer | None:
         return None
     transports = [f"mtl {mtl}"] if pml == "cm" and mtl else [f"btl {b}" for b in btls]
     world.sort(key=lambda c: c[1])
-    return Layer(pml, tuple(transports) if pml != "ucx" else (), tuple(world))
+    return Layer(f"pml {pml}", tuple(transports) if pml != "ucx" else (), tuple(world))
+
+
+def ucx_transports(stderr: str) -> tuple[str, ...]:
+    """The transports and devices UCX chose for one process's endpoints, as it logs them at
+    ``UCX_LOG_LEVEL=info`` (``ep_cfg[1]: tag(sysv/memory cma/memory)``), first seen first."""
+    found: dict[str, None] = {}
+    first = None
+    for line in stderr.splitlines():
+        match = _UCX_EP.search(line)
+        if match is None or (first is not None and match.group(1) != first):
+            continue
+        first = match.group(1)
+        for lane in match.group(2).split():
+            found[f"UCX {lane}"] = None
+    return tuple(found)
+
+
+# UCX 1.13: "ep_cfg[1]: tag(sysv/memory cma/memory)"; 1.20: "intra-node cfg#1 tag(...)"
+_UCX_EP = re.compile(r"\[[^\]]*?:(\d+)\s*:\d+\].*(?:ep_cfg\[\d+\]:|cfg#\d+)\s+\w+\(([^)]*)\)")
+_UCX_VERSION = re.compile(r"UCX\s+INFO\s+Version (\S+) \(loaded from (\S+)\)")
+
+
+def ucx_loaded(text: str) -> tuple[str, ...]:
+    """Which UCX the run loaded, as UCX logs it at ``UCX_LOG_LEVEL=info`` (a library may
+    carry a UCX of its own, not the one on PATH): one note, or none."""
+    match = _UCX_VERSION.search(text)
+    return (f"UCX {match.group(1)} loaded from {match.group(2)}",) if match else ()
 
 
 def with_program(command: Sequence[str], program: Sequence[str]) -> list[str] | None:

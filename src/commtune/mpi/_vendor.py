@@ -401,13 +401,14 @@ class MPIVendor(abc.ABC):
         return device
 
     # -- the layers a run selects (issue 95) -------------------------------------------------
-    def layer_env(self) -> dict[str, str]:
-        """Variables that make a run say which layers it selected (:meth:`parse_layer`
-        reads what it says); none: the library cannot say."""
+    def layer_env(self, device: str) -> dict[str, str]:
+        """Variables that make a run of an installation of ``device`` say which layers it
+        selected (:meth:`parse_layer` reads what it says); none: the library cannot say."""
         return {}
 
     def parse_layer(self, stderr: str) -> Layer | None:
-        """The layer a run under :meth:`layer_env` says it selected; None: not said."""
+        """The layer a run under :meth:`layer_env` says it selected (``stderr``: what it
+        printed, both streams); None: not said."""
         return None
 
     def layer_families(self, layer: Layer) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from commtune.mpi import _mpich_csel
+from commtune.mpi._layer import UCX_SAYS, Layer, ucx_loaded, ucx_transports
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, in_library_terms
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
@@ -134,6 +135,14 @@ class MPICH(MPIVendor):
 
     def is_compiler(self, show_text: str) -> bool:
         return "mpich" in show_text.lower()
+
+    def layer_env(self, device: str) -> dict[str, str]:
+        # its device is fixed at build time (ch4:ucx, ch4:ofi); over UCX, UCX says what it chose
+        return dict(UCX_SAYS) if "ucx" in device else {}
+
+    def parse_layer(self, stderr: str) -> Layer | None:
+        transports = ucx_transports(stderr)
+        return Layer("ch4:ucx", transports, notes=ucx_loaded(stderr)) if transports else None
 
     def network_env(self, devices: Sequence[str]) -> dict[str, str]:
         # UCX would reach the machine's shared memory from every namespace, and its TCP

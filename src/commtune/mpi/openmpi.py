@@ -8,10 +8,17 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from commtune.errors import UsageError
-from commtune.mpi._layer import Layer, parse_ompi_selection
+from commtune.mpi._layer import (
+    UCX_SAYS,
+    Layer,
+    parse_ompi_selection,
+    ucx_loaded,
+    ucx_transports,
+)
 from commtune.mpi._ompi_rules import (
     FILE_ENV,
     RULES_SIZE_TOTAL,
@@ -253,23 +260,28 @@ class OpenMPI(MPIVendor):
             raise UsageError(f"cannot list Open MPI's variables: {info} failed")
         return parse_ompi_info(done.stdout)
 
-    def layer_env(self) -> dict[str, str]:
-        # each framework's selection said on stderr (coll: every communicator's stack)
-        return {f"{self.env_prefix}{name}_base_verbose": level
+    def layer_env(self, device: str) -> dict[str, str]:
+        # each framework's selection said on stderr (coll: every communicator's stack), and
+        # under pml ucx the transports UCX chose
+        said = {f"{self.env_prefix}{name}_base_verbose": level
                 for name, level in (("pml", "10"), ("btl", "10"), ("mtl", "10"),
                                     ("coll", "100"))}  # fmt: skip
+        return {**said, **UCX_SAYS}
 
     def parse_layer(self, stderr: str) -> Layer | None:
-        return parse_ompi_selection(stderr)
+        layer = parse_ompi_selection(stderr)
+        if layer is not None and layer.p2p == "pml ucx":
+            return replace(layer, transports=ucx_transports(stderr), notes=ucx_loaded(stderr))
+        return layer
 
     def layer_families(self, layer: Layer) -> tuple[str, ...]:
-        return ("ucx",) if layer.p2p == "ucx" else ("libfabric",) if layer.p2p == "cm" else ()
+        return {"pml ucx": ("ucx",), "pml cm": ("libfabric",)}.get(layer.p2p, ())
 
     def unread(self, layer: Layer, knob: str) -> str | None:
         pml = layer.p2p
         for prefixes, needs, what in _P2P_LAYERS:
-            if knob.startswith(prefixes) and pml != needs:
-                return (f"{what}, and this run's point-to-point layer is pml {pml} (as the "
+            if knob.startswith(prefixes) and pml != f"pml {needs}":
+                return (f"{what}, and this run's point-to-point layer is {pml} (as the "
                         "library says it selected), which does not read it")  # fmt: skip
         match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
         served = layer.serves(match.group(1)) if match else None
