@@ -128,3 +128,23 @@ def test_a_study_under_pml_ucx_names_its_layer_first_and_searches_no_btl_knob(
     searched = [k.strip(",") for k in said[tuning:].split(" of ", 1)[1].split(" ")]
     assert not [k for k in searched if k.startswith("btl_")] and "UCX_RNDV_THRESH" in searched
     assert last_json(out)["layer"]["p2p"] == "pml ucx"
+
+
+@needs_openmpi
+def test_knobs_of_a_launch_line_show_the_layer_each_knob_is_read_by(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    inst = find_installation(Vendor.OPENMPI)
+    assert main(["knobs", "--json", "--", *_line(inst, UCX)]) == 0
+    out, err = capsys.readouterr()
+    said = last_json(out)
+    knobs = {k["name"]: k for k in said["knobs"]}
+    assert said["layer"]["p2p"] == "pml ucx" and "the run selects point-to-point: pml ucx" in err
+    assert knobs["btl_tcp_eager_limit"]["layer"] == "pml ob1"
+    assert not knobs["btl_tcp_eager_limit"]["available"]
+    assert knobs["UCX_RNDV_THRESH"]["layer"] == "pml ucx" and knobs["UCX_RNDV_THRESH"]["available"]
+    assert "p2p" in knobs["UCX_RNDV_THRESH"]["presets"]
+    # without a line: the library's knobs, UCX's named only (the layer is chosen at run time)
+    assert main(["knobs", "--json", "--mpi", "openmpi"]) == 0
+    plain = {k["name"]: k for k in last_json(capsys.readouterr().out)["knobs"]}
+    assert plain["btl_tcp_eager_limit"]["available"] and not plain["UCX_RNDV_THRESH"]["presets"]

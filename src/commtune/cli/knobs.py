@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from commtune.cli._common import Command, add_json, add_mpi, print_json
 from commtune.errors import UsageError
 from commtune.knobs import PRESETS
-from commtune.mpi import SEARCHED, installation_of
+from commtune.mpi import SEARCHED, installation_of, resolve_command
 
 if TYPE_CHECKING:
     from commtune.mpi import Installation
@@ -69,7 +69,7 @@ def cmd_mpis(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
-    from commtune.knobs import installed_knobs
+    from commtune.knobs import installed_knobs, read_layer, with_layer
     from commtune.report import UI, knobs_table
 
     inst = installation_of(args.mpi)
@@ -77,11 +77,17 @@ def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
         return _all_variables(inst, args)
     if args.filter:
         raise UsageError("--filter goes with --all")
-    statuses = list(installed_knobs(inst).values())
+    ui = UI(json_mode=args.json)
+    layer = None
+    if command:  # the knobs as a run of this line reads them: the layer it selects
+        inst = resolve_command(command, args.mpi)
+        layer = read_layer(inst, command)
+        ui.info(f"the run selects {layer.describe()}" if layer else
+                f"{inst.describe()} does not say which layers a run selects")  # fmt: skip
+    statuses = list(with_layer(installed_knobs(inst), layer, inst).values())
     if args.preset:
         statuses = [s for s in statuses if args.preset in s.knob.presets]
-    ui = UI(json_mode=args.json)
-    ui.print(knobs_table(statuses, f"knobs of {inst.describe()}"))
+    ui.print(knobs_table(statuses, f"knobs of {inst.describe()}", inst.impl.knob_layer))
     if args.json:
         out = [
             {
@@ -93,13 +99,15 @@ def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
                 "env": s.knob.env,
                 "apply": s.knob.apply.value,
                 "presets": list(s.knob.presets),
+                "layer": inst.impl.knob_layer(s.knob.name),
                 "available": s.available,
                 "reason": s.reason,
                 "description": s.knob.description,
             }
             for s in statuses
         ]
-        print_json({"mpi": inst.vendor.value, "knobs": out})
+        print_json({"mpi": inst.vendor.value, "knobs": out,
+                    "layer": layer.to_json() if layer else None})  # fmt: skip
     return 0
 
 
@@ -157,6 +165,12 @@ def cmd_cvars(args: argparse.Namespace, command: list[str] | None) -> int:
 
 COMMANDS = [
     Command("mpis", "list the MPI installations found", _add_mpis, cmd_mpis),
-    Command("knobs", "list the knobs of an MPI library", _add_knobs, cmd_knobs),
+    Command(
+        "knobs",
+        "list the knobs of an MPI library (after '--': as a run of that line reads them)",
+        _add_knobs,
+        cmd_knobs,
+        takes_command=True,
+    ),
     Command("cvars", "list the MPI_T control (or performance) variables", _add_cvars, cmd_cvars),
 ]

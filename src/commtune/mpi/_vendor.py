@@ -411,6 +411,11 @@ class MPIVendor(abc.ABC):
         printed, both streams); None: not said."""
         return None
 
+    def knob_layer(self, knob: str) -> str | None:
+        """The layer that reads ``knob``, in the words :attr:`Layer.p2p` and the components
+        use (``pml ob1``, ``coll tuned``); None: the library itself, whatever it selects."""
+        return None
+
     def layer_families(self, layer: Layer) -> tuple[str, ...]:
         """The families of :attr:`named_only` a run that selected ``layer`` runs over (their
         knobs then have their presets and places in the default space)."""

@@ -136,6 +136,9 @@ class MPICH(MPIVendor):
     def is_compiler(self, show_text: str) -> bool:
         return "mpich" in show_text.lower()
 
+    def knob_layer(self, knob: str) -> str | None:
+        return "ch4:ucx" if knob.startswith("UCX_") else None
+
     def layer_env(self, device: str) -> dict[str, str]:
         # its device is fixed at build time (ch4:ucx, ch4:ofi); over UCX, UCX says what it chose
         return dict(UCX_SAYS) if "ucx" in device else {}

@@ -274,6 +274,13 @@ class OpenMPI(MPIVendor):
             return replace(layer, transports=ucx_transports(stderr), notes=ucx_loaded(stderr))
         return layer
 
+    def knob_layer(self, knob: str) -> str | None:
+        for prefixes, needs, _ in _P2P_LAYERS:
+            if knob.startswith(prefixes):
+                return f"pml {needs}"
+        match = re.match(r"coll_(tuned|han|adapt|sm|basic|xhc|acoll|hcoll|ucc)_", knob)
+        return f"coll {match.group(1)}" if match else None
+
     def layer_families(self, layer: Layer) -> tuple[str, ...]:
         return {"pml ucx": ("ucx",), "pml cm": ("libfabric",)}.get(layer.p2p, ())
 
@@ -281,15 +288,13 @@ class OpenMPI(MPIVendor):
         pml = layer.p2p
         for prefixes, needs, what in _P2P_LAYERS:
             if knob.startswith(prefixes) and pml != f"pml {needs}":
-                return (f"{what}, and this run's point-to-point layer is {pml} (as the "
-                        "library says it selected), which does not read it")  # fmt: skip
+                return f"{what}; the run selects {pml}, which does not read it"
         match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
         served = layer.serves(match.group(1)) if match else None
         if served is not None and served[0] != "tuned":
             name, priority = served
             return (f"{match.group(1) if match else ''} on MPI_COMM_WORLD is served by coll "
-                    f"{name} (priority {priority}, as the library says it selected), not by "
-                    "tuned, whose variable this is")  # fmt: skip
+                    f"{name} (priority {priority}, as the run selects), not by tuned")  # fmt: skip
         return None
 
     def device_label(self, device: str) -> str:

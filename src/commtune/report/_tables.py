@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich import box
@@ -249,9 +249,12 @@ def _risk_lines(acc: Acceptance) -> list[str]:
     return [*lines, f"[yellow]not accepted[/yellow] ({acc.reason}): the default stays"]
 
 
-def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
+def knobs_table(statuses: Iterable[KnobStatus], title: str,
+                layer_of: Callable[[str], str | None]) -> Table:  # fmt: skip
+    """The catalog's knobs, each with the layer that reads it (``layer_of``: the vendor's
+    ``knob_layer``; empty: the library itself)."""
     table = compact_table(title)
-    for column in ("knob", "type", "domain", "default", "presets", "available"):
+    for column in ("knob", "type", "domain", "default", "presets", "read by", "available"):
         table.add_column(column, overflow="fold")
     for s in statuses:
         k = s.knob
@@ -261,6 +264,7 @@ def knobs_table(statuses: Iterable[KnobStatus], title: str) -> Table:
             k.describe_domain().replace("|", " | "),  # the domain has the step: [0, 64] step 8
             str(k.format(k.default)),
             ", ".join(k.presets),
+            layer_of(k.name) or "",
             "yes" if s.available else f"no: {s.reason}",
         )
     return table
