@@ -268,6 +268,37 @@ def test_a_study_runs_across_two_nodes(tmp_path: Path) -> None:
     assert result["trials"] == 3 and result["failed_trials"] == 0
 
 
+@pytest.mark.parametrize("mpi", [m for m in INSTALLATIONS if str(m.values[0]) == "openmpi@5"])
+def test_han_serving_allreduce_across_nodes_is_detected_and_said(mpi: str, tmp_path: Path) -> None:
+    """Issue 95: across two nodes Open MPI 5 enables han (priority 35) above tuned (30) on
+    MPI_COMM_WORLD; the layer says han serves allreduce, han itself is in the default space
+    (coll_han_priority), and a study of tuned's allreduce algorithm says that it sets han's
+    steps only."""
+    from commtune import native
+
+    inst = installation_of(mpi)
+    demo = str(native.build(inst, "demo/ct_demo.c"))
+    with Cluster(2, 1) as bed:
+        env = {**inst.tool_env(), **bed.network_env(inst)}
+        line = bed.launch(inst, [demo, "50"])
+        knobs = bed.run(bed.hostnames[0], [sys.executable, "-m", "commtune", "knobs", "--json",
+                                           "--", *line], timeout=300, env=env)  # fmt: skip
+        argv = [sys.executable, "-m", "commtune", "tune", "--knob",
+                "coll_tuned_allreduce_algorithm=ring,recursive_doubling", "--strategy", "grid",
+                "--trials", "3", "--repeats", "1", "--confirm", "0",
+                "--storage", str(tmp_path / "s.db"),
+                "--json", "--", *line]  # fmt: skip
+        study = bed.run(bed.hostnames[0], argv, timeout=300, env=env)
+    assert knobs.returncode == 0, knobs.stderr[-1500:]
+    said = json.loads(knobs.stdout.strip().splitlines()[-1])
+    assert said["layer"]["serves"]["allreduce"] == "han"
+    assert ["han", 35] in said["layer"]["collectives"]
+    assert study.returncode == 0, study.stderr[-1500:]
+    words = " ".join(study.stderr.split())
+    assert "allreduce on MPI_COMM_WORLD is served by coll han (priority 35" in words
+    assert "coll_han_priority races han itself" in words
+
+
 @pytest.mark.parametrize("mpi", [m for m in INSTALLATIONS if "openmpi" in str(m.values[0])])
 def test_the_sampled_rail_split_is_the_split_the_library_makes(mpi: str) -> None:
     """NewMadeleine's split inside Open MPI: two rails of rates 4:1 sampled alone, the

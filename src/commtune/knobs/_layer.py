@@ -64,7 +64,8 @@ def with_layer(statuses: Mapping[str, KnobStatus], layer: Layer | None,
     """``statuses`` with every knob the run of ``layer`` does not read unavailable, its
     reason the layer's (``MPIVendor.unread``); the knobs of a layer the library names only
     (``MPIVendor.named_only``) in their presets and default space where the run selects
-    that layer (``MPIVendor.layer_families``)."""
+    that layer (``MPIVendor.layer_families``), and the component serving the calls in the
+    default space where it is a knob (``MPIVendor.layer_knobs``: Open MPI's han)."""
     out = dict(statuses)
     if layer is None:
         return out
@@ -78,6 +79,9 @@ def with_layer(statuses: Mapping[str, KnobStatus], layer: Layer | None,
             if name in out:
                 knob = replace(out[name].knob, presets=presets, default_space=default)
                 out[name] = replace(out[name], knob=knob)
+    for name in impl.layer_knobs(layer):  # what serves the calls, raced
+        if name in out and out[name].available:
+            out[name] = replace(out[name], knob=replace(out[name].knob, default_space=True))
     return out
 
 

@@ -421,6 +421,16 @@ class MPIVendor(abc.ABC):
         knobs then have their presets and places in the default space)."""
         return ()
 
+    def layer_note(self, layer: Layer, knob: str) -> str | None:
+        """What a study of ``knob`` under ``layer`` must say: the component serving its call
+        reads it for part of the call only (Open MPI's han over tuned); None: nothing."""
+        return None
+
+    def layer_knobs(self, layer: Layer) -> tuple[str, ...]:
+        """Knobs a run that selected ``layer`` has in its default space beside the catalog's:
+        the component that serves its calls, where the library has a variable for it."""
+        return ()
+
     def unread(self, layer: Layer, knob: str) -> str | None:
         """Why a run that selected ``layer`` does not read ``knob`` (its point-to-point layer
         or the component serving its call is another's); None: it reads it."""

@@ -291,11 +291,30 @@ class OpenMPI(MPIVendor):
                 return f"{what}; the run selects {pml}, which does not read it"
         match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
         served = layer.serves(match.group(1)) if match else None
-        if served is not None and served[0] != "tuned":
+        # han runs its steps on node and network sub-communicators, whose tuned reads the
+        # variable: read, for those steps (coll_han_priority races han itself)
+        if served is not None and served[0] not in ("tuned", *_OVER_TUNED):
             name, priority = served
             return (f"{match.group(1) if match else ''} on MPI_COMM_WORLD is served by coll "
                     f"{name} (priority {priority}, as the run selects), not by tuned")  # fmt: skip
         return None
+
+    def layer_note(self, layer: Layer, knob: str) -> str | None:
+        match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
+        served = layer.serves(match.group(1)) if match else None
+        if match is None or served is None or served[0] not in _OVER_TUNED:
+            return None
+        name, priority = served
+        return (f"{match.group(1)} on MPI_COMM_WORLD is served by coll {name} (priority "
+                f"{priority}, as the run selects): {knob} sets the algorithm of {name}'s "
+                f"steps on its node and network sub-communicators, not the call's; "
+                f"coll_{name}_priority races {name} itself")  # fmt: skip
+
+    def layer_knobs(self, layer: Layer) -> tuple[str, ...]:
+        # a component over tuned that serves a call: the component itself is a knob
+        served = {s[0] for op in ("allreduce", "bcast", "reduce", "allgather", "barrier")
+                  if (s := layer.serves(op)) is not None}  # fmt: skip
+        return tuple(f"coll_{name}_priority" for name in _OVER_TUNED if name in served)
 
     def device_label(self, device: str) -> str:
         # pml "v" is the message-logging protocol layer, not a cut word
@@ -316,6 +335,8 @@ class OpenMPI(MPIVendor):
         return "\n".join(lines) + "\n"
 
 
+# Collective components that run their steps through tuned on sub-communicators.
+_OVER_TUNED = ("han",)
 # Point-to-point knobs by the PML that reads them: (name prefixes, PML, what they are).
 _P2P_LAYERS = (
     (("btl_", "pml_ob1_", "smsc_", "smsc"), "ob1", "a BTL variable (pml ob1's transports)"),

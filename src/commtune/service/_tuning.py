@@ -243,6 +243,9 @@ class Tuning:
             space = probe(space, launcher, store, platform, ui)
         if setup.layer is not None:
             ui.info(f"the run selects {setup.layer.describe()}")
+            for d in space.dimensions:
+                if (note := inst.impl.layer_note(setup.layer, d.knob.name)) is not None:
+                    ui.warn(note)
         ui.info(f"{inst.describe()}; tuning {space.size()} configurations of "
                 f"{', '.join(space.names)}")  # fmt: skip
         knobs = [d.knob for d in space.dimensions]
