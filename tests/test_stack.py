@@ -148,3 +148,27 @@ def test_knobs_of_a_launch_line_show_the_layer_each_knob_is_read_by(
     assert main(["knobs", "--json", "--mpi", "openmpi"]) == 0
     plain = {k["name"]: k for k in last_json(capsys.readouterr().out)["knobs"]}
     assert plain["btl_tcp_eager_limit"]["available"] and not plain["UCX_RNDV_THRESH"]["presets"]
+
+
+@pytest.mark.parametrize("spec", OPENMPIS)
+def test_a_loaded_ucx_other_than_the_listed_one_is_said(spec: str) -> None:
+    """pip's Open MPI 5 carries its own UCX; its variables are listed by PATH's ucx_info: a
+    warning exactly where the two versions differ."""
+    import re
+    import shutil
+    import subprocess
+
+    from commtune.knobs import layer_warnings
+
+    inst = _openmpi(spec)
+    layer = read_layer(inst, _line(inst, UCX))
+    assert layer is not None
+    loaded = next(n for n in layer.notes if n.startswith("UCX ")).split()[1]
+    tool = shutil.which("ucx_info")
+    assert tool is not None  # the test set-up installs ucx-utils
+    listed = re.search(r"Version (\S+)", subprocess.run([tool, "-v"], capture_output=True,
+                                                        text=True, check=True).stdout)  # fmt: skip
+    assert listed is not None
+    warnings = layer_warnings(inst, layer)
+    assert bool(warnings) == (loaded != listed.group(1))
+    assert all(f"UCX {loaded} from" in w and listed.group(1) in w for w in warnings)

@@ -15,13 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from commtune import native
+from commtune import families, native
+from commtune.families import tool_output
 from commtune.knobs._catalog import layer_places
 from commtune.knobs._discovery import KnobStatus
 from commtune.mpi import Installation, Layer, with_program
@@ -57,6 +59,26 @@ def read_layer(installation: Installation, command: Sequence[str]) -> Layer | No
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(said_text)
     return layer
+
+
+def layer_warnings(installation: Installation, layer: Layer) -> list[str]:
+    """What the user must know of the layer: a UCX the library loads that is not the one
+    whose ``ucx_info`` listed its variables (pip's Open MPI 5 carries UCX 1.20, PATH's
+    ``ucx_info`` may be 1.13): the variables and their domains are the listed UCX's."""
+    loaded = next((n for n in layer.notes if n.startswith("UCX ")), None)
+    tools = [t for f in families.of(installation.impl) if f.name == "ucx"
+             for t in f.tools(installation)]  # fmt: skip
+    if loaded is None or not tools:
+        return []
+    listed = tool_output(installation, (tools[0],), ["-v"])
+    version = re.search(r"Version (\S+)", listed)
+    if version is None or loaded.split()[1] == version.group(1):
+        return []
+    return [
+        f"the run loads {loaded}; its UCX variables were listed by {tools[0]} of UCX "
+        f"{version.group(1)}: a variable or value one has and the other lacks is refused "
+        "or ignored at run time"
+    ]
 
 
 def with_layer(statuses: Mapping[str, KnobStatus], layer: Layer | None,

@@ -164,7 +164,7 @@ def ucx_loaded(text: str) -> tuple[str, ...]:
     """Which UCX the run loaded, as UCX logs it at ``UCX_LOG_LEVEL=info`` (a library may
     carry a UCX of its own, not the one on PATH): one note, or none."""
     match = _UCX_VERSION.search(text)
-    return (f"UCX {match.group(1)} loaded from {match.group(2)}",) if match else ()
+    return (f"UCX {match.group(1)} from {match.group(2)}",) if match else ()
 
 
 def with_program(command: Sequence[str], program: Sequence[str]) -> list[str] | None:

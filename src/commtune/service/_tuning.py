@@ -35,6 +35,7 @@ from commtune.knobs import (
     discover,
     enumerators,
     installed_knobs,
+    layer_warnings,
     read_layer,
     with_layer,
     with_segments,
@@ -243,6 +244,8 @@ class Tuning:
             space = probe(space, launcher, store, platform, ui)
         if setup.layer is not None:
             ui.info(f"the run selects {setup.layer.describe()}")
+            for warning in layer_warnings(inst, setup.layer):
+                ui.warn(warning)
             for d in space.dimensions:
                 if (note := inst.impl.layer_note(setup.layer, d.knob.name)) is not None:
                     ui.warn(note)
