@@ -80,7 +80,7 @@ def test_tune_and_run_give_the_ranks_the_reconciled_file(
                             "coll_tuned_allreduce_algorithm=ring", "--no-interposer",
                             "--strategy", "grid", "--trials", "2", "--repeats", "1",
                             "--confirm", "0", "--study", "f", "--storage", storage, "--json",
-                            "--", "mpirun", "--allow-run-as-root", "-np", "1", *program],
+                            "--", "mpirun", "--allow-run-as-root", "-np", "2", *program],
                            capsys)  # fmt: skip
     assert code == 0, err
     files = _loaded_files(log)

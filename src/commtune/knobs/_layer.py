@@ -12,10 +12,12 @@ does not change between two studies of one program.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -45,15 +47,9 @@ def read_layer(installation: Installation, command: Sequence[str]) -> Layer | No
     path = _cache(installation, line, env)
     if path.exists():
         return installation.impl.parse_layer(path.read_text())
-    try:
-        done = subprocess.run(line, capture_output=True, encoding="utf-8", errors="replace",
-                              timeout=PROBE_TIMEOUT, check=False, stdin=subprocess.DEVNULL,
-                              env=env, start_new_session=True)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    said_text = _run(line, env)
+    if said_text is None:
         return None
-    if done.returncode != 0:
-        return None
-    said_text = done.stderr + done.stdout  # UCX logs on stdout
     layer = installation.impl.parse_layer(said_text)
     if layer is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -79,6 +75,25 @@ def layer_warnings(installation: Installation, layer: Layer) -> list[str]:
         f"{version.group(1)}: a variable or value one has and the other lacks is refused "
         "or ignored at run time"
     ]
+
+
+def _run(line: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """What the probe printed (both streams: UCX logs on stdout); None where it failed or
+    outlived :data:`PROBE_TIMEOUT` (its whole process group killed)."""
+    try:
+        proc = subprocess.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=env, encoding="utf-8",
+                                errors="replace", start_new_session=True)  # fmt: skip
+    except OSError:
+        return None
+    try:
+        out, err = proc.communicate(timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    return err + out if proc.returncode == 0 else None
 
 
 def with_layer(statuses: Mapping[str, KnobStatus], layer: Layer | None,
@@ -110,7 +125,7 @@ def with_layer(statuses: Mapping[str, KnobStatus], layer: Layer | None,
 def _cache(installation: Installation, line: Sequence[str], env: Mapping[str, str]) -> Path:
     """Where the selection a launch line and environment make is kept: keyed by the host,
     the line and the library's and its layers' variables in the environment."""
-    prefixes = ("OMPI_", "PMIX_", "PRTE_", "UCX_", "FI_", "MPIR_", "I_MPI_", "SLURM_JOB")
+    prefixes = (*families.recorded_prefixes(), "SLURM_JOB")
     keyed = sorted((k, v) for k, v in env.items() if k.startswith(prefixes))
     launcher = installation.launcher
     stamp = os.stat(launcher).st_mtime if os.path.exists(launcher) else 0

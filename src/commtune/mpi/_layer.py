@@ -141,18 +141,44 @@ def _one_rank(lines: list[str]) -> Layer | None:
 
 
 def ucx_transports(stderr: str) -> tuple[str, ...]:
-    """The transports and devices UCX chose for one process's endpoints, as it logs them at
-    ``UCX_LOG_LEVEL=info`` (``ep_cfg[1]: tag(sysv/memory cma/memory)``), first seen first."""
+    """The transports and devices UCX chose for the run's endpoints, as it logs them at
+    ``UCX_LOG_LEVEL=info`` (``ep_cfg[1]: tag(sysv/memory cma/memory)``), over every process
+    (one rank may talk to its node only), first seen first."""
     found: dict[str, None] = {}
-    first = None
     for line in stderr.splitlines():
         match = _UCX_EP.search(line)
-        if match is None or (first is not None and match.group(1) != first):
-            continue
-        first = match.group(1)
-        for lane in match.group(2).split():
-            found[f"UCX {lane}"] = None
+        if match is not None:
+            for lane in match.group(2).split():
+                found[f"UCX {lane}"] = None
     return tuple(found)
+
+
+def ucx_unread(layer: Layer, knob: str) -> str | None:
+    """Why a run whose UCX chose ``layer.transports`` does not read UCX variable ``knob``:
+    a transport's own (``UCX_TCP_*``, ``UCX_RC_*``, ...) that none of its lanes uses; None
+    where it is read or the lanes were not said."""
+    lanes = {t.split()[1].split("/")[0] for t in layer.transports if t.startswith("UCX ")}
+    if not lanes:
+        return None
+    for prefix, names in _UCX_TRANSPORT_KNOBS:
+        if knob.startswith(prefix) and not any(n.startswith(names) for n in lanes):
+            return (f"a variable of UCX's {prefix.removeprefix('UCX_').rstrip('_').lower()} "
+                    f"transport; UCX chose {', '.join(sorted(lanes))} for this run")  # fmt: skip
+    return None
+
+
+# UCX variables of one transport: (prefix, the lane names that transport goes by)
+_UCX_TRANSPORT_KNOBS = (
+    ("UCX_TCP_", ("tcp",)),
+    ("UCX_RC_", ("rc",)),
+    ("UCX_DC_", ("dc",)),
+    ("UCX_UD_", ("ud",)),
+    ("UCX_CMA_", ("cma",)),
+    ("UCX_POSIX_", ("posix",)),
+    ("UCX_SYSV_", ("sysv",)),
+    ("UCX_XPMEM_", ("xpmem",)),
+    ("UCX_KNEM_", ("knem",)),
+)
 
 
 # UCX 1.13: "ep_cfg[1]: tag(sysv/memory cma/memory)"; 1.20: "intra-node cfg#1 tag(...)"
@@ -170,20 +196,27 @@ def ucx_loaded(text: str) -> tuple[str, ...]:
 def with_program(command: Sequence[str], program: Sequence[str]) -> list[str] | None:
     """``command`` (a launch line) with its program and the program's arguments replaced by
     ``program``: every launcher option kept (hosts, ``--mca``, rank count), so that what runs
-    selects the layers the program's run selects. The program is the first word after the
-    launcher that is an executable file, or a command on PATH not given as an option's
-    value; None where there is none."""
+    selects the layers the program's run selects. The program is the first executable (a
+    file, or a command on PATH) after the launcher that is not an option's value: one after
+    a word that is not an option first (``-n 2 ./app``), else one after a flag
+    (``--oversubscribe ./app``); an executable after an option that takes it
+    (``-launcher-exec AGENT``) is passed over while a later one qualifies. None: none."""
+    after_flag = None
     for i in range(1, len(command)):
         word, before = command[i], command[i - 1]
-        pair = i >= 2 and command[i - 2] in _PAIRED  # ``--mca NAME VALUE``'s value
-        if word.startswith("-") or pair:
+        if word.startswith("-") or (i >= 2 and command[i - 2] in _PAIRED):
             continue
         executable = os.path.isfile(word) and os.access(word, os.X_OK)
-        if os.sep in word and executable:
+        if not (executable or (os.sep not in word and shutil.which(word))):
+            continue
+        if not before.startswith("-") or i == 1:
             return [*command[:i], *program]
-        if os.sep not in word and not before.startswith("-") and (executable or shutil.which(word)):
-            return [*command[:i], *program]
-    return None
+        if after_flag is None and (executable or before in _FLAGS):
+            after_flag = i
+    return None if after_flag is None else [*command[:after_flag], *program]
 
 
+# launcher options that take no value, after which the program may come
+_FLAGS = frozenset({"--oversubscribe", "--allow-run-as-root", "--report-bindings", "-v",
+                    "--verbose", "--tag-output", "--timestamp-output", "-q"})  # fmt: skip
 _PAIRED = frozenset({"--mca", "-mca", "--gmca", "-gmca", "--prtemca", "--pmixmca"})

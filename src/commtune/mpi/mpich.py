@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from commtune.mpi import _mpich_csel
-from commtune.mpi._layer import UCX_SAYS, Layer, ucx_loaded, ucx_transports
+from commtune.mpi._layer import UCX_SAYS, Layer, ucx_loaded, ucx_transports, ucx_unread
 from commtune.mpi._selection import Builtin, RulesError, Segment, Selection, in_library_terms
 from commtune.mpi._vendor import MPIVendor, Variable, Vendor
 
@@ -142,6 +142,9 @@ class MPICH(MPIVendor):
     def layer_env(self, device: str) -> dict[str, str]:
         # its device is fixed at build time (ch4:ucx, ch4:ofi); over UCX, UCX says what it chose
         return dict(UCX_SAYS) if "ucx" in device else {}
+
+    def unread(self, layer: Layer, knob: str) -> str | None:
+        return ucx_unread(layer, knob)
 
     def parse_layer(self, stderr: str) -> Layer | None:
         transports = ucx_transports(stderr)

@@ -18,6 +18,7 @@ from commtune.mpi._layer import (
     parse_ompi_selection,
     ucx_loaded,
     ucx_transports,
+    ucx_unread,
 )
 from commtune.mpi._ompi_rules import (
     FILE_ENV,
@@ -289,6 +290,8 @@ class OpenMPI(MPIVendor):
         for prefixes, needs, what in _P2P_LAYERS:
             if knob.startswith(prefixes) and pml != f"pml {needs}":
                 return f"{what}; the run selects {pml}, which does not read it"
+        if (why := ucx_unread(layer, knob)) is not None:
+            return why
         match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
         served = layer.serves(match.group(1)) if match else None
         # han runs its steps on node and network sub-communicators, whose tuned reads the
