@@ -24,16 +24,15 @@ from commtune import native
 from commtune.mpi import installation_of
 from commtune.testbed import Cluster as Bed
 
-UCX = ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"]
-
 
 def one(bed: Bed, spec: str) -> list[dict[str, object]]:
     inst = installation_of(spec)
     demo = str(native.build(inst, "demo/ct_demo.c"))
     env = {**inst.tool_env(), **bed.network_env(inst)}
     lines = {"plain": [demo, "100"]}
-    if inst.vendor.value == "openmpi":
-        lines["pml ucx"] = [*UCX, demo, "100"]
+    over_ucx = inst.impl.ucx_args(inst.device)
+    if over_ucx:  # a library whose UCX is chosen at launch (Open MPI's pml ucx)
+        lines["pml ucx"] = [*over_ucx, demo, "100"]
     rows = []
     for how, program in lines.items():
         line = bed.launch(inst, program)

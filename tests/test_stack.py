@@ -185,3 +185,17 @@ def test_a_loaded_ucx_other_than_the_listed_one_is_said(spec: str) -> None:
     warnings = layer_warnings(inst, layer)
     assert bool(warnings) == (loaded != listed.group(1))
     assert all(f"UCX {loaded} from" in w and listed.group(1) in w for w in warnings)
+
+
+@needs_openmpi
+def test_the_demo_over_ucx_is_a_study_of_the_ucx_layer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    code = main(["demo", "--ucx", "--mpi", "openmpi", "--max-runs", "13", "--storage", db,
+                 "--json"])  # fmt: skip
+    out, _ = capsys.readouterr()
+    said = last_json(out)
+    assert code == 0 and said["study"] == "demo-openmpi-ucx"
+    assert said["layer"]["p2p"] == "pml ucx"
+    assert said["runs"] <= 13

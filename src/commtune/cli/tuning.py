@@ -309,6 +309,12 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
         "the machine allows it, else the one-node demo",
     )
     p.add_argument(
+        "--ucx",
+        action="store_true",
+        help="launch as an InfiniBand cluster does, over UCX (Open MPI: --mca pml ucx, here "
+        "with UCX on TCP and shared memory; MPICH's ch4:ucx is UCX already)",
+    )
+    p.add_argument(
         "--build",
         metavar="DIR",
         help="tune nothing: build the programs the guides run with --mpi's compiler wrapper "
@@ -425,7 +431,7 @@ def cmd_demo(args: argparse.Namespace, command: list[str] | None) -> int:
         if args.json:
             print_json({"built": [str(p) for p in made]})
         return 0
-    return _print(ui, demo(check(plan_of(args)), ui, args.np, args.nodes), args)
+    return _print(ui, demo(check(plan_of(args)), ui, args.np, args.nodes, args.ucx), args)
 
 
 def _print(ui: UI, done: Outcome | Recorded, args: argparse.Namespace) -> int:

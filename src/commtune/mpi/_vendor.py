@@ -411,6 +411,11 @@ class MPIVendor(abc.ABC):
         printed, both streams); None: not said."""
         return None
 
+    def ucx_args(self, device: str) -> list[str] | None:
+        """Launcher options that run an installation of ``device`` over UCX as an
+        InfiniBand cluster does (none needed: []); None where it cannot."""
+        return None
+
     def knob_layer(self, knob: str) -> str | None:
         """The layer that reads ``knob``, in the words :attr:`Layer.p2p` and the components
         use (``pml ob1``, ``coll tuned``); None: the library itself, whatever it selects."""

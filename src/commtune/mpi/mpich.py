@@ -136,6 +136,9 @@ class MPICH(MPIVendor):
     def is_compiler(self, show_text: str) -> bool:
         return "mpich" in show_text.lower()
 
+    def ucx_args(self, device: str) -> list[str] | None:
+        return [] if "ucx" in device else None  # its device is chosen at build time
+
     def knob_layer(self, knob: str) -> str | None:
         return "ch4:ucx" if knob.startswith("UCX_") else None
 

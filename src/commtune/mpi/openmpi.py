@@ -275,6 +275,14 @@ class OpenMPI(MPIVendor):
             return replace(layer, transports=ucx_transports(stderr), notes=ucx_loaded(stderr))
         return layer
 
+    def ucx_args(self, device: str) -> list[str] | None:
+        if "ucx" not in device:
+            return None
+        # pml ucx, with every transport and device UCX finds (TCP and shared memory where no
+        # InfiniBand is: pml ucx declines those by default)
+        return ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca",
+                "pml_ucx_devices", "any"]  # fmt: skip
+
     def knob_layer(self, knob: str) -> str | None:
         for prefixes, needs, _ in _P2P_LAYERS:
             if knob.startswith(prefixes):

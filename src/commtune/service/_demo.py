@@ -25,22 +25,31 @@ PROGRAMS = ("demo/ct_demo.c", "demo/ct_solver.c", "demo/ct_phases.c")  # demo --
 BED = "ctbdemo"  # a fixed name: the study's launch line is the same at every resume
 
 
-def demo(plan: Plan, ui: UI, ranks: int | None, nodes: int | str | None) -> Outcome | Recorded:
+def demo(plan: Plan, ui: UI, ranks: int | None, nodes: int | str | None,
+         ucx: bool = False) -> Outcome | Recorded:  # fmt: skip
     """Tune the demo app as ``plan`` (checked: ``check``) says; ``nodes``: a bed of that
     many nodes, ``auto`` (one a core, 2-4, where the machine allows a bed) or None (this
-    node, ``ranks``)."""
+    node, ``ranks``); ``ucx``: launched over UCX as an InfiniBand cluster launches it
+    (``MPIVendor.ucx_args``)."""
     inst = installation_of(plan.mpi)
-    program = native.build(inst, "demo/ct_demo.c")
+    options: list[str] = []
+    if ucx:
+        given = inst.impl.ucx_args(inst.device)
+        if given is None:
+            raise UsageError(f"--ucx: {inst.describe()} does not run over UCX")
+        options = given
+    program = [*options, str(native.build(inst, "demo/ct_demo.c"))]
     usual = inst == installation_of(inst.vendor.value)  # the family's usual installation
     named = plan.study is not None
-    study = plan.study or f"demo-{inst.vendor.value}" + ("" if usual else f"-{inst.version}")
+    study = plan.study or (f"demo-{inst.vendor.value}" + ("" if usual else f"-{inst.version}")
+                           + ("-ucx" if options else ""))  # fmt: skip
     plan = replace(plan, study=study, mpi=inst.prefix)
     count = _nodes(nodes, ui.json_mode)
     if count:
         if ranks is not None and ranks != count:
             raise UsageError(f"--np {ranks} with --nodes {count}: the demo runs one rank a node")
         return _across_nodes(plan, ui, inst, program, count, not named)
-    command = launcher_for(inst).command(ranks or 2, [str(program), str(ITERATIONS)])
+    command = launcher_for(inst).command(ranks or 2, [*program, str(ITERATIONS)])
     return Tuning(plan, ui).run(command)
 
 
@@ -61,13 +70,13 @@ def _nodes(nodes: int | str | None, quiet: bool) -> int:
 
 
 def _across_nodes(
-    plan: Plan, ui: UI, inst: Installation, program: Path, nodes: int, auto_named: bool
+    plan: Plan, ui: UI, inst: Installation, program: list[str], nodes: int, auto_named: bool
 ) -> Outcome | Recorded:
     """The demo on a test bed of ``nodes`` nodes, one rank each."""
     with Cluster(nodes, 1, name=BED) as bed:
         # the transport between nodes, every run; the bed named in the platform's fingerprint
         os.environ.update({**bed.network_env(inst), TESTBED_ENV: bed.describe()})
-        command = bed.launch(inst, [str(program), str(ITERATIONS)])
+        command = bed.launch(inst, [*program, str(ITERATIONS)])
         where = (f"{bed.describe()}: {', '.join(bed.hostnames)} (network namespaces on this "
                  "machine), one rank each, over TCP")  # fmt: skip
         if not ui.json_mode:
