@@ -460,6 +460,15 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     assert all(b <= a for a, b in itertools.pairwise(fields))
     assert acc.finding.limit == pytest.approx(0.06 / (2 * 3))
     assert "from the last rank's arrival" in acc.finding.promise
+    # per message size (ct_demo: 8 B, 64 KiB, 512 KiB), each candidate tested on that size's
+    # blocks alone at the share split over the sizes; a size's choice is one that passed
+    sizes = acc.finding.by_size
+    assert [r["bytes"] for r in sizes] == sorted(r["bytes"] for r in sizes) and len(sizes) >= 2
+    assert sum(r["share"] for r in sizes) == pytest.approx(1.0)
+    for r in sizes:
+        assert r["chosen"] is None or (r["chosen"] in fields[-1] | fields[0]
+                                       and r["speedup"] >= 1.01)  # fmt: skip
+        assert r["best"] in fields[0] and r["blocks"] > 0
     code, exported, _ = run_cli(["export", "r", "--storage", storage, "--format", "env"], capsys)
     if acc.accepted:  # handed back: raced ahead at its share, then passed on whole runs
         assert acc.finding.call_p <= acc.finding.limit and acc.finding.call_speedup >= 1.01
@@ -1057,3 +1066,17 @@ def test_the_whole_run_test_stops_once_it_cannot_pass_and_says_a_failed_run() ->
     assert not done.passed and len(done.answer) < 15 and made[0] == 2 * len(done.answer)
     done = whole_runs(losing, 2, 0.05, 0.02, 0.01, 3)
     assert done.failure and "raise --max-runs" in done.failure and done.looks == ()
+
+
+def test_the_choices_by_size_merge_into_the_ranges_a_selection_file_takes() -> None:
+    from commtune.tune import SizeChoice, ranges
+
+    def at(size: int, chosen: str | None) -> SizeChoice:
+        return SizeChoice(size, 4, 0.25, chosen, None, None, "ring", 1.0, 10)
+
+    got = ranges([at(1 << 20, None), at(8, None), at(1024, "ring"), at(65536, "ring")], "ignore")
+    assert [(s.low, s.high, s.method) for s in got] == [
+        (0.0, 1023.0, "ignore"),
+        (1024.0, 1048575.0, "ring"),
+        (1048576.0, None, "ignore"),
+    ]

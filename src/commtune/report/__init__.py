@@ -47,6 +47,7 @@ _WHERE = {
     "format_config": "_tables",
     "installations_table": "_tables",
     "knobs_table": "_tables",
+    "by_size_table": "_tables",
     "library_variables_table": "_tables",
     "next_steps": "_tables",
     "noise_line": "_tables",
@@ -99,6 +100,7 @@ if TYPE_CHECKING:
     from commtune.report._study_data import collect
     from commtune.report._tables import (
         acceptance_lines,
+        by_size_table,
         differences_table,
         format_config,
         guided_table,
@@ -131,6 +133,7 @@ __all__ = [
     "acceptance_lines",
     "action_json",
     "actions_table",
+    "by_size_table",
     "calibration_lines",
     "calibration_plot",
     "calibration_table",

@@ -449,3 +449,34 @@ def invoked_as() -> str:
         return "commtune"
     found = shutil.which("commtune")
     return "commtune" if found and Path(found).resolve() == script else str(script)
+
+
+def by_size_table(rows: Sequence[Mapping[str, Any]], op: str, reference: str) -> Table:
+    """An in-run race per message size (``tune.by_size``): each size's share of the raced
+    calls' time, the fastest candidate passing its test there and its gain in the calls'
+    time, the best estimate beside. Evidence from the race, not a verdict."""
+    table = compact_table(f"{op} per message size, from the race (evidence: not checked on "
+                          "whole runs)")  # fmt: skip
+    for column in ("size", "ranks", "share", "chosen", "calls' speedup", "interval", "best"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        interval = r.get("interval")
+        table.add_row(
+            _bytes(int(r["bytes"])),
+            str(r["ranks"]),
+            f"{float(r['share']):.0%}",
+            r["chosen"] or f"{reference} (none passed)",
+            f"{r['speedup']:.3f}x" if r.get("speedup") else "",
+            f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "",
+            f"{r['best']} {float(r['best_speedup']):.3f}x",
+        )
+    return table
+
+
+def _bytes(n: int) -> str:
+    if n < 0:
+        return "?"
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"

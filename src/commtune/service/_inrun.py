@@ -34,7 +34,7 @@ import optuna
 from commtune.errors import UsageError
 from commtune.knobs import Dimension, Knob, Space, space_from_json
 from commtune.mpi import Installation
-from commtune.report import UI
+from commtune.report import UI, by_size_table
 from commtune.service._inrun_verdict import (
     Crashed,
     InRun,
@@ -417,9 +417,11 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> InRunDecided | ToSearch:
                               timeout, ui, spent)
              if raced.answer else None)  # fmt: skip
     acc = verdict_of(ready.setup.plan, ready.setup.inst, how, runs, raced, check, crashed)
-    said = acc.finding.share_said if isinstance(acc.finding, InRunFinding) else None
-    if said:
-        ui.info(said)
+    found = acc.finding if isinstance(acc.finding, InRunFinding) else None
+    if found is not None and found.share_said:
+        ui.info(found.share_said)
+    if found is not None and len(found.by_size) > 1:
+        ui.print(by_size_table(found.by_size, how.op, how.reference))
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
     return InRunDecided(result_of(target.study, ready.setup.inst, how, runs, raced.pooled, acc,

@@ -21,7 +21,7 @@ from commtune.report import UI
 from commtune.service._race import RacedRun, RaceFailed, sized_config
 from commtune.study import Acceptance, Gate, InRunFinding, Noise, Plan, Source, words
 from commtune.trial import Executor
-from commtune.tune import Halving, Raced, Row, TuneResult, WholeRuns, whole_runs
+from commtune.tune import Halving, Raced, Row, TuneResult, WholeRuns, by_size, whole_runs
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,8 @@ def verdict_of(plan: Plan, inst: Installation, how: InRun, runs: Sequence[RacedR
         raced=[c.estimate_json() for c in raced.pooled], passed=sorted(raced.passed),
         blocks=stored_blocks(runs[0]) if runs else {},
         promise=runs[0].race.said(),
+        by_size=[c.to_json() for c in by_size([r.race for r in runs], limit_of(plan, how),
+                                               plan.min_gain)],
     )  # fmt: skip
     if answer is None:
         said = f"no algorithm shown faster in the calls' time than {how.reference}"

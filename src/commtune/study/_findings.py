@@ -123,6 +123,8 @@ class InRunFinding(_Stored):
     whole_looks: Sequence[Sequence[float]] | None = None  # the whole runs' looks
     whole_limit: float | None = None
     whole_pairs: int | None = None
+    # per message size, the race's choice (``tune.by_size``): evidence, not handed back
+    by_size: Sequence[Mapping[str, Any]] = ()
 
 
 Finding = RiskFinding | ExactFinding | StrictFinding | InRunFinding

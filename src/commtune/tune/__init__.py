@@ -5,6 +5,7 @@ top-k confirmation of ``_confirm`` is ``--gate strict``'s); in-run racing (``_in
 it is given is a :class:`Target` (the study, its typed space and the user's ``Plan``) and
 every step shares one :class:`Context` (``_target``)."""
 
+from commtune.tune._bysize import SizeChoice, by_size, ranges
 from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._decide import CONTENDERS, Named, verdict
 from commtune.tune._inrun import (
@@ -85,6 +86,7 @@ __all__ = [
     "Rounds",
     "Row",
     "Scheduler",
+    "SizeChoice",
     "Slower",
     "StaleCheck",
     "Stop",
@@ -92,6 +94,7 @@ __all__ = [
     "TuneResult",
     "WholeRuns",
     "Workers",
+    "by_size",
     "configurations",
     "confirm",
     "decide_race",
@@ -103,6 +106,7 @@ __all__ = [
     "inherited_mpi_env",
     "lone",
     "open_study",
+    "ranges",
     "recheck",
     "record",
     "run_length",
