@@ -490,6 +490,7 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
     inrun = page.read_text().split('id="inrun"')[1].split("<section")[0]
     assert code == 0 and "data:image/png" in inrun  # the call times by block, drawn
     assert all(c["name"] in inrun for c in acc.finding.raced)
+    assert "Per message size" in inrun  # the race's evidence by size, on the page too
     # racing's own cost, measured in each raced run, in the study and on its page
     assert len(acc.finding.overhead) == acc.finding.raced_runs and all(acc.finding.overhead)
     assert "Racing's own cost" in inrun

@@ -253,6 +253,14 @@ def _inrun(s: StudyData, prefix: str) -> str:
                    "interval"], rows)  # fmt: skip
     if found.share is not None:
         body += f"<p>{_e(found.share_said)}</p>"
+    if len(found.by_size) > 1:  # the race per message size: evidence, not the verdict
+        body += ("<p>Per message size, each candidate tested on that size's blocks alone "
+                 "(evidence from the race, not checked on whole runs):</p>")  # fmt: skip
+        body += _table(["size", "ranks", "share", "chosen", "calls' speedup", "best"], [
+            (r["bytes"], r["ranks"], f"{r['share']:.0%}",
+             r["chosen"] or f"{found.reference_name} (none passed)",
+             f"{r['speedup']:.3f}x" if r.get("speedup") else "",
+             f"{r['best']} {r['best_speedup']:.3f}x") for r in found.by_size])  # fmt: skip
     costs = [c for c in found.overhead if c]
     if costs:  # measured in each raced run: its barriers' share of its time
         body += (f"<p>Racing's own cost, its barriers' share of each raced run's time: "
