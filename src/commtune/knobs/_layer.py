@@ -28,16 +28,19 @@ from commtune import families, native
 from commtune.families import tool_output
 from commtune.knobs._catalog import layer_places
 from commtune.knobs._discovery import KnobStatus
-from commtune.mpi import Installation, Layer, with_program
+from commtune.mpi import Installation, Layer, is_launcher, with_program
+from commtune.util import write_atomic
 
 PROBE_TIMEOUT = 30.0  # init and one call of each collective: seconds, even at scale
 
 
 def read_layer(installation: Installation, command: Sequence[str]) -> Layer | None:
     """The layer a run of ``command`` selects, as the library says it; None where the
-    library cannot say, the line has no program to stand in for, or the probe failed."""
+    library cannot say, the line is not a launcher's (a wrapper script: what it runs is its
+    own), has no program to stand in for, or the probe failed."""
     said = installation.impl.layer_env(installation.device)
-    if not said:
+    # a wrapper script's line: its program is not the launcher's (a singleton would answer)
+    if not said or not (is_launcher(command[0]) or os.path.basename(command[0]) == "srun"):
         return None
     probe = str(native.build(installation, "tools/ct_probe.c"))
     line = with_program(command, [probe, "init"])
@@ -53,7 +56,7 @@ def read_layer(installation: Installation, command: Sequence[str]) -> Layer | No
     layer = installation.impl.parse_layer(said_text)
     if layer is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(said_text)
+        write_atomic(path, said_text)  # two studies may probe at once
     return layer
 
 
