@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from instrument import last_json
+
 from commtune import native
 from commtune.mpi import installation_of
 from commtune.testbed import Cluster as Bed
@@ -41,7 +43,7 @@ def one(bed: Bed, spec: str) -> list[dict[str, object]]:
         if done.returncode != 0:
             rows.append({"mpi": spec, "line": how, "error": done.stderr.strip()[-300:]})
             continue
-        row = json.loads(done.stdout.strip().splitlines()[-1])
+        row = last_json(done.stdout)
         row.update(mpi=spec, line=how, btl_knob_exit=None, btl_knob_said=None)
         rows.append(row)
         if how == "plain":
