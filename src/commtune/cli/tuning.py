@@ -311,8 +311,9 @@ def _add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ucx",
         action="store_true",
-        help="launch as an InfiniBand cluster does, over UCX (Open MPI: --mca pml ucx, here "
-        "with UCX on TCP and shared memory; MPICH's ch4:ucx is UCX already)",
+        help="launch over UCX as an InfiniBand cluster does: the library's own options (pml "
+        "ucx where its point-to-point layer is chosen at launch, here with UCX on TCP and "
+        "shared memory; none where its device is UCX already)",
     )
     p.add_argument(
         "--build",
