@@ -459,6 +459,10 @@ def test_the_demo_runs_across_the_test_bed_and_its_next_steps_run_as_printed(
     knobs = {d["knob"] for d in settings["space"]}
     assert "btl_tcp_eager_limit" in knobs and "btl_vader_eager_limit" not in knobs
     assert "ctbdemon1,ctbdemon2" in settings["command"]
+    # the layer read through the bed's first node, as every run goes (its BTL over TCP)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "the run selects point-to-point: pml ob1 over" in said
+    assert "btl tcp" in said.split("the run selects", 1)[1].split(";")[0]
     assert _left_over("ctbdemo") == []
     printed = done.stdout.splitlines()
     after = printed[printed.index("next:") + 1 :]

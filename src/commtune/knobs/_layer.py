@@ -34,10 +34,12 @@ from commtune.util import write_atomic
 PROBE_TIMEOUT = 30.0  # init and one call of each collective: seconds, even at scale
 
 
-def read_layer(installation: Installation, command: Sequence[str]) -> Layer | None:
+def read_layer(installation: Installation, command: Sequence[str],
+               through: Sequence[str] = ()) -> Layer | None:  # fmt: skip
     """The layer a run of ``command`` selects, as the library says it; None where the
     library cannot say, the line is not a launcher's (a wrapper script: what it runs is its
-    own), has no program to stand in for, or the probe failed."""
+    own), has no program to stand in for, or the probe failed. ``through``: the words every
+    run of the study starts with (``--through``: a test bed node's namespaces)."""
     said = installation.impl.layer_env(installation.device)
     # a wrapper script's line: its program is not the launcher's (a singleton would answer)
     if not said or not (is_launcher(command[0]) or os.path.basename(command[0]) == "srun"):
@@ -46,6 +48,7 @@ def read_layer(installation: Installation, command: Sequence[str]) -> Layer | No
     line = with_program(command, [probe, "init"])
     if line is None:
         return None
+    line = [*through, *line]
     env = {**installation.tool_env(), **said}
     path = _cache(installation, line, env)
     if path.exists():

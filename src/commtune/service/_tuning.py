@@ -197,7 +197,7 @@ class Tuning:
             command = scale.command()
         inst = resolve_command(list(command), plan.mpi)
         # the layers the run selects, said by the library (a batch job's: not from here)
-        layer = read_layer(inst, command) if plan.sbatch is None else None
+        layer = read_layer(inst, command, plan.through) if plan.sbatch is None else None
         statuses = with_layer(installed_knobs(inst), layer, inst)
         setup = Setup(plan, tuple(command), scale, inst, statuses, layer=layer)
         if plan.twin is not None:
