@@ -60,7 +60,8 @@ def one(bed: Bed, spec: str) -> list[dict[str, object]]:
 # run on the bed's first node: the layer and the default space across nodes, as JSON
 _PROBE = """
 import json, sys
-from commtune.knobs import build_space, installed_knobs, read_layer, with_layer
+from commtune.knobs import build_space, installed_knobs, with_layer
+from commtune.service import read_layer
 from commtune.mpi import installation_of
 inst = installation_of(sys.argv[1]); line = json.loads(sys.argv[2])
 layer = read_layer(inst, line)

@@ -69,8 +69,9 @@ def cmd_mpis(args: argparse.Namespace, command: list[str] | None) -> int:
 
 
 def cmd_knobs(args: argparse.Namespace, command: list[str] | None) -> int:
-    from commtune.knobs import installed_knobs, read_layer, with_layer
+    from commtune.knobs import installed_knobs, with_layer
     from commtune.report import UI, knobs_table
+    from commtune.service import read_layer
 
     inst = installation_of(args.mpi)
     if args.all:

@@ -20,7 +20,7 @@ from commtune.knobs._discovery import (
     list_mpit,
 )
 from commtune.knobs._knob import Dimension, Knob, KnobType, Space, Value
-from commtune.knobs._layer import layer_warnings, read_layer, with_layer
+from commtune.knobs._layer import with_layer
 from commtune.knobs._select import build_space, space_from_json
 
 __all__ = [
@@ -43,10 +43,8 @@ __all__ = [
     "discover",
     "enumerators",
     "installed_knobs",
-    "layer_warnings",
     "list_mpit",
     "load_catalog",
-    "read_layer",
     "selection_file_env",
     "space_from_json",
     "with_layer",

@@ -45,7 +45,7 @@ class Runs:
     @property
     def traced(self) -> bool:
         """The launcher writes the run's own trace: a profile without the preloaded library."""
-        return self.launch is not None or self.files is not None
+        return self.launch is not None  # runs_on's files name a launch too
 
     @property
     def deterministic(self) -> bool:

@@ -300,23 +300,21 @@ class OpenMPI(MPIVendor):
                 return f"{what}; the run selects {pml}, which does not read it"
         if (why := ucx_unread(layer, knob)) is not None:
             return why
-        match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
-        served = layer.serves(match.group(1)) if match else None
+        op, served = _tuned_served(layer, knob)
         # han runs its steps on node and network sub-communicators, whose tuned reads the
         # variable: read, for those steps (coll_han_priority races han itself)
         if served is not None and served[0] not in ("tuned", *_OVER_TUNED):
             name, priority = served
-            return (f"{match.group(1) if match else ''} on MPI_COMM_WORLD is served by coll "
-                    f"{name} (priority {priority}, as the run selects), not by tuned")  # fmt: skip
+            return (f"{op} on MPI_COMM_WORLD is served by coll {name} (priority {priority}, "
+                    "as the run selects), not by tuned")  # fmt: skip
         return None
 
     def layer_note(self, layer: Layer, knob: str) -> str | None:
-        match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
-        served = layer.serves(match.group(1)) if match else None
-        if match is None or served is None or served[0] not in _OVER_TUNED:
+        op, served = _tuned_served(layer, knob)
+        if served is None or served[0] not in _OVER_TUNED:
             return None
         name, priority = served
-        return (f"{match.group(1)} on MPI_COMM_WORLD is served by coll {name} (priority "
+        return (f"{op} on MPI_COMM_WORLD is served by coll {name} (priority "
                 f"{priority}, as the run selects): {knob} sets the algorithm of {name}'s "
                 f"steps on its node and network sub-communicators, not the call's; "
                 f"coll_{name}_priority races {name} itself")  # fmt: skip
@@ -354,6 +352,13 @@ _P2P_LAYERS = (
     (("mtl_",), "cm", "an MTL variable (pml cm's transports)"),
     (("UCX_", "pml_ucx_"), "ucx", "a UCX variable"),
 )
+
+
+def _tuned_served(layer: Layer, knob: str) -> tuple[str, tuple[str, int] | None]:
+    """The call a ``coll_tuned_<op>_algorithm*`` knob is of, and the component (with its
+    priority) serving that call in ``layer``; ("", None) for any other knob."""
+    match = re.fullmatch(r"coll_tuned_(\w+?)_algorithm(_\w+)?", knob)
+    return (match.group(1), layer.serves(match.group(1))) if match else ("", None)
 
 
 def _ompi_info(launcher: str) -> str:

@@ -163,8 +163,9 @@ def draw_sizes(count: int, largest: int, seed: int) -> list[int]:
 
 def simulator() -> Installation:
     """The installed simulator (smpicc and smpirun); UsageError naming the package."""
-    for sim in find_simulators():
-        return sim
+    found = find_simulators()
+    if found:
+        return found[0]
     raise UsageError(f"calibrate checks the cluster it writes in the simulator: it needs "
                      f"{SIMULATOR_NEEDED}")  # fmt: skip
 

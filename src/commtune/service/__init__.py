@@ -16,6 +16,7 @@ from commtune.service._common import (
 )
 from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
+from commtune.service._layer import layer_warnings, read_layer
 from commtune.service._observer import StudyObserver
 from commtune.service._race import RacedRun, RaceFailed, race
 from commtune.service._race import candidates as race_candidates
@@ -38,6 +39,7 @@ __all__ = [
     "default_study_name",
     "demo",
     "in_space",
+    "layer_warnings",
     "load_study",
     "measured_on",
     "open_store",
@@ -45,6 +47,7 @@ __all__ = [
     "profiling",
     "race",
     "race_candidates",
+    "read_layer",
     "stale_check",
     "study_knobs",
 ]

@@ -35,8 +35,6 @@ from commtune.knobs import (
     discover,
     enumerators,
     installed_knobs,
-    layer_warnings,
-    read_layer,
     with_layer,
     with_segments,
 )
@@ -57,6 +55,7 @@ from commtune.service._check import check
 from commtune.service._common import default_study_name, open_store, probe, profiling, slurm_nodes
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled
 from commtune.service._inrun import InRunDecided, inrun_of, narrowed, race_study
+from commtune.service._layer import layer_warnings, read_layer
 from commtune.service._observer import StudyObserver
 from commtune.service._simulation import budgeted, cost, simulated_plan
 from commtune.service._space import check_training_study, guided_space

@@ -261,9 +261,14 @@ def clean_shm(since: float = 0.0, until: float | None = None) -> list[str]:
 
 
 def run_process(
-    argv: list[str], env: dict[str, str], timeout: float, cwd: str | None = None
+    argv: list[str],
+    env: dict[str, str],
+    timeout: float,
+    cwd: str | None = None,
+    stderr_tail: int = STDERR_TAIL,
 ) -> ProcessResult:
-    """Run ``argv`` to completion or until ``timeout`` seconds; kill everything it started."""
+    """Run ``argv`` to completion or until ``timeout`` seconds; kill everything it started.
+    ``stderr_tail``: the bytes of its stderr kept (a library's selection output: more)."""
     become_subreaper()
     keep = set(descendants(os.getpid()))
     start_wall = time.time()
@@ -298,7 +303,7 @@ def run_process(
         if timed_out or returncode != 0:
             clean_shm(start_wall - 1)
         stdout = _tail(out, STDOUT_TAIL)
-        stderr = _tail(err, STDERR_TAIL)
+        stderr = _tail(err, stderr_tail)
     return ProcessResult(wall, returncode, timed_out, stdout, stderr, job_of(env))
 
 
