@@ -1077,7 +1077,7 @@ def test_the_choices_by_size_merge_into_the_ranges_a_selection_file_takes() -> N
 
     got = ranges([at(1 << 20, None), at(8, None), at(1024, "ring"), at(65536, "ring")], "ignore")
     assert [(s.low, s.high, s.method) for s in got] == [
-        (0.0, 1023.0, "ignore"),
-        (1024.0, 1048575.0, "ring"),
+        (0.0, 1024.0, "ignore"),
+        (1024.0, 1048576.0, "ring"),
         (1048576.0, None, "ignore"),
     ]

@@ -32,7 +32,9 @@ def _add_export(p: argparse.ArgumentParser) -> None:
     from commtune.report import FORMATS
 
     p.add_argument("study")
-    p.add_argument("--format", choices=FORMATS, default="env")
+    p.add_argument("--format", choices=(*FORMATS, SELECTION), default="env",
+                   help=f"{SELECTION}: the collective selection file a study answering by "
+                   "message size hands back, as the library reads it")  # fmt: skip
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument(
         "--best",
@@ -107,16 +109,32 @@ def _add_show(p: argparse.ArgumentParser) -> None:
 def _chosen(study: optuna.Study, best: bool) -> tuple[dict[str, Value], dict[str, str]] | None:
     """The accepted configuration and the variables it needs beyond its knobs (a selection
     file); with ``best``, else the best measured one. None: the default stays."""
+    from commtune.service import handed_env
     from commtune.study import StudyView
 
     view = StudyView(study)
     verdict = view.acceptance()
     if verdict is not None and verdict.accepted:
-        return dict(verdict.params), dict(verdict.env)
+        return dict(verdict.params), handed_env(verdict)
     if best:
         top = view.best(1)
         return (dict(top[0].config), {}) if top else None
     return None
+
+
+SELECTION = "selection"  # export's format of a study's selection file, whatever the library
+
+
+def _selection_text(study: optuna.Study, name: str) -> str:
+    from commtune.service import file_of
+    from commtune.study import acceptance_of
+
+    verdict = acceptance_of(study)
+    file = file_of(verdict) if verdict is not None else None
+    if file is None:
+        raise UsageError(f"study {name!r} hands back no selection file (its answer is not by "
+                         "message size): --format env writes its settings")  # fmt: skip
+    return file.text
 
 
 def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
@@ -150,7 +168,10 @@ def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
             "--best exports the best measured one anyway"
         )
     config, extra = chosen
-    text = render(args.format, library, knobs, config, name, extra, measured_on(store, study))
+    if args.format == SELECTION:
+        text = _selection_text(study, args.study)
+    else:
+        text = render(args.format, library, knobs, config, name, extra, measured_on(store, study))
     if args.output:
         write_atomic(args.output, text)
     else:

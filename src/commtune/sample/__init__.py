@@ -21,6 +21,7 @@ from commtune.sample._api import (
 from commtune.sample._calibrate import CalibrationResult, calibrate, check_order
 from commtune.sample._curves import Crossing, Curve, Segment, crossings, segments
 from commtune.sample._families import OPERATIONS
+from commtune.sample._outputs import builtin_selection
 from commtune.sample._profile import FamilyCurves, PlatformProfile
 from commtune.sample._sampler import parse_output
 from commtune.sample._simulated import DEFAULT_SIM_OPS, SimSample, sample_simulated
@@ -38,6 +39,7 @@ __all__ = [
     "Segment",
     "SimSample",
     "ThresholdCheck",
+    "builtin_selection",
     "calibrate",
     "check_order",
     "crossings",

@@ -16,6 +16,7 @@ from commtune.service._common import (
 )
 from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
+from commtune.service._inrun_file import file_of, handed_env
 from commtune.service._layer import layer_warnings, read_layer
 from commtune.service._observer import StudyObserver
 from commtune.service._race import RacedRun, RaceFailed, race
@@ -38,6 +39,8 @@ __all__ = [
     "check",
     "default_study_name",
     "demo",
+    "file_of",
+    "handed_env",
     "in_space",
     "layer_warnings",
     "load_study",

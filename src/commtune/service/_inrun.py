@@ -35,6 +35,7 @@ from commtune.errors import UsageError
 from commtune.knobs import Dimension, Knob, Space, space_from_json
 from commtune.mpi import Installation
 from commtune.report import UI, by_size_table
+from commtune.service._inrun_file import BySize, by_size_file
 from commtune.service._inrun_verdict import (
     Crashed,
     InRun,
@@ -66,7 +67,9 @@ from commtune.tune import (
     Halving,
     Race,
     Raced,
+    SizeChoice,
     TuneResult,
+    by_size,
     halving,
     open_study,
 )
@@ -413,19 +416,36 @@ def race_study(ready: Ready, how: InRun, ui: UI) -> InRunDecided | ToSearch:
                       f"{first.run} ({WARMUP_BLOCKS} blocks of warm-up at each message size, "
                       "then whole blocks)")  # fmt: skip
     spent = len(runs) + crashed.failed
+    sizes = by_size([r.race for r in runs], limit_of(plan, how), plan.min_gain)
+    if len(sizes) > 1:
+        ui.print(by_size_table([c.to_json() for c in sizes], how.op, how.reference))
+    file = _by_size_file(ready, how, sizes, ui)
     check = (whole_runs_check(plan, ready.setup.inst, ready.executor, how, raced.answer, seed,
-                              timeout, ui, spent)
-             if raced.answer else None)  # fmt: skip
-    acc = verdict_of(ready.setup.plan, ready.setup.inst, how, runs, raced, check, crashed)
+                              timeout, ui, spent, file)
+             if raced.answer or file else None)  # fmt: skip
+    acc = verdict_of(ready.setup.plan, ready.setup.inst, how, runs, raced, check, crashed, file,
+                     sizes)  # fmt: skip
     found = acc.finding if isinstance(acc.finding, InRunFinding) else None
     if found is not None and found.share_said:
         ui.info(found.share_said)
-    if found is not None and len(found.by_size) > 1:
-        ui.print(by_size_table(found.by_size, how.op, how.reference))
     target = ready.target
     save_result_study(ready.store.optuna, target.study, target.spec, acc, platform=target.platform)
     return InRunDecided(result_of(target.study, ready.setup.inst, how, runs, raced.pooled, acc,
                                   check, crashed.failed))  # fmt: skip
+
+
+def _by_size_file(ready: Ready, how: InRun, sizes: Sequence[SizeChoice], ui: UI) -> BySize | None:
+    """The selection file answering by size where the race's choices differ by size (said),
+    else None (a choice by size the library's file cannot say: warned)."""
+    inst = ready.setup.inst
+    header = (f"commtune study {ready.target.study}: {how.op} by message size, from in-run "
+              f"races on {inst.describe()}")  # fmt: skip
+    file, why = by_size_file(inst, how.op, how.knob, how.reference, sizes, header)
+    if why is not None:
+        ui.warn(f"{why}; the one algorithm that won over all sizes is tested instead")
+    if file is not None:
+        ui.info(f"the race chose by size ({file.says()}): its selection file is the answer")
+    return file
 
 
 def _raced(ready: Ready, how: InRun, seed: int, ui: UI, runs: list[RacedRun], crashed: Crashed,

@@ -15,13 +15,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from commtune import rule
+from commtune.knobs import Value
 from commtune.mpi import Installation
 from commtune.profile import Profile, ProfileError
 from commtune.report import UI
+from commtune.service._inrun_file import BySize
 from commtune.service._race import RacedRun, RaceFailed, sized_config
 from commtune.study import Acceptance, Gate, InRunFinding, Noise, Plan, Source, words
 from commtune.trial import Executor
-from commtune.tune import Halving, Raced, Row, TuneResult, WholeRuns, by_size, whole_runs
+from commtune.tune import Halving, Raced, Row, SizeChoice, TuneResult, WholeRuns, whole_runs
 
 
 @dataclass(frozen=True)
@@ -67,21 +69,30 @@ class Check:
 
 
 def whole_runs_check(plan: Plan, inst: Installation, executor: Executor, how: InRun,
-                     answer: Raced, seed: int, timeout: float, ui: UI,
-                     raced: int) -> Check:  # fmt: skip
-    """The answer's static setting against the defaults on whole runs
-    (:func:`commtune.tune.whole_runs`, up to the pairs ``--max-runs`` leaves beside the
-    ``raced`` runs), at the whole risk: the race only chose it."""
-    config = sized_config(inst, how.knob, how.op, answer.name)
-    setting = words({k: str(v) for k, v in config.items()})
+                     answer: Raced | None, seed: int, timeout: float, ui: UI, raced: int,
+                     file: BySize | None = None) -> Check:  # fmt: skip
+    """The answer against the defaults on whole runs (:func:`commtune.tune.whole_runs`, up
+    to the pairs ``--max-runs`` leaves beside the ``raced`` runs), at the whole risk: the
+    race only chose it. The answer is the selection ``file`` where the choices differ by
+    size (loaded exactly as exported), else ``answer``'s static setting."""
+    if file is not None:
+        config: dict[str, Value] | None = None
+        mine_runs = executor.with_variables(file.env())
+        setting = f"the selection file {file.path()} ({file.says()})"
+    else:
+        assert answer is not None
+        config = sized_config(inst, how.knob, how.op, answer.name)
+        mine_runs = executor
+        setting = f"{words({k: str(v) for k, v in config.items()})} (its static setting"
+        setting += ", as export writes it)"
     pairs = check_pairs(plan, raced)
-    ui.info(f"testing {setting} on whole runs beside the defaults, in pairs (its static "
-            f"setting, as export writes it), at --risk {plan.risk:g}: up to {pairs} pair(s), "
-            "stopping once it passes or cannot")  # fmt: skip
+    ui.info(f"testing {setting} on whole runs beside the defaults, in pairs, at --risk "
+            f"{plan.risk:g}: up to {pairs} pair(s), stopping once it passes or "
+            "cannot")  # fmt: skip
     share: list[float | None] = [None]
 
     def run(mine: bool) -> tuple[float | None, str]:
-        done = executor.run(config if mine else None, timeout)
+        done = mine_runs.run(config, timeout) if mine else executor.run(None, timeout)
         if not mine and share[0] is None and done.profile is not None:
             share[0] = share_of(done.profile, how.op)
         return done.value, done.failure or ""
@@ -115,11 +126,13 @@ def limit_of(plan: Plan, how: InRun) -> float:
 
 
 def verdict_of(plan: Plan, inst: Installation, how: InRun, runs: Sequence[RacedRun],
-               raced: Halving,
-             check: Check | None, crashed: Crashed) -> Acceptance:  # fmt: skip
+               raced: Halving, check: Check | None, crashed: Crashed,
+               file: BySize | None = None,
+               sizes: Sequence[SizeChoice] = ()) -> Acceptance:  # fmt: skip
     """The study's verdict: the answer handed back where its raced calls passed and its
     whole runs do not show it more than ``tolerance`` slower (``crashed``: the raced runs
-    that failed and the candidates dropped for it, recorded)."""
+    that failed and the candidates dropped for it, recorded). The answer is the selection
+    ``file`` where the choices by size (``sizes``) differ, else the one algorithm."""
     answer = raced.answer
     found = InRunFinding(
         op=how.op, knob=how.knob, reference_name=how.reference,
@@ -135,9 +148,11 @@ def verdict_of(plan: Plan, inst: Installation, how: InRun, runs: Sequence[RacedR
         raced=[c.estimate_json() for c in raced.pooled], passed=sorted(raced.passed),
         blocks=stored_blocks(runs[0]) if runs else {},
         promise=runs[0].race.said(),
-        by_size=[c.to_json() for c in by_size([r.race for r in runs], limit_of(plan, how),
-                                               plan.min_gain)],
+        by_size=[c.to_json() for c in sizes],
+        selection=file.to_json() if file is not None else {},
     )  # fmt: skip
+    if file is not None:
+        return _file_verdict(plan, found, file, check)
     if answer is None:
         said = f"no algorithm shown faster in the calls' time than {how.reference}"
         return Acceptance(Source.SEARCH, {}, False, f"{said} in {len(runs)} raced run(s)",
@@ -172,6 +187,32 @@ def verdict_of(plan: Plan, inst: Installation, how: InRun, runs: Sequence[RacedR
                       ci=whole.interval, p_value=whole.p,
                       default_values=list(check.runs.defaults),
                       best_values=list(check.runs.answer), gate=Gate.INRUN,
+                      finding=found)  # fmt: skip
+
+
+def _file_verdict(plan: Plan, found: InRunFinding, file: BySize, check: Check | None) -> Acceptance:
+    """The verdict on a selection file: handed back (its variables, no knob) where its whole
+    runs passed beside the defaults."""
+    whole = check.runs.test if check is not None else None
+    if check is None or whole is None:
+        why = check.runs.failure if check is not None else "not tested on whole runs"
+        return Acceptance(Source.SEARCH, {}, False, f"{why}; the defaults stay", gate=Gate.INRUN,
+                          finding=found)  # fmt: skip
+    found = replace(found, whole_looks=[list(look) for look in check.runs.looks],
+                    whole_limit=whole.limit, whole_pairs=whole.runs)  # fmt: skip
+    if check.runs.failure is not None:
+        reason = f"{check.runs.failure}; the defaults stay"
+    elif whole.passed:
+        reason = (f"{file.says()}: passed on the program's whole runs beside the defaults at "
+                  f"--risk {plan.risk:g}: {whole.says()}")  # fmt: skip
+    else:
+        reason = (f"{file.says()}: faster in the calls' time at its sizes, not shown faster on "
+                  f"the program's whole runs beside the defaults: {whole.says()}")  # fmt: skip
+    env = file.env() if check.runs.passed else {}
+    return Acceptance(Source.SEARCH, {}, check.runs.passed, reason, speedup=whole.speedup,
+                      ci=whole.interval, p_value=whole.p,
+                      default_values=list(check.runs.defaults),
+                      best_values=list(check.runs.answer), env=env, gate=Gate.INRUN,
                       finding=found)  # fmt: skip
 
 

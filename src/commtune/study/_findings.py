@@ -125,6 +125,9 @@ class InRunFinding(_Stored):
     whole_pairs: int | None = None
     # per message size, the race's choice (``tune.by_size``): evidence, not handed back
     by_size: Sequence[Mapping[str, Any]] = ()
+    # where the choices differ by size, the selection file the whole runs tested and
+    # handed back (``service._inrun_file.BySize.to_json``); empty: one algorithm or none
+    selection: Mapping[str, Any] = field(default_factory=dict)
 
 
 Finding = RiskFinding | ExactFinding | StrictFinding | InRunFinding

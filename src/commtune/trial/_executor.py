@@ -83,6 +83,11 @@ class Executor(abc.ABC):
         """The same executor running ``command`` instead (the command at a training scale)."""
         raise UsageError(f"{type(self).__name__} runs one command only: no training scales")
 
+    def with_variables(self, env: Mapping[str, str]) -> Executor:
+        """The same executor setting ``env`` for the ranks of every run besides (the
+        variables that load a selection file, which no knob holds)."""
+        raise UsageError(f"{type(self).__name__} runs no variables beyond its knobs")
+
 
 def repeats_exactly(executor: Executor, values: Sequence[float]) -> bool:
     """Whether a study's runs give one value: the executor's word where it knows (a
@@ -136,6 +141,11 @@ class LocalExecutor(Executor):
     def at(self, command: Sequence[str]) -> LocalExecutor:
         other = copy.copy(self)
         other.command = list(command)
+        return other
+
+    def with_variables(self, env: Mapping[str, str]) -> LocalExecutor:
+        other = copy.copy(self)
+        other.variables = {**self.variables, **env}
         return other
 
     def applied(self, config: Mapping[str, Value] | None) -> Applied:

@@ -5,7 +5,7 @@ top-k confirmation of ``_confirm`` is ``--gate strict``'s); in-run racing (``_in
 it is given is a :class:`Target` (the study, its typed space and the user's ``Plan``) and
 every step shares one :class:`Context` (``_target``)."""
 
-from commtune.tune._bysize import SizeChoice, by_size, ranges
+from commtune.tune._bysize import SizeChoice, by_comm_size, by_size, chooses_by_size, ranges
 from commtune.tune._confirm import CONFIRM_CAP, confirm
 from commtune.tune._decide import CONTENDERS, Named, verdict
 from commtune.tune._inrun import (
@@ -94,7 +94,9 @@ __all__ = [
     "TuneResult",
     "WholeRuns",
     "Workers",
+    "by_comm_size",
     "by_size",
+    "chooses_by_size",
     "configurations",
     "confirm",
     "decide_race",

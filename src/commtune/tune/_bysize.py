@@ -7,15 +7,16 @@ caller's share of the risk split over the sizes; a size's choice is its fastest 
 that passes, else the reference. Adjacent sizes with one choice form a range
 (:func:`ranges`), the form a selection file takes.
 
-This is evidence from the race, not a verdict: a choice by size is handed back only as a
-selection file checked on whole runs (not built yet; the study hands back one algorithm or
-the defaults, as before).
+This is evidence from the race, not a verdict: where the choices differ by size
+(:func:`chooses_by_size`), the study writes them as the library's selection file
+(``service._inrun_file``) and that file, exactly as exported, is what its whole runs test
+beside the defaults; else the one algorithm that won is tested, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -90,17 +91,42 @@ def by_size(races: Sequence[Race], limit: float, min_gain: float,
 def ranges(choices: Sequence[SizeChoice], reference: str) -> list[Segment]:
     """The choices of one communicator size as ranges of message sizes: adjacent sizes with
     one choice (the reference where none passed) merged; a range runs from its first size
-    to the last size before the next range's first, the last one open."""
+    up to (not including) the next range's first, the last one open: the ranges of
+    ``commtune sample`` (``sample.segments``), which every library's writer takes."""
     ordered = sorted(choices, key=lambda c: c.bytes)
     out: list[Segment] = []
     for i, c in enumerate(ordered):
         method = c.chosen or reference
-        high = float(ordered[i + 1].bytes - 1) if i + 1 < len(ordered) else None
+        high = float(ordered[i + 1].bytes) if i + 1 < len(ordered) else None
         if out and out[-1].method == method:
             out[-1] = Segment(out[-1].low, high, method)
         else:
             out.append(Segment(float(c.bytes) if out else 0.0, high, method))
     return out
+
+
+# The collectives whose sizes a selection file states as every rank's blocks together (what
+# ``commtune sample`` writes: ``mpi._selection``), where a race records one rank's block.
+_TIMES_RANKS = frozenset({"allgather", "alltoall"})
+
+
+def by_comm_size(choices: Sequence[SizeChoice], op: str,
+                 reference: str) -> dict[int, list[Segment]]:  # fmt: skip
+    """Each communicator size's :func:`ranges`, their sizes in a selection file's terms (the
+    sampled sizes: for allgather and alltoall one rank's block times the ranks)."""
+    out: dict[int, list[Segment]] = {}
+    for ranks in sorted({c.ranks for c in choices}):
+        scale = ranks if op in _TIMES_RANKS else 1
+        mine = [replace(c, bytes=c.bytes * scale) for c in choices if c.ranks == ranks]
+        out[ranks] = ranges(mine, reference)
+    return out
+
+
+def chooses_by_size(segs: Mapping[int, Sequence[Segment]], reference: str) -> bool:
+    """Whether ``segs`` (:func:`by_comm_size`) say more than one algorithm does: some size
+    chose an algorithm, and not one algorithm at every size of every communicator."""
+    methods = {s.method for ranges in segs.values() for s in ranges}
+    return bool(methods - {reference}) and len(methods) > 1
 
 
 def _of(values: Sequence[int], index: int, default: int) -> int:
