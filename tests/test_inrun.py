@@ -469,8 +469,28 @@ def test_tune_races_a_collective_space_in_run_and_checks_its_answer_on_whole_run
         assert r["chosen"] is None or (r["chosen"] in fields[-1] | fields[0]
                                        and r["speedup"] >= 1.01)  # fmt: skip
         assert r["best"] in fields[0] and r["blocks"] > 0
+    # where the sizes' choices differ, their selection file is the answer the whole runs test
+    from commtune.tune import SizeChoice, by_comm_size, chooses_by_size
+
+    segs = by_comm_size([SizeChoice.from_json(dict(r)) for r in sizes], "allreduce", reference)
+    differs = chooses_by_size(segs, reference)
+    assert bool(acc.finding.selection) == differs
+    assert ("its selection file is the answer" in err) == differs
     code, exported, _ = run_cli(["export", "r", "--storage", storage, "--format", "env"], capsys)
-    if acc.accepted:  # handed back: raced ahead at its share, then passed on whole runs
+    if differs and acc.accepted:  # the file handed back, no knob: loaded as exported
+        assert acc.params == {} and acc.finding.whole_pairs
+        from commtune.service._inrun_file import BySize
+
+        path = BySize.from_json(acc.finding.selection).path()
+        assert (
+            code == 0
+            and str(path) in exported
+            and path.read_text() == acc.finding.selection["text"]
+        )
+        args = ["export", "r", "--storage", storage, "--format", "selection"]
+        code, text, _ = run_cli(args, capsys)
+        assert code == 0 and text == acc.finding.selection["text"]
+    elif acc.accepted:  # handed back: raced ahead at its share, then passed on whole runs
         assert acc.finding.call_p <= acc.finding.limit and acc.finding.call_speedup >= 1.01
         pairs = acc.finding.whole_pairs
         assert len(acc.default_values) == len(acc.best_values) == pairs >= 1

@@ -255,7 +255,13 @@ def _inrun(s: StudyData, prefix: str) -> str:
         body += f"<p>{_e(found.share_said)}</p>"
     if len(found.by_size) > 1:  # the race per message size: evidence, not the verdict
         body += ("<p>Per message size, each candidate tested on that size's blocks alone "
-                 "(evidence from the race, not checked on whole runs):</p>")  # fmt: skip
+                 "(evidence from the race; where the choices differ, their selection file "
+                 "is what the whole runs tested):</p>")  # fmt: skip
+    if found.selection:
+        body += (f"<p>Answer by message size, as the library's selection file "
+                 f"(<code>{_e(found.selection['name'])}</code>; <code>commtune export "
+                 f"--format selection</code> writes it):</p><pre>"
+                 f"{_e(found.selection['text'][:4000])}</pre>")  # fmt: skip
         body += _table(["size", "ranks", "share", "chosen", "calls' speedup", "best"], [
             (r["bytes"], r["ranks"], f"{r['share']:.0%}",
              r["chosen"] or f"{found.reference_name} (none passed)",

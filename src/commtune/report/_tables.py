@@ -454,9 +454,10 @@ def invoked_as() -> str:
 def by_size_table(rows: Sequence[Mapping[str, Any]], op: str, reference: str) -> Table:
     """An in-run race per message size (``tune.by_size``): each size's share of the raced
     calls' time, the fastest candidate passing its test there and its gain in the calls'
-    time, the best estimate beside. Evidence from the race, not a verdict."""
-    table = compact_table(f"{op} per message size, from the race (evidence: not checked on "
-                          "whole runs)")  # fmt: skip
+    time, the best estimate beside. The race's evidence: where the choices differ by size
+    their selection file is what the whole runs test (the verdict says how it did)."""
+    table = compact_table(f"{op} per message size, from the race (each size's test at its "
+                          "share of the race's; whole runs decide)")  # fmt: skip
     for column in ("size", "ranks", "share", "chosen", "calls' speedup", "interval", "best"):
         table.add_column(column, overflow="fold")
     for r in rows:

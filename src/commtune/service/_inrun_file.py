@@ -58,7 +58,8 @@ class BySize:
         return selection_file_env(Vendor(self.vendor).impl, str(self.path()))
 
     def says(self) -> str:
-        """The ranges in words: ``allreduce by message size, on 2 ranks: 0 B to 8 KiB ring, 8 KiB+ ignore``."""
+        """The ranges in words (``allreduce by message size, on 2 ranks: 0 B to 8 KiB ring,
+        8 KiB+ ignore``)."""
         parts = []
         for ranks, segs in self.ranges:
             said = ", ".join(f"{_span(s)} {s.method}" for s in segs)

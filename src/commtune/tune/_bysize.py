@@ -49,6 +49,14 @@ class SizeChoice:
                 "best": self.best, "best_speedup": self.best_speedup,
                 "blocks": self.blocks}  # fmt: skip
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SizeChoice:
+        interval = data.get("interval")
+        return cls(int(data["bytes"]), int(data["ranks"]), float(data["share"]), data["chosen"],
+                   data.get("speedup"), (float(interval[0]), float(interval[1])) if interval
+                   else None, str(data["best"]), float(data["best_speedup"]),
+                   int(data["blocks"]))  # fmt: skip
+
 
 def by_size(races: Sequence[Race], limit: float, min_gain: float,
             warmup: int = WARMUP_BLOCKS) -> list[SizeChoice]:  # fmt: skip
