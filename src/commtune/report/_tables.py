@@ -185,6 +185,13 @@ def _inrun_lines(acc: Acceptance) -> list[str]:
     if dropped:  # a raced run died in them: never evidence, never handed back
         head += (f"; {found.failed_runs} raced run(s) failed, dropped "
                  f"{', '.join(dropped)}")  # fmt: skip
+    if found.selection:  # answered by message size: the file, tested on whole runs
+        lines = [f"{head}: {acc.reason}"]
+        if acc.accepted:
+            return [*lines, f"[green]accepted[/green]: the selection file "
+                    f"{found.selection['name']} ({format_config(acc.env)}; export --format "
+                    "selection writes it)"]  # fmt: skip
+        return [*lines, "[yellow]not accepted[/yellow]: the default stays"]
     if found.call_speedup is None or found.call_interval is None:
         return [f"{head}: {acc.reason}", "[yellow]not accepted[/yellow]: the default stays"]
     low, high = found.call_interval
