@@ -53,16 +53,20 @@ def _ran(inst: Installation, program: Path, ucx: bool, env: dict[str, str]) -> d
     done = subprocess.run(line, env={**clean, **env}, capture_output=True, text=True,
                           timeout=120, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
+    return _signatures(done.stdout, done.stderr, ucx)
+
+
+def _signatures(stdout: str, stderr: str, ucx: bool) -> dict[int, Signature]:
     per: dict[int, list[tuple[int, ...]]] = defaultdict(list)
     if not ucx:
-        for row in done.stdout.splitlines():
+        for row in stdout.splitlines():
             if row.startswith("witness "):
                 _, _, count, *calls = row.split()
                 per[int(count)].append(tuple(map(int, calls)))
     else:
         at: dict[str, int] = {}
         sends: dict[tuple[str, int], list[int]] = defaultdict(list)
-        for row in done.stderr.splitlines():
+        for row in stderr.splitlines():
             word, *rest = row.split()[:3] or [""]
             if word == "begin":
                 at[rest[0]] = int(rest[1])
@@ -109,6 +113,9 @@ def test_the_file_written_by_size_makes_the_library_run_each_size_s_choice(
     for small, large in ((one, other), (other, one)):
         file = _file(inst, small, large)
         assert file.path().read_text() == file.text  # the file exactly as exported
+        # under the conditions the race measured (MPICH's device collectives off: MPICH 5's
+        # shared-memory ones serve MPI_SUM before the file is read, which no user op shows)
+        assert inst.impl.race_env.items() <= file.env().items()
         got = _ran(inst, program, ucx, {**preload, **file.env()})
         assert got[SMALL] == forced[small][SMALL] and got[LARGE] == forced[large][LARGE], (
             small, large, got, forced)  # fmt: skip
@@ -135,3 +142,58 @@ def test_choices_by_size_are_written_only_where_they_differ() -> None:
     assert gathered[4][1].low == 4 * 1024  # one rank's block times the ranks
     by_comm = by_comm_size([at(8, "ring", 2), at(8, "bruck", 4)], "allreduce", "ignore")
     assert chooses_by_size(by_comm, "ignore") and sorted(by_comm) == [2, 4]
+
+
+@pytest.mark.parametrize("mpi", INSTALLATIONS[:2])
+@pytest.mark.timeout(300)
+def test_a_study_answering_by_size_hands_back_its_file_to_run_and_export(
+    mpi: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A verdict handing back a selection file: ``export --format selection`` prints the
+    file, ``--format env`` names the variables that load it, and ``run --study`` runs the
+    program with it, the file written again from the study where the cache lost it (the
+    library then runs each size's choice: the witness says so); a study handing back knobs
+    has no file to export, said in one line."""
+    from commtune.store import Store
+    from commtune.study import Acceptance, Gate, InRunFinding, Source, StudySpec, save_result_study
+
+    from .conftest import commtune_subprocess, run_cli
+
+    monkeypatch.setenv("COMMTUNE_CACHE", str(tmp_path / "cache"))
+    inst = installation_of(mpi)
+    ucx, (one, other) = _mode(inst)
+    program, preload = _build(inst, tmp_path, ucx)
+    file = _file(inst, one, other)
+    knob = inst.impl.algorithm_knob("allreduce")
+    found = InRunFinding(op="allreduce", knob=knob, reference_name="auto", limit=0.01,
+                         min_gain=0.02, tolerance=0.02, risk=0.05, raced_runs=1,
+                         selection=file.to_json())  # fmt: skip
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    spec = StudySpec(["commtune", "tune"], inst.impl.vendor.value, [], "wall", 1)
+    for name, acc in (
+        ("f", Acceptance(Source.SEARCH, {}, True, "by size", env=file.env(), gate=Gate.INRUN,
+                         finding=found)),
+        ("k", Acceptance(Source.SEARCH, {knob: one}, True, "one", gate=Gate.INRUN)),
+    ):  # fmt: skip
+        save_result_study(Store(storage).optuna, name, spec, acc)
+    code, text, _ = run_cli(["export", "f", "--storage", storage, "--format", "selection"], capsys)
+    assert code == 0 and text == file.text
+    code, env_text, _ = run_cli(["export", "f", "--storage", storage, "--format", "env"], capsys)
+    assert code == 0 and str(file.path()) in env_text
+    code, _, err = run_cli(["export", "k", "--storage", storage, "--format", "selection"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "no selection file" in err
+    file.path().unlink()  # the cache emptied: the study still holds the file
+    args = [str(program), *(["sum"] if ucx else []), str(SMALL), str(LARGE)]
+    line = launcher_for(inst).command(2, args)
+    knob_env = inst.impl.env_name(knob)
+    forced = {n: _ran(inst, program, ucx, {**preload, **inst.impl.algorithm_env,
+                                          **inst.impl.race_env, knob_env: n})
+              for n in (one, other)}  # fmt: skip
+    env = {**os.environ, **preload, "COMMTUNE_CACHE": str(tmp_path / "cache")}
+    proc = commtune_subprocess(["run", "--study", "f", "--storage", storage, "--", *line],
+                               env=env)  # fmt: skip
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert file.path().read_text() == file.text
+    got = _signatures(out, err, ucx)
+    assert got[SMALL] == forced[one][SMALL] and got[LARGE] == forced[other][LARGE]
