@@ -173,7 +173,7 @@ def test_a_study_answering_by_size_hands_back_its_file_to_run_and_export(
     for name, acc in (
         ("f", Acceptance(Source.SEARCH, {}, True, "by size", env=file.env(), gate=Gate.INRUN,
                          finding=found)),
-        ("k", Acceptance(Source.SEARCH, {knob: one}, True, "one", gate=Gate.INRUN)),
+        ("k", Acceptance(Source.SEARCH, {knob: one}, True, "one")),
     ):  # fmt: skip
         save_result_study(Store(storage).optuna, name, spec, acc)
     code, text, _ = run_cli(["export", "f", "--storage", storage, "--format", "selection"], capsys)
@@ -197,3 +197,49 @@ def test_a_study_answering_by_size_hands_back_its_file_to_run_and_export(
     assert file.path().read_text() == file.text
     got = _signatures(out, err, ucx)
     assert got[SMALL] == forced[one][SMALL] and got[LARGE] == forced[other][LARGE]
+    # onto a site-wide file (sample's writer) that decides allreduce the other way and bcast:
+    # allreduce as the study answered, bcast as the site's file had it
+    site = tmp_path / "site"
+    site.write_text(_site(inst, other))
+    merged = tmp_path / "merged"
+    code, _, err = run_cli(["export", "f", "--storage", storage, "--format", "selection",
+                            "--onto", str(site), "-o", str(merged)], capsys)  # fmt: skip
+    assert code == 0, err
+    assert _decides(inst, merged.read_text(), "allreduce") == _decides(inst, file.text,
+                                                                      "allreduce")  # fmt: skip
+    assert _decides(inst, merged.read_text(), "bcast") == _decides(inst, site.read_text(),
+                                                                  "bcast")  # fmt: skip
+    assert _decides(inst, site.read_text(), "allreduce") != _decides(inst, file.text,
+                                                                    "allreduce")  # fmt: skip
+    got = _ran(inst, program, ucx, {**preload, **file.env(),
+                                    **inst.impl.selection_env(str(merged))})  # fmt: skip
+    assert got[SMALL] == forced[one][SMALL] and got[LARGE] == forced[other][LARGE]
+    code, _, err = run_cli(["export", "f", "--storage", storage, "--format", "selection",
+                            "--onto", str(tmp_path / "none")], capsys)  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "--onto" in err
+
+
+def _site(inst: Installation, allreduce: str) -> str:
+    """A site-wide file as ``commtune sample`` writes one: ``allreduce`` at every size and
+    bcast's binomial tree."""
+    from commtune.knobs import enumerators
+    from commtune.mpi import Segment
+    from commtune.sample import builtin_selection
+
+    names = enumerators(inst)
+    ops = {"allreduce": allreduce, "bcast": "binomial"}
+    numbers = {op: {n: i for i, n in enumerate(names[inst.impl.algorithm_knob(op)])}
+               for op in ops}  # fmt: skip
+    segs = {op: [Segment(0.0, None, method)] for op, method in ops.items()}
+    return inst.impl.write_selection(segs, numbers, 2, "site", builtin_selection(inst)).text
+
+
+def _decides(inst: Installation, text: str, op: str) -> object:
+    """What a selection file says of ``op``: its rules (Open MPI), its intra subtree (MPICH)."""
+    import json
+
+    from commtune.mpi._ompi_rules import COLL_IDS, parse_rules
+
+    if inst.impl.vendor.value == "openmpi":
+        return parse_rules(text).get(COLL_IDS[op])
+    return json.loads(text)[f"collective={op}"]["comm_type=intra"]

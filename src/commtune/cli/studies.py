@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from commtune.cli._common import (
@@ -35,6 +36,9 @@ def _add_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=(*FORMATS, SELECTION), default="env",
                    help=f"{SELECTION}: the collective selection file a study answering by "
                    "message size hands back, as the library reads it")  # fmt: skip
+    p.add_argument("--onto", metavar="FILE",
+                   help="with --format selection: this site-wide selection file (commtune "
+                   "sample's) with the study's collectives replaced by its answer")  # fmt: skip
     p.add_argument("-o", "--output", help="file to write (default: stdout)")
     p.add_argument(
         "--best",
@@ -125,7 +129,9 @@ def _chosen(study: optuna.Study, best: bool) -> tuple[dict[str, Value], dict[str
 SELECTION = "selection"  # export's format of a study's selection file, whatever the library
 
 
-def _selection_text(study: optuna.Study, name: str) -> str:
+def _selection_text(study: optuna.Study, name: str, library: str, onto: str | None) -> str:
+    """The study's selection file, or ``onto`` (a site-wide one) with its collectives."""
+    from commtune.mpi import RulesError, Vendor
     from commtune.service import file_of
     from commtune.study import acceptance_of
 
@@ -134,7 +140,17 @@ def _selection_text(study: optuna.Study, name: str) -> str:
     if file is None:
         raise UsageError(f"study {name!r} hands back no selection file (its answer is not by "
                          "message size): --format env writes its settings")  # fmt: skip
-    return file.text
+    if onto is None:
+        return file.text
+    try:
+        base = Path(onto).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--onto {onto}: cannot read it ({exc})") from None
+    try:
+        return Vendor(library).impl.overlay_selection(base, file.text, [file.op])
+    except RulesError as exc:
+        raise UsageError(f"--onto {onto}: not a selection file this library reads "
+                         f"({exc})") from None
 
 
 def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
@@ -168,8 +184,10 @@ def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
             "--best exports the best measured one anyway"
         )
     config, extra = chosen
+    if args.onto and args.format != SELECTION:
+        raise UsageError("--onto merges selection files: it takes --format selection")
     if args.format == SELECTION:
-        text = _selection_text(study, args.study)
+        text = _selection_text(study, args.study, library, args.onto)
     else:
         text = render(args.format, library, knobs, config, name, extra, measured_on(store, study))
     if args.output:

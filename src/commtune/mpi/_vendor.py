@@ -283,6 +283,14 @@ class MPIVendor(abc.ABC):
 
         raise RulesError(f"{self.title} has no selection file by communicator size")
 
+    def overlay_selection(self, base: str, mine: str, ops: Sequence[str]) -> str:
+        """``base`` (a site-wide selection file, ``commtune sample``'s) with the collectives
+        ``ops`` as ``mine`` (a study's answer by size) decides them; RulesError where
+        either does not parse or lacks what the library needs."""
+        from commtune.mpi._selection import RulesError
+
+        raise RulesError(f"{self.title}: commtune does not merge its selection files")
+
     def builtin_selection(self, library: Path, variables: Mapping[str, Variable]) -> Builtin | None:
         """The library's own selection, read from its shared library ``library`` (only when
         ``selection_extends_builtin``); ``variables``: the installation's control variables."""

@@ -109,6 +109,19 @@ class MPICH(MPIVendor):
         _mpich_csel.validate(text, builtin)
         return text
 
+    def overlay_selection(self, base: str, mine: str, ops: Sequence[str]) -> str:
+        try:
+            tree, ours = json.loads(base), json.loads(mine)
+        except json.JSONDecodeError as exc:
+            raise RulesError(f"not JSON: {exc}") from None
+        for op in ops:  # the study's file replaced the intra-communicator subtree only
+            key = f"collective={op}"
+            sub = ours.get(key, {}).get("comm_type=intra")
+            if not isinstance(tree.get(key), dict) or sub is None:
+                raise RulesError(f"{op}: a file without the collective (MPICH would abort)")
+            tree[key]["comm_type=intra"] = sub
+        return json.dumps(tree, indent=1) + "\n"
+
     def builtin_selection(self, library: Path, variables: Mapping[str, Variable]) -> Builtin | None:
         values = {name: v.value for name, v in variables.items() if v.value is not None}
         return _mpich_csel.builtin(library, values)

@@ -21,6 +21,7 @@ from commtune.mpi._layer import (
     ucx_unread,
 )
 from commtune.mpi._ompi_rules import (
+    COLL_IDS,
     FILE_ENV,
     RULES_SIZE_TOTAL,
     RULES_SIZE_ZERO,
@@ -194,6 +195,15 @@ class OpenMPI(MPIVendor):
         header.append(f"communicator sizes: {', '.join(map(str, sorted(texts)))}")
         merged = {c: dict(sorted(v.items())) for c, v in rules.items()}
         return format_rules(merged, "\n".join(header))
+
+    def overlay_selection(self, base: str, mine: str, ops: Sequence[str]) -> str:
+        ours = {c: r for c, r in parse_rules(mine).items() if c in {COLL_IDS[op] for op in ops}}
+        rules = {**parse_rules(base), **ours}  # a collective's rules whole, from one file
+        header = [line[2:] for line in base.splitlines() if line.startswith("# ")][:1]
+        header.append(f"with {', '.join(ops)} as a commtune study answered by size")
+        text = format_rules(rules, "\n".join(header))
+        parse_rules(text)
+        return text
 
     def reconcile(self, env: Mapping[str, str], directory: Path) -> dict[str, str]:
         return without_forced(env, directory)
