@@ -149,8 +149,9 @@ def _selection_text(study: optuna.Study, name: str, library: str, onto: str | No
     try:
         return Vendor(library).impl.overlay_selection(base, file.text, [file.op])
     except RulesError as exc:
-        raise UsageError(f"--onto {onto}: not a selection file this library reads "
-                         f"({exc})") from None
+        raise UsageError(
+            f"--onto {onto}: not a selection file this library reads ({exc})"
+        ) from None
 
 
 def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
