@@ -38,7 +38,7 @@ import optuna
 from commtune.knobs import apply, load_catalog
 from commtune.launch import launcher_for
 from commtune.mpi import installation_of
-from commtune.service import file_of, race_candidates
+from commtune.service import BySize, file_of, race_candidates
 from commtune.store import Store
 from commtune.study import InRunFinding, acceptance_of
 from commtune.trial import Objective, run_process
@@ -134,9 +134,7 @@ def one(spec: str, args: argparse.Namespace, work: Path) -> list[dict]:
             arms["single"] = apply([catalog[s["knob"]]], {s["knob"]: s["single"]},
                                    inst.impl).env  # fmt: skip
         file = file_of(acc) if acc.accepted else None
-        if s["file"] is not None and file is None:  # written and tested, not handed back:
-            from commtune.service._inrun_file import BySize  # measured all the same
-
+        if s["file"] is not None and file is None:  # written, not handed back: measured too
             study_ = optuna.load_study(study_name=f"bysize-{seed}", storage=Store(storage).optuna)
             found = acceptance_of(study_).finding_of(InRunFinding)  # type: ignore[union-attr]
             file = BySize.from_json(found.selection)

@@ -16,7 +16,7 @@ from commtune.service._common import (
 )
 from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
-from commtune.service._inrun_file import file_of, handed_env
+from commtune.service._inrun_file import BySize, file_of, handed_env
 from commtune.service._layer import layer_warnings, read_layer
 from commtune.service._observer import StudyObserver
 from commtune.service._race import RacedRun, RaceFailed, race
@@ -25,6 +25,7 @@ from commtune.service._stale import stale_check
 from commtune.service._tuning import Outcome, Recorded, Tuning, check
 
 __all__ = [
+    "BySize",
     "HintSource",
     "Knowledge",
     "Outcome",
