@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from commtune.cli._common import (
@@ -129,31 +128,6 @@ def _chosen(study: optuna.Study, best: bool) -> tuple[dict[str, Value], dict[str
 SELECTION = "selection"  # export's format of a study's selection file, whatever the library
 
 
-def _selection_text(study: optuna.Study, name: str, library: str, onto: str | None) -> str:
-    """The study's selection file, or ``onto`` (a site-wide one) with its collectives."""
-    from commtune.mpi import RulesError, Vendor
-    from commtune.service import file_of
-    from commtune.study import acceptance_of
-
-    verdict = acceptance_of(study)
-    file = file_of(verdict) if verdict is not None else None
-    if file is None:
-        raise UsageError(f"study {name!r} hands back no selection file (its answer is not by "
-                         "message size): --format env writes its settings")  # fmt: skip
-    if onto is None:
-        return file.text
-    try:
-        base = Path(onto).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--onto {onto}: cannot read it ({exc})") from None
-    try:
-        return Vendor(library).impl.overlay_selection(base, file.text, [file.op])
-    except RulesError as exc:
-        raise UsageError(
-            f"--onto {onto}: not a selection file this library reads ({exc})"
-        ) from None
-
-
 def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
     from commtune.report import render
     from commtune.service import load_study, measured_on, study_knobs
@@ -188,7 +162,10 @@ def cmd_export(args: argparse.Namespace, command: list[str] | None) -> int:
     if args.onto and args.format != SELECTION:
         raise UsageError("--onto merges selection files: it takes --format selection")
     if args.format == SELECTION:
-        text = _selection_text(study, args.study, library, args.onto)
+        from commtune.service import selection_text
+        from commtune.study import acceptance_of
+
+        text = selection_text(acceptance_of(study), args.study, library, args.onto)
     else:
         text = render(args.format, library, knobs, config, name, extra, measured_on(store, study))
     if args.output:

@@ -16,7 +16,7 @@ from commtune.service._common import (
 )
 from commtune.service._demo import build_programs, demo
 from commtune.service._hints import HintSource, Knowledge, Prediction, Sampled, in_space
-from commtune.service._inrun_file import BySize, file_of, handed_env
+from commtune.service._inrun_file import BySize, file_of, handed_env, selection_text
 from commtune.service._layer import layer_warnings, read_layer
 from commtune.service._observer import StudyObserver
 from commtune.service._race import RacedRun, RaceFailed, race
@@ -52,6 +52,7 @@ __all__ = [
     "race",
     "race_candidates",
     "read_layer",
+    "selection_text",
     "stale_check",
     "study_knobs",
 ]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from commtune import native
+from commtune.errors import UsageError
 from commtune.knobs import enumerators, selection_file_env
 from commtune.mpi import Installation, RulesError, Segment, Vendor
 from commtune.sample import builtin_selection
@@ -142,3 +143,25 @@ def handed_env(acc: Acceptance) -> dict[str, str]:
     again first where it is missing (the build cache emptied since, or moved)."""
     file = file_of(acc)
     return file.env() if file is not None else dict(acc.env)
+
+
+def selection_text(acc: Acceptance | None, study: str, library: str, onto: str | None) -> str:
+    """``export --format selection``: the selection file study ``study``'s verdict ``acc``
+    hands back, or ``onto`` (a site-wide one, ``commtune sample``'s) with its collective
+    replaced by it; UsageError in one line where there is none or ``onto`` is unreadable."""
+    file = file_of(acc) if acc is not None else None
+    if file is None:
+        raise UsageError(f"study {study!r} hands back no selection file (its answer is not by "
+                         "message size): --format env writes its settings")  # fmt: skip
+    if onto is None:
+        return file.text
+    try:
+        base = Path(onto).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--onto {onto}: cannot read it ({exc})") from None
+    try:
+        return Vendor(library).impl.overlay_selection(base, file.text, [file.op])
+    except RulesError as exc:
+        raise UsageError(
+            f"--onto {onto}: not a selection file this library reads ({exc})"
+        ) from None

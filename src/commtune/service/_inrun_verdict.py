@@ -152,7 +152,7 @@ def verdict_of(plan: Plan, inst: Installation, how: InRun, runs: Sequence[RacedR
         selection=file.to_json() if file is not None else {},
     )  # fmt: skip
     if file is not None:
-        return _file_verdict(plan, found, file, check)
+        return _on_whole_runs(plan, found, check, {}, file)
     if answer is None:
         said = f"no algorithm shown faster in the calls' time than {how.reference}"
         return Acceptance(Source.SEARCH, {}, False, f"{said} in {len(runs)} raced run(s)",
@@ -167,7 +167,13 @@ def verdict_of(plan: Plan, inst: Installation, how: InRun, runs: Sequence[RacedR
             f"{how.op} took {check.share:.1%} of the program's time in the defaults' first "
             f"whole run (its profile, a mean over ranks): {t.speedup:.3f}x the calls' time is "
             f"about {saved:.1%} of the program's time (estimated)"))  # fmt: skip
-    params = sized_config(inst, how.knob, how.op, answer.name)
+    return _on_whole_runs(plan, found, check, sized_config(inst, how.knob, how.op, answer.name))
+
+
+def _on_whole_runs(plan: Plan, found: InRunFinding, check: Check | None,
+                   params: dict[str, Value], file: BySize | None = None) -> Acceptance:  # fmt: skip
+    """The verdict of the whole runs' test of what the race chose: ``params``, or the
+    selection ``file`` (its variables, no knob), handed back where it passed."""
     whole = check.runs.test if check is not None else None
     if check is None or whole is None:
         why = check.runs.failure if check is not None else "not tested on whole runs"
@@ -175,41 +181,17 @@ def verdict_of(plan: Plan, inst: Installation, how: InRun, runs: Sequence[RacedR
                           p_value=None, gate=Gate.INRUN, finding=found)  # fmt: skip
     found = replace(found, whole_looks=[list(look) for look in check.runs.looks],
                     whole_limit=whole.limit, whole_pairs=whole.runs)  # fmt: skip
+    lead = f"{file.says()}: " if file is not None else ""
     if check.runs.failure is not None:  # a whole run failed: no evidence, nothing handed back
         reason = f"{check.runs.failure}; the defaults stay"
     elif whole.passed:
-        reason = (f"passed on the program's whole runs beside the defaults at --risk "
+        reason = (f"{lead}passed on the program's whole runs beside the defaults at --risk "
                   f"{plan.risk:g}: {whole.says()}")  # fmt: skip
     else:
-        reason = (f"faster in the calls' time, not shown faster on the program's whole runs "
-                  f"beside the defaults: {whole.says()}")  # fmt: skip
+        reason = (f"{lead}faster in the calls' time, not shown faster on the program's whole "
+                  f"runs beside the defaults: {whole.says()}")  # fmt: skip
+    env = file.env() if file is not None and check.runs.passed else {}
     return Acceptance(Source.SEARCH, params, check.runs.passed, reason, speedup=whole.speedup,
-                      ci=whole.interval, p_value=whole.p,
-                      default_values=list(check.runs.defaults),
-                      best_values=list(check.runs.answer), gate=Gate.INRUN,
-                      finding=found)  # fmt: skip
-
-
-def _file_verdict(plan: Plan, found: InRunFinding, file: BySize, check: Check | None) -> Acceptance:
-    """The verdict on a selection file: handed back (its variables, no knob) where its whole
-    runs passed beside the defaults."""
-    whole = check.runs.test if check is not None else None
-    if check is None or whole is None:
-        why = check.runs.failure if check is not None else "not tested on whole runs"
-        return Acceptance(Source.SEARCH, {}, False, f"{why}; the defaults stay", gate=Gate.INRUN,
-                          finding=found)  # fmt: skip
-    found = replace(found, whole_looks=[list(look) for look in check.runs.looks],
-                    whole_limit=whole.limit, whole_pairs=whole.runs)  # fmt: skip
-    if check.runs.failure is not None:
-        reason = f"{check.runs.failure}; the defaults stay"
-    elif whole.passed:
-        reason = (f"{file.says()}: passed on the program's whole runs beside the defaults at "
-                  f"--risk {plan.risk:g}: {whole.says()}")  # fmt: skip
-    else:
-        reason = (f"{file.says()}: faster in the calls' time at its sizes, not shown faster on "
-                  f"the program's whole runs beside the defaults: {whole.says()}")  # fmt: skip
-    env = file.env() if check.runs.passed else {}
-    return Acceptance(Source.SEARCH, {}, check.runs.passed, reason, speedup=whole.speedup,
                       ci=whole.interval, p_value=whole.p,
                       default_values=list(check.runs.defaults),
                       best_values=list(check.runs.answer), env=env, gate=Gate.INRUN,
