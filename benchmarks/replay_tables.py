@@ -2,14 +2,16 @@
 
     python benchmarks/replay_tables.py [--mpi openmpi,mpich,openmpi@5,intel]
                                        [--programs ct_demo,ct_solver,ct_phases] [--repeats 9]
-                                       [--nodes N]
+                                       [--nodes N [--ucx]]
 
 For each installation and program, ``commtune tune --record`` over the installation's space
 below (the same space for every program of one installation, so that what one program's
 study found can be tried on another's): every configuration and the library's defaults
 ``--repeats`` times, in rounds shuffled anew, 2 ranks on this machine (``--nodes N``: one
-rank on each of N nodes of the test bed, over TCP, Open MPI's space for the network).
-Writes ``benchmarks/data/table-MPI[-Nn]-PROGRAM.json``; ``benchmarks/strategies.py
+rank on each of N nodes of the test bed, over TCP, Open MPI's space for the network;
+with ``--ucx`` as an InfiniBand cluster launches it, over UCX, Open MPI with ``--mca pml
+ucx``, MPICH ch4:ucx, the UCX layer's space). Writes
+``benchmarks/data/table-[ucx-]MPI[-Nn]-PROGRAM.json``; ``benchmarks/strategies.py
 --tables`` races every strategy and design over them. Prints the seconds each took.
 """
 
@@ -59,13 +61,29 @@ NETWORK = [  # Open MPI across the test bed's nodes
     "btl_tcp_links=1,2",
     "coll_tuned_allreduce_algorithm",
 ]
+UCX = {  # across the bed's nodes over UCX (issue 95): knobs the run reads there
+    "openmpi": [
+        "UCX_RNDV_THRESH=8192,65536,524288",
+        "UCX_TCP_TX_SEG_SIZE=8192,32768",
+        "coll_tuned_allreduce_algorithm",
+    ],
+    "mpich": [
+        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
+        "UCX_RNDV_THRESH=8192,65536,524288",
+        "UCX_TCP_TX_SEG_SIZE=8192,32768",
+    ],
+}
 
 
-def record(mpi: str, program: str, repeats: int, nodes: int, out: Path) -> float:
+def record(mpi: str, program: str, repeats: int, nodes: int, out: Path,
+           ucx: bool = False) -> float:  # fmt: skip
     inst = installation_of(mpi)
     source, args = PROGRAMS[program]
     binary = str(native.build(inst, source))
-    knobs = NETWORK if nodes else SPACES[mpi]
+    knobs = UCX[mpi] if ucx else NETWORK if nodes else SPACES[mpi]
+    over_ucx = inst.impl.ucx_args(inst.device) if ucx else []
+    if over_ucx is None:
+        raise SystemExit(f"{mpi} does not run over UCX here")
     argv = [*COMMTUNE, "tune", "--mpi", mpi, "--record", str(out),
             "--repeats", str(repeats), "--metric", METRIC, "--seed", "1"]  # fmt: skip
     argv += [a for k in knobs for a in ("--knob", k)]
@@ -74,7 +92,7 @@ def record(mpi: str, program: str, repeats: int, nodes: int, out: Path) -> float
         from commtune.testbed import Cluster
 
         with Cluster(nodes, 1) as bed:
-            argv += ["--", *bed.launch(inst, [binary, *args])]
+            argv += ["--", *bed.launch(inst, [*over_ucx, binary, *args])]
             env = {**inst.tool_env(), **bed.network_env(inst)}
             done = bed.run(bed.hostnames[0], argv, timeout=4 * 3600, env=env)
             if done.returncode != 0:
@@ -91,12 +109,16 @@ def main() -> int:
     parser.add_argument("--programs", default=",".join(PROGRAMS))
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--nodes", type=int, default=0, help="across N bed nodes (Open MPI)")
+    parser.add_argument("--ucx", action="store_true", help="over UCX (with --nodes)")
     args = parser.parse_args()
+    if args.ucx and not args.nodes:
+        parser.error("--ucx records across the bed's nodes: give --nodes")
     for mpi in args.mpi.split(","):
         for program in args.programs.split(","):
-            tag = mpi.replace("@", "") + (f"-{args.nodes}n" if args.nodes else "")
+            tag = ("ucx-" if args.ucx else "") + mpi.replace("@", "")
+            tag += f"-{args.nodes}n" if args.nodes else ""
             out = DATA / f"table-{tag}-{program}.json"
-            seconds = record(mpi, program, args.repeats, args.nodes, out)
+            seconds = record(mpi, program, args.repeats, args.nodes, out, args.ucx)
             print(f"{out.name}: {seconds:.0f} s", flush=True)
     return 0
 

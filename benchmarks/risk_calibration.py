@@ -12,7 +12,9 @@ categorical knob of ``--choices`` values, run-to-run noise ``--noises`` (Gaussia
 multiplicative, as :class:`commtune.harness.SurfaceExecutor` deals it), and the machine
 drifting as ``--drifts`` says (``commtune.harness.DRIFTS``: the first runs 10 % slower, a 10 %
 trend over the study, a 10 % step midway, a slow 10 % oscillation; every one making the
-machine faster over the study, so runs made earlier flatter what runs later). Each case is
+machine faster over the study, so runs made earlier flatter what runs later; or
+``modes:F:A-B``, a machine with two modes ``F`` times apart in stretches of ``A``-``B`` runs,
+issue 96). Each case is
 ``--seeds`` studies by the tuner's defaults (the race's design, <= 30 runs, ``--gate risk``
 at each of ``--risks``). On a slower machine anything handed back is a slowdown: the share
 of studies that hand something back is the realised rate of what ``--risk`` bounds, printed
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -39,7 +42,8 @@ from rich.progress import Progress
 from rich.table import Table
 from scipy.stats import binomtest
 
-from commtune.harness import DRIFTS, Surface, cat_knob, run_tuner
+from commtune import rule
+from commtune.harness import DRIFTS, Surface, cat_knob, modes, run_tuner
 from commtune.knobs import Dimension, Space
 from commtune.study import DEFAULTS
 
@@ -53,6 +57,13 @@ class Case:
     slower: float
     risk: float
     drift: str = ""  # one of commtune.harness.DRIFTS; "": none
+
+
+def _modes(shape: str) -> bool:
+    try:
+        return shape.startswith("modes:") and bool(modes(shape))
+    except ValueError:
+        return False
 
 
 def flat(choices: int, slower: float) -> Surface:
@@ -140,8 +151,11 @@ def main() -> int:
     parser.add_argument("--risks", default=f"{DEFAULTS.risk:g}",
                         help="the tuner's --risk, comma-separated")  # fmt: skip
     parser.add_argument("--drifts", default="none", help="how the machine drifts, "
-                        f"comma-separated: none, {', '.join(DRIFTS)}")  # fmt: skip
+                        f"comma-separated: none, {', '.join(DRIFTS)}, or modes:F:A-B (two "
+                        "modes F times apart, stretches of A-B runs)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--ordinary", action="store_true", help="the ordinary signed rank "
+                        "everywhere (no line drawn between a machine's modes, issue 96)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
     parser.add_argument("--figure", type=Path, help="draw the rule at --risk here, and stop")
     args = parser.parse_args()
@@ -161,8 +175,10 @@ def main() -> int:
     if args.seeds < 1 or args.jobs < 1 or any(c.choices < 2 or c.noise < 0 or c.slower < 0
                                               for c in cases):  # fmt: skip
         parser.error("--seeds and --jobs >= 1, --choices >= 2, --noises and --slower >= 0")
-    if any(c.drift and c.drift not in DRIFTS for c in cases):
+    if any(c.drift and c.drift not in DRIFTS and not _modes(c.drift) for c in cases):
         parser.error(f"--drifts {args.drifts}: none or one of {', '.join(DRIFTS)}")
+    if args.ordinary:
+        rule.MODES = math.inf  # the workers fork from here
     jobs = [(case, seed) for case in cases for seed in range(args.seeds)]
     results: dict[Case, list[tuple[bool, float | None]]] = {case: [] for case in cases}
     console = Console(stderr=True)

@@ -10,7 +10,10 @@ beside the defaults, each pair's order drawn by a coin, every run dealt from the
 recorded runs of that configuration (as the race deals them). The share of ``--seeds`` such
 verdicts that pass is the most gain the rule can capture on that table at that budget: a
 study that finds the best and spends every run left on it. The median over the tables is the
-bound the race's gain captured is judged against.
+bound the race's gain captured is judged against. Each verdict's pairs are judged twice: by
+the ordinary signed rank and by the verdict's rule, where the pairs split by a machine's two
+modes score nothing (``rule.split``, issue 96); "two modes": the table's recorded runs of the
+defaults fall into two clusters 1.3x apart.
 """
 
 from __future__ import annotations
@@ -26,18 +29,20 @@ from strategies import gains
 
 from commtune import rule
 from commtune.harness import held_out, replayed
-from commtune.study import DEFAULTS
+from commtune.study import DEFAULTS, read_table
 
 DATA = Path(__file__).with_name("data")
 
 
-def passes(path: Path, runs: int, risk: float, seeds: int) -> tuple[float, float]:
-    """(the table's best speedup, the share of seeded verdicts that pass its best)."""
+def passes(path: Path, runs: int, risk: float, seeds: int) -> tuple[float, float, float]:
+    """(the table's best speedup, the share of seeded verdicts that pass its best by the
+    ordinary signed rank, and by the rule with the pairs split by a machine's modes scoring
+    nothing, ``rule.split``): both on the same pairs."""
     surface = replayed(path)
     best = min(surface.configs(), key=surface.value)
     speedup = surface.default_value / surface.value(best)
     schedule = rule.looks(risk, 1, runs // 2, runs // 2)
-    passed = 0
+    passed = {False: 0, True: 0}
     for seed in range(seeds):
         executor = surface.executor(0.0, seed)
         coins = rule.coins(seed)
@@ -54,12 +59,20 @@ def passes(path: Path, runs: int, risk: float, seeds: int) -> tuple[float, float
                 break
             defaults.append(d)
             mine.append(c)
-            limit = rule.limit_at(schedule, len(mine))
-            if limit and rule.test(defaults, mine, limit=limit, tolerance=DEFAULTS.tolerance,
-                                   min_gain=DEFAULTS.min_gain).passed:  # fmt: skip
-                passed += 1
-                break
-    return speedup, passed / seeds
+        for modes in passed:
+            passed[modes] += any(
+                rule.test(defaults[:n], mine[:n], limit=limit, tolerance=DEFAULTS.tolerance,
+                          min_gain=DEFAULTS.min_gain, modes=modes).passed
+                for n, limit in schedule if n <= len(mine))  # fmt: skip
+    return speedup, passed[False] / seeds, passed[True] / seeds
+
+
+def two_modes(path: Path) -> bool:
+    """Whether the table's recorded runs of the defaults fall into two clusters 1.3x apart
+    (``rule.modes_apart``): a machine with two modes."""
+    surface = replayed(path)
+    runs = read_table(path).defaults_runs(surface.space.defaults())[0]
+    return rule.modes_apart([v for v in runs if v is not None], 1.3) is not None
 
 
 def main() -> int:
@@ -73,18 +86,22 @@ def main() -> int:
         parser.error("--runs >= 2, --seeds >= 1, 0 < --risk < 1")
     rows = []
     for path in sorted(DATA.glob("table-*.json")):
-        speedup, share = passes(path, args.runs, args.risk, args.seeds)
+        speedup, share, split = passes(path, args.runs, args.risk, args.seeds)
         held = held_out(path)
         if gains({"optimum_speedup": speedup, "held_out": held}):  # as the race counts them
             rows.append({"table": path.stem.removeprefix("table-"), "best": speedup,
-                         "held_out": held, "passes": share})  # fmt: skip
+                         "held_out": held, "passes": share, "passes_modes": split,
+                         "two_modes": two_modes(path)})  # fmt: skip
     groups = {
         "every table with a gain": rows,
         "project's programs": [r for r in rows if not r["table"].startswith(("app-", "smpi-"))],
         "real programs": [r for r in rows if r["table"].startswith("app-")],
         "simulated": [r for r in rows if r["table"].startswith("smpi-")],
+        "two modes": [r for r in rows if r["two_modes"]],
     }
-    medians = {k: statistics.median(r["passes"] for r in v) for k, v in groups.items() if v}
+    medians = {k: {key: statistics.median(r[key] for r in v)
+                   for key in ("passes", "passes_modes")}
+               for k, v in groups.items() if v}  # fmt: skip
     if args.json:
         print(json.dumps({"runs": args.runs, "risk": args.risk,
                           "seeds": args.seeds, "tables": rows, "medians": medians}))  # fmt: skip
@@ -92,13 +109,16 @@ def main() -> int:
     title = (f"the rule handed the best configuration: {args.runs} runs left, "
              f"--risk {args.risk:g}")  # fmt: skip
     table = Table(title=title)
-    for col in ("table", "best", "held out", "verdicts that pass it"):
+    for col in ("table", "best", "held out", "two modes", "verdicts that pass it: ordinary",
+                "split pairs scoring nothing"):  # fmt: skip
         table.add_column(col)
     for r in rows:
         table.add_row(r["table"], f"{r['best']:.2f}x", f"{r['held_out']:.3f}x",
-                      f"{100 * r['passes']:.0f} %")  # fmt: skip
+                      "yes" if r["two_modes"] else "", f"{100 * r['passes']:.0f} %",
+                      f"{100 * r['passes_modes']:.0f} %")  # fmt: skip
     for k, v in medians.items():
-        table.add_row(f"[b]median, {k}[/b]", "", "", f"[b]{100 * v:.0f} %[/b]")
+        table.add_row(f"[b]median, {k}[/b]", "", "", "", f"[b]{100 * v['passes']:.0f} %[/b]",
+                      f"[b]{100 * v['passes_modes']:.0f} %[/b]")  # fmt: skip
     Console().print(table)
     return 0
 

@@ -524,3 +524,48 @@ def test_a_tables_gain_held_out_is_its_noise_where_only_its_own_runs_favour_the_
     assert np.mean(own) > 1.025  # its own runs favour one
     assert abs(np.mean(held) - 1.0) < 0.01  # held out, nothing is faster
     assert 1.05 < held_out(table("gain", faster=3)) < 1.16
+
+
+def test_a_study_out_of_sample_is_dealt_some_rounds_and_scored_on_the_others(
+    tmp_path: Path,
+) -> None:
+    """The race out of sample (issue 96): per seed a table's rounds are split, the study is
+    dealt only the runs of one part and every truth it is scored by (the best, what it
+    handed back, the defaults') is the other part's. Each value here names its round, so
+    which part answered is plain; a one-run table (the simulated ones) is both."""
+    import statistics
+
+    from commtune.harness import out_of_sample, split_rounds
+    from commtune.knobs import space_from_json
+    from commtune.tune import configurations
+
+    entries = [{"knob": KNOBS[1], "values": None}]
+    space = space_from_json("mpich", entries)
+    configs = [dict(c) for c in configurations(space)]
+
+    def table(name: str, rounds: int) -> Path:
+        path = tmp_path / f"{name}.json"
+        trials = [{"params": c, "values": [100.0 * (k + 2) + r for r in range(rounds)]}
+                  for k, c in enumerate(configs)]  # fmt: skip
+        path.write_text(json.dumps({"library": "mpich", "space": entries, "balanced": True,
+                                    "default": [100.0 + r for r in range(rounds)],
+                                    "trials": trials}))  # fmt: skip
+        return path
+
+    path = table("nine", 9)
+    splits = set()
+    for seed in range(6):
+        dealt, scoring = split_rounds(path, seed)
+        assert len(dealt) == 5 and len(scoring) == 4 and not set(dealt) & set(scoring)
+        assert sorted(dealt + scoring) == list(range(9))
+        splits.add(tuple(dealt))
+        surface = out_of_sample(path, seed, tmp_path)
+        assert surface.name == "nine"
+        assert surface.value(configs[1]) == statistics.median(300.0 + r for r in scoring)
+        replay = surface.executor(0.0, seed)
+        seen = {int(replay.run(configs[1], 1.0).value) % 100 for _ in range(12)}
+        assert seen == set(dealt), seed
+    assert len(splits) > 1  # each seed a split of its own
+    one = table("one", 1)
+    assert split_rounds(one, 3) == ([0], [0])
+    assert out_of_sample(one, 3, tmp_path).value(configs[1]) == 300.0

@@ -161,3 +161,46 @@ def test_a_rounds_order_is_drawn_uniformly_whatever_the_others_got() -> None:
         before = sum(o.index("a") < o.index("d") for o in given)
         assert abs(before / len(given) - 0.5) < 0.05
     assert rule.shuffled(["d", "a", "b"], 7, 3) == rule.shuffled(["d", "a", "b"], 7, 3)
+
+
+def test_two_modes_are_told_where_the_pairs_levels_cluster() -> None:
+    """Values in two clusters 1.2x apart or more (two each at least) are two modes, their
+    medians' ratio apart; one mode, None. The pairs' levels are each pair's geometric
+    mean, the same whichever run was which."""
+    assert rule.modes_apart([1.0, 1.02, 0.98, 1.05, 1.01]) is None
+    assert rule.modes_apart([1.0, 1.0, 2.0]) is None  # one value is not a mode
+    apart = rule.modes_apart([1.0, 2.02, 0.99, 1.98, 1.01, 2.0])
+    assert apart is not None and abs(apart - 2.0) < 0.03
+    assert list(rule.levels([1.0, 2.0], [4.08, 2.04], 0.02)) == list(
+        rule.levels([4.0, 2.0], [1.02, 2.04], 0.02))
+
+
+def test_pairs_split_by_the_modes_score_nothing_and_the_p_value_stays_exact() -> None:
+    """A machine with two modes 2x apart, a configuration exactly 2 % slower: for any set of
+    pairs, over every way the coins could have ordered each pair, the p-value with the
+    modes' split is at most alpha in at most alpha of them (which pairs are split does not
+    depend on which run was which). And a configuration 10 % faster that lost its three
+    split pairs (its run in the slow mode) fails the ordinary signed rank and passes once
+    they score nothing; one mode, the ordinary signed rank."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        slots = np.where(rng.random((10, 2)) < 0.5, 2.0, 1.0) * rng.lognormal(0, 0.03, (10, 2))
+        ps = []  # the configuration's run is 2 % slower than the slot it got
+        for flips in itertools.product((0, 1), repeat=10):
+            d = [s[f] for s, f in zip(slots, flips, strict=True)]
+            c = [1.02 * s[1 - f] for s, f in zip(slots, flips, strict=True)]
+            ps.append(rule.p_value(d, c, 0.02, modes=True))
+        for alpha in (0.01, 0.05, 0.2):
+            assert np.mean(np.array(ps) <= alpha) <= alpha + 1e-9
+    same = [(1.0, 0.9), (2.0, 1.8), (1.01, 0.91), (1.98, 1.79), (1.0, 0.92), (2.02, 1.83),
+            (0.99, 0.9), (2.0, 1.82), (1.0, 0.9)]  # fmt: skip
+    split = [(1.0, 1.8), (1.01, 1.82), (0.99, 1.79)]  # its run in the slow mode: a loss
+    d, c = [p[0] for p in same + split], [p[1] for p in same + split]
+    ordinary, split_out = rule.p_value(d, c, 0.02), rule.p_value(d, c, 0.02, modes=True)
+    assert ordinary > 0.05 and split_out < 0.01, (ordinary, split_out)
+    t = rule.test(d, c, limit=0.04, tolerance=0.02, min_gain=0.0, modes=True)
+    assert t.passed and t.split == 3 and "3 pairs split by the machine's two modes" in t.says()
+    assert not rule.test(d, c, limit=0.04, tolerance=0.02, min_gain=0.0).passed
+    one = [1.0, 1.03, 0.97, 1.01, 0.99, 1.02]
+    fast = [0.9, 0.93, 0.88, 0.92, 0.9, 0.95]
+    assert rule.p_value(one, fast, 0.02, modes=True) == rule.p_value(one, fast, 0.02)

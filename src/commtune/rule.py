@@ -16,6 +16,16 @@ the difference), ties between sign patterns broken by the sum of the differences
 p-value steps by 1 / 2 ** pairs and the risk is spent to its last share. Runs of the defaults
 made earlier (the search's) do not join: under drift they tell nothing of the defaults now.
 
+On a machine with two modes (runs 1.5-2x apart, for a few runs to tens of runs), a pair whose
+two runs fell in different modes has the largest difference and a sign the modes chose: the
+signed rank would let it decide. Where the pairs' levels (each pair's geometric mean, the same
+whichever run was which) fall into two clusters, a pair whose two runs differ by more than the
+clusters do is one run of each mode and scores nothing (:func:`split`); the others are ranked
+among themselves (``modes``, the verdict's). Which pairs are split is a
+function of each pair's two runs, not of their order, so under the null every sign pattern is
+still as likely as the one measured: the p-value stays exact. Where the levels show one mode,
+the signed rank is the ordinary one.
+
 The stated risk is what the rule may spend on every chance to pass by luck. The first
 configuration tested gets ``FIRST`` of it (four fifths), the later ones halve the rest between
 them; where the runs could never pass a second one (:func:`total`), the first gets all of it;
@@ -59,6 +69,56 @@ ENUMERATED = 16  # up to these pairs every sign pattern is counted (the finest p
 COUNTED = 300  # up to these pairs the signed rank's law is counted exactly; beyond, drawn
 DRAWS = 20_000  # random sign patterns beyond COUNTED pairs (an in-run race's thousands of calls)
 DRAWN = 1_000  # drawn at a time
+
+
+MODES = 1.2  # the pairs' levels in two clusters this far apart: a machine with two modes
+
+
+def levels(defaults: Sequence[float], config: Sequence[float], tolerance: float) -> np.ndarray:
+    """Each pair's level: the geometric mean of its two runs (the configuration's counted
+    ``tolerance`` faster), the same whichever run was which."""
+    n = min(len(defaults), len(config))
+    d = np.asarray(defaults[:n], dtype=float)
+    c = np.asarray(config[:n], dtype=float) / (1 + tolerance)
+    return np.sqrt(d * c)
+
+
+def modes_apart(values: Sequence[float] | np.ndarray, gap: float | None = None) -> float | None:
+    """How far apart the clusters of ``values`` are: sorted, they break wherever one is
+    ``gap`` (``MODES``) times the one before; of the groups of two or more, the least ratio
+    of neighbouring groups' medians. None where fewer than two such groups."""
+    ordered = sorted(float(v) for v in values if v > 0)
+    step = MODES if gap is None else gap
+    groups: list[list[float]] = [[]]
+    for before, value in zip([0.0, *ordered], ordered, strict=False):
+        if before and value >= step * before:
+            groups.append([])
+        groups[-1].append(value)
+    medians = [float(np.median(g)) for g in groups if len(g) >= 2]
+    if len(medians) < 2:
+        return None
+    return min(high / low for low, high in zip(medians, medians[1:], strict=False))
+
+
+def split(defaults: Sequence[float], config: Sequence[float], tolerance: float,
+          modes: bool = True) -> np.ndarray:  # fmt: skip
+    """The pairs split by the machine's modes. A pair's level (:func:`levels`) is its two
+    runs' mode times the configuration's speed: on a machine with two modes ``m`` apart the
+    levels fall into groups ``sqrt(m)`` apart (both runs fast, one of each, both slow).
+    Where they fall into two clusters ``r`` apart (:func:`modes_apart`), a pair is split
+    where its two runs differ by more than ``r``: one of each mode differ by about ``m``,
+    two of one mode by the configuration's gain (less than ``sqrt(m)`` for the line to
+    tell them apart). None where ``modes`` is off, the levels show one mode, or more than
+    two thirds of the pairs would be split (a gain that large sets them apart). Which pairs
+    these are depends on each pair's two runs, never on which run was which."""
+    n = min(len(defaults), len(config))
+    apart = modes_apart(levels(defaults, config, tolerance)) if modes and n else None
+    if apart is None:
+        return np.zeros(n, dtype=bool)
+    cut = np.abs(differences(defaults[:n], config[:n], tolerance)) > math.log(apart)
+    # nearly every pair apart by more than the levels' clusters: the configuration's gain,
+    # not the modes, sets them apart (a gain beyond sqrt(m)): the ordinary signed rank
+    return cut if 3 * int(cut.sum()) <= 2 * n else np.zeros(n, dtype=bool)
 
 
 def first_pass(limit: float) -> int:
@@ -162,15 +222,25 @@ def _tail(scores: np.ndarray, observed: int) -> float:
     return float(dist[observed:].sum())
 
 
-def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float) -> float:
+def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float,
+            modes: bool = False) -> float:  # fmt: skip
     """The chance that a configuration ``tolerance`` slower than the defaults, its pairs'
     order drawn by coins, does at least as well as this one: the share of the sign patterns
-    of the differences whose signed rank (then sum) is at least the one measured."""
+    of the differences whose signed rank (then sum) is at least the one measured;
+    ``modes``: a pair split by the machine's modes (:func:`split`) scores nothing."""
     n = min(len(defaults), len(config))
     if n == 0:
         return 1.0
     x = differences(defaults[:n], config[:n], tolerance)
-    r = ranks(x)
+    return _p(x, split(defaults, config, tolerance, modes))
+
+
+def _p(x: np.ndarray, cut: np.ndarray) -> float:
+    """:func:`p_value` of the differences ``x``, the pairs ``cut`` scoring nothing."""
+    n = len(x)
+    r = np.zeros(n, dtype=np.int64)
+    if (~cut).any():
+        r[~cut] = ranks(x[~cut])
     won = x > 0
     w = int(r[won].sum())
     if n > COUNTED:  # a randomization test on drawn patterns: exact, p at least 1/(DRAWS+1)
@@ -179,7 +249,7 @@ def p_value(defaults: Sequence[float], config: Sequence[float], tolerance: float
         return _tail(r, w)
     signs = _signs(n)
     w_all = ((signs > 0) * r).sum(axis=1)
-    size = np.abs(x)
+    size = np.where(cut, 0.0, np.abs(x))
     t = float(np.where(won, size, -size).sum())
     t_all = signs @ size
     better = (w_all > w) | ((w_all == w) & (t_all >= t - 1e-12 * (1 + abs(t))))
@@ -245,6 +315,7 @@ class Test:
     passed: bool
     tolerance: float
     min_gain: float
+    split: int = 0  # the pairs split by the machine's modes (:func:`split`): no score
 
     def says(self) -> str:
         """The test in words: the one sentence of the verdict."""
@@ -254,6 +325,9 @@ class Test:
                 f"at random; counted {self.tolerance:.0%} faster, it wins {self.won} of the "
                 f"{self.runs} pairs, as well as a configuration {self.tolerance:.0%} slower "
                 f"than the defaults does with probability {_percent(self.p)}")  # fmt: skip
+        if self.split:
+            text += (f" ({self.split} pairs split by the machine's two modes count for "
+                     "nothing)")  # fmt: skip
         if self.passed:
             return f"{text}: below the {_percent(self.limit)} of the risk this look may spend"
         if self.limit <= 0:
@@ -274,16 +348,19 @@ def test(
     limit: float,
     tolerance: float,
     min_gain: float,
+    modes: bool = False,
 ) -> Test:
     """The rule at a look that may spend ``limit`` of the risk (0: its figures only), on the
-    pairs (``defaults[i]``, ``config[i]``)."""
+    pairs (``defaults[i]``, ``config[i]``); ``modes``: pairs split by the machine's modes
+    score nothing (:func:`split`)."""
     if len(defaults) != len(config):
         raise ValueError(f"{len(defaults)} runs of the defaults beside {len(config)}: pairs")
-    p = p_value(defaults, config, tolerance)
+    p = p_value(defaults, config, tolerance, modes)
     speedup, interval = estimate(defaults, config)
     passed = p <= limit and speedup >= 1 + min_gain
     won = wins(defaults, config, tolerance)
-    return Test(len(config), won, p, limit, speedup, interval, passed, tolerance, min_gain)
+    cut = int(split(defaults, config, tolerance, modes).sum())
+    return Test(len(config), won, p, limit, speedup, interval, passed, tolerance, min_gain, cut)
 
 
 def limit_at(schedule: Sequence[tuple[int, float]], pairs: int) -> float:
@@ -296,19 +373,25 @@ def could_pass(
     defaults: Sequence[float] = (),
     config: Sequence[float] = (),
     tolerance: float = 0.0,
+    modes: bool = False,
 ) -> bool:
     """Whether a configuration with these pairs so far could still pass at a look to come,
-    winning every pair from here on by more than any so far."""
+    winning every pair from here on by more than any so far (``modes``: none of them split,
+    and the pairs split so far scoring nothing or, were the line drawn elsewhere, their
+    ranks)."""
     n = min(len(defaults), len(config))
     x = differences(defaults[:n], config[:n], tolerance) if n else np.zeros(0)
+    cuts = [np.zeros(n, dtype=bool)]
+    if modes:
+        cuts.append(split(defaults, config, tolerance))
     top = float(np.abs(x).max()) if n else 0.0
     for pairs, share in schedule:
         extra = pairs - n
         if extra <= 0:
             continue
         best = np.concatenate([x, top + 1.0 + np.arange(extra)])
-        d = np.exp(best)  # the defaults' runs that give these differences beside runs of 1
-        if p_value(list(d), [1.0] * len(d), 0.0) <= share:
+        if any(_p(best, np.concatenate([cut, np.zeros(extra, dtype=bool)])) <= share
+               for cut in cuts):  # fmt: skip
             return True
     return False
 
@@ -320,6 +403,7 @@ def more_pairs(
     limit: float,
     tolerance: float,
     min_gain: float,
+    modes: bool = False,
 ) -> int | None:
     """The pairs of runs more that would decide at a look spending ``limit``, if they went
     as these did (the pairs repeated in turn); None beyond ``MOST``, or if pairs like these
@@ -330,6 +414,6 @@ def more_pairs(
     for extra in range(1, MOST + 1):
         d = [*defaults[:n], *(defaults[i % n] for i in range(extra))]
         c = [*config[:n], *(config[i % n] for i in range(extra))]
-        if test(d, c, limit=limit, tolerance=tolerance, min_gain=min_gain).passed:
+        if test(d, c, limit=limit, tolerance=tolerance, min_gain=min_gain, modes=modes).passed:
             return extra
     return None

@@ -11,7 +11,10 @@ from commtune.harness._surfaces import (
     SurfaceExecutor,
     cat_knob,
     held_out,
+    modes,
+    out_of_sample,
     replayed,
+    split_rounds,
 )
 
 __all__ = [
@@ -24,7 +27,10 @@ __all__ = [
     "SurfaceExecutor",
     "cat_knob",
     "held_out",
+    "modes",
+    "out_of_sample",
     "replayed",
+    "split_rounds",
     "run_strategy",
     "run_tuner",
 ]

@@ -11,8 +11,9 @@ executor; their recorded values are their truth.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +114,21 @@ DRIFTS: dict[str, Callable[[int], float]] = {
 }
 
 
+MODES = "modes:"  # a shape "modes:F:A-B": two modes F times apart, stretches of A-B runs
+
+
+def modes(shape: str) -> tuple[float, tuple[int, int]]:
+    """``modes:F:A-B`` -> (F, (A, B + 1)); a ValueError naming the shape where it is not."""
+    try:
+        factor, spans = shape.removeprefix(MODES).split(":")
+        low, high = (int(x) for x in spans.split("-"))
+        if float(factor) < 1 or not 1 <= low <= high:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"drift {shape!r}: {MODES}F:A-B, F >= 1, 1 <= A <= B") from None
+    return float(factor), (low, high + 1)
+
+
 class SurfaceExecutor(Executor):
     """Runs nothing: answers ``f(config)`` times Gaussian noise; a crash fails the run.
 
@@ -121,13 +137,18 @@ class SurfaceExecutor(Executor):
     machines), on top of the per-run noise. The phases come from a generator of their own,
     so the per-run noise is the same draw with and without drift. ``shape``: one of
     :data:`DRIFTS`, a set drift over the study's runs (the k-th run's value times
-    ``DRIFTS[shape](k)``)."""
+    ``DRIFTS[shape](k)``), or ``modes:F:A-B``, a machine with two modes ``F`` times apart,
+    each stretch ``A``-``B`` runs long (drawn), as ``drift`` but for its factor and spans."""
 
     def __init__(
         self, surface: Surface, noise: float, seed: int, drift: float = 1.0, shape: str = ""
     ) -> None:
+        self.span = (5, 31)  # the phases' lengths, drawn in [low, high)
+        if shape.startswith(MODES):
+            drift, self.span = modes(shape)
+            shape = ""
         if shape and shape not in DRIFTS:
-            raise ValueError(f"drift {shape!r}: one of {', '.join(DRIFTS)}")
+            raise ValueError(f"drift {shape!r}: one of {', '.join(DRIFTS)} or {MODES}F:A-B")
         self.surface = surface
         self.noise = noise
         self.drift = drift
@@ -136,7 +157,7 @@ class SurfaceExecutor(Executor):
         self.rng = np.random.default_rng(seed)
         self.phases = np.random.default_rng(seed + 1)
         self.slow = bool(self.phases.integers(2))
-        self.left = int(self.phases.integers(5, 31))
+        self.left = int(self.phases.integers(*self.span))
         self.calls = 0
 
     def run(self, config: Config | None, timeout: float) -> RunRecord:
@@ -151,7 +172,7 @@ class SurfaceExecutor(Executor):
         if self.drift != 1.0:
             if self.left == 0:
                 self.slow = not self.slow
-                self.left = int(self.phases.integers(5, 31))
+                self.left = int(self.phases.integers(*self.span))
             self.left -= 1
             noisy *= self.drift if self.slow else 1.0
         return RunRecord(noisy, noisy, 0)
@@ -373,3 +394,44 @@ def held_out(path: Path, truth: str = "median", splits: int = HELD_OUT_SPLITS) -
         base, there = of(judge)
         found.append(base / there[best])
     return float(np.median(found))
+
+
+def split_rounds(path: Path, seed: int) -> tuple[list[int], list[int]]:
+    """A table's rounds (value i of every configuration is round i) split for one seed into
+    those a study is dealt and those that score it: ``rounds // 2 + 1`` dealt, the rest
+    scoring (``held_out``'s halves), drawn from ``seed`` and the table's name. A table of
+    fewer than ``HELD_OUT_ROUNDS`` runs a configuration (the simulated ones: one
+    deterministic run) has nothing to hold out: every round is both."""
+    from commtune.study import read_table
+
+    recorded = read_table(path)
+    rounds = min(len(recorded.default), *(len(v) for _, v in recorded.trials))
+    if rounds < HELD_OUT_ROUNDS:
+        return list(range(rounds)), list(range(rounds))
+    order = np.random.default_rng([seed, zlib.crc32(path.stem.encode())]).permutation(rounds)
+    cut = rounds // 2 + 1
+    return sorted(int(i) for i in order[:cut]), sorted(int(i) for i in order[cut:])
+
+
+def out_of_sample(path: Path, seed: int, work: Path, truth: str = "median") -> Surface:
+    """A recorded table as a study meets it and as it is scored, apart (``split_rounds``):
+    the replay executor deals the study only the dealt rounds' runs, and every truth the
+    race scores by (the best, what was handed back, the tail) is the ``truth`` statistic of
+    the scoring rounds alone. The two sub-tables are written under ``work``."""
+    import json
+
+    dealt, scoring = split_rounds(path, seed)
+    data = json.loads(path.read_text())
+
+    def only(rounds: list[int], name: str) -> Path:
+        def cut(values: list) -> list:
+            return [values[i] for i in rounds]
+
+        out = dict(data, default=cut(data["default"]),
+                   trials=[dict(t, values=cut(t["values"])) for t in data["trials"]])  # fmt: skip
+        sub = work / f"{path.stem}-{seed}-{name}.json"
+        sub.write_text(json.dumps(out))
+        return sub
+
+    scored = replayed(only(scoring, "scoring"), truth)
+    return replace(scored, name=path.stem, replay=only(dealt, "dealt"))

@@ -305,12 +305,12 @@ def _look(arm: Arm, plan: Plan) -> None:
     defaults, mine = arm.pairs()
     n = len(mine)
     arm.last = rule.test(defaults, mine, limit=rule.limit_at(arm.schedule, n),
-                         tolerance=plan.tolerance, min_gain=plan.min_gain)  # fmt: skip
+                         tolerance=plan.tolerance, min_gain=plan.min_gain, modes=True)  # fmt: skip
     if arm.passed:
         return
     if n >= arm.schedule[-1][0]:
         arm.dropped = f"its {n} pairs of runs beside the defaults ended without passing"
-    elif not rule.could_pass(arm.schedule, defaults, mine, plan.tolerance):
+    elif not rule.could_pass(arm.schedule, defaults, mine, plan.tolerance, modes=True):
         arm.dropped = f"after {n} pairs of runs beside the defaults, no run left could make it pass"
 
 
@@ -398,7 +398,8 @@ def _verdict(
     reason = ""
     if not t.passed:
         more = rule.more_pairs(defaults, mine, limit=winner.schedule[-1][1],
-                               tolerance=plan.tolerance, min_gain=plan.min_gain)  # fmt: skip
+                               tolerance=plan.tolerance, min_gain=plan.min_gain,
+                               modes=True)  # fmt: skip
         found = replace(found, more_runs=None if more is None else 2 * more)
         reason = winner.dropped or "the runs ran out"
         reason += (f"; about {2 * more} more runs, if they went as these did, would decide"
