@@ -110,6 +110,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--nodes", type=int, default=0, help="across N bed nodes (Open MPI)")
     parser.add_argument("--ucx", action="store_true", help="over UCX (with --nodes)")
+    parser.add_argument("--out", type=Path, default=DATA, help="where the tables go")
     args = parser.parse_args()
     if args.ucx and not args.nodes:
         parser.error("--ucx records across the bed's nodes: give --nodes")
@@ -117,7 +118,7 @@ def main() -> int:
         for program in args.programs.split(","):
             tag = ("ucx-" if args.ucx else "") + mpi.replace("@", "")
             tag += f"-{args.nodes}n" if args.nodes else ""
-            out = DATA / f"table-{tag}-{program}.json"
+            out = args.out / f"table-{tag}-{program}.json"
             seconds = record(mpi, program, args.repeats, args.nodes, out, args.ucx)
             print(f"{out.name}: {seconds:.0f} s", flush=True)
     return 0

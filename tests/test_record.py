@@ -162,3 +162,16 @@ def test_ucx_values_users_set_are_recorded_run_and_replayed_on_mpich(
                               "--confirm", "0", "--json"], capsys)  # fmt: skip
     assert code == 0, err
     assert last_json(out)["runs"] >= 4
+
+
+def test_a_record_of_many_repeats_is_not_held_to_a_studys_run_budget() -> None:
+    """``tune --record --repeats 20`` runs every configuration 20 times whatever
+    ``--max-runs`` says (its default of 30 bounds a study, not a table): refused before,
+    with "--max-runs 30 leaves no run to decide"; a study of that many repeats still is."""
+    from commtune.errors import UsageError
+    from commtune.service._check import _check_runs
+    from commtune.study import Plan
+
+    _check_runs(Plan(repeats=20, max_runs=30, record="/tmp/t.json"))
+    with pytest.raises(UsageError, match="leaves no run to decide"):
+        _check_runs(Plan(repeats=20, max_runs=30))

@@ -172,7 +172,8 @@ def test_two_modes_are_told_where_the_pairs_levels_cluster() -> None:
     apart = rule.modes_apart([1.0, 2.02, 0.99, 1.98, 1.01, 2.0])
     assert apart is not None and abs(apart - 2.0) < 0.03
     assert list(rule.levels([1.0, 2.0], [4.08, 2.04], 0.02)) == list(
-        rule.levels([4.0, 2.0], [1.02, 2.04], 0.02))
+        rule.levels([4.0, 2.0], [1.02, 2.04], 0.02)
+    )
 
 
 def test_pairs_split_by_the_modes_score_nothing_and_the_p_value_stays_exact() -> None:

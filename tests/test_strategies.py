@@ -505,3 +505,36 @@ def test_table_truths_judges_a_races_estimates_only_where_the_truth_is_known(
                              text=True, check=False, timeout=60)  # fmt: skip
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.count("\n") == 1 and "no table" in refused.stderr
+
+
+def test_the_race_out_of_sample_counts_every_table_in_the_class_fixed_for_it() -> None:
+    """benchmarks/out_of_sample.py (issue 96): a table's class is fixed in the yardstick
+    file by what it records, "no gain" where its best is not 1 % faster held out; a class's
+    figure is its median table's gain with a bootstrap interval over its tables, the no-gain
+    class by its tail and kept share alone (no gain figure); and one seeded study scores
+    what it hands back on the rounds it was not dealt."""
+    oos = _script("out_of_sample")
+    assert oos.program_class("table-smpi-comd-256-fat") == "simulated"
+    assert oos.program_class("table-app-hpcg-openmpi5") == "real"
+    assert oos.program_class("table-bed2-mpich-comd") == "real"  # a real program on the bed
+    assert oos.program_class("table-ucx-openmpi-2n-ct_demo") == "project"
+    fixed = json.loads(oos.YARDSTICK.read_text())["tables"]
+    assert all(v["class"] in oos.CLASSES for v in fixed.values())
+    assert all((v["class"] == "no gain") == (v["held_out"] <= 1.01) for v in fixed.values())
+
+    def cell(gain: float | None, tail: int) -> dict:
+        return {"gain": gain, "tail": tail, "kept": 1, "seeds": 10, "runs": 20.0, "best": 1.1}
+
+    rows = {f"t{i}": {c: cell(g, i % 2) for c in oos.COLUMNS}
+            for i, g in enumerate([0.1, 0.5, 0.9, None])}  # fmt: skip
+    klass = {"t0": "real", "t1": "real", "t2": "real", "t3": "no gain"}
+    figures = oos.classes(rows, klass)
+    assert figures["real"]["tuner"]["gain"] == pytest.approx(0.5)
+    low, high = figures["real"]["tuner"]["interval"]
+    assert 0.1 <= low <= 0.5 <= high <= 0.9
+    assert figures["real"]["tuner"]["tail"] == 1 and figures["real"]["tuner"]["studies"] == 30
+    assert "gain" not in figures["no gain"]["tuner"] and figures["no gain"]["tuner"]["tail"] == 1
+    done = oos.study(("table-openmpi-ct_demo", 3, "tuner", 30))
+    surf = oos.surface("table-openmpi-ct_demo", 3)
+    assert done["best"] == pytest.approx(1 + surf.default_regret) and done["runs"] <= 30
+    assert surf.replay is not None and surf.replay.name.endswith("-3-dealt.json")

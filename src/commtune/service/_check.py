@@ -55,8 +55,9 @@ def check(plan: Plan) -> Plan:
 
 def _check_runs(plan: Plan) -> None:
     """``--max-runs`` leaves the reference its runs, the search one (unless a twin alone
-    searched) and the verdict its first decision (``Plan.deciding_runs``)."""
-    if plan.max_runs is None:
+    searched) and the verdict its first decision (``Plan.deciding_runs``). A ``--record``
+    runs every configuration ``--repeats`` times whatever the budget: none to check."""
+    if plan.max_runs is None or plan.record:
         return
     if not plan.decides:
         what = "the search 1 (--confirm 0: no verdict)"
