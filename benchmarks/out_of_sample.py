@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from commtune import rule
-from commtune.harness import StrategyRun, held_out, out_of_sample, run_strategy, run_tuner
+from commtune.harness import StrategyRun, Surface, held_out, out_of_sample, run_strategy, run_tuner
 from commtune.study import DEFAULTS
 
 DATA = Path(__file__).with_name("data")
@@ -92,7 +92,7 @@ def fix(path: Path = YARDSTICK) -> list[str]:
 _SURFACES: dict = {}
 
 
-def surface(stem: str, seed: int):  # noqa: ANN201 - harness.Surface
+def surface(stem: str, seed: int) -> Surface:
     key = (stem, seed)
     if key not in _SURFACES:
         work = WORK / str(os.getpid())
@@ -209,7 +209,7 @@ def main() -> int:
                         "rank (no pair split by a machine's modes set aside: the rule before "
                         "issue 96)")  # fmt: skip
     parser.add_argument("--fix", action="store_true",
-                        help="class the tables not yet in the yardstick file, then stop")  # fmt: skip
+                        help="class the tables not in the yardstick file, then stop")  # fmt: skip
     args = parser.parse_args()
     if args.fix:
         added = fix()

@@ -155,7 +155,7 @@ def main() -> int:
                         "modes F times apart, stretches of A-B runs)")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--ordinary", action="store_true", help="the ordinary signed rank "
-                        "everywhere (no line drawn between a machine's modes, issue 96)")  # fmt: skip
+                        "everywhere (no pair split by a machine's modes set aside)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
     parser.add_argument("--figure", type=Path, help="draw the rule at --risk here, and stop")
     args = parser.parse_args()

@@ -45,6 +45,7 @@ claim of gain it does not have.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import random
 from collections.abc import Iterator, Sequence
@@ -90,14 +91,14 @@ def modes_apart(values: Sequence[float] | np.ndarray, gap: float | None = None) 
     ordered = sorted(float(v) for v in values if v > 0)
     step = MODES if gap is None else gap
     groups: list[list[float]] = [[]]
-    for before, value in zip([0.0, *ordered], ordered, strict=False):
+    for before, value in zip([0.0, *ordered], ordered, strict=False):  # each and the one before
         if before and value >= step * before:
             groups.append([])
         groups[-1].append(value)
     medians = [float(np.median(g)) for g in groups if len(g) >= 2]
     if len(medians) < 2:
         return None
-    return min(high / low for low, high in zip(medians, medians[1:], strict=False))
+    return min(high / low for low, high in itertools.pairwise(medians))
 
 
 def split(defaults: Sequence[float], config: Sequence[float], tolerance: float,

@@ -30,7 +30,7 @@ __all__ = [
     "modes",
     "out_of_sample",
     "replayed",
-    "split_rounds",
     "run_strategy",
     "run_tuner",
+    "split_rounds",
 ]
