@@ -207,7 +207,7 @@ def lone(
         judged = slower is not None and n >= slower.after  # check's no-faster stop applies
         if limit > 0 or judged:  # the rule's test where a look or the stop reads it
             test = rule.test(defaults, mine, limit=limit, tolerance=tolerance,
-                             min_gain=min_gain)  # fmt: skip
+                             min_gain=min_gain, modes=True)  # fmt: skip
             if test.passed:
                 stop = Stop.PASSED
                 break
@@ -218,14 +218,15 @@ def lone(
             ):
                 stop = Stop.NO_FASTER
                 break
-        if hopeless and not rule.could_pass(looks, defaults, mine, tolerance):
+        if hopeless and not rule.could_pass(looks, defaults, mine, tolerance, modes=True):
             stop = Stop.HOPELESS
             break
         if grow is not None and slower is not None and slower.after <= n < last:
             grow(2)
     defaults, mine = entrant.pairs()
     if defaults and stop is not Stop.PASSED:  # its figures on every pair, no look
-        test = rule.test(defaults, mine, limit=0.0, tolerance=tolerance, min_gain=min_gain)
+        test = rule.test(defaults, mine, limit=0.0, tolerance=tolerance, min_gain=min_gain,
+                         modes=True)  # fmt: skip
     elif not defaults:
         test = None
     return Lone(tuple(defaults), tuple(mine), test, tuple(looks), stop, entrant.failed)
