@@ -39,7 +39,15 @@ from pathlib import Path
 import numpy as np
 
 from commtune import rule
-from commtune.harness import StrategyRun, Surface, held_out, out_of_sample, run_strategy, run_tuner
+from commtune.harness import (
+    StrategyRun,
+    Surface,
+    held_out,
+    out_of_sample,
+    run_strategy,
+    run_tuner,
+    split_rounds,
+)
 from commtune.study import DEFAULTS
 
 DATA = Path(__file__).with_name("data")
@@ -188,14 +196,16 @@ def lines(rows: dict[str, dict], klass: dict[str, str], figures: dict) -> list[s
             cells.append(f"{gain}tail {x['tail']}/{x['studies']}; kept "
                          f"{100 * x['kept']:.0f} %; {x['runs']:g} runs")  # fmt: skip
         out.append(f"| {k} ({f['tables']}) | " + " | ".join(cells) + " |")
-    out += ["", "| table | class | best (scoring rounds) | " + head + " |",
-            "|---" * (len(COLUMNS) + 3) + "|"]  # fmt: skip
+    out += ["", "| table | class | rounds dealt / scoring | best (scoring rounds) | " + head
+            + " |", "|---" * (len(COLUMNS) + 4) + "|"]  # fmt: skip
     for t, r in sorted(rows.items(), key=lambda kv: (klass[kv[0]], kv[0])):
         cells = [("-" if r[c]["gain"] is None or klass[t] == "no gain"
                   else f"{100 * r[c]['gain']:.0f} %") + f" (tail {r[c]['tail']}, kept "
                  f"{r[c]['kept']})" for c in COLUMNS]  # fmt: skip
-        out.append(f"| {t.removeprefix('table-')} | {klass[t]} | {r['tuner']['best']:.3f}x | "
-                   + " | ".join(cells) + " |")  # fmt: skip
+        dealt, scoring = split_rounds(DATA / f"{t}.json", 0)
+        rounds = f"{len(dealt)} / {len(scoring)}" if dealt != scoring else f"{len(dealt)} (exact)"
+        out.append(f"| {t.removeprefix('table-')} | {klass[t]} | {rounds} | "
+                   f"{r['tuner']['best']:.3f}x | " + " | ".join(cells) + " |")  # fmt: skip
     return out
 
 
