@@ -49,6 +49,7 @@ from commtune.harness import (
     split_rounds,
 )
 from commtune.study import DEFAULTS
+from commtune.tune import ReferenceFailed
 
 DATA = Path(__file__).with_name("data")
 YARDSTICK = DATA / "yardstick.json"
@@ -118,20 +119,31 @@ def study(args: tuple[str, int, str, int]) -> dict:
     scoring rounds."""
     stem, seed, column, runs = args
     surf = surface(stem, seed)
+    best = 1.0 + surf.default_regret
+    try:
+        run, share = _run(surf, seed, column, runs)
+    except ReferenceFailed:  # the defaults' first run dealt a recorded failure: as a user's
+        # study, it stops there (one run spent) and nothing is handed back
+        return {"table": stem, "seed": seed, "column": column, "best": best,
+                "delivered": 1.0, "changed": False, "runs": 1, "stopped": True}  # fmt: skip
+    return {"table": stem, "seed": seed, "column": column, "best": best,
+            "delivered": best * share, "changed": run.changed, "runs": total(run)}  # fmt: skip
+
+
+def _run(surf: Surface, seed: int, column: str, runs: int) -> tuple[StrategyRun, float]:
+    """One column's study on a table's split and the share of the best it hands back."""
     if column == "tuner":
         run = run_tuner(surf, 0.0, seed, RUNS)
         share = run.confirmed_share()
     elif column.endswith("+verdict"):  # its plain search, then the tuner's verdict on its best
-        run = run_strategy(column.split("+")[0], surf, 0.0, seed, DEFAULTS.trials,
+        run = run_strategy(column.removesuffix("+verdict"), surf, 0.0, seed, DEFAULTS.trials,
                            design="fixed", repeats=1, confirm_rounds=DEFAULTS.confirm,
                            max_runs=RUNS, gate="risk")  # fmt: skip
         share = run.confirmed_share()
     else:
         run = run_strategy(column, surf, 0.0, seed, max(2, runs), design="fixed", repeats=1)
         share = run.share_after(len(run.regret))
-    best = 1.0 + surf.default_regret
-    return {"table": stem, "seed": seed, "column": column, "best": best,
-            "delivered": best * share, "changed": run.changed, "runs": total(run)}  # fmt: skip
+    return run, share
 
 
 def race(stems: list[str], seeds: int, jobs: int) -> list[dict]:
@@ -151,6 +163,7 @@ def cell(done: list[dict]) -> dict:
     return {"gain": (delivered - 1.0) / (best - 1.0) if best > 1.0 else None,
             "best": best, "tail": sum(d["delivered"] * TOLERANCE < 1.0 for d in done),
             "kept": sum(not d["changed"] for d in done), "seeds": len(done),
+            "stopped": sum(bool(d.get("stopped")) for d in done),
             "runs": float(np.median([d["runs"] for d in done]))}  # fmt: skip
 
 

@@ -69,9 +69,6 @@ CONTENDERS = 6  # the arms the verdict may test, best first by the search's rank
 DUEL = 2  # the search's best this many duel beside the defaults before one goes on
 DUEL_ROUNDS = 3  # the rounds of the duel, all of them beside the defaults
 DUEL_SPREAD = 1.5  # the search's runs of the defaults spread less than this for them to duel
-# the duel only chooses: no look during it, the one ahead tested on the rounds after it alone,
-# at the whole risk (False: each duelled arm at half the risk on every one of its rounds)
-DUEL_FRESH = False
 
 
 def deterministic(plan: Plan, executor: Executor, reference: TrialRecord) -> bool:
@@ -93,12 +90,6 @@ class Arm(Entrant):
     last: rule.Test | None = None  # the rule at its last look
     dropped: str = ""  # why the verdict stopped testing it
     label: str = ""  # how it is named: "trial 7", "the simulation's #1"
-    since: int = 0  # the first round its test counts (DUEL_FRESH: the round after the duel)
-
-    def counted(self) -> tuple[list[float], list[float]]:
-        """The pairs its test counts: those of the rounds from ``since`` on."""
-        both = [i for i in self.rounds if i in self.beside and i >= self.since]
-        return [self.beside[i] for i in both], [self.rounds[i] for i in both]
 
     def searched(self) -> float:
         """What the search's runs of it say: their median."""
@@ -256,13 +247,11 @@ def _duel(arms: list[Arm], plan: Plan, runs: Rounds) -> bool:
     up to the risk. False where the runs left could not pass any at its share (nothing run:
     the first is then tested alone)."""
     pairs = DUEL_ROUNDS + (runs.left - (len(arms) + 1) * DUEL_ROUNDS) // 2
-    after = (runs.left - (len(arms) + 1) * DUEL_ROUNDS) // 2  # DUEL_FRESH: the pairs after it
-    schedule = (rule.looks(plan.risk, 0, after) if DUEL_FRESH else
-                rule.looks(plan.risk / len(arms), 0, pairs))  # fmt: skip
+    schedule = rule.looks(plan.risk / len(arms), 0, pairs)
     if not schedule:
         return False
     for i, arm in enumerate(arms):
-        arm.schedule = [] if DUEL_FRESH else list(schedule)
+        arm.schedule = list(schedule)
         arm.tested = i + 1
     live = list(arms)
     while live and runs.left >= len(live) + 1:
@@ -277,8 +266,6 @@ def _duel(arms: list[Arm], plan: Plan, runs: Rounds) -> bool:
                 arm.dropped = (f"duelled beside {ahead.name()} for {DUEL_ROUNDS} rounds, it was "
                                "behind")  # fmt: skip
             live = [ahead]
-            if DUEL_FRESH:  # chosen on the duel's rounds, tested on the rounds after them
-                ahead.since, ahead.schedule = runs.done, list(schedule)
     return True
 
 
@@ -318,14 +305,8 @@ def _order(arms: Sequence[Arm], earlier: Sequence[float]) -> list[Arm]:
 def _look(arm: Arm, plan: Plan) -> None:
     """The rule after this round (a look where the arm's schedule has one); the arm dropped
     where its looks are over or no look to come could pass it."""
-    defaults, mine = arm.counted()
+    defaults, mine = arm.pairs()
     n = len(mine)
-    if not arm.schedule:  # DUEL_FRESH's duel: it only chooses, its figures said
-        arm.last = rule.test(defaults, mine, limit=0.0, tolerance=plan.tolerance,
-                             min_gain=plan.min_gain, modes=True)  # fmt: skip
-        return
-    if not mine:  # the duel's rounds are not its test's
-        return
     arm.last = rule.test(defaults, mine, limit=rule.limit_at(arm.schedule, n),
                          tolerance=plan.tolerance, min_gain=plan.min_gain, modes=True)  # fmt: skip
     if arm.passed:
@@ -403,7 +384,7 @@ def _verdict(
     beside = {i: v for a in arms for i, v in a.beside.items()}  # the defaults' run of each round
     t = winner.last
     assert t is not None
-    defaults, mine = winner.counted()
+    defaults, mine = winner.pairs()
     found = replace(
         found,
         objectives=objectives[id(winner)],
@@ -419,9 +400,9 @@ def _verdict(
     )
     reason = ""
     if not t.passed:
-        more = None if not winner.schedule or not mine else rule.more_pairs(
-            defaults, mine, limit=winner.schedule[-1][1], tolerance=plan.tolerance,
-            min_gain=plan.min_gain, modes=True)  # fmt: skip
+        more = rule.more_pairs(defaults, mine, limit=winner.schedule[-1][1],
+                               tolerance=plan.tolerance, min_gain=plan.min_gain,
+                               modes=True)  # fmt: skip
         found = replace(found, more_runs=None if more is None else 2 * more)
         reason = winner.dropped or "the runs ran out"
         reason += (f"; about {2 * more} more runs, if they went as these did, would decide"
