@@ -222,12 +222,46 @@ def lines(rows: dict[str, dict], klass: dict[str, str], figures: dict) -> list[s
     return out
 
 
+def plot(figures: dict, path: Path) -> None:
+    """Per class with a gain, each column's median gain captured (with its interval over
+    tables) against its tail (the share of studies handing back something more than 2 %
+    slower): up and to the left is better."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gained = [k for k in figures if k != "no gain"]
+    fig, axes = plt.subplots(1, len(gained), figsize=(3.6 * len(gained), 3.4),
+                             layout="constrained", squeeze=False)  # fmt: skip
+    for ax, k in zip(axes[0], gained, strict=True):
+        for i, c in enumerate(COLUMNS):
+            x = figures[k][c]
+            tail = 100 * x["tail"] / x["studies"]
+            low, high = (100 * v for v in x["interval"])
+            gain = 100 * x["gain"]
+            ax.errorbar([tail], [gain], yerr=[[gain - low], [high - gain]], fmt="o",
+                        color=f"C{i}", capsize=3, label=c)  # fmt: skip
+        most = max(100 * figures[k][c]["tail"] / figures[k][c]["studies"] for c in COLUMNS)
+        ax.set_xlim(-0.5, max(6.0, most + 1.0))
+        ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)  # issue 96's goal
+        ax.axvline(100 * DEFAULTS.risk, color="grey", linestyle="--", linewidth=1)  # --risk
+        ax.set_title(f"{k} ({figures[k]['tables']} tables)", fontsize=9)
+        ax.set_xlabel("tail: studies > 2 % slower (%)")
+        ax.set_ylabel("gain captured, median table (%)")
+    axes[0][0].legend(fontsize=7)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--tables", help="comma-separated stems (default: the yardstick's)")
     parser.add_argument("--json", action="store_true", help="one JSON line on stdout")
+    parser.add_argument("--png", type=Path, default=Path("benchmarks/out/out_of_sample.png"),
+                        help="gain against tail per class and column")  # fmt: skip
     parser.add_argument("--ordinary", action="store_true", help="the verdict's ordinary signed "
                         "rank (no pair split by a machine's modes set aside: the rule before "
                         "issue 96)")  # fmt: skip
@@ -252,12 +286,16 @@ def main() -> int:
     rows = {t: {c: cell([d for d in done if d["table"] == t and d["column"] == c])
                 for c in COLUMNS} for t in stems}  # fmt: skip
     figures = classes(rows, klass)
+    plot(figures, args.png)
     if args.json:
         print(json.dumps({"classes": figures, "tables": rows, "seeds": args.seeds,
                           "seconds": round(time.perf_counter() - start)}))  # fmt: skip
     else:
         print("\n".join(lines(rows, klass, figures)))
-        print(f"\n{len(done)} studies, {args.seeds} seeds, {time.perf_counter() - start:.0f} s")
+        print(
+            f"\n{len(done)} studies, {args.seeds} seeds, {time.perf_counter() - start:.0f} s; "
+            f"plot: {args.png}"
+        )
     return 0
 
 
