@@ -408,6 +408,11 @@ def test_where_the_defaults_runs_fall_into_modes_the_best_is_tested_alone() -> N
         assert sum(share for _, share in first["looks"]) >= 0.8 * 0.05 - 1e-12
 
 
+def _two_modes(costs: dict[str, float], modes: np.random.Generator) -> Callable[[str, int], float]:
+    """Every run's cost times 1 or 2, by a coin of the machine's own."""
+    return lambda c, n: (2.0 if modes.random() < 0.5 else 1.0) * costs.get(c, 1.0)
+
+
 def test_on_a_machine_with_two_modes_the_pairs_they_split_do_not_decide() -> None:
     """A machine whose every run, of anything, falls into one of two modes 2x apart by a
     seeded coin of its own, and a configuration 12 % faster: the verdict's p-value is the
@@ -417,17 +422,13 @@ def test_on_a_machine_with_two_modes_the_pairs_they_split_do_not_decide() -> Non
     costs = {"a": 1.0, "b": 1.3, "c": 0.88, "d": 1.4, "e": 1.25, "f": 1.35}
     splits, rescued, tested = 0, 0, 0
     for seed in range(12):
-        modes = np.random.default_rng(100 + seed)
-
-        def cost(c: str, n: int) -> float:
-            return (2.0 if modes.random() < 0.5 else 1.0) * costs.get(c, 1.0)
-
+        cost = _two_modes(costs, np.random.default_rng(100 + seed))
         acc, _, _ = study_of(cost, seed=seed, noise=0.02, max_runs=40)
         assert acc is not None
         if not acc.best_values:  # the search's runs of it, in the slow mode, beat nothing
             continue
         tested += 1
-        d, c = acc.default_values[-len(acc.best_values):], acc.best_values
+        d, c = acc.default_values[-len(acc.best_values) :], acc.best_values
         cut = int(rule.split(d, c, 0.02).sum())
         assert acc.p_value == rule.p_value(d, c, 0.02, modes=True)
         assert (f"{cut} pairs split by the machine's two modes" in acc.finding.said) == (cut > 0)
